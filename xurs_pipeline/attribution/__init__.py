@@ -1,0 +1,1 @@
+"""attribution package of xurs_pipeline (see ARCHITECTURE.md)."""

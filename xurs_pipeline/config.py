@@ -1,0 +1,86 @@
+"""Structured config schema of the whole pipeline, registered with Hydra's ConfigStore.
+
+``conf/`` (plain YAML, composable by DVC's Hydra integration) is the source of truth and
+``params.yaml`` its composition. Every stage validates ``params.yaml`` against :class:`RootConfig`
+before doing any work: unknown keys, wrong types and out-of-range values fail with the key's name.
+Each package owns the dataclass of its own section (``xurs_pipeline/<pkg>/config.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.data.config import DataConfig
+from xurs_pipeline.evaluation.config import EvaluationConfig
+from xurs_pipeline.models.config import ModelConfig
+from xurs_pipeline.train.config import TrainConfig
+
+
+class ConfigError(ValueError):
+    """A config is malformed: names the key and what is allowed."""
+
+
+@dataclass
+class PathsConfig:
+    """Where artifacts go. Fixed paths (no timestamps) so DVC can track them."""
+
+    artifacts: str = "data"
+    results: str = "results"
+
+
+@dataclass
+class RootConfig:
+    experiment_name: str = "smoke"
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    attribution: AttributionConfig = field(default_factory=AttributionConfig)
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
+
+
+ConfigStore.instance().store(name="xurs_schema", node=RootConfig)
+
+
+def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootConfig:
+    """Merge ``raw`` into the schema and instantiate it (running each section's range checks).
+
+    Raises :class:`ConfigError` naming the offending key for unknown keys, wrong types and values out
+    of range. Hydra's own ``hydra`` node, if present, is ignored.
+    """
+    data = OmegaConf.to_container(raw, resolve=True) if isinstance(raw, DictConfig) else dict(raw)
+    data.pop("hydra", None)
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(RootConfig), data)
+        return OmegaConf.to_object(merged)  # type: ignore[return-value]
+    except OmegaConfBaseException as err:
+        key = getattr(err, "full_key", None)
+        raise ConfigError(f"{source}: invalid config at key {key!r}: {err.msg if hasattr(err, 'msg') else err}") from err
+    except ValueError as err:
+        raise ConfigError(f"{source}: {err}") from err
+
+
+def load_params(path: str | os.PathLike[str] = "params.yaml") -> RootConfig:
+    """Load and validate a composed ``params.yaml``."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: not found. Compose it with `xurs params` (or `dvc exp run`).")
+    return validate(OmegaConf.load(p), source=str(p))
+
+
+def compose(overrides: list[str] | None = None, conf_dir: str | os.PathLike[str] = "conf") -> dict[str, Any]:
+    """Compose ``conf/config.yaml`` with Hydra overrides into a plain dict (what DVC writes to params.yaml)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
+        cfg = hydra_compose(config_name="config", overrides=list(overrides or []))
+    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]

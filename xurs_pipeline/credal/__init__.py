@@ -1,0 +1,1 @@
+"""credal package of xurs_pipeline (see ARCHITECTURE.md)."""

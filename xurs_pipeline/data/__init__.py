@@ -1,0 +1,1 @@
+"""data package of xurs_pipeline (see ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""evaluation package of xurs_pipeline (see ARCHITECTURE.md)."""

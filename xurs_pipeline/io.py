@@ -1,0 +1,176 @@
+"""Schema-checked, atomic artifact I/O (Parquet and JSON).
+
+Every artifact carries a small provenance header: the schema name and version that shaped it and
+the hash of the config section that made it. Readers check both, so a stage never silently consumes
+an artifact written under another schema or another config. Writes go to a temporary file in the
+target directory followed by ``os.replace``: an interrupted run never leaves a half-written file
+under the final name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+PROVENANCE_KEY = b"xurs_provenance"
+
+
+class ArtifactError(RuntimeError):
+    """An artifact is missing, corrupt, or was made under another schema or config."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Who made an artifact: schema name/version and the hash of the config that produced it."""
+
+    schema: str
+    schema_version: int
+    config_hash: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"schema": self.schema, "schema_version": self.schema_version, "config_hash": self.config_hash}
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Provenance:
+        raw = json.loads(text)
+        return cls(str(raw["schema"]), int(raw["schema_version"]), str(raw.get("config_hash", "")))
+
+
+def config_hash(section: Any) -> str:
+    """Stable short hash of a (JSON-serialisable) config section: sorted keys, 16 hex digits."""
+    text = json.dumps(section, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds."""
+    final = Path(path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _check_provenance(path: Path, found: Provenance | None, expected: Provenance | None) -> None:
+    if expected is None:
+        return
+    if found is None:
+        raise ArtifactError(f"{path}: no provenance header; it was not written by xurs_pipeline. Rebuild it.")
+    if (found.schema, found.schema_version) != (expected.schema, expected.schema_version):
+        raise ArtifactError(
+            f"{path}: schema {found.schema!r} v{found.schema_version}, expected {expected.schema!r} "
+            f"v{expected.schema_version}. Rebuild it with `dvc repro` (or `dvc repro --force <stage>`)."
+        )
+    if expected.config_hash and found.config_hash != expected.config_hash:
+        raise ArtifactError(
+            f"{path}: made under config hash {found.config_hash}, but the current config hashes to "
+            f"{expected.config_hash}. The inputs are stale: rerun the upstream stage (`dvc repro`)."
+        )
+
+
+def write_parquet(
+    frame: pd.DataFrame,
+    path: str | os.PathLike[str],
+    provenance: Provenance,
+    required_columns: Sequence[str] = (),
+) -> Path:
+    """Write ``frame`` atomically with a provenance header; refuse frames missing required columns."""
+    missing = [c for c in required_columns if c not in frame.columns]
+    if missing:
+        raise ArtifactError(f"{path}: refusing to write, missing columns {missing}")
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[PROVENANCE_KEY] = provenance.to_json().encode()
+    table = table.replace_schema_metadata(meta)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
+    return Path(path)
+
+
+def read_parquet(
+    path: str | os.PathLike[str],
+    expected: Provenance | None = None,
+    required_columns: Sequence[str] = (),
+) -> pd.DataFrame:
+    """Read a Parquet artifact, checking that it is intact, its provenance, and its columns."""
+    p = Path(path)
+    if not p.is_file():
+        raise ArtifactError(f"{p}: missing artifact. Run the stage that makes it (`dvc repro`).")
+    try:
+        table = pq.read_table(p)
+    except (pa.ArrowInvalid, OSError) as err:
+        raise ArtifactError(f"{p}: corrupt or truncated Parquet file ({err}). Delete it and rerun.") from err
+    raw = (table.schema.metadata or {}).get(PROVENANCE_KEY)
+    _check_provenance(p, Provenance.from_json(raw) if raw else None, expected)
+    missing = [c for c in required_columns if c not in table.column_names]
+    if missing:
+        raise ArtifactError(f"{p}: missing columns {missing}; has {table.column_names}")
+    return table.to_pandas()
+
+
+def read_provenance(path: str | os.PathLike[str]) -> Provenance | None:
+    """The provenance header of a Parquet or JSON artifact, or None if it has none."""
+    p = Path(path)
+    if p.suffix == ".json":
+        payload = read_json(p)
+        raw = payload.get("_provenance") if isinstance(payload, Mapping) else None
+        return Provenance(**raw) if raw else None
+    raw = (pq.read_schema(p).metadata or {}).get(PROVENANCE_KEY)
+    return Provenance.from_json(raw) if raw else None
+
+
+def write_json(
+    payload: Mapping[str, Any], path: str | os.PathLike[str], provenance: Provenance | None = None
+) -> Path:
+    """Write a JSON object atomically (sorted keys, indented); embed provenance under ``_provenance``."""
+    body = dict(payload)
+    if provenance is not None:
+        body["_provenance"] = json.loads(provenance.to_json())
+    text = json.dumps(body, indent=2, sort_keys=True, allow_nan=False, default=_json_default)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text + "\n")
+    return Path(path)
+
+
+def read_json(path: str | os.PathLike[str], expected: Provenance | None = None) -> dict[str, Any]:
+    """Read a JSON artifact; a missing, truncated or non-object file raises ``ArtifactError``."""
+    p = Path(path)
+    if not p.is_file():
+        raise ArtifactError(f"{p}: missing artifact. Run the stage that makes it (`dvc repro`).")
+    try:
+        payload = json.loads(p.read_text())
+    except json.JSONDecodeError as err:
+        raise ArtifactError(f"{p}: corrupt or truncated JSON ({err}). Delete it and rerun.") from err
+    if not isinstance(payload, dict):
+        raise ArtifactError(f"{p}: expected a JSON object, found {type(payload).__name__}")
+    raw = payload.get("_provenance")
+    _check_provenance(p, Provenance(**raw) if raw else None, expected)
+    return payload
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -1,0 +1,1 @@
+"""models package of xurs_pipeline (see ARCHITECTURE.md)."""

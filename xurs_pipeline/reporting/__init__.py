@@ -1,0 +1,1 @@
+"""reporting package of xurs_pipeline (see ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""train package of xurs_pipeline (see ARCHITECTURE.md)."""
