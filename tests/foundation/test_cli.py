@@ -1,0 +1,39 @@
+"""The ``xurs`` console script: help works, ``xurs params --check`` detects drift."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xurs_pipeline.cli import COMMANDS, main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for name in COMMANDS:
+        assert name in out
+
+
+def test_console_script_is_installed():
+    exe = shutil.which("xurs") or str(Path(sys.executable).parent / "xurs")
+    result = subprocess.run([exe, "--help"], capture_output=True, text=True, check=False)
+    assert result.returncode == 0
+    assert "credal width" in result.stdout
+
+
+def test_params_check_detects_drift(tmp_path, capsys):
+    out = tmp_path / "params.yaml"
+    assert main(["params", "--conf", str(ROOT / "conf"), "--out", str(out)]) == 0
+    assert main(["params", "--conf", str(ROOT / "conf"), "--out", str(out), "--check"]) == 0
+    out.write_text(out.read_text().replace("experiment_name: smoke", "experiment_name: edited"))
+    assert main(["params", "--conf", str(ROOT / "conf"), "--out", str(out), "--check"]) == 1
+    assert "differs" in capsys.readouterr().out

@@ -1,0 +1,42 @@
+"""The ``xurs`` command line: one sub-command per module in ``xurs_pipeline.commands``.
+
+Heavy imports (torch, transformers) happen inside each command's ``run`` so ``xurs --help`` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = ("params",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="xurs",
+        description=(
+            "XU-RS: explain why a random-set language-model classifier is uncertain, by attributing the "
+            "credal width of its answer to input tokens. The full pipeline runs with `dvc repro`; these "
+            "commands compose configs, explain single questions and rebuild tables and reports."
+        ),
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        module = importlib.import_module(f"xurs_pipeline.commands.{name}")
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except (ValueError, FileNotFoundError, RuntimeError) as err:
+        print(f"xurs {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Sub-commands of the ``xurs`` CLI; each module defines ``add_parser(subparsers)`` setting ``run``."""
