@@ -1,10 +1,191 @@
-"""Config schema of the ``evaluation`` section."""
+"""Config schema of the ``evaluation`` section (stages ``mask_eval`` and ``checks``).
+
+Every threshold the paper states is a field here, with the table or appendix it comes from; the
+library functions take the small threshold dataclasses, never this whole section.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+
+def _require(ok: bool, key: str, value: object, allowed: str) -> None:
+    if not ok:
+        raise ValueError(f"evaluation.{key}={value!r}: must be {allowed}")
+
+
+def _check_unit(prefix: str, values: dict[str, float]) -> None:
+    for name, value in values.items():
+        _require(0.0 <= value <= 1.0, f"{prefix}.{name}", value, "in [0, 1]")
+
+
+@dataclass
+class RankingThresholds:
+    """Table 6 (App. B.3): ranking agreement between repeated calculations (collections, seeds)."""
+
+    median_section_spearman_min: float = 0.90
+    top_option_agreement_min: float = 0.80
+    mean_topk_overlap_min: float = 0.75
+    topk: int = 20
+    median_share_difference_max: float = 0.02
+    max_width_difference_max: float = 1e-6
+
+    def __post_init__(self) -> None:
+        _require(self.topk >= 1, "ranking.topk", self.topk, "a positive integer")
+        _require(
+            self.max_width_difference_max >= 0,
+            "ranking.max_width_difference_max",
+            self.max_width_difference_max,
+            "non-negative",
+        )
+        _check_unit(
+            "ranking",
+            {
+                "median_section_spearman_min": abs(self.median_section_spearman_min),
+                "top_option_agreement_min": self.top_option_agreement_min,
+                "mean_topk_overlap_min": self.mean_topk_overlap_min,
+                "median_share_difference_max": self.median_share_difference_max,
+            },
+        )
+
+
+@dataclass
+class NumericsThresholds:
+    """Table 7 (App. B.4): value agreement between sample counts / seeds, and completeness (Eq. 9).
+
+    The IG criteria of App. B.4 use the same fields with ``residual_aggregate="mean"`` (per-reference
+    residuals) and ``topk=3``; see :class:`EvaluationConfig.ig`.
+    """
+
+    residual_aggregate: str = "median"  # median (EG, Table 7) | mean (IG, per reference)
+    residual_center_max: float = 0.01
+    max_residual_max: float = 0.05
+    median_spearman_min: float = 0.95
+    median_topk_overlap_min: float = 0.80
+    topk: int = 20
+    median_cosine_min: float = 0.99
+    median_relative_distance_max: float = 0.10
+
+    def __post_init__(self) -> None:
+        _require(
+            self.residual_aggregate in ("median", "mean"),
+            "numerics.residual_aggregate",
+            self.residual_aggregate,
+            "'median' or 'mean'",
+        )
+        _require(self.topk >= 1, "numerics.topk", self.topk, "a positive integer")
+        for name in ("residual_center_max", "max_residual_max", "median_relative_distance_max"):
+            _require(getattr(self, name) >= 0, f"numerics.{name}", getattr(self, name), "non-negative")
+        _check_unit(
+            "numerics",
+            {
+                "median_spearman_min": abs(self.median_spearman_min),
+                "median_topk_overlap_min": self.median_topk_overlap_min,
+                "median_cosine_min": abs(self.median_cosine_min),
+            },
+        )
+
+
+def _ig_defaults() -> NumericsThresholds:
+    """App. B.4, FP32 IG: mean per-reference residual <= 0.01, max <= 0.05, top-three overlap >= 0.80."""
+    return NumericsThresholds(residual_aggregate="mean", topk=3)
+
+
+@dataclass
+class GateThresholds:
+    """App. D.3: the controlled model must pass these before its attributions are interpreted."""
+
+    mass_error_max: float = 0.20  # mean E_m, with and without a distinguishing result, separately
+    width_error_max: float = 0.05
+    accuracy_min: float = 0.80  # on questions with a distinguishing result
+    width_drop_share_min: float = 0.90
+    irrelevant_mass_change_max: float = 0.05
+    irrelevant_width_change_max: float = 0.02
+    rearrangement_mass_change_max: float = 0.10
+    validity_tolerance: float = 1e-6
+
+    def __post_init__(self) -> None:
+        for name in (
+            "mass_error_max",
+            "width_error_max",
+            "irrelevant_mass_change_max",
+            "irrelevant_width_change_max",
+            "rearrangement_mass_change_max",
+            "validity_tolerance",
+        ):
+            _require(getattr(self, name) >= 0, f"gates.{name}", getattr(self, name), "non-negative")
+        _check_unit(
+            "gates", {"accuracy_min": self.accuracy_min, "width_drop_share_min": self.width_drop_share_min}
+        )
 
 
 @dataclass
 class EvaluationConfig:
     seed: int = 0
+    # Zero-masking (Eq. 8, Sec. 5.2) and its question-level bootstrap (Table 1).
+    n_random: int = 20
+    top_k_max: int = 10
+    mask_batch_size: int = 16
+    bootstrap_resamples: int = 10_000
+    confidence: float = 0.95
+    bootstrap_method: str = "percentile"  # percentile | BCa (scipy.stats.bootstrap)
+    max_questions: int = 0  # 0 = every explained question
+    device: str = "auto"  # auto | cpu | cuda (zero-masking forward passes)
+    # Target functions measured by zero-masking (width is the paper's; entropy/betp are comparisons).
+    targets: list[str] = field(default_factory=lambda: ["width"])
+    # Reference checks (Eq. 10, Table 3): warn when preparation moves the width difference more than this.
+    reference_shift_warning: float = 0.01
+    ranking: RankingThresholds = field(default_factory=RankingThresholds)
+    numerics: NumericsThresholds = field(default_factory=NumericsThresholds)
+    ig: NumericsThresholds = field(default_factory=_ig_defaults)
+    gates: GateThresholds = field(default_factory=GateThresholds)
+    # Model-randomisation sanity check: head, then this many top transformer blocks, on the first
+    # ``randomisation_questions`` explained questions (0 = skip the check).
+    randomisation_blocks: int = 2
+    randomisation_questions: int = 2
+    # Other attribution runs (directories under paths.artifacts, e.g. a second seed or sample count)
+    # compared with the main run by the Table 6 and Table 7 criteria.
+    comparison_runs: list[str] = field(default_factory=list)
+    # Splits of the controlled data on which the App. D.3 gates are evaluated (those present are used).
+    gate_splits: list[str] = field(default_factory=lambda: ["dev", "test"])
+
+    def __post_init__(self) -> None:
+        _require(self.n_random >= 1, "n_random", self.n_random, "a positive integer")
+        _require(self.top_k_max >= 1, "top_k_max", self.top_k_max, "a positive integer")
+        _require(self.mask_batch_size >= 1, "mask_batch_size", self.mask_batch_size, "a positive integer")
+        _require(self.bootstrap_resamples >= 100, "bootstrap_resamples", self.bootstrap_resamples, ">= 100")
+        _require(0.0 < self.confidence < 1.0, "confidence", self.confidence, "in (0, 1)")
+        _require(
+            self.bootstrap_method in ("percentile", "BCa"),
+            "bootstrap_method",
+            self.bootstrap_method,
+            "'percentile' or 'BCa'",
+        )
+        _require(self.device in ("auto", "cpu", "cuda"), "device", self.device, "'auto', 'cpu' or 'cuda'")
+        _require(self.max_questions >= 0, "max_questions", self.max_questions, ">= 0 (0 = all)")
+        from xurs_pipeline.evaluation.targets import TARGETS  # lazy: the registry imports torch
+
+        _require(
+            len(self.targets) >= 1
+            and set(self.targets) <= set(TARGETS)
+            and len(set(self.targets)) == len(self.targets),
+            "targets",
+            self.targets,
+            f"a non-empty list of distinct names from {sorted(TARGETS)}",
+        )
+        _require(
+            self.reference_shift_warning >= 0,
+            "reference_shift_warning",
+            self.reference_shift_warning,
+            "non-negative",
+        )
+        _require(
+            self.randomisation_questions >= 0, "randomisation_questions", self.randomisation_questions, ">= 0"
+        )
+        _require(
+            set(self.gate_splits) <= {"train", "dev", "test"},
+            "gate_splits",
+            self.gate_splits,
+            "a list of train/dev/test",
+        )
+        _require(self.randomisation_blocks >= 0, "randomisation_blocks", self.randomisation_blocks, ">= 0")

@@ -1,0 +1,109 @@
+"""DVC stage ``checks``: every App. E check with value, threshold and verdict -> ``<artifacts>/checks/``:
+
+- ``checks.parquet`` (schema ``checks``) and ``checks.json`` (metrics): completeness (Eq. 9, Table 7 /
+  App. B.4), comparisons with ``evaluation.comparison_runs`` (Tables 6, 7), leave-one-collection-out
+  (Table 6), reference endpoints (Eq. 10; a shift above ``evaluation.reference_shift_warning`` fails and
+  warns), controlled-model gates (App. D.3, synthetic data only);
+- ``details/``: per-question comparisons, endpoints (Table 3), clue localisation (Table 9) and the
+  model-randomisation movement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+
+from stages._common import log, run_stage
+from xurs_pipeline.config import RootConfig
+from xurs_pipeline.evaluation.artifacts import read_attributions, read_predictions, read_prompts
+from xurs_pipeline.evaluation.controlled import CONTROLLED_COLUMNS, controlled_predictions
+from xurs_pipeline.evaluation.evidence import endpoint_checks, localisation_table
+from xurs_pipeline.evaluation.gates import gate_checks
+from xurs_pipeline.evaluation.randomisation import cascade_names, randomisation_check
+from xurs_pipeline.evaluation.reattribute import attribution_callable
+from xurs_pipeline.evaluation.run_checks import (
+    Run,
+    comparison_checks,
+    completeness_checks,
+    leave_one_out_checks,
+)
+from xurs_pipeline.evaluation.verdicts import Check, checks_frame, checks_summary, json_safe
+from xurs_pipeline.io import ArtifactError, Provenance, config_hash, write_json, write_parquet
+from xurs_pipeline.models.checkpoint import load_classifier
+
+
+def _gates(cfg: RootConfig, artifacts: Path, prompts: pd.DataFrame) -> list[Check]:
+    if not set(CONTROLLED_COLUMNS) <= set(prompts.columns):
+        return []
+    predictions = read_predictions(artifacts / "predict" / "predictions.parquet")
+    predicted = set(prompts[prompts["record_id"].isin(predictions["record_id"])]["split"])
+    splits = [s for s in cfg.evaluation.gate_splits if s in predicted]
+    if not splits:
+        log.warning(
+            "checks: no predictions on evaluation.gate_splits=%s; gates skipped", cfg.evaluation.gate_splits
+        )
+    return [c for s in splits for c in gate_checks(controlled_predictions(prompts, predictions, s),
+                                                   cfg.evaluation.gates, f"gates_{s}")]  # fmt: skip
+
+
+def _randomisation(cfg: RootConfig, artifacts: Path, prompts: pd.DataFrame, main: Run) -> pd.DataFrame:
+    ev = cfg.evaluation
+    if ev.randomisation_questions == 0:
+        return pd.DataFrame()
+    classifier, tokenizer = load_classifier(artifacts / "train" / "classifier")
+    record_ids = list(dict.fromkeys(main.frame["record_id"]))[: ev.randomisation_questions]
+    max_positions = getattr(classifier.backbone.config, "max_position_embeddings", None)
+    attribute = attribution_callable(
+        prompts, cfg.attribution, record_ids, tokenizer.pad_token_id, max_positions
+    )
+    cascade = cascade_names(classifier, "head", ev.randomisation_blocks)
+    return randomisation_check(classifier, attribute, cascade, seed=ev.seed, topk=ev.ranking.topk)
+
+
+def body(cfg: RootConfig) -> None:
+    ev, artifacts = cfg.evaluation, Path(cfg.paths.artifacts)
+    details: dict[str, pd.DataFrame] = {}
+    try:
+        prompts = read_prompts(artifacts / "prepared" / "prompts.parquet")
+        main = Run("main", read_attributions(artifacts / "attribute"), artifacts / "attribute")
+        checks = completeness_checks(main, ev.numerics, ev.ig)
+        details["leave_one_out"], loo = leave_one_out_checks(main, prompts, ev.ranking)
+        checks += loo
+        for name in ev.comparison_runs:
+            other = Run(name, read_attributions(artifacts / name), artifacts / name)
+            details[f"compare_{name}"], more = comparison_checks(
+                main, other, prompts, ev.numerics, ev.ig, ev.ranking
+            )
+            checks += more
+        endpoints = endpoint_checks(main.frame, ev.reference_shift_warning)
+        details["endpoints"] = pd.DataFrame([e.to_dict() for e in endpoints])
+        checks += [
+            Check("reference_endpoints", f"shift_{e.case}", e.shift, e.warn_above, "<=", 1) for e in endpoints
+        ]
+        details["localisation"] = localisation_table(main.frame, prompts)
+        checks += _gates(cfg, artifacts, prompts)
+        details["randomisation"] = _randomisation(cfg, artifacts, prompts, main)
+    except (ArtifactError, ValueError, KeyError) as err:
+        log.error("checks: %s", err)
+        raise SystemExit(1) from err
+    run = config_hash({"evaluation": asdict(ev), "attribution": asdict(cfg.attribution)})
+    out = artifacts / "checks"
+    for name, table in details.items():
+        write_parquet(table, out / "details" / f"{name}.parquet", Provenance(f"checks_{name}", 1, run))
+    write_parquet(checks_frame(checks), out / "checks.parquet", Provenance("checks", 1, run))
+    summary = checks_summary(checks)
+    if not details["randomisation"].empty:
+        moved = details["randomisation"].groupby("randomised", sort=False)[["spearman", "relative_distance"]]
+        summary["randomisation"] = json_safe(moved.median().to_dict(orient="index"))
+    write_json(summary, out / "checks.json")
+    log.info("checks: %d of %d passed", summary["n_passed"], summary["n_checks"])
+    for c in checks:
+        if not c.passed:
+            log.warning("check failed: %s/%s = %.6g (threshold %s %g)", c.group, c.name, c.value, c.direction,
+                        c.threshold)  # fmt: skip
+
+
+if __name__ == "__main__":
+    run_stage("checks", body)

@@ -1,0 +1,134 @@
+"""The ``mask_eval`` and ``checks`` stages on real upstream artifacts (tiny backbone, V2 data, EG/zero).
+
+Upstream artifacts are made in-process with the other packages' public functions, at their contract
+paths; the stage bodies then run on them. One D value is recomputed independently via ``classify_ids``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from stages import checks as checks_stage
+from stages import mask_eval as mask_stage
+from xurs_pipeline.attribution.runner import run_attribution
+from xurs_pipeline.config import RootConfig, validate
+from xurs_pipeline.credal import credal_width
+from xurs_pipeline.data.dataset import prepare_dataset
+from xurs_pipeline.evaluation.artifacts import read_attributions
+from xurs_pipeline.io import Provenance, read_parquet, write_parquet
+from xurs_pipeline.models.backbone import TinySpec, load_backbone_dir, materialize_backbone
+from xurs_pipeline.models.checkpoint import build_classifier, load_classifier, save_classifier
+
+
+def make_cfg(artifacts: Path, **evaluation: object) -> RootConfig:
+    return validate({
+        "paths": {"artifacts": str(artifacts)},
+        "data": {"source": "synthetic_v2", "families": [1, 1, 1], "cases_per_family": 1},
+        "model": {"backbone": "tiny", "tiny_hidden_size": 32, "tiny_layers": 2},
+        "attribution": {"method": "eg", "reference": "zero", "n_collections": 1, "refs_per_collection": 1,
+                        "n_samples": 8, "samples_per_call": 8, "max_questions": 3, "split": "test",
+                        "progress": False},
+        "evaluation": {"bootstrap_resamples": 200, "top_k_max": 3, "randomisation_questions": 1,
+                       "randomisation_blocks": 1, "device": "cpu", **evaluation},
+    })  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("artifacts")
+    cfg = make_cfg(root)
+    materialize_backbone(root / "backbone", "tiny", tiny=TinySpec(512, 32, 2, 4, 0))
+    backbone = load_backbone_dir(root / "backbone")
+    prepare_dataset(cfg.data, backbone.tokenizer, root / "prepared")
+    classifier = build_classifier(backbone, output_kind="mass15", seed=1)  # softmax: non-zero widths
+    save_classifier(classifier, root / "train" / "classifier")
+    model, tokenizer = load_classifier(root / "train" / "classifier")
+    prompts = read_parquet(root / "prepared" / "prompts.parquet")
+    run_attribution(model, prompts, cfg.attribution, pad_id=tokenizer.pad_token_id, max_positions=1024,
+                    out_dir=root / "attribute", fingerprint="test")  # fmt: skip
+    ids = [torch.tensor(list(r)) for r in prompts["input_ids"]]
+    with torch.no_grad():
+        masses = [model.classify_ids(i[None], torch.ones_like(i)[None]).masses[0].tolist() for i in ids]
+    write_parquet(prompts[["record_id"]].assign(masses=masses), root / "predict" / "predictions.parquet",
+                  Provenance("predictions", 1))  # fmt: skip
+    return root
+
+
+def test_mask_eval_stage_writes_per_question_table_and_metrics(artifacts: Path):
+    mask_stage.body(make_cfg(artifacts))
+    table = read_parquet(artifacts / "mask_eval" / "per_question.parquet")
+    attributions = read_attributions(artifacts / "attribute")
+    assert sorted(table["record_id"]) == sorted(attributions["record_id"])
+    metrics = json.loads((artifacts / "mask_eval" / "metrics.json").read_text())
+    width = metrics["targets"]["width"]
+    assert width["questions"] == 3
+    assert width["mean_advantage"] == pytest.approx(table["advantage"].mean())
+    assert width["ci_low"] <= width["mean_advantage"] <= width["ci_high"]
+    assert set(width["curve"]) == {"k1", "k2", "k3"}
+    assert metrics["budget"]["grad_evals_per_question"] > 0
+
+    # independent recomputation of D_{i*} for the first row: zero the top token's embedding
+    row = table.iloc[0]
+    model, _ = load_classifier(artifacts / "train" / "classifier")
+    prompts = read_parquet(artifacts / "prepared" / "prompts.parquet").set_index("record_id")
+    ids = torch.tensor(list(prompts.loc[row["record_id"], "input_ids"]))[None]
+    mask = torch.ones_like(ids)
+    with torch.no_grad():
+        x = model.embed(ids)
+        masked = x.clone()
+        masked[0, row["top_positions"][0]] = 0
+        positions = torch.arange(ids.shape[1])[None].repeat(2, 1)
+        w = credal_width(model(torch.cat([x, masked]), mask.repeat(2, 1), positions).masses)
+    assert row["d_top"] == pytest.approx(abs(float(w[1, row["target"]] - w[0, row["target"]])), abs=1e-6)
+    assert row["d_top"] > 0
+    magnitude = np.asarray(attributions.set_index("record_id").loc[row["record_id"], "token_magnitude"])
+    eligible = np.asarray(prompts.loc[row["record_id"], "eligible"], dtype=bool)
+    assert row["top_positions"][0] == np.flatnonzero(eligible)[np.argmax(magnitude[eligible])]
+
+
+def test_checks_stage_reports_verdicts_for_completeness_and_gates(artifacts: Path):
+    checks_stage.body(make_cfg(artifacts))
+    table = read_parquet(artifacts / "checks" / "checks.parquet")
+    summary = json.loads((artifacts / "checks" / "checks.json").read_text())
+    groups = set(table["group"])
+    assert "completeness_eg_zero" in groups
+    assert {"gates_test", "gates_test_familiar", "gates_test_unseen"} <= groups
+    assert summary["n_checks"] == len(table)
+    assert summary["n_passed"] == int(table["passed"].sum())
+    assert table["passed"].dtype == bool
+    loc = read_parquet(artifacts / "checks" / "details" / "localisation.parquet")
+    assert set(loc["region"]) == {"all_text", "case_text"}
+    assert ((loc["clue_share"] >= 0) & (loc["clue_share"] <= 1)).all()
+    rnd = read_parquet(artifacts / "checks" / "details" / "randomisation.parquet")
+    assert rnd["randomised"].tolist()[:1] == ["head"]
+    assert "randomisation" in summary
+
+
+def test_stages_fail_clearly_on_missing_or_mismatched_artifacts(artifacts: Path, tmp_path: Path, caplog):
+    with pytest.raises(SystemExit):
+        mask_stage.body(make_cfg(tmp_path))
+    assert "prompts.parquet: missing artifact" in caplog.text
+    with pytest.raises(SystemExit):
+        mask_stage.body(make_cfg(artifacts, targets=["width", "entropy"]))
+    assert "target functions ['width']" in caplog.text
+    caplog.clear()
+    with pytest.raises(SystemExit):
+        checks_stage.body(make_cfg(artifacts, comparison_runs=["attribute_seed17"]))
+    assert "attribute_seed17/attributions.parquet: missing artifact" in caplog.text
+
+
+def test_comparing_a_run_with_itself_passes_every_agreement_check(artifacts: Path):
+    checks_stage.body(make_cfg(artifacts, comparison_runs=["attribute"], randomisation_questions=0))
+    table = read_parquet(artifacts / "checks" / "checks.parquet")
+    same = table[table["group"].str.endswith("main_vs_attribute")]
+    assert len(same) == 9  # 4 value checks (Table 7) + 5 ranking checks (Table 6)
+    assert same["passed"].all(), same
+    values = same.set_index("name")["value"]
+    assert values["median_spearman"] == pytest.approx(1.0)
+    assert values["median_cosine"] == pytest.approx(1.0)
+    assert values["median_relative_distance"] == pytest.approx(0.0, abs=1e-12)

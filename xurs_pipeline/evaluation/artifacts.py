@@ -1,0 +1,96 @@
+"""Read the upstream artifacts evaluation needs, by the contracts of ARCHITECTURE.md, with clear errors.
+
+Attributions: ``<dir>/attributions.parquet`` (schema ``attributions``, one row per (record_id, target))
+and ``<dir>/coords/<coords_file>`` (safetensors: ``e`` (L, d) averaged coordinates and, with several
+collections, ``e_collection_k``). Prompts: ``<artifacts>/prepared/prompts.parquet``. Predictions:
+``<artifacts>/predict/predictions.parquet`` (``record_id``, ``masses``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from safetensors.numpy import load_file
+
+from xurs_pipeline.evaluation.comparisons import RunRecord, token_magnitude
+from xurs_pipeline.io import ArtifactError, Provenance, read_parquet
+
+ATTRIBUTIONS_FILE = "attributions.parquet"
+COORDS_DIR = "coords"
+ATTRIBUTION_COLUMNS = (
+    "record_id", "target", "method", "reference", "token_signed", "token_magnitude", "width_input",
+    "residual", "reference_residual", "width_reference_natural", "width_reference_prepared",
+    "prepared_input_ids", "grad_evals", "coords_file",
+)  # fmt: skip
+PROMPT_COLUMNS = ("record_id", "split", "input_ids", "sections", "eligible", "answer_idx")
+PREDICTION_COLUMNS = ("record_id", "masses")
+
+
+def read_attributions(directory: str | os.PathLike[str]) -> pd.DataFrame:
+    """One run's attributions table (schema checked; not the config hash: runs of other configs compare)."""
+    return read_parquet(
+        Path(directory) / ATTRIBUTIONS_FILE,
+        Provenance("attributions", 1),
+        required_columns=ATTRIBUTION_COLUMNS,
+    )
+
+
+def read_prompts(path: str | os.PathLike[str]) -> pd.DataFrame:
+    return read_parquet(path, Provenance("prompts", 1), required_columns=PROMPT_COLUMNS)
+
+
+def read_predictions(path: str | os.PathLike[str]) -> pd.DataFrame:
+    return read_parquet(path, Provenance("predictions", 1), required_columns=PREDICTION_COLUMNS)
+
+
+def prompts_by_id(prompts: pd.DataFrame, record_ids: list[str], what: str) -> pd.DataFrame:
+    """Prompt rows for ``record_ids`` (indexed by record_id); raises naming ids the prompts lack."""
+    indexed = prompts.set_index("record_id", drop=False)
+    missing = sorted(set(record_ids) - set(indexed.index))
+    if missing:
+        raise ArtifactError(
+            f"{what} explains records {missing[:5]} that are not in the prepared prompts: the attributions "
+            f"were made from other prepared data. Rerun `dvc repro` from the prepare stage."
+        )
+    return indexed
+
+
+def load_coords(directory: str | os.PathLike[str], coords_file: str, key: str = "e") -> np.ndarray:
+    """Coordinate-level attributions (L, d) of one row, float64."""
+    path = Path(directory) / COORDS_DIR / coords_file
+    if not path.is_file():
+        raise ArtifactError(f"{path}: missing coordinate file; rerun the attribute stage")
+    tensors = load_file(str(path))
+    if key not in tensors:
+        raise ArtifactError(f"{path}: has tensors {sorted(tensors)}, not {key!r}")
+    return tensors[key].astype(np.float64)
+
+
+def collection_keys(directory: str | os.PathLike[str], coords_file: str) -> list[str]:
+    """Names of the per-collection tensors (``e_collection_0``, ...) in one coordinate file, in order."""
+    tensors = load_file(str(Path(directory) / COORDS_DIR / coords_file))
+    keys = [k for k in tensors if k.startswith("e_collection_")]
+    return sorted(keys, key=lambda k: int(k.rsplit("_", 1)[1]))
+
+
+def run_records(
+    frame: pd.DataFrame, prompts: pd.DataFrame, directory: str | os.PathLike[str] | None, key: str = "e"
+) -> list[RunRecord]:
+    """RunRecords of an attributions table: with ``directory``, the coordinate vectors ``coords/<file>[key]``
+    and their token magnitudes (Sec. 3.4); without, the stored per-token signed sums and magnitudes."""
+    by_id = prompts_by_id(prompts, list(frame["record_id"]), "attribution run")
+    out = []
+    for row in frame.itertuples(index=False):
+        sections = tuple(by_id.loc[row.record_id, "sections"])
+        if directory is None:
+            signed = np.asarray(row.token_signed, dtype=np.float64)
+            magnitude = np.asarray(row.token_magnitude, dtype=np.float64)
+        else:
+            signed = load_coords(directory, row.coords_file, key)
+            magnitude = token_magnitude(signed)
+        out.append(RunRecord(str(row.record_id), int(row.target), str(row.reference), magnitude, signed,
+                             float(row.width_input), sections))  # fmt: skip
+    return out

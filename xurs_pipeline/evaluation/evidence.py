@@ -1,0 +1,89 @@
+"""Reference endpoints (Eq. 10) and clue localisation (App. C) of an attribution run's rows.
+
+Endpoint checks apply to rows attributed against the aligned paired prompt: ``w_with`` is the input
+width, ``w_without`` the paired prompt's natural width and ``w_aligned`` its prepared width under the
+original mask and positions. Localisation applies to rows whose prompt marks a clue
+(``clue_positions``): the regions are all active text (every non-special token) and the case
+description (``case_positions``). Positions forced to zero are those whose prepared reference token
+equals the input token (aligned references) or, for other references, whose attribution is exactly 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from xurs_pipeline.evaluation.artifacts import prompts_by_id
+from xurs_pipeline.evaluation.localisation import clue_localisation
+from xurs_pipeline.evaluation.references import EndpointCheck, endpoint_check
+
+INACTIVE_SECTIONS = ("special", "padding")
+
+
+def _first(values: object, what: str, record_id: str) -> float:
+    seq = list(values) if values is not None else []
+    if not seq or seq[0] is None:
+        raise ValueError(f"record {record_id!r}: the attribution row has no {what}")
+    return float(seq[0])
+
+
+def endpoint_checks(frame: pd.DataFrame, warn_above: float) -> list[EndpointCheck]:
+    """Eq. 10 for every aligned-reference row (IG: the residual of that one reference; EG: the row's)."""
+    out = []
+    for row in frame[frame["reference"] == "aligned"].itertuples(index=False):
+        rid = str(row.record_id)
+        residual = (
+            _first(row.reference_residual, "reference residual", rid) if row.method == "ig" else row.residual
+        )
+        out.append(
+            endpoint_check(
+                f"{rid}:c{row.target}",
+                float(row.width_input),
+                _first(row.width_reference_natural, "natural reference width", rid),
+                _first(row.width_reference_prepared, "prepared reference width", rid),
+                float(residual),
+                warn_above,
+            )
+        )
+    return out
+
+
+def _forced_zero(row: object, input_ids: np.ndarray, magnitude: np.ndarray) -> list[int]:
+    prepared = np.asarray(row.prepared_input_ids, dtype=np.int64)  # type: ignore[attr-defined]
+    if prepared.size == input_ids.size:
+        return np.flatnonzero(prepared == input_ids).tolist()
+    return np.flatnonzero(magnitude == 0).tolist()
+
+
+def localisation_table(frame: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFrame:
+    """App. C measurements for every row whose prompt has a clue, in both regions (a region without any
+    attribution magnitude gets a row with only a ``note``: its shares are undefined)."""
+    if "clue_positions" not in prompts.columns:
+        return pd.DataFrame()
+    by_id = prompts_by_id(prompts, list(frame["record_id"]), "attribution run")
+    rows = []
+    for row in frame.itertuples(index=False):
+        prompt = by_id.loc[row.record_id]
+        clue = [int(i) for i in prompt["clue_positions"]]
+        if not clue:
+            continue
+        magnitude = np.asarray(row.token_magnitude, dtype=np.float64)
+        sections = np.asarray(prompt["sections"])
+        regions = {
+            "all_text": np.flatnonzero(~np.isin(sections, INACTIVE_SECTIONS)).tolist(),
+            "case_text": [int(i) for i in prompt["case_positions"]],
+        }
+        zero = _forced_zero(row, np.asarray(prompt["input_ids"], dtype=np.int64), magnitude)
+        for name, region in regions.items():
+            key = {
+                "record_id": row.record_id,
+                "target": row.target,
+                "reference": row.reference,
+                "region": name,
+            }
+            if magnitude[region].sum() == 0:  # nothing attributed (e.g. a saturated width): shares undefined
+                rows.append({**key, "note": "all-zero attribution in the region"})
+                continue
+            loc = clue_localisation(magnitude, region, clue, name, zero, str(row.record_id))
+            rows.append({**key, **loc.to_dict(), "note": ""})
+    return pd.DataFrame(rows)

@@ -1,0 +1,200 @@
+"""Zero-masking (Eq. 8, Sec. 5.2) and its top-k extension.
+
+``R_i X`` sets token i's embedding row to zero; sequence length, attention mask and positions stay those
+of the original prompt. ``D_i = |F(R_i X) - F(X)|`` with ``F`` a target function of the masses evaluated
+for the answer ``c`` selected on the original prompt (fixed throughout). ``i*`` is the highest-ranked
+eligible token; the controls are ``n_random`` eligible positions drawn uniformly with replacement (``i*``
+may be drawn), and ``A(x) = D_{i*} - mean_b D_{j_b}``.
+
+Beyond the paper, the top-k curve masks the k highest-ranked eligible tokens together against ``n_random``
+random eligible k-sets. Each control row is a random ordering of distinct eligible positions and its
+k-set is the row's first k entries, so for k = 1 the controls are exactly Eq. 8's draws.
+
+The model is any :data:`MassFn` (``inputs_embeds, attention_mask, position_ids -> masses``), so the
+functions here run on analytic test models as well as on a ``RandomSetClassifier``.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from xurs_pipeline.evaluation.targets import get_target
+
+
+class MassFn(Protocol):
+    def __call__(
+        self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor
+    ) -> torch.Tensor:
+        """(batch, seq, hidden), (batch, seq), (batch, seq) -> masses (batch, 15)."""
+        ...
+
+
+class InsufficientEligibleError(ValueError):
+    """A question has fewer eligible tokens than the masking protocol needs."""
+
+
+def classifier_mass_fn(model: Any) -> MassFn:
+    """Adapt a classifier whose ``forward(inputs_embeds, attention_mask, position_ids)`` returns an output
+    with ``.masses (batch, 15)`` (the ``RandomSetClassifier`` contract) to a :data:`MassFn`."""
+
+    def mass_fn(
+        inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor
+    ) -> torch.Tensor:
+        out = model(inputs_embeds=inputs_embeds, attention_mask=attention_mask, position_ids=position_ids)
+        return out.masses
+
+    return mass_fn
+
+
+@dataclass(frozen=True)
+class MaskingSpec:
+    n_random: int = 20
+    k_max: int = 10
+    seed: int = 0
+    batch_size: int = 16
+
+
+@dataclass(frozen=True)
+class MaskingQuestion:
+    """One explained question: embeddings (seq, hidden), mask (seq,), positions (seq,), eligible (seq,)."""
+
+    record_id: str
+    embeds: torch.Tensor
+    attention_mask: torch.Tensor
+    position_ids: torch.Tensor
+    eligible: np.ndarray
+    c: int
+
+
+@dataclass(frozen=True)
+class MaskingEffect:
+    """Zero-masking result of one question and one target function.
+
+    top_positions (k_max,), random_positions (n_random, k_max), top_delta (k_max,) and
+    random_delta (n_random, k_max): entry [.., k-1] masks k tokens together.
+    """
+
+    record_id: str
+    target: str
+    c: int
+    f_x: float
+    top_positions: np.ndarray
+    random_positions: np.ndarray
+    top_delta: np.ndarray
+    random_delta: np.ndarray
+
+    @property
+    def random_mean(self) -> np.ndarray:
+        """mean_b D_{j_b} for each k, (k_max,)."""
+        return self.random_delta.mean(axis=0)
+
+    @property
+    def advantage(self) -> np.ndarray:
+        """A_k(x) = D_top-k - mean_b D_random-k for k = 1..k_max, (k_max,); entry 0 is Eq. 8's A(x)."""
+        return self.top_delta - self.random_mean
+
+
+def question_rng(seed: int, record_id: str) -> np.random.Generator:
+    """A generator that depends only on (seed, record_id): reproducible whatever the question order/shard."""
+    return np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(record_id.encode())]))
+
+
+def eligible_positions(eligible: np.ndarray, record_id: str, needed: int) -> np.ndarray:
+    """Indices of eligible tokens (n_eligible,); raises if fewer than ``needed``."""
+    positions = np.flatnonzero(np.asarray(eligible, dtype=bool))
+    if positions.size < needed:
+        raise InsufficientEligibleError(
+            f"record {record_id!r}: {positions.size} eligible tokens, zero-masking with top-k up to "
+            f"{needed} needs at least {needed} (config key evaluation.top_k_max)"
+        )
+    return positions
+
+
+def top_eligible(magnitude: np.ndarray, eligible: np.ndarray, k_max: int, record_id: str) -> np.ndarray:
+    """The k_max highest-magnitude eligible positions, best first (ties: lower position first), (k_max,)."""
+    magnitude = np.asarray(magnitude, dtype=np.float64)
+    if magnitude.shape != np.shape(eligible):
+        raise ValueError(
+            f"record {record_id!r}: token magnitudes have shape {magnitude.shape}, "
+            f"eligibility {np.shape(eligible)}"
+        )
+    if not np.all(np.isfinite(magnitude)):
+        raise ValueError(f"record {record_id!r}: token magnitudes contain NaN or inf")
+    positions = eligible_positions(eligible, record_id, k_max)
+    order = np.argsort(-magnitude[positions], kind="stable")
+    return positions[order[:k_max]]
+
+
+def draw_random_sets(
+    positions: np.ndarray, n_random: int, k_max: int, rng: np.random.Generator
+) -> np.ndarray:
+    """(n_random, k_max): each row k_max distinct eligible positions in uniformly random order.
+
+    Column 0 is n_random uniform draws with replacement (Eq. 8); row[:k] is a uniform random k-subset.
+    """
+    return np.stack([rng.choice(positions, size=k_max, replace=False) for _ in range(n_random)])
+
+
+@torch.inference_mode()
+def masked_masses(
+    mass_fn: MassFn, question: MaskingQuestion, position_sets: Sequence[Sequence[int]], batch_size: int
+) -> torch.Tensor:
+    """Masses (n_sets, 15), float64, after zeroing the embedding rows of each set (the empty set gives F(X)).
+
+    Forward passes run ``batch_size`` masked copies of the prompt at a time, on the embeddings' device.
+    """
+    embeds = question.embeds
+    seq = embeds.shape[0]
+    out = []
+    for start in range(0, len(position_sets), batch_size):
+        chunk = position_sets[start : start + batch_size]
+        batch = embeds.unsqueeze(0).repeat(len(chunk), 1, 1)  # (b, seq, hidden)
+        for row, positions in enumerate(chunk):
+            batch[row, list(positions)] = 0.0
+        mask = question.attention_mask.reshape(1, seq).expand(len(chunk), seq)
+        pos = question.position_ids.reshape(1, seq).expand(len(chunk), seq)
+        out.append(mass_fn(batch, mask, pos).double())
+    return torch.cat(out)
+
+
+def zero_masking_effects(
+    mass_fn: MassFn, question: MaskingQuestion, rankings: Mapping[str, np.ndarray], spec: MaskingSpec
+) -> list[MaskingEffect]:
+    """Eq. 8 and the top-k curve for each target in ``rankings`` (target name -> token magnitudes (seq,)).
+
+    The random control sets are drawn once per question and shared by all targets; each target's top
+    sets come from its own ranking and its D values from its own function of the masses.
+    """
+    positions = eligible_positions(question.eligible, question.record_id, spec.k_max)
+    random_sets = draw_random_sets(
+        positions, spec.n_random, spec.k_max, question_rng(spec.seed, question.record_id)
+    )
+    tops = {
+        name: top_eligible(mag, question.eligible, spec.k_max, question.record_id)
+        for name, mag in rankings.items()
+    }
+    ks = range(1, spec.k_max + 1)
+    random_list = [list(row[:k]) for row in random_sets for k in ks]
+    top_list = [list(top[:k]) for top in tops.values() for k in ks]
+    masses = masked_masses(mass_fn, question, [[], *random_list, *top_list], spec.batch_size)
+    n_rand = len(random_list)
+    c = torch.full((masses.shape[0],), question.c, dtype=torch.long, device=masses.device)
+    effects = []
+    for t, (name, top) in enumerate(tops.items()):
+        values = get_target(name)(masses, c).double().cpu().numpy()  # (1 + n_rand + n_targets * k_max,)
+        f_x = values[0]
+        random_delta = np.abs(values[1 : 1 + n_rand] - f_x).reshape(spec.n_random, spec.k_max)
+        lo = 1 + n_rand + t * spec.k_max
+        top_delta = np.abs(values[lo : lo + spec.k_max] - f_x)
+        effects.append(
+            MaskingEffect(
+                question.record_id, name, question.c, float(f_x), top, random_sets, top_delta, random_delta
+            )
+        )
+    return effects

@@ -1,0 +1,54 @@
+"""An attribution callable for the model-randomisation check, built on ``xurs_pipeline.attribution``.
+
+It re-runs the attribute stage's estimator (same method, references and budget) on a few questions
+for any model. The explained option is the correct answer (``attribution.target='correct'``), so the
+trained and the randomised model explain the same option even when their predictions differ.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import pandas as pd
+from torch import nn
+
+from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.endpoints import natural_widths
+from xurs_pipeline.attribution.inputs import reference_pool, select_questions
+from xurs_pipeline.attribution.model import model_device
+from xurs_pipeline.attribution.question import ReferencePool, attribute_question
+from xurs_pipeline.evaluation.comparisons import RunRecord, token_magnitude
+from xurs_pipeline.evaluation.randomisation import AttributeFn
+
+
+def attribution_callable(
+    prompts: pd.DataFrame,
+    cfg: AttributionConfig,
+    record_ids: Sequence[str],
+    pad_id: int,
+    max_positions: int | None,
+) -> AttributeFn:
+    """``model -> RunRecords`` of ``record_ids`` under ``cfg`` (target forced to ``correct``)."""
+    cfg = dataclasses.replace(cfg, record_ids=list(record_ids), target="correct", progress=False)
+    questions = select_questions(prompts, cfg, max_positions)
+    refs = reference_pool(prompts, cfg, max_positions) if cfg.reference == "train" else None
+
+    def attribute(model: nn.Module) -> list[RunRecord]:
+        pool = None
+        if refs is not None:
+            device = model_device(model)
+            pool = ReferencePool(*refs)
+            pool.natural = [natural_widths(model, ids, cfg.eval_batch_size, device) for ids in pool.token_ids]
+        out = []
+        for q in questions:
+            result = attribute_question(model, q, pool, cfg, pad_id)  # type: ignore[arg-type]
+            if result.failure is not None:
+                raise FloatingPointError(result.failure.message())
+            for row in result.rows:
+                e = row.coords["e"].double().numpy()
+                out.append(RunRecord(row.record_id, row.target, row.reference, token_magnitude(e), e,
+                                     row.width_input))  # fmt: skip
+        return out
+
+    return attribute

@@ -1,0 +1,56 @@
+"""Section-level summaries of token magnitudes (App. B.3).
+
+Magnitudes are summed within the question, each of the four options and the ``Answer:`` prefix, and
+each sum is divided by the total magnitude of the prompt (every position), so the six shares need not
+add to one when template or label tokens carry magnitude. The highest-attributed option is the option
+whose text has the largest share, not necessarily the predicted answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from xurs_pipeline.evaluation.agreement import spearman
+
+SHARE_SECTIONS: tuple[str, ...] = (
+    "question",
+    "option_A",
+    "option_B",
+    "option_C",
+    "option_D",
+    "answer_prefix",
+)
+OPTION_SLICE = slice(1, 5)
+
+
+def section_shares(magnitude: np.ndarray, sections: Sequence[str], record_id: str = "?") -> np.ndarray:
+    """Shares of total magnitude per :data:`SHARE_SECTIONS`, (6,). magnitude (seq,), sections (seq,)."""
+    mag = np.asarray(magnitude, dtype=np.float64)
+    if mag.shape != (len(sections),):
+        raise ValueError(
+            f"record {record_id!r}: {mag.shape} token magnitudes but {len(sections)} section labels"
+        )
+    total = mag.sum()
+    if not np.isfinite(total) or total <= 0:
+        raise ValueError(
+            f"record {record_id!r}: total token magnitude is {total}; shares need a positive total"
+        )
+    labels = np.asarray(sections)
+    return np.array([mag[labels == name].sum() for name in SHARE_SECTIONS]) / total
+
+
+def top_option(shares: np.ndarray) -> int:
+    """Index 0..3 of the option with the largest share (ties: first option)."""
+    return int(np.argmax(np.asarray(shares)[OPTION_SLICE]))
+
+
+def compare_sections(shares_a: np.ndarray, shares_b: np.ndarray) -> dict[str, float]:
+    """Spearman of the section ranking, agreement on the top option (0/1), mean absolute share difference."""
+    a, b = np.asarray(shares_a, dtype=np.float64), np.asarray(shares_b, dtype=np.float64)
+    return {
+        "section_spearman": spearman(a, b),
+        "top_option_agree": float(top_option(a) == top_option(b)),
+        "share_difference": float(np.mean(np.abs(a - b))),
+    }

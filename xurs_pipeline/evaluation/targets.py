@@ -1,0 +1,51 @@
+"""Target functions of the masses that zero-masking (and attribution) can explain.
+
+A registry ``name -> fn(masses (batch, 15), c (batch,) long) -> (batch,)``, as in inseq. ``width`` is the
+paper's target, ``F_c = W_c`` (Eq. 2); ``entropy`` (predictive entropy of BetP) and ``betp`` (the selected
+answer's BetP, Eq. 2) are the comparison targets the paper names as next steps (Sec. 7). All three are
+computed from ``xurs_pipeline.credal``; nothing is re-derived here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from xurs_pipeline import credal
+
+TargetFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def _pick(values: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """values (batch, 4), c (batch,) -> values[b, c[b]] (batch,)."""
+    return values.gather(-1, c.long().reshape(-1, 1)).squeeze(-1)
+
+
+def width_target(masses: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """Credal width of answer c, ``W_c = Pl({c}) - Bel({c})`` (Eq. 2). masses (batch, 15) -> (batch,)."""
+    return _pick(credal.credal_width(masses), c)
+
+
+def betp_target(masses: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """Pignistic probability of answer c, ``BetP(c)`` (Eq. 2). masses (batch, 15) -> (batch,)."""
+    return _pick(credal.pignistic(masses), c)
+
+
+def entropy_target(masses: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """Predictive entropy ``-sum_k BetP(k) log BetP(k)`` (nats, 0 log 0 = 0); c is unused. -> (batch,)."""
+    p = credal.pignistic(masses)
+    return -(torch.special.xlogy(p, p)).sum(-1)
+
+
+TARGETS: dict[str, TargetFn] = {"width": width_target, "entropy": entropy_target, "betp": betp_target}
+
+
+def get_target(name: str) -> TargetFn:
+    """The target function called ``name``; an unknown name raises KeyError listing the valid ones."""
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise KeyError(
+            f"unknown target function {name!r} (config key evaluation.targets); valid: {sorted(TARGETS)}"
+        ) from None
