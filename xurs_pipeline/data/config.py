@@ -2,18 +2,57 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from xurs_pipeline.data.medqa import CARVE_CHOICES
+from xurs_pipeline.data.schema import SOURCES
 
 
 @dataclass
 class DataConfig:
-    source: str = "synthetic_v1"  # synthetic_v1 | synthetic_v2 | medqa
+    """What to prepare and how.
+
+    source: ``synthetic_v1`` | ``synthetic_v2`` | ``medqa``.
+    max_tokens: prompt budget in tokens, special tokens included (Sec. 5.1: 512); only the question is cut.
+    seed: seeds the synthetic generators and the MedQA train/dev carve.
+    medqa_path: directory holding ``medqa_files`` (``{split}`` = train/dev/test), relative to the
+      project root.
+    medqa_hub: Hugging Face dataset id; when set, MedQA is read from the hub instead (needs ``datasets``).
+    medqa_carve: ``dev`` carves train out of the dev file (the local copy has no train split), ``train``
+      carves dev out of train; ``""`` uses the splits as found. ``medqa_train_fraction`` goes to train.
+    families: condition families per split (train, dev, test); cases_per_family: cases in each family.
+      V1 full size: [80, 20, 20] x 4 cases (960 records); V2: [80, 20, 20] x 6 (7,680/3,840/3,840).
+    v1_flaws: V1 keeps its known flaws (answer-order shortcut, unequal singleton targets; App. D.1).
+    require_paired_lengths: fail when a result pair does not tokenise position by position alike (V2).
+    """
+
+    source: str = "synthetic_v1"
     max_tokens: int = 512
     seed: int = 0
+    medqa_path: str = "../shared/data/medqa"
+    medqa_files: str = "US/4_options/phrases_no_exclude_{split}.jsonl"
+    medqa_hub: str = ""
+    medqa_carve: str = ""
+    medqa_train_fraction: float = 0.8
+    families: list[int] = field(default_factory=lambda: [80, 20, 20])
+    cases_per_family: int = 4
+    v1_flaws: bool = True
+    require_paired_lengths: bool = False
 
     def __post_init__(self) -> None:
-        allowed = ("synthetic_v1", "synthetic_v2", "medqa")
-        if self.source not in allowed:
-            raise ValueError(f"data.source={self.source!r}: must be one of {allowed}")
-        if self.max_tokens <= 0:
-            raise ValueError(f"data.max_tokens={self.max_tokens}: must be positive")
+        if self.source not in SOURCES:
+            raise ValueError(f"data.source={self.source!r}: must be one of {SOURCES}")
+        if self.max_tokens < 16:
+            raise ValueError(f"data.max_tokens={self.max_tokens}: must be positive and at least 16")
+        if "{split}" not in self.medqa_files:
+            raise ValueError(f"data.medqa_files={self.medqa_files!r}: must contain '{{split}}'")
+        if self.medqa_carve not in CARVE_CHOICES:
+            raise ValueError(f"data.medqa_carve={self.medqa_carve!r}: must be one of {CARVE_CHOICES}")
+        if not 0.0 < self.medqa_train_fraction < 1.0:
+            raise ValueError(f"data.medqa_train_fraction={self.medqa_train_fraction}: must be in (0, 1)")
+        if len(self.families) != 3 or min(self.families) < 1:
+            raise ValueError(
+                f"data.families={list(self.families)}: must be three counts >= 1 (train, dev, test families)"
+            )
+        if self.cases_per_family < 1:
+            raise ValueError(f"data.cases_per_family={self.cases_per_family}: must be >= 1")

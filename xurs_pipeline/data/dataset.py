@@ -1,0 +1,111 @@
+"""The whole preparation from typed arguments: load or generate records, validate, tokenise, write.
+
+``prepare_dataset(data, tokenizer, out_dir)`` is what the ``prepare`` stage runs. Everything that can
+fail (bad input files, rule-reader rejections, prompts that cannot fit, a failed strict pair check)
+fails before anything is written; then ``prompts.parquet`` and ``summary.json`` are each written
+atomically (``xurs_pipeline.io``), and the table is removed again if the summary cannot be written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from xurs_pipeline.data.config import DataConfig
+from xurs_pipeline.data.medqa import load_medqa_dir, load_medqa_hub
+from xurs_pipeline.data.prepare import PreparedPrompts, prepare_records
+from xurs_pipeline.data.records import DataError, QuestionRecord
+from xurs_pipeline.data.schema import (
+    PROMPT_COLUMNS,
+    PROMPTS_FILE,
+    SUMMARY_FILE,
+    prompts_provenance,
+    summary_provenance,
+)
+from xurs_pipeline.data.synthetic import (
+    KNOWN_FLAWS,
+    check_all,
+    check_pairs,
+    generate_v1,
+    generate_v2,
+    shortcut_diagnostics,
+)
+from xurs_pipeline.io import config_hash, write_json, write_parquet
+
+
+def data_config_hash(data: DataConfig) -> str:
+    """The provenance hash of the prepared prompts: ``io.config_hash`` of the whole ``data`` section."""
+    return config_hash(asdict(data))
+
+
+def load_records(data: DataConfig) -> list[QuestionRecord]:
+    """The records ``data`` describes: MedQA from a directory or the hub, or a synthetic dataset."""
+    if data.source == "medqa":
+        if data.medqa_hub:
+            return load_medqa_hub(data.medqa_hub, data.medqa_carve, data.medqa_train_fraction, data.seed)
+        return load_medqa_dir(
+            data.medqa_path, data.medqa_files, data.medqa_carve, data.medqa_train_fraction, data.seed
+        )
+    families = (data.families[0], data.families[1], data.families[2])
+    if data.source == "synthetic_v1":
+        return generate_v1(families, data.cases_per_family, data.seed, reproduce_flaws=data.v1_flaws)
+    return generate_v2(families, data.cases_per_family, data.seed)
+
+
+def prepare_and_validate(
+    records: list[QuestionRecord],
+    tokenizer: Any,
+    max_tokens: int,
+    favour_label: bool = False,
+    require_paired_lengths: bool = False,
+) -> PreparedPrompts:
+    """:func:`prepare_records` plus, for synthetic records, the App. D.2 validators in the summary.
+
+    Raises :class:`DataError` when the rule-based reader rejects a record, or when
+    ``require_paired_lengths`` and a result pair does not tokenise position by position alike.
+    """
+    synthetic = bool(records) and records[0].synthetic is not None
+    reader = check_all(records, favour_label) if synthetic else None
+    if reader is not None and reader.rejections:
+        shown = "; ".join(f"record {rid!r}: {why}" for rid, why in reader.rejections[:5])
+        raise DataError(
+            f"rule-based reader rejected {len(reader.rejections)} of {reader.n_checked} records: {shown}"
+        )
+    prepared = prepare_records(records, tokenizer, max_tokens)
+    summary = {"source": records[0].source if records else "", **prepared.summary}
+    if reader is not None:
+        pairs = check_pairs(prepared.frame)
+        if require_paired_lengths and pairs.failures:
+            shown = "; ".join(f"pair {pid!r}: {why}" for pid, why in pairs.failures[:5])
+            raise DataError(
+                f"{len(pairs.failures)} of {pairs.n_pairs} result pairs do not tokenise alike "
+                f"(data.require_paired_lengths=true): {shown}"
+            )
+        summary["validators"] = {
+            "reader": reader.as_dict(),
+            "pairs": pairs.as_dict(),
+            "shortcuts": shortcut_diagnostics(records, reader.readings),
+        }
+    return PreparedPrompts(prepared.frame, summary)
+
+
+def prepare_dataset(
+    data: DataConfig, tokenizer: Any, out_dir: str | Path, config_hash: str = ""
+) -> dict[str, Any]:
+    """Prepare what ``data`` describes with ``tokenizer``; write ``out_dir/prompts.parquet`` and
+    ``out_dir/summary.json`` (provenance: ``config_hash`` of the data section). Returns the summary."""
+    records = load_records(data)
+    favour = data.source == "synthetic_v1" and data.v1_flaws
+    prepared = prepare_and_validate(records, tokenizer, data.max_tokens, favour, data.require_paired_lengths)
+    summary = dict(prepared.summary)
+    if favour:
+        summary["known_flaws"] = list(KNOWN_FLAWS)
+    out = Path(out_dir)
+    table = write_parquet(prepared.frame, out / PROMPTS_FILE, prompts_provenance(config_hash), PROMPT_COLUMNS)
+    try:
+        write_json(summary, out / SUMMARY_FILE, summary_provenance(config_hash))
+    except BaseException:
+        table.unlink(missing_ok=True)
+        raise
+    return summary

@@ -1,0 +1,202 @@
+"""MedQA-USMLE, 4-option format (Sec. 5.1): jsonl files or the Hugging Face hub form.
+
+Each row has ``question``, ``options`` ({"A": ..., "D": ...}), ``answer_idx`` ("A".."D") and optionally
+``answer`` (the correct option's text, checked against ``options``) and ``id``. Rows without an ``id``
+get ``medqa-<split>-<line>`` (1-based line in the file, or row index + 1 on the hub), so ids say where a
+record came from. Every bad row raises :class:`DataError` naming the file and line (or hub split and row).
+
+Carving (documented and seeded): the local copy has no train split, so ``carve="dev"`` divides the dev
+file: ids are ranked by ``references.hash_order(ids, seed)`` and the first ``round(train_fraction * n)``
+become ``train``, the rest stay ``dev`` (each keeps file order). ``carve="train"`` divides a train split
+the same way when dev is missing (e.g. hub copies with only train/test). Test is never touched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from xurs_pipeline.data.records import DataError, QuestionRecord
+from xurs_pipeline.data.references import hash_order
+from xurs_pipeline.data.schema import OPTION_LETTERS, SPLITS
+
+MEDQA_FILES = "US/4_options/phrases_no_exclude_{split}.jsonl"
+CARVE_CHOICES = ("", "dev", "train")
+HUB_SPLIT_NAMES = {"train": ("train",), "dev": ("validation", "dev"), "test": ("test",)}
+
+Row = tuple[str, str, Any]  # (where, default record id, raw parsed row)
+
+
+def parse_row(raw: Any, where: str, split: str, default_id: str) -> QuestionRecord:
+    """One MedQA row -> :class:`QuestionRecord`; ``where`` ("file:line") prefixes every error."""
+    if not isinstance(raw, dict):
+        raise DataError(f"{where}: expected a JSON object, found {type(raw).__name__}")
+    question = raw.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise DataError(f"{where}: empty or missing question (field 'question' must be non-empty text)")
+    options = raw.get("options")
+    if not isinstance(options, dict):
+        raise DataError(f"{where}: field 'options' must be an object with keys A, B, C, D")
+    missing = [k for k in OPTION_LETTERS if k not in options]
+    extra = sorted(k for k in options if k not in OPTION_LETTERS)
+    if missing or extra:
+        raise DataError(
+            f"{where}: options must have exactly the keys A, B, C, D (4-option format); "
+            f"missing {missing}, unexpected {extra}"
+        )
+    texts = tuple(options[k] for k in OPTION_LETTERS)
+    bad = [
+        k
+        for k, text in zip(OPTION_LETTERS, texts, strict=True)
+        if not isinstance(text, str) or not text.strip()
+    ]
+    if bad:
+        raise DataError(f"{where}: option(s) {bad} empty or not text")
+    letter = raw.get("answer_idx")
+    if letter not in OPTION_LETTERS:
+        raise DataError(f"{where}: answer_idx {letter!r} must be one of 'A', 'B', 'C', 'D'")
+    answer = raw.get("answer")
+    if answer is not None and answer != options[letter]:
+        raise DataError(
+            f"{where}: answer {answer!r} is not the text of option {letter} ({options[letter]!r})"
+        )
+    record_id = raw.get("id", default_id)
+    if not isinstance(record_id, str | int) or not str(record_id).strip():
+        raise DataError(f"{where}: id {record_id!r} must be a non-empty string")
+    return QuestionRecord(
+        record_id=str(record_id),
+        split=split,
+        source="medqa",
+        question=question.strip(),
+        options=tuple(t.strip() for t in texts),  # type: ignore[arg-type]
+        answer_idx=OPTION_LETTERS.index(letter),
+    )
+
+
+def records_from_rows(rows: Iterable[Row], split: str, seen: dict[str, str]) -> list[QuestionRecord]:
+    """Parse rows of one split; ``seen`` maps ids to where they were first read (duplicates raise)."""
+    out = []
+    for where, default_id, raw in rows:
+        record = parse_row(raw, where, split, default_id)
+        if record.record_id in seen:
+            raise DataError(
+                f"{where}: duplicate record id {record.record_id!r} (first seen at {seen[record.record_id]})"
+            )
+        seen[record.record_id] = where
+        out.append(record)
+    return out
+
+
+def iter_jsonl(path: Path, split: str) -> Iterator[Row]:
+    """Rows of a jsonl file (blank lines skipped); malformed JSON raises naming file and line."""
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{where}: malformed JSON line ({err.msg} at column {err.colno})") from err
+            yield where, f"medqa-{split}-{lineno:05d}", raw
+
+
+def carve_split(
+    records: list[QuestionRecord], train_fraction: float, seed: int
+) -> tuple[list[QuestionRecord], list[QuestionRecord]]:
+    """Divide ``records`` into (train, dev) by seeded hash ranking of their ids; file order kept."""
+    if not 0.0 < train_fraction < 1.0:
+        raise DataError(f"data.medqa_train_fraction={train_fraction}: must be in (0, 1) to carve a split")
+    ranked = hash_order([r.record_id for r in records], seed)
+    n_train = round(train_fraction * len(records))
+    train_ids = set(ranked[:n_train])
+    train = [replace(r, split="train") for r in records if r.record_id in train_ids]
+    dev = [replace(r, split="dev") for r in records if r.record_id not in train_ids]
+    if not train or not dev:
+        raise DataError(
+            f"carving {len(records)} records with train fraction {train_fraction} leaves an empty split"
+        )
+    return train, dev
+
+
+def assemble_splits(
+    found: dict[str, list[QuestionRecord]], carve: str, train_fraction: float, seed: int, where: str
+) -> list[QuestionRecord]:
+    """Apply the carve rule to the splits found at ``where``; missing splits raise naming ``where``."""
+    if carve not in CARVE_CHOICES:
+        raise DataError(f"data.medqa_carve={carve!r}: must be one of {CARVE_CHOICES}")
+    if carve:
+        target = "dev" if carve == "train" else "train"
+        if carve not in found:
+            raise DataError(
+                f"MedQA split {carve!r} not found at {where}, so it cannot be carved (data.medqa_carve)"
+            )
+        if target in found:
+            raise DataError(
+                f"data.medqa_carve={carve!r} would make a {target} split, but {where} already has one; "
+                "set data.medqa_carve='' to use it"
+            )
+        train, dev = carve_split(found.pop(carve), train_fraction, seed)
+        found["train"], found["dev"] = train, dev
+    missing = [s for s in SPLITS if s not in found]
+    if missing:
+        raise DataError(
+            f"MedQA split(s) {missing} not found at {where}. The local copy has no train split: set "
+            "data.medqa_carve=dev to carve a seeded train/dev split out of the dev file."
+        )
+    return [r for split in SPLITS for r in found[split]]
+
+
+def load_medqa_dir(
+    root: str | Path, files: str = MEDQA_FILES, carve: str = "", train_fraction: float = 0.8, seed: int = 0
+) -> list[QuestionRecord]:
+    """All MedQA records under ``root`` (``files`` with ``{split}`` filled in), in split then file order."""
+    root = Path(root)
+    if "{split}" not in files:
+        raise DataError(f"data.medqa_files={files!r}: must contain '{{split}}'")
+    if not root.is_dir():
+        raise DataError(
+            f"data.medqa_path={str(root)!r}: no such directory (the MedQA jsonl files live there)"
+        )
+    found: dict[str, list[QuestionRecord]] = {}
+    seen: dict[str, str] = {}
+    for split in SPLITS:
+        path = root / files.format(split=split)
+        if path.is_file():
+            found[split] = records_from_rows(iter_jsonl(path, split), split, seen)
+            if not found[split]:
+                raise DataError(
+                    f"{path}: no records (an empty {split} split); expected one JSON object a line"
+                )
+    return assemble_splits(found, carve, train_fraction, seed, where=str(root / files))
+
+
+def load_medqa_hub(
+    name: str, carve: str = "", train_fraction: float = 0.8, seed: int = 0
+) -> list[QuestionRecord]:
+    """MedQA from the Hugging Face hub (needs network and the ``datasets`` package)."""
+    try:
+        import datasets
+    except ImportError as err:
+        raise DataError(
+            f"data.medqa_hub={name!r}: reading the hub form needs the `datasets` package "
+            "(pip install datasets); or download the jsonl files and set data.medqa_path"
+        ) from err
+    available = list(datasets.get_dataset_split_names(name))
+    found: dict[str, list[QuestionRecord]] = {}
+    seen: dict[str, str] = {}
+    for split in SPLITS:
+        hub_split = next((h for h in HUB_SPLIT_NAMES[split] if h in available), None)
+        if hub_split is None:
+            continue
+        rows = (
+            (f"{name}[{hub_split}] row {i + 1}", f"medqa-{split}-{i + 1:05d}", dict(raw))
+            for i, raw in enumerate(datasets.load_dataset(name, split=hub_split))
+        )
+        found[split] = records_from_rows(rows, split, seen)
+    return assemble_splits(
+        found, carve, train_fraction, seed, where=f"hub dataset {name!r} (splits {available})"
+    )

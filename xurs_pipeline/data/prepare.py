@@ -1,0 +1,112 @@
+"""Records -> the prepared-prompts table (schema in ``schema.py``) and its summary numbers. No file I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from xurs_pipeline.data.records import QuestionRecord, check_unique_ids
+from xurs_pipeline.data.schema import PROMPT_COLUMNS, SECTION_NAMES, SPLITS, SYNTHETIC_COLUMNS
+from xurs_pipeline.data.sections import tokens_in_span
+from xurs_pipeline.data.tokenize import TokenizedPrompt, tokenize_records
+
+
+@dataclass(frozen=True)
+class PreparedPrompts:
+    frame: pd.DataFrame  # one row per prompt, PROMPT_COLUMNS (+ SYNTHETIC_COLUMNS for synthetic sources)
+    summary: dict[str, Any]
+
+
+def _positions(item: TokenizedPrompt, span: tuple[int, int]) -> list[int]:
+    """Token indices covering a character span of the (possibly truncated) question."""
+    limit = len(item.record.question)
+    start, end = min(span[0], limit), min(span[1], limit)
+    offset = item.prompt.question_start
+    return tokens_in_span(
+        item.chars, item.encoded.offsets, item.encoded.special, (offset + start, offset + end)
+    )
+
+
+def _row(item: TokenizedPrompt) -> dict[str, Any]:
+    record, enc = item.record, item.encoded
+    row: dict[str, Any] = {
+        "record_id": record.record_id,
+        "split": record.split,
+        "source": record.source,
+        "question": record.question,
+        "options": list(record.options),
+        "answer_idx": record.answer_idx,
+        "prompt": item.prompt.text,
+        "input_ids": enc.input_ids.tolist(),
+        "token_start": enc.offsets[:, 0].tolist(),
+        "token_end": enc.offsets[:, 1].tolist(),
+        "sections": item.labels.names(),
+        "eligible": item.labels.eligible.tolist(),
+        "truncated": item.truncated,
+    }
+    info = record.synthetic
+    if info is not None:
+        row.update(
+            family=info.family,
+            pair_id=info.pair_id,
+            variant=info.variant,
+            detail=info.detail,
+            has_result=info.has_result,
+            template_id=info.template_id,
+            template_unseen=info.template_unseen,
+            arrangement=info.arrangement,
+            target_masses=list(info.target_masses),
+            clue_positions=_positions(item, info.clue_span),
+            case_positions=_positions(item, info.case_span),
+        )
+    return row
+
+
+def _stats(values: np.ndarray) -> dict[str, float]:
+    if values.size == 0:
+        return {"mean": 0.0, "min": 0.0, "median": 0.0, "max": 0.0}
+    return {
+        "mean": float(values.mean()),
+        "min": float(values.min()),
+        "median": float(np.median(values)),
+        "max": float(values.max()),
+    }
+
+
+def summarise(items: Sequence[TokenizedPrompt], max_tokens: int) -> dict[str, Any]:
+    """Counts per split, truncation, prompt lengths, eligible-token fraction per prompt, section shares."""
+    lengths = np.array([len(i.encoded.input_ids) for i in items])
+    eligible = np.array([i.labels.eligible.mean() if len(i.labels.eligible) else 0.0 for i in items])
+    section_counts = sum(
+        (np.bincount(i.labels.sections, minlength=len(SECTION_NAMES)) for i in items),
+        np.zeros(len(SECTION_NAMES), dtype=np.int64),
+    )
+    total = max(int(lengths.sum()), 1)
+    truncated = [i.record.record_id for i in items if i.truncated]
+    return {
+        "n_records": len(items),
+        "splits": {s: sum(i.record.split == s for i in items) for s in SPLITS},
+        "max_tokens": max_tokens,
+        "n_truncated": len(truncated),
+        "truncated_ids": truncated[:20],
+        "tokens_per_prompt": _stats(lengths.astype(float)),
+        "eligible_fraction": _stats(eligible),
+        "n_without_eligible": int((eligible == 0).sum()),
+        "n_straddling_tokens": sum(i.labels.straddling for i in items),
+        "section_token_share": {name: int(section_counts[k]) / total for k, name in enumerate(SECTION_NAMES)},
+    }
+
+
+def prepare_records(records: Sequence[QuestionRecord], tokenizer: Any, max_tokens: int) -> PreparedPrompts:
+    """Tokenise and label ``records`` (ids must be unique); rows keep the order of ``records``."""
+    check_unique_ids(records)
+    items = tokenize_records(records, tokenizer, max_tokens)
+    rows = [_row(item) for item in items]
+    synthetic = any(r.synthetic is not None for r in records)
+    columns = list(PROMPT_COLUMNS) + (list(SYNTHETIC_COLUMNS) if synthetic else [])
+    frame = pd.DataFrame(rows, columns=columns)
+    return PreparedPrompts(frame, summarise(items, max_tokens))

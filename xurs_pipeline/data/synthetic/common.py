@@ -1,0 +1,122 @@
+"""What V1 and V2 share: a case plan, span-tracking template filling, and record assembly."""
+
+from __future__ import annotations
+
+import random
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from xurs_pipeline.data.records import QuestionRecord, SyntheticInfo
+from xurs_pipeline.data.synthetic.families import INSTRUCTION, Family
+from xurs_pipeline.data.synthetic.targets import prescribed_masses
+
+CASE_LABEL = "\nCase: "
+
+
+@dataclass(frozen=True)
+class CasePlan:
+    """One patient case of a family before rendering.
+
+    ``label`` is the family index (0..3) of the labelled condition; its symptom group is ``label // 2``
+    and the test that singles it out is ``label % 2``. ``first_test`` (0 = X, 1 = Y) is the test named
+    first in the case. ``base_order`` lists family condition indices in option order A..D.
+    """
+
+    family: Family
+    split: str
+    index: int
+    label: int
+    age: int
+    first_test: int
+    base_order: tuple[int, int, int, int]
+
+    @property
+    def case_id(self) -> str:
+        return f"{self.family.name}_case{self.index:02d}"
+
+    @property
+    def symptom(self) -> str:
+        return self.family.symptoms[self.label // 2]
+
+    def tests_in_order(self) -> tuple[str, str]:
+        x, y = self.family.tests
+        return (x, y) if self.first_test == 0 else (y, x)
+
+
+def plan_case(
+    family: Family, split: str, index: int, rng: random.Random, first_test_is_label: bool
+) -> CasePlan:
+    """Draw one case: the label, age, option order and (unless tied to the label) the test order."""
+    label = rng.randrange(4)
+    order = [0, 1, 2, 3]
+    rng.shuffle(order)
+    first_test = label % 2 if first_test_is_label else rng.randrange(2)
+    return CasePlan(family, split, index, label, rng.randint(18, 80), first_test, tuple(order))  # type: ignore[arg-type]
+
+
+def fill(template: str, values: Mapping[str, str]) -> tuple[str, dict[str, tuple[int, int]]]:
+    """Fill ``{field}`` placeholders; return the text and the character span of each field."""
+    parts: list[str] = []
+    spans: dict[str, tuple[int, int]] = {}
+    pos = 0
+    for literal, field, _spec, _conv in string.Formatter().parse(template):
+        parts.append(literal)
+        pos += len(literal)
+        if field is not None:
+            value = values[field]
+            spans[field] = (pos, pos + len(value))
+            parts.append(value)
+            pos += len(value)
+    return "".join(parts), spans
+
+
+def assemble(
+    plan: CasePlan,
+    *,
+    source: str,
+    record_id: str,
+    pair_id: str,
+    variant: str,
+    has_result: bool,
+    case_text: str,
+    clue_span: tuple[int, int],
+    favour_label: bool,
+    arrangement: int = 0,
+    template_id: int = 0,
+    template_unseen: bool = False,
+    detail: str = "",
+) -> QuestionRecord:
+    """The record of one rendered case. ``clue_span`` is relative to ``case_text``; options are
+    ``plan.base_order`` shifted cyclically by ``arrangement`` (option k shows base option k + r mod 4)."""
+    order = [plan.base_order[(k + arrangement) % 4] for k in range(4)]
+    position = {condition: k for k, condition in enumerate(order)}
+    group = plan.label // 2
+    plausible = (position[2 * group], position[2 * group + 1])
+    answer = position[plan.label]
+    masses = prescribed_masses(plausible, answer if has_result else None, answer, favour_label)
+    rules = plan.family.rules_text()
+    case_start = len(rules) + len(CASE_LABEL)
+    info = SyntheticInfo(
+        family=plan.family.name,
+        pair_id=pair_id,
+        variant=variant,
+        has_result=has_result,
+        target_masses=masses,
+        clue_span=(case_start + clue_span[0], case_start + clue_span[1]),
+        case_span=(case_start, case_start + len(case_text)),
+        template_id=template_id,
+        template_unseen=template_unseen,
+        arrangement=arrangement,
+        detail=detail,
+    )
+    return QuestionRecord(
+        record_id=record_id,
+        split=plan.split,
+        source=source,
+        question=rules + CASE_LABEL + case_text,
+        options=tuple(plan.family.conditions[i] for i in order),  # type: ignore[arg-type]
+        answer_idx=answer,
+        instruction=INSTRUCTION,
+        synthetic=info,
+    )
