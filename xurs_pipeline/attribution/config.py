@@ -1,10 +1,106 @@
-"""Config schema of the ``attribution`` section."""
+"""Config schema of the ``attribution`` section (the ``attribute`` stage and ``xurs explain``).
+
+Defaults are the paper's SmolLM3 budget (Table 5) except precision (float32 runs everywhere).
+Each field is range-checked in ``__post_init__``; errors name the key and what is allowed.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+METHODS = ("eg", "ig")
+REFERENCE_KINDS = ("train", "zero", "aligned")
+ROUTES = ("direct", "answer_set")
+TARGET_RULES = ("predicted", "correct", "all")
+REFERENCE_ORDERS = ("first", "hash")
+QUADRATURES = ("gausslegendre", "riemann_trapezoid", "riemann_left", "riemann_right", "riemann_middle")
+PRECISIONS = ("float32", "bfloat16", "float16")
+DEVICES = ("auto", "cpu", "cuda")
+NONFINITE_POLICIES = ("report", "raise")
+
+
+def _one_of(key: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"attribution.{key}={value!r}: must be one of {allowed}")
+
+
+def _at_least(key: str, value: float, low: float) -> None:
+    if value < low:
+        raise ValueError(f"attribution.{key}={value}: must be >= {low}")
 
 
 @dataclass
 class AttributionConfig:
+    """Which questions, which references, which estimator, how much compute.
+
+    method: ``eg`` (Expected Gradients, Eq. 3) or ``ig`` (Integrated Gradients per reference).
+    reference: ``train`` (training prompts), ``zero`` (zero embeddings), ``aligned`` (paired prompt
+      aligned to the question, Sec. 5.4; questions are the rows with ``has_result`` true).
+    route: ``direct`` (attribute W_c) or ``answer_set`` (attribute each m(S), S ∋ c, |S| > 1; Eq. 4).
+    target: explained answer c: ``predicted`` (argmax BetP on the original prompt), ``correct`` or ``all``.
+    split / max_questions / record_ids: the questions (``record_ids`` overrides split; 0 = all).
+    n_collections x refs_per_collection training references, ordered ``first`` (file order) or
+      ``hash`` (seeded SHA-256 ranking with ``reference_hash_seed``), consecutive non-overlapping.
+    n_samples: EG samples per collection; samples_per_call: gradient samples per batched call.
+    ig_*: quadrature, starting points per reference, adaptive refinement of references whose
+      completeness residual exceeds ``ig_tolerance`` (x ``ig_refine_factor`` points, up to ``ig_max_points``).
+    eval_batch_size: prompts per no-grad call when evaluating widths of references.
+    """
+
+    method: str = "eg"
+    reference: str = "train"
+    route: str = "direct"
+    target: str = "predicted"
+    split: str = "test"
+    max_questions: int = 0
+    record_ids: list[str] = field(default_factory=list)
+    n_collections: int = 1
+    refs_per_collection: int = 256
+    reference_order: str = "first"
+    reference_hash_seed: int = 20260804
+    n_samples: int = 512
+    samples_per_call: int = 8
+    ig_quadrature: str = "gausslegendre"
+    ig_points: int = 64
+    ig_adaptive: bool = False
+    ig_tolerance: float = 0.01
+    ig_refine_factor: int = 4
+    ig_max_points: int = 2048
+    precision: str = "float32"
     seed: int = 11
+    eval_batch_size: int = 16
+    device: str = "auto"
+    on_nonfinite: str = "report"
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        _one_of("method", self.method, METHODS)
+        _one_of("reference", self.reference, REFERENCE_KINDS)
+        _one_of("route", self.route, ROUTES)
+        _one_of("target", self.target, TARGET_RULES)
+        _one_of("split", self.split, ("train", "dev", "test"))
+        _one_of("reference_order", self.reference_order, REFERENCE_ORDERS)
+        _one_of("ig_quadrature", self.ig_quadrature, QUADRATURES)
+        _one_of("precision", self.precision, PRECISIONS)
+        _one_of("device", self.device, DEVICES)
+        _one_of("on_nonfinite", self.on_nonfinite, NONFINITE_POLICIES)
+        _at_least("max_questions", self.max_questions, 0)
+        for key in ("n_collections", "refs_per_collection", "n_samples", "samples_per_call"):
+            _at_least(key, getattr(self, key), 1)
+        _at_least("eval_batch_size", self.eval_batch_size, 1)
+        _at_least("ig_points", self.ig_points, 2 if self.ig_quadrature != "gausslegendre" else 1)
+        _at_least("ig_refine_factor", self.ig_refine_factor, 2)
+        if self.ig_max_points < self.ig_points:
+            raise ValueError(
+                f"attribution.ig_max_points={self.ig_max_points}: must be >= ig_points={self.ig_points}"
+            )
+        if not self.ig_tolerance > 0:
+            raise ValueError(f"attribution.ig_tolerance={self.ig_tolerance}: must be positive")
+        if self.reference in ("zero", "aligned") and (self.n_collections, self.refs_per_collection) != (1, 1):
+            raise ValueError(
+                f"attribution.reference={self.reference!r} has exactly one reference per question: set "
+                f"n_collections=1 and refs_per_collection=1 (got {self.n_collections}, "
+                f"{self.refs_per_collection})"
+            )
+        if len(set(self.record_ids)) != len(self.record_ids):
+            raise ValueError(f"attribution.record_ids: duplicates in {self.record_ids}")

@@ -1,0 +1,58 @@
+"""The attribution config: range checks name the key; shipped budgets are the paper's (Table 5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from xurs_pipeline.attribution.config import AttributionConfig
+
+CONF = Path(__file__).resolve().parents[2] / "conf" / "attribution"
+
+
+def _load(name: str) -> AttributionConfig:
+    """A group file merged over the files its ``defaults`` list names (as Hydra composes it)."""
+    raw = OmegaConf.to_container(OmegaConf.load(CONF / f"{name}.yaml"))
+    merged: dict = {}
+    for parent in raw.pop("defaults", []):
+        if parent != "_self_":
+            merged.update(OmegaConf.to_container(OmegaConf.load(CONF / f"{parent}.yaml")))
+    return AttributionConfig(**{**merged, **raw})
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in CONF.glob("*.yaml")))
+def test_every_shipped_config_is_valid(name: str) -> None:
+    assert isinstance(_load(name), AttributionConfig)
+
+
+def test_paper_budgets_match_table_5() -> None:
+    smollm3, llama = _load("paper_smollm3"), _load("paper_llama2")
+    assert (smollm3.n_collections, smollm3.refs_per_collection, smollm3.n_samples) == (1, 256, 512)
+    assert (smollm3.samples_per_call, smollm3.precision, smollm3.seed, smollm3.reference_order) == (
+        8, "float16", 11, "first")  # fmt: skip
+    assert (llama.n_collections, llama.refs_per_collection, llama.n_samples) == (3, 1024, 1024)
+    assert (llama.samples_per_call, llama.precision, llama.seed) == (2, "bfloat16", 11)
+    assert (llama.reference_order, llama.reference_hash_seed) == ("hash", 20260804)
+    assert smollm3.max_questions == llama.max_questions == 100
+    ig = _load("ig_adaptive")
+    assert (ig.method, ig.precision, ig.refs_per_collection, ig.ig_points, ig.ig_max_points) == (
+        "ig", "float32", 128, 512, 2048)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"method": "shap"}, "attribution.method='shap': must be one of"),
+        ({"samples_per_call": 0}, "attribution.samples_per_call=0: must be >= 1"),
+        ({"ig_points": 64, "ig_max_points": 32}, "attribution.ig_max_points=32: must be >= ig_points=64"),
+        ({"reference": "zero"}, "attribution.reference='zero' has exactly one reference"),
+        ({"ig_tolerance": 0.0}, "attribution.ig_tolerance=0.0: must be positive"),
+        ({"record_ids": ["a", "a"]}, "attribution.record_ids: duplicates"),
+        ({"precision": "int8"}, "attribution.precision='int8'"),
+    ],
+)
+def test_bad_values_name_the_key(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("(", r"\(")):
+        AttributionConfig(**kwargs)

@@ -1,0 +1,226 @@
+"""Sharding, atomic parts, resume and bad inputs of a whole attribution run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from helpers import PAD_ID, TinyBeliefClassifier, prompts_frame
+from safetensors.torch import load_file
+
+from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.inputs import AttributionInputError
+from xurs_pipeline.attribution.runner import ATTRIBUTIONS_FILE, COORDS_DIR, run_attribution
+from xurs_pipeline.credal import credal_width
+from xurs_pipeline.io import read_json, read_parquet
+
+
+class Interrupt(RuntimeError):
+    pass
+
+
+class Counting(torch.nn.Module):
+    """Wraps a model; counts forward calls and gradient samples; raises after ``fail_after`` calls."""
+
+    def __init__(self, inner: torch.nn.Module, fail_after: int | None = None) -> None:
+        super().__init__()
+        self.inner, self.calls, self.grad_samples, self.fail_after = inner, 0, 0, fail_after
+
+    def embed(self, input_ids):
+        return self.inner.embed(input_ids)
+
+    def forward(self, *args):
+        self.calls += 1
+        if self.fail_after is not None and self.calls > self.fail_after:
+            raise Interrupt("simulated crash")
+        if args[0].requires_grad:
+            self.grad_samples += args[0].shape[0]
+        return self.inner(*args)
+
+
+CFG = {"progress": False, "refs_per_collection": 3, "n_samples": 6, "samples_per_call": 4, "target": "all"}
+
+
+def _run(model, frame, out: Path, shards: int = 1, fingerprint: str = "fp", **overrides):
+    cfg = AttributionConfig(**{**CFG, **overrides})
+    metrics = None
+    for index in reversed(range(shards)):  # in-process simulation: shard 0 runs last and merges
+        metrics = run_attribution(
+            model,
+            frame,
+            cfg,
+            pad_id=PAD_ID,
+            max_positions=64,
+            out_dir=out,
+            fingerprint=fingerprint,
+            shard_index=index,
+            shard_count=shards,
+        )
+    return metrics
+
+
+def _load(out: Path) -> tuple[pd.DataFrame, dict[str, dict[str, torch.Tensor]]]:
+    frame = read_parquet(out / ATTRIBUTIONS_FILE)
+    coords = {name: load_file(out / COORDS_DIR / name) for name in frame["coords_file"]}
+    return frame, coords
+
+
+def _assert_same(a: Path, b: Path) -> None:
+    frame_a, coords_a = _load(a)
+    frame_b, coords_b = _load(b)
+    pd.testing.assert_frame_equal(frame_a, frame_b)
+    assert coords_a.keys() == coords_b.keys()
+    for name in coords_a:
+        torch.testing.assert_close(coords_a[name]["e"], coords_b[name]["e"], atol=0, rtol=0)
+
+
+def test_merged_result_does_not_depend_on_shard_count(tmp_path: Path) -> None:
+    model, frame = TinyBeliefClassifier(vocab=40), prompts_frame(n_test=3)
+    one = _run(model, frame, tmp_path / "one")
+    two = _run(model, frame, tmp_path / "two", shards=2)
+    _assert_same(tmp_path / "one", tmp_path / "two")
+    assert one == two
+    assert one["rows"] == 12
+    assert one["nonfinite_questions"] == 0
+    shard_files = sorted(p.name for p in (tmp_path / "two" / "parts").glob("shard-*.json"))
+    assert shard_files == ["shard-0-of-2.json", "shard-1-of-2.json"]
+    assert read_json(tmp_path / "two" / "parts" / "shard-1-of-2.json")["computed"] == ["test-1"]
+
+
+def test_interrupted_run_resumes_without_recomputing_finished_questions(tmp_path: Path) -> None:
+    frame = prompts_frame(n_test=3)
+    reference = TinyBeliefClassifier(vocab=40)
+    _run(reference, frame, tmp_path / "clean")
+    probe = Counting(reference)
+    _run(probe, frame, tmp_path / "probe", record_ids=["test-0"])
+    crashing = Counting(reference, fail_after=probe.calls + 2)  # pool + first question, dies in the second
+    with pytest.raises(Interrupt):
+        _run(crashing, frame, tmp_path / "run")
+    parts = sorted(p.name for p in (tmp_path / "run" / "parts").glob("*.parquet"))
+    assert len(parts) == 1
+    assert parts[0].startswith("test-0.")
+    assert not (tmp_path / "run" / ATTRIBUTIONS_FILE).exists()
+    assert not list((tmp_path / "run" / "parts").glob(".*tmp"))  # no half-written file left
+    resumed = Counting(reference)
+    _run(resumed, frame, tmp_path / "run")
+    assert resumed.grad_samples == 2 * CFG["n_samples"]  # the two unfinished questions only
+    _assert_same(tmp_path / "clean", tmp_path / "run")
+    again = Counting(reference)
+    _run(again, frame, tmp_path / "run")
+    assert again.calls == 0  # everything finished: nothing is recomputed, not even the pool
+
+
+def test_parts_of_another_run_are_recomputed(tmp_path: Path) -> None:
+    model, frame = TinyBeliefClassifier(vocab=40), prompts_frame(n_test=2)
+    _run(model, frame, tmp_path / "run", fingerprint="old", n_samples=4)
+    counter = Counting(model)
+    _run(counter, frame, tmp_path / "run", fingerprint="new")
+    _run(model, frame, tmp_path / "fresh", fingerprint="new")
+    assert counter.calls > 0
+    _assert_same(tmp_path / "fresh", tmp_path / "run")
+
+
+def test_nonfinite_question_is_reported_not_written(tmp_path: Path) -> None:
+    model, frame = TinyBeliefClassifier(vocab=40), prompts_frame(n_test=2)
+    token = int(frame[frame.record_id == "train-1"]["input_ids"].iloc[0][1])
+    with torch.no_grad():
+        model.backbone.embed_tokens.weight[token] = float("nan")
+    metrics = _run(model, frame, tmp_path, target="predicted")
+    failures = read_json(tmp_path / "nonfinite.json")["failures"]
+    table = read_parquet(tmp_path / ATTRIBUTIONS_FILE)
+    failed = {f["record_id"] for f in failures}
+    assert metrics["nonfinite_questions"] == len(failures) >= 1
+    assert all("train-1" in f["reference_ids"] for f in failures if f["where"] != "input width")
+    assert failed.isdisjoint(table["record_id"])
+    assert len(table) == 2 - len(failed)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "frame_edit", "message"),
+    [
+        ({"record_ids": ["test-0", "nope"]}, None, "['nope'] not in the prepared data"),
+        ({}, "no_eligible", "record test-1: no eligible token"),
+        ({"refs_per_collection": 4, "n_collections": 2}, None, "8 training prompts needed"),
+        ({}, "too_long", "more than the model's context of 64"),
+        ({"reference": "aligned", "refs_per_collection": 1}, None, "no pair_id/has_result columns"),
+        ({"split": "dev"}, None, "no questions to attribute"),
+    ],
+)
+def test_bad_inputs_raise_clear_errors_and_write_nothing(
+    tmp_path: Path, overrides: dict, frame_edit: str | None, message: str
+) -> None:
+    frame = prompts_frame(n_test=2)
+    if frame_edit == "no_eligible":
+        frame.at[frame.index[frame.record_id == "test-1"][0], "eligible"] = [False] * 9
+    if frame_edit == "too_long":
+        frame.at[frame.index[frame.record_id == "test-0"][0], "input_ids"] = list(range(3, 3 + 70))
+    with pytest.raises(AttributionInputError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        _run(TinyBeliefClassifier(vocab=80), frame, tmp_path / "out", **overrides)
+    assert not (tmp_path / "out").exists()
+
+
+def test_aligned_reference_uses_the_paired_prompt(tmp_path: Path) -> None:
+    frame = prompts_frame(n_test=0, n_train=1)
+    base = [1, 5, 6, 7, 8, 4]
+    with_result = [1, 5, 6, 7, 9, 9, 8, 4]
+    pairs = pd.DataFrame(
+        [
+            {
+                "record_id": "p0-with",
+                "split": "test",
+                "input_ids": with_result,
+                "answer_idx": 1,
+                "eligible": [False] + [True] * 7,
+                "pair_id": "p0",
+                "has_result": True,
+            },
+            {
+                "record_id": "p0-without",
+                "split": "test",
+                "input_ids": base,
+                "answer_idx": 1,
+                "eligible": [False] + [True] * 5,
+                "pair_id": "p0",
+                "has_result": False,
+            },
+        ]
+    )
+    frame = pd.concat([frame.assign(pair_id="", has_result=False), pairs], ignore_index=True)
+    model = TinyBeliefClassifier(vocab=40)
+    _run(
+        model,
+        frame,
+        tmp_path,
+        reference="aligned",
+        refs_per_collection=1,
+        method="ig",
+        ig_points=4,
+        target="all",
+    )
+    rows = list(read_parquet(tmp_path / ATTRIBUTIONS_FILE).itertuples())
+    row = rows[0]
+    assert row.record_id == "p0-with"
+    assert list(row.reference_record_ids) == ["p0-without"]
+    assert list(row.prepared_input_ids) == [1, 5, 6, 7, PAD_ID, PAD_ID, 8, 4]
+    assert list(row.changed_positions) == [4, 5]
+    e = load_file(tmp_path / COORDS_DIR / row.coords_file)["e"]
+    assert e[[0, 1, 2, 3, 6, 7]].abs().max() == 0  # identical embeddings get exactly zero attribution
+    with torch.no_grad():  # Eq. 10's two reference widths, evaluated independently
+        natural = credal_width(
+            model(
+                model.embed(torch.tensor([base])), torch.ones(1, 6, dtype=torch.long), torch.arange(6)[None]
+            ).masses
+        )[0]
+        prepared = credal_width(
+            model(
+                model.embed(torch.tensor([list(row.prepared_input_ids)])),
+                torch.ones(1, 8, dtype=torch.long),
+                torch.arange(8)[None],
+            ).masses
+        )[0]
+    for r in rows:
+        assert abs(r.width_reference_natural[0] - float(natural[r.target])) < 1e-6
+        assert abs(r.width_reference_prepared[0] - float(prepared[r.target])) < 1e-6
+    assert (natural - prepared).abs().max() > 1e-3  # preparation changed the reference's width

@@ -1,0 +1,212 @@
+"""The library side of ``xurs explain``: one question -> width attribution of one answer, printable and HTML.
+
+    expl = explain("data/train/classifier", record_id="family003_case01_resolved",
+                   prompts_path="data/prepared/prompts.parquet", config=AttributionConfig(n_samples=64))
+    print(expl.format_top(10)); expl.to_html("explain.html"); expl.save("explain.json")
+
+A question is a record of the prepared data or inline text with four options (tokenised and labelled by
+``xurs_pipeline.data`` exactly as the ``prepare`` stage does). Training references need the prepared data.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.endpoints import natural_widths, prompt_of
+from xurs_pipeline.attribution.html import LETTERS, render
+from xurs_pipeline.attribution.inputs import AttributionInputError, reference_pool, select_questions
+from xurs_pipeline.attribution.model import DTYPES, WidthModel, frozen, model_device
+from xurs_pipeline.attribution.question import NonFiniteError, ReferencePool, attribute_question
+from xurs_pipeline.credal import belief, credal_width, pignistic, plausibility
+from xurs_pipeline.io import Provenance, atomic_path, read_json, write_json
+
+EXPLANATION = Provenance("explanation", 1)
+INLINE_ID = "inline"
+
+
+@dataclass(frozen=True)
+class TokenScore:
+    position: int
+    token: str
+    section: str
+    magnitude: float
+    signed: float
+
+
+@dataclass
+class Explanation:
+    """Width attribution of one answer of one question; per-token lists have the prompt's length L."""
+
+    record_id: str
+    prompt: str
+    options: list[str]
+    tokens: list[str]
+    sections: list[str]
+    eligible: list[bool]
+    target: int
+    predicted: int
+    belief: list[float]  # Bel({k}) per option, Eq. 1
+    plausibility: list[float]  # Pl({k}) per option, Eq. 1
+    width: list[float]  # W_k, Eq. 2
+    betp: list[float]  # BetP(k), Eq. 2
+    token_signed: list[float]
+    token_magnitude: list[float]
+    width_input: float
+    width_difference: float
+    signed_sum: float
+    residual: float  # Eq. 9
+    method: str
+    reference: str
+    precision: str
+    grad_evals: int
+    seed: int
+
+    def top_tokens(self, k: int = 10, eligible_only: bool = True) -> list[TokenScore]:
+        """The ``k`` tokens with the largest magnitude a_i (eligible tokens only by default, Sec. 5.2)."""
+        order = sorted(range(len(self.tokens)), key=lambda i: (-self.token_magnitude[i], i))
+        keep = [i for i in order if self.eligible[i] or not eligible_only][:k]
+        return [TokenScore(i, self.tokens[i], self.sections[i], self.token_magnitude[i], self.token_signed[i])
+                for i in keep]  # fmt: skip
+
+    def format_top(self, k: int = 10) -> str:
+        """A printable summary: the explained answer's [Bel, Pl], width, and the top-k tokens."""
+        c = self.target
+        lines = [
+            f"{self.record_id}: answer {LETTERS[c]} (predicted {LETTERS[self.predicted]}), width "
+            f"{self.width[c]:.4f} in [Bel, Pl] = [{self.belief[c]:.4f}, {self.plausibility[c]:.4f}], "
+            f"residual R = {self.residual:.2e}",
+            f"{'rank':>4} {'pos':>5} {'magnitude':>10} {'signed':>10}  section       token",
+        ]
+        for rank, t in enumerate(self.top_tokens(k), start=1):
+            lines.append(f"{rank:>4} {t.position:>5} {t.magnitude:>10.3e} {t.signed:>+10.3e}  "
+                         f"{t.section:<13} {t.token!r}")  # fmt: skip
+        return "\n".join(lines)
+
+    def to_html(self, path: str | os.PathLike[str]) -> Path:
+        """Write the self-contained HTML heatmap atomically; returns the path."""
+        with atomic_path(path) as tmp:
+            tmp.write_text(render(self), encoding="utf-8")
+        return Path(path)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        return write_json(asdict(self), path, EXPLANATION)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Explanation:
+        payload = read_json(path, EXPLANATION)
+        return cls(**{f.name: payload[f.name] for f in fields(cls)})
+
+
+def inline_prompts(
+    tokenizer: Any, question: str, options: list[str], answer: int | None, max_tokens: int
+) -> pd.DataFrame:
+    """A one-row prepared-prompts frame for inline text (formatting, sections, eligibility as ``prepare``)."""
+    from xurs_pipeline.data.prepare import prepare_records
+    from xurs_pipeline.data.records import QuestionRecord
+
+    if len(options) != 4:
+        raise AttributionInputError(f"explain: need exactly 4 options, got {len(options)}")
+    record = QuestionRecord(INLINE_ID, "test", "medqa", question, tuple(options), answer or 0)  # type: ignore[arg-type]
+    return prepare_records([record], tokenizer, max_tokens).frame
+
+
+def _token_texts(row: pd.Series, tokenizer: Any) -> list[str]:
+    pieces = tokenizer.convert_ids_to_tokens([int(i) for i in row["input_ids"]])
+    return [row["prompt"][s:e] if e > s else piece
+            for s, e, piece in zip(row["token_start"], row["token_end"], pieces, strict=True)]  # fmt: skip
+
+
+def explain_row(
+    model: WidthModel,
+    tokenizer: Any,
+    prompts: pd.DataFrame,
+    record_id: str,
+    config: AttributionConfig,
+    option: int | None = None,
+    max_positions: int | None = None,
+) -> Explanation:
+    """Explain ``record_id`` of ``prompts`` with ``config`` (``option`` overrides ``config.target``)."""
+    if config.target == "all" and option is None:
+        raise AttributionInputError("explain: attribution.target='all' gives four answers; pick one option")
+    if option is not None and not 0 <= option < 4:
+        raise AttributionInputError(f"explain: option {option} must be 0..3 (A..D)")
+    cfg = AttributionConfig(**{**asdict(config), "record_ids": [record_id], "progress": False})
+    (question,) = select_questions(prompts, cfg, max_positions)
+    pool = None
+    if cfg.reference == "train":
+        pool = ReferencePool(*reference_pool(prompts, cfg, max_positions))
+        device = model_device(model)  # type: ignore[arg-type]
+        pool.natural = [natural_widths(model, ids, cfg.eval_batch_size, device) for ids in pool.token_ids]
+    result = attribute_question(model, question, pool, cfg, tokenizer.pad_token_id,
+                                targets=None if option is None else (option,))  # fmt: skip
+    if result.failure is not None:
+        raise NonFiniteError(result.failure.message())
+    (row,) = result.rows
+    prompt = prompt_of(model, question.input_ids, model_device(model))  # type: ignore[arg-type]
+    with torch.no_grad(), frozen(model):  # type: ignore[arg-type]
+        masses = model(prompt.embeds, prompt.attention_mask, prompt.position_ids).masses.float()
+    record = prompts.set_index("record_id", drop=False).loc[record_id]
+    return Explanation(
+        record_id=record_id, prompt=str(record["prompt"]), options=[str(o) for o in record["options"]],
+        tokens=_token_texts(record, tokenizer), sections=[str(s) for s in record["sections"]],
+        eligible=[bool(v) for v in record["eligible"]], target=row.target, predicted=row.predicted,
+        belief=belief(masses)[0].tolist(), plausibility=plausibility(masses)[0].tolist(),
+        width=credal_width(masses)[0].tolist(), betp=pignistic(masses)[0].tolist(),
+        token_signed=row.token_signed, token_magnitude=row.token_magnitude, width_input=row.width_input,
+        width_difference=row.width_difference, signed_sum=row.signed_sum, residual=row.residual,
+        method=row.method, reference=row.reference, precision=row.precision, grad_evals=row.grad_evals,
+        seed=row.seed,
+    )  # fmt: skip
+
+
+def explain(
+    classifier_dir: str | os.PathLike[str],
+    *,
+    record_id: str | None = None,
+    question: str | None = None,
+    options: list[str] | None = None,
+    answer: int | None = None,
+    prompts_path: str | os.PathLike[str] | None = None,
+    config: AttributionConfig | None = None,
+    option: int | None = None,
+    max_tokens: int = 512,
+) -> Explanation:
+    """Load a trained classifier and explain one question (a prepared record, or inline text + options).
+
+    Training references (``config.reference='train'``, the default) come from ``prompts_path``; inline
+    questions without prepared data can use ``reference='zero'``. ``answer`` (0..3) is the correct
+    option of an inline question (needed only for ``target='correct'``).
+    """
+    from xurs_pipeline.data.schema import read_prompts
+    from xurs_pipeline.models.checkpoint import load_classifier
+
+    cfg = config or AttributionConfig()
+    if (record_id is None) == (question is None):
+        raise AttributionInputError(
+            "explain: give either record_id (with prompts_path) or question + options"
+        )
+    if cfg.target == "correct" and question is not None and answer is None:
+        raise AttributionInputError("explain: target='correct' on an inline question needs answer=0..3")
+    model, tokenizer = load_classifier(classifier_dir)
+    device = "cuda" if cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available()) else "cpu"
+    model.to(device=device, dtype=DTYPES[cfg.precision])
+    max_positions = getattr(model.backbone.config, "max_position_embeddings", None)
+    prepared = read_prompts(prompts_path) if prompts_path is not None else None
+    if record_id is None:
+        frame = inline_prompts(tokenizer, str(question), list(options or []), answer, max_tokens)
+        train = prepared[prepared["split"] == "train"] if prepared is not None else frame.iloc[:0]
+        prepared, record_id = pd.concat([train, frame], ignore_index=True), INLINE_ID
+    elif prepared is None:
+        raise AttributionInputError(f"explain: record_id={record_id!r} needs prompts_path (prepared data)")
+    if cfg.reference == "train" and not (prepared["split"] == "train").any():
+        raise AttributionInputError(
+            "explain: attribution.reference='train' needs prompts_path with a train split"
+        )
+    return explain_row(model, tokenizer, prepared, record_id, cfg, option, max_positions)

@@ -1,0 +1,124 @@
+"""From prepared prompts to checked attribution inputs: the questions and the training-reference pool.
+
+Every bad input is found here, before any computation, so a failing run writes nothing: unknown
+question ids, questions without eligible tokens (Sec. 5.2), prompts longer than the model's context,
+missing paired prompts, and reference collections smaller than requested.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.question import Question
+
+
+class AttributionInputError(ValueError):
+    """The questions or references asked for cannot be attributed; says which and what is allowed."""
+
+
+def _ids(row: pd.Series) -> tuple[int, ...]:
+    return tuple(int(i) for i in row["input_ids"])
+
+
+def _check_length(record_id: str, length: int, max_positions: int | None, what: str) -> None:
+    if max_positions is not None and length > max_positions:
+        raise AttributionInputError(
+            f"record {record_id}: {what} has L={length} tokens, more than the model's context of "
+            f"{max_positions} positions. Lower data.max_tokens (prompts are truncated to it) or use a "
+            f"backbone with a longer context."
+        )
+
+
+def _pair(prompts: pd.DataFrame, row: pd.Series) -> pd.Series:
+    record_id = row["record_id"]
+    if "pair_id" not in prompts.columns or "has_result" not in prompts.columns:
+        raise AttributionInputError(
+            f"attribution.reference='aligned': prepared data has no pair_id/has_result columns (source "
+            f"{row.get('source', '?')!r}); aligned references need a synthetic dataset "
+            f"(data.source=synthetic_*)"
+        )
+    mates = prompts[
+        (prompts["pair_id"] == row["pair_id"])
+        & (prompts["record_id"] != record_id)
+        & (prompts["has_result"] != row["has_result"])
+    ]
+    if len(mates) != 1:
+        raise AttributionInputError(
+            f"record {record_id}: expected exactly one paired prompt with pair_id={row['pair_id']!r} and "
+            f"has_result={not row['has_result']}, found {len(mates)}"
+        )
+    return mates.iloc[0]
+
+
+def select_questions(
+    prompts: pd.DataFrame, cfg: AttributionConfig, max_positions: int | None
+) -> list[Question]:
+    """The questions to attribute, in prepared-data order; ``cfg.record_ids`` overrides the split."""
+    by_id = prompts.set_index("record_id", drop=False)
+    if cfg.record_ids:
+        unknown = [r for r in cfg.record_ids if r not in by_id.index]
+        if unknown:
+            raise AttributionInputError(
+                f"attribution.record_ids: {unknown} not in the prepared data ({len(prompts)} records, e.g. "
+                f"{list(prompts['record_id'][:3])}). Use record ids of prepared/prompts.parquet."
+            )
+        chosen = prompts[prompts["record_id"].isin(cfg.record_ids)]
+    else:
+        chosen = prompts[prompts["split"] == cfg.split]
+        if cfg.reference == "aligned" and "has_result" in chosen.columns:
+            chosen = chosen[chosen["has_result"].astype(bool)]
+        if cfg.max_questions:
+            chosen = chosen.iloc[: cfg.max_questions]
+    if chosen.empty:
+        raise AttributionInputError(
+            f"attribution.split={cfg.split!r}: no questions to attribute (prepared data has splits "
+            f"{sorted(prompts['split'].unique())})"
+        )
+    questions = []
+    for _, row in chosen.iterrows():
+        record_id = str(row["record_id"])
+        if not any(bool(v) for v in row["eligible"]):
+            raise AttributionInputError(
+                f"record {record_id}: no eligible token (Sec. 5.2: question or option text containing a "
+                f"letter or digit); its attribution could not be ranked. Drop it from attribution.record_ids."
+            )
+        ids = _ids(row)
+        _check_length(record_id, len(ids), max_positions, "the prompt")
+        paired_id = paired_ids = None
+        if cfg.reference == "aligned":
+            mate = _pair(prompts, row)
+            paired_id, paired_ids = str(mate["record_id"]), _ids(mate)
+            _check_length(paired_id, len(paired_ids), max_positions, "the paired prompt")
+        questions.append(Question(record_id, ids, int(row["answer_idx"]), paired_id, paired_ids))
+    return questions
+
+
+def reference_pool(
+    prompts: pd.DataFrame, cfg: AttributionConfig, max_positions: int | None
+) -> tuple[list[tuple[str, ...]], list[list[list[int]]]]:
+    """Training-reference collections (record ids, token ids) per ``attribution.*`` (App. B.2)."""
+    from xurs_pipeline.data.references import reference_collections
+
+    train = prompts[prompts["split"] == "train"]
+    try:
+        collections = reference_collections(
+            list(train["record_id"]),
+            cfg.refs_per_collection,
+            cfg.n_collections,
+            cfg.reference_order,
+            cfg.reference_hash_seed,
+        )
+    except ValueError as err:
+        raise AttributionInputError(
+            f"attribution.n_collections={cfg.n_collections}, attribution.refs_per_collection="
+            f"{cfg.refs_per_collection}: {err}"
+        ) from err
+    tokens = dict(zip(train["record_id"], (_ids(r) for _, r in train.iterrows()), strict=True))
+    for collection in collections:
+        for record_id in collection:
+            _check_length(record_id, len(tokens[record_id]), max_positions, "the reference prompt")
+    return (
+        [tuple(c) for c in collections],
+        [[list(tokens[r]) for r in c] for c in collections],
+    )

@@ -1,0 +1,126 @@
+"""What the engine needs from a classifier, and the functions F it differentiates.
+
+The engine is written against :class:`WidthModel`, a structural protocol that
+``xurs_pipeline.models.RandomSetClassifier`` satisfies (``embed`` + ``forward`` -> output with
+``masses``), so small analytic models can stand in for it in tests. Widths and masses come only
+from ``xurs_pipeline.credal``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from torch import nn
+
+from xurs_pipeline.credal import FOCAL_SETS, N_OPTIONS, credal_width, pignistic
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+
+
+class HasMasses(Protocol):
+    masses: torch.Tensor  # (batch, 15) in FOCAL_SETS order
+
+
+class WidthModel(Protocol):
+    """embed(input_ids (b, L)) -> (b, L, d); forward(inputs_embeds, attention_mask, position_ids)."""
+
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor: ...
+
+    def __call__(
+        self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor
+    ) -> HasMasses: ...
+
+
+def answer_set_indices(target: int) -> list[int]:
+    """Indices into FOCAL_SETS of the sets S with c ∈ S and |S| > 1 (the terms of W_c, Eq. 2 and 4)."""
+    if not 0 <= target < N_OPTIONS:
+        raise ValueError(f"target option {target}: must be in 0..{N_OPTIONS - 1}")
+    return [k for k, subset in enumerate(FOCAL_SETS) if target in subset and len(subset) > 1]
+
+
+@dataclass(frozen=True)
+class Objective:
+    """Scalar functions of the masses whose embedding gradients are accumulated.
+
+    ``columns`` maps masses (b, 15) -> (b, K); ``groups[t]`` lists the columns summed into target t's
+    attribution. Direct route: one column W_c per target. Answer-set route: one column m(S) per set
+    S ∋ c, |S| > 1, added with their signs (Eq. 4).
+    """
+
+    targets: tuple[int, ...]
+    route: str
+    column_index: tuple[int, ...]  # direct: option c per column; answer_set: focal-set index per column
+    groups: tuple[tuple[int, ...], ...]
+
+    @classmethod
+    def build(cls, targets: tuple[int, ...], route: str) -> Objective:
+        if not targets:
+            raise ValueError("no target option to explain")
+        if route == "direct":
+            return cls(targets, route, tuple(targets), tuple((i,) for i in range(len(targets))))
+        if route != "answer_set":
+            raise ValueError(f"route={route!r}: must be 'direct' or 'answer_set'")
+        columns: list[int] = []
+        groups: list[tuple[int, ...]] = []
+        for target in targets:
+            sets = answer_set_indices(target)
+            groups.append(tuple(range(len(columns), len(columns) + len(sets))))
+            columns.extend(sets)
+        return cls(targets, route, tuple(columns), tuple(groups))
+
+    @property
+    def n_columns(self) -> int:
+        return len(self.column_index)
+
+    def __call__(self, masses: torch.Tensor) -> torch.Tensor:
+        """masses (b, 15) -> (b, K) functions to differentiate (W_c via credal_width, Eq. 2; or m(S))."""
+        index = torch.tensor(self.column_index, device=masses.device)
+        source = credal_width(masses, validate=False) if self.route == "direct" else masses
+        return source.index_select(-1, index)
+
+    def group(self, per_column: torch.Tensor) -> torch.Tensor:
+        """Sum per-column values (K, ...) into per-target values (T, ...), signs kept (Eq. 4)."""
+        return torch.stack([per_column[list(cols)].sum(0) for cols in self.groups])
+
+
+def widths_and_betp(masses: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """masses (b, 15) -> (W (b, 4), BetP (b, 4)) in float32, from credal (Eq. 2)."""
+    return credal_width(masses, validate=False).float(), pignistic(masses, validate=False).float()
+
+
+@contextlib.contextmanager
+def frozen(model: nn.Module) -> Iterator[None]:
+    """Weights never require grad and dropout is off inside the block; restored afterwards."""
+    flags = [(p, p.requires_grad) for p in model.parameters()]
+    was_training = model.training
+    for param, _ in flags:
+        param.requires_grad_(False)
+    model.eval()
+    try:
+        yield
+    finally:
+        for param, flag in flags:
+            param.requires_grad_(flag)
+        model.train(was_training)
+
+
+def model_dtype(model: nn.Module) -> torch.dtype:
+    """The floating dtype of the model's first floating parameter (float32 if it has none)."""
+    for param in model.parameters():
+        if param.is_floating_point():
+            return param.dtype
+    return torch.float32
+
+
+def model_device(model: nn.Module) -> torch.device:
+    for param in model.parameters():
+        return param.device
+    return torch.device("cpu")

@@ -1,0 +1,185 @@
+"""One question end to end: explained answers, references, estimator, averaging, residuals (Eq. 9).
+
+The explained answer c is fixed from the original prompt (argmax BetP by default, Sec. 3.1) and kept
+while the inputs change. Collections are averaged in float32 before token magnitudes (App. B.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.endpoints import input_width, natural_widths, prepared_widths, prompt_of
+from xurs_pipeline.attribution.estimators import CollectionResult, expected_gradients, integrated_gradients
+from xurs_pipeline.attribution.model import Objective, WidthModel, model_device
+from xurs_pipeline.attribution.plan import collection_seed
+from xurs_pipeline.attribution.records import NonFiniteReport, TargetAttribution
+from xurs_pipeline.attribution.references import (
+    PreparedReferences,
+    prepare_aligned,
+    prepare_training,
+    prepare_zero,
+)
+
+
+class NonFiniteError(FloatingPointError):
+    """Non-finite widths or gradients, raised when ``attribution.on_nonfinite='raise'``."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """One prompt to explain; ``paired_*`` is the paired prompt for aligned references."""
+
+    record_id: str
+    input_ids: tuple[int, ...]
+    answer_idx: int
+    paired_id: str | None = None
+    paired_ids: tuple[int, ...] | None = None
+
+
+@dataclass
+class ReferencePool:
+    """Training-reference collections shared by all questions, with their natural widths (M_k, 4)."""
+
+    record_ids: list[tuple[str, ...]]
+    token_ids: list[list[list[int]]]
+    natural: list[torch.Tensor] = field(default_factory=list)
+
+
+@dataclass
+class QuestionResult:
+    rows: list[TargetAttribution]
+    failure: NonFiniteReport | None = None
+
+
+def explained_targets(rule: str, predicted: int, answer_idx: int) -> tuple[int, ...]:
+    """Options to explain: ``predicted`` (argmax BetP), ``correct`` (the key) or ``all``."""
+    if rule == "predicted":
+        return (predicted,)
+    if rule == "correct":
+        return (answer_idx,)
+    if rule == "all":
+        return (0, 1, 2, 3)
+    raise ValueError(f"attribution.target={rule!r}: must be 'predicted', 'correct' or 'all'")
+
+
+def _collections(
+    model: WidthModel,
+    q: Question,
+    pool: ReferencePool | None,
+    cfg: AttributionConfig,
+    pad_id: int,
+) -> list[tuple[PreparedReferences, torch.Tensor | None]]:
+    device = model_device(model)  # type: ignore[arg-type]
+    if cfg.reference == "zero":
+        return [(prepare_zero(q.input_ids), None)]
+    if cfg.reference == "aligned":
+        if q.paired_ids is None or q.paired_id is None:
+            raise ValueError(f"record {q.record_id}: attribution.reference='aligned' needs a paired prompt")
+        refs = prepare_aligned(q.input_ids, q.paired_ids, q.paired_id, pad_id, device)
+        return [(refs, natural_widths(model, [q.paired_ids], 1, device))]
+    if pool is None:
+        raise ValueError("attribution.reference='train' needs a ReferencePool of training prompts")
+    return [
+        (prepare_training(q.input_ids, ids, rids, pad_id, device), natural)
+        for rids, ids, natural in zip(pool.record_ids, pool.token_ids, pool.natural, strict=True)
+    ]
+
+
+def _nonfinite(
+    q: Question,
+    targets: tuple[int, ...],
+    where: str,
+    collection: int,
+    refs: list[str],
+    cfg: AttributionConfig,
+) -> NonFiniteReport:
+    report = NonFiniteReport(q.record_id, list(targets), where, collection, refs, cfg.precision)
+    if cfg.on_nonfinite == "raise":
+        raise NonFiniteError(report.message())
+    return report
+
+
+def attribute_question(
+    model: WidthModel,
+    q: Question,
+    pool: ReferencePool | None,
+    cfg: AttributionConfig,
+    pad_id: int,
+    on_batch: Callable[[int], None] | None = None,
+    targets: tuple[int, ...] | None = None,
+) -> QuestionResult:
+    """Attribute the width of the explained answer(s) of ``q``; one row per target (or a failure).
+
+    ``targets`` (option indices) overrides ``cfg.target``'s rule.
+    """
+    device = model_device(model)  # type: ignore[arg-type]
+    prompt = prompt_of(model, q.input_ids, device)
+    w_x, betp = input_width(model, prompt)
+    predicted = int(betp.argmax())
+    targets = targets if targets is not None else explained_targets(cfg.target, predicted, q.answer_idx)
+    if not bool(torch.isfinite(w_x).all() & torch.isfinite(betp).all()):
+        return QuestionResult([], _nonfinite(q, targets, "input width", -1, [], cfg))
+    objective = Objective.build(targets, cfg.route)
+    results: list[CollectionResult] = []
+    prepared_all: list[torch.Tensor] = []
+    collections = _collections(model, q, pool, cfg, pad_id)
+    forward_evals = 1
+    for k, (refs, natural) in enumerate(collections):
+        prep = prepared_widths(model, prompt, refs, cfg.eval_batch_size)
+        forward_evals += len(refs) * (2 if cfg.reference == "aligned" else 1)  # + natural width of the pair
+        checks = [("prepared reference width", prep)]
+        if natural is not None:
+            checks.append(("natural reference width", natural))
+        for where, widths in checks:
+            rows_bad = (~torch.isfinite(widths).all(dim=1)).nonzero().flatten().tolist()
+            bad = [refs.record_ids[i] for i in rows_bad]
+            if bad:
+                return QuestionResult([], _nonfinite(q, targets, where, k, bad, cfg))
+        if cfg.method == "eg":
+            res = expected_gradients(
+                model,
+                objective,
+                prompt,
+                refs,
+                prep,
+                cfg.n_samples,
+                collection_seed(cfg.seed, k),
+                cfg.samples_per_call,
+                on_batch,
+            )
+        else:
+            res = integrated_gradients(
+                model,
+                objective,
+                prompt,
+                refs,
+                prep,
+                w_x,
+                cfg.ig_quadrature,
+                cfg.ig_points,
+                cfg.samples_per_call,
+                cfg.ig_adaptive,
+                cfg.ig_tolerance,
+                cfg.ig_refine_factor,
+                cfg.ig_max_points,
+                on_batch,
+            )
+        if res.nonfinite_refs:
+            refs_bad = [refs.record_ids[i] for i in res.nonfinite_refs]
+            return QuestionResult([], _nonfinite(q, targets, "gradient", k, refs_bad, cfg))
+        results.append(res)
+        prepared_all.append(prep)
+    e = torch.stack([r.e for r in results]).mean(0)  # (T, L, d), float32 average of collections (App. B.2)
+    if not bool(torch.isfinite(e).all()):
+        return QuestionResult([], _nonfinite(q, targets, "averaged attribution", -1, [], cfg))
+    rows = [
+        TargetAttribution.build(
+            q, cfg, t, target, predicted, w_x, betp, e[t], results, collections, prepared_all, forward_evals
+        )
+        for t, target in enumerate(targets)
+    ]
+    return QuestionResult(rows)

@@ -1,0 +1,197 @@
+"""Sharded attribution runs: each process takes every n-th question, commits each finished question,
+skips questions already finished by the same run, and one process merges the parts.
+
+A question's result depends only on the question, the references, the config and the model (sampling
+plans are seeded per collection, never per process), so the merged result does not depend on the
+number of shards. Use ``accelerate.PartialState`` (or torchrun) for ``shard_index`` / ``shard_count``.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.endpoints import natural_widths
+from xurs_pipeline.attribution.inputs import reference_pool, select_questions
+from xurs_pipeline.attribution.model import WidthModel, model_device
+from xurs_pipeline.attribution.question import Question, ReferencePool, attribute_question
+from xurs_pipeline.attribution.records import COLUMNS, provenance
+from xurs_pipeline.attribution.store import PartStore
+from xurs_pipeline.io import ArtifactError, Provenance, write_json, write_parquet
+
+ATTRIBUTIONS_FILE = "attributions.parquet"
+COORDS_DIR = "coords"
+NONFINITE_FILE = "nonfinite.json"
+log = logging.getLogger("xurs")
+METRICS_FILE = "metrics.json"
+
+
+@dataclass
+class ShardReport:
+    shard_index: int
+    shard_count: int
+    computed: list[str]
+    skipped: list[str]
+    grad_evals: int
+    seconds: float
+
+
+def _samples_per_question(cfg: AttributionConfig) -> int:
+    refs = cfg.refs_per_collection if cfg.reference == "train" else 1
+    per_collection = cfg.n_samples if cfg.method == "eg" else refs * cfg.ig_points
+    return cfg.n_collections * per_collection
+
+
+def run_shard(
+    model: WidthModel,
+    questions: list[Question],
+    pool: ReferencePool | None,
+    cfg: AttributionConfig,
+    pad_id: int,
+    store: PartStore,
+    shard_index: int = 0,
+    shard_count: int = 1,
+) -> ShardReport:
+    """Attribute questions ``shard_index::shard_count`` not yet finished in ``store``; commit each one."""
+    if not 0 <= shard_index < shard_count:
+        raise ValueError(f"shard_index={shard_index}: must be in 0..{shard_count - 1}")
+    start = time.perf_counter()
+    mine = questions[shard_index::shard_count]
+    pending = [q for q in mine if not store.done(q.record_id)]
+    if pending and pool is not None and not pool.natural:
+        device = model_device(model)  # type: ignore[arg-type]
+        pool.natural = [natural_widths(model, ids, cfg.eval_batch_size, device) for ids in pool.token_ids]
+    bar = tqdm(
+        total=len(pending) * _samples_per_question(cfg),
+        unit="sample",
+        dynamic_ncols=True,
+        disable=not cfg.progress,
+        position=shard_index,
+        desc=f"attribute shard {shard_index + 1}/{shard_count}",
+    )
+
+    def on_batch(size: int) -> None:
+        bar.update(size)
+        if bar.total is not None and bar.n > bar.total:
+            bar.total = bar.n  # adaptive IG added points
+
+    grad_evals = 0
+    try:
+        for done, q in enumerate(pending, start=1):
+            result = attribute_question(model, q, pool, cfg, pad_id, on_batch)
+            store.write(q.record_id, result)
+            if result.failure is not None:
+                log.warning("attribute: %s", result.failure.message())
+            grad_evals += sum(r.grad_evals for r in result.rows[:1])
+            bar.set_postfix(questions=f"{done}/{len(pending)}", skipped=len(mine) - len(pending))
+    finally:
+        bar.close()
+    computed = {q.record_id for q in pending}
+    report = ShardReport(
+        shard_index,
+        shard_count,
+        sorted(computed),
+        [q.record_id for q in mine if q.record_id not in computed],
+        grad_evals,
+        time.perf_counter() - start,
+    )
+    write_json(
+        vars(report),
+        store.parts / f"shard-{shard_index}-of-{shard_count}.json",
+        Provenance("attribution_shard", 1, store.fingerprint),
+    )
+    return report
+
+
+def merge(store: PartStore, record_ids: list[str], out_dir: str | Path) -> dict[str, float | int]:
+    """Write ``attributions.parquet``, ``coords/``, ``nonfinite.json`` and ``metrics.json`` from the parts.
+
+    Raises ArtifactError naming unfinished questions. Returns the metrics.
+    """
+    out = Path(out_dir)
+    frames, failures, missing = [], [], []
+    for record_id in record_ids:
+        try:
+            frame, failure = store.read(record_id)
+        except ArtifactError:
+            missing.append(record_id)
+            continue
+        if frame is not None:
+            frames.append(frame)
+        if failure is not None:
+            failures.append(vars(failure))
+    if missing:
+        raise ArtifactError(
+            f"{len(missing)} questions are not finished (e.g. {missing[:5]}): run every shard to the end "
+            f"(rerunning resumes) before merging"
+        )
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(COLUMNS))
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".coords.", dir=out))
+    try:
+        for name in table["coords_file"]:
+            shutil.copyfile(store.coords / name, staging / name)
+        final = out / COORDS_DIR
+        if final.exists():
+            shutil.rmtree(final)
+        staging.rename(final)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    write_parquet(table, out / ATTRIBUTIONS_FILE, provenance(store.fingerprint), COLUMNS)
+    write_json(
+        {"failures": failures},
+        out / NONFINITE_FILE,
+        Provenance("attribution_nonfinite", 1, store.fingerprint),
+    )
+    residual = table["residual"].to_numpy(dtype=float) if len(table) else np.zeros(0)
+    metrics: dict[str, float | int] = {
+        "questions": len(record_ids),
+        "rows": len(table),
+        "nonfinite_questions": len(failures),
+        "residual_median": float(np.median(residual)) if residual.size else 0.0,
+        "residual_max": float(residual.max()) if residual.size else 0.0,
+        "grad_evals": int(table.drop_duplicates("record_id")["grad_evals"].sum()) if len(table) else 0,
+    }
+    write_json(metrics, out / METRICS_FILE)
+    return metrics
+
+
+def run_attribution(
+    model: WidthModel,
+    prompts: pd.DataFrame,
+    cfg: AttributionConfig,
+    *,
+    pad_id: int,
+    max_positions: int | None,
+    out_dir: str | Path,
+    fingerprint: str,
+    shard_index: int = 0,
+    shard_count: int = 1,
+    barrier: Callable[[], None] | None = None,
+) -> dict[str, float | int] | None:
+    """Check inputs, run this process's shard, wait for the others (``barrier``), merge on shard 0.
+
+    Inputs are checked before anything is written. Parts live in ``out_dir/parts`` (kept for resume);
+    shard 0 returns the merged metrics, other shards None. Without a ``barrier`` (in-process
+    simulation) run the other shards first.
+    """
+    questions = select_questions(prompts, cfg, max_positions)
+    pool = ReferencePool(*reference_pool(prompts, cfg, max_positions)) if cfg.reference == "train" else None
+    store = PartStore(out_dir, fingerprint)
+    run_shard(model, questions, pool, cfg, pad_id, store, shard_index, shard_count)
+    if barrier is not None:
+        barrier()
+    if shard_index != 0:
+        return None
+    return merge(store, [q.record_id for q in questions], out_dir)
