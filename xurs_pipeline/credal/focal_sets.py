@@ -65,9 +65,17 @@ class FocalTensors:
 
 @lru_cache(maxsize=32)
 def focal_tensors(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> FocalTensors:
-    """The set relations as tensors on ``device`` in ``dtype`` (built once per pair, then cached)."""
-    device = torch.device(device)
+    """The set relations as tensors on ``device`` in ``dtype`` (built once per pair, then cached).
 
+    Built outside any ``torch.inference_mode()`` block, so a first call made under inference mode does
+    not cache inference tensors that later autograd calls could not save for backward.
+    """
+    device = torch.device(device)
+    with torch.inference_mode(False):
+        return _build_focal_tensors(device, dtype)
+
+
+def _build_focal_tensors(device: torch.device, dtype: torch.dtype) -> FocalTensors:
     def tensor(rows: Sequence[object]) -> torch.Tensor:
         return torch.tensor(rows, dtype=dtype, device=device)
 
