@@ -23,7 +23,7 @@ log = logging.getLogger("xurs")
 
 
 def run_stage(name: str, body: Callable[[RootConfig], None]) -> None:
-    """Run ``body(cfg)`` as the Hydra entry point of stage ``name`` (call from ``if __name__ == '__main__'``)."""
+    """Run ``body(cfg)`` as the Hydra entry point of stage ``name`` (call it under ``__main__``)."""
     params_dir = Path.cwd()
     if not (params_dir / "params.yaml").is_file():
         sys.exit(f"stage {name}: no params.yaml in {params_dir}. Run stages from the project root.")

@@ -63,7 +63,9 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
         return OmegaConf.to_object(merged)  # type: ignore[return-value]
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None)
-        raise ConfigError(f"{source}: invalid config at key {key!r}: {err.msg if hasattr(err, 'msg') else err}") from err
+        raise ConfigError(
+            f"{source}: invalid config at key {key!r}: {err.msg if hasattr(err, 'msg') else err}"
+        ) from err
     except ValueError as err:
         raise ConfigError(f"{source}: {err}") from err
 
@@ -77,10 +79,16 @@ def load_params(path: str | os.PathLike[str] = "params.yaml") -> RootConfig:
 
 
 def compose(overrides: list[str] | None = None, conf_dir: str | os.PathLike[str] = "conf") -> dict[str, Any]:
-    """Compose ``conf/config.yaml`` with Hydra overrides into a plain dict (what DVC writes to params.yaml)."""
+    """Compose ``conf/config.yaml`` with Hydra overrides into a plain dict (what DVC puts in params.yaml)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
     with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
         cfg = hydra_compose(config_name="config", overrides=list(overrides or []))
     return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+
+
+def configuration_label(cfg: RootConfig) -> str:
+    """Row label of a configuration in tables (e.g. ``smoke/tiny/head_only/seed7``)."""
+    source = Path(cfg.model.source).stem if cfg.model.source else cfg.model.backbone
+    return f"{cfg.experiment_name}/{source}/{cfg.train.adaptation}/seed{cfg.train.seed}"

@@ -70,9 +70,13 @@ def test_required_columns_enforced_on_write_and_read(tmp_path):
 def test_atomic_path_leaves_nothing_on_failure(tmp_path):
     target = tmp_path / "out.json"
     target.write_text("old")
-    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
-        tmp.write_text("half")
-        raise RuntimeError("killed")
+    def interrupted_write() -> None:
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        interrupted_write()
     assert target.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
 

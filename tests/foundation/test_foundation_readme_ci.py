@@ -19,7 +19,7 @@ def test_quickstart_is_two_one_line_commands():
     commands = quickstart_commands()
     assert len(commands) == 2
     assert commands[0].endswith("dvc repro")
-    assert "torch==2.13.0" in commands[0] and "torch==2.13.0" in commands[1]
+    assert all("torch==2.13.0" in command for command in commands)
     assert commands[1].endswith("pytest -q")
 
 

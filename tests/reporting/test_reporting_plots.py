@@ -15,8 +15,12 @@ def test_each_plot_writes_a_png(tmp_path):
         plots.width_by_correctness(rng.random(50), rng.random(50) > 0.5, tmp_path / "w.png"),
         plots.surviving_total(rng.random(50) * 2, tmp_path / "s.png"),
         plots.advantage_per_question(rng.normal(size=20), (-0.1, 0.2), tmp_path / "a.png"),
-        plots.topk_curve(np.arange(1, 11), rng.random(10), rng.random(10) - 1, rng.random(10) + 1, tmp_path / "k.png"),
-        plots.residual_vs_evaluations(np.array([8, 64, 512]), np.array([0.2, 0.03, 0.001]), tmp_path / "r.png"),
+        plots.topk_curve(
+            np.arange(1, 11), rng.random(10), rng.random(10) - 1, rng.random(10) + 1, tmp_path / "k.png"
+        ),
+        plots.residual_vs_evaluations(
+            np.array([8, 64, 512]), np.array([0.2, 0.03, 0.001]), tmp_path / "r.png"
+        ),
     ]
     for path in paths:
         data = path.read_bytes()

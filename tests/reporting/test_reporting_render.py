@@ -5,7 +5,14 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from xurs_pipeline.reporting.render import Column, TableSpec, fmt_float, fmt_interval, fmt_verdict, write_table
+from xurs_pipeline.reporting.render import (
+    Column,
+    TableSpec,
+    fmt_float,
+    fmt_interval,
+    fmt_verdict,
+    write_table,
+)
 
 SPEC = TableSpec(
     name="t1",
@@ -21,9 +28,7 @@ SPEC = TableSpec(
 
 
 def test_three_formats_hold_the_frame_values(tmp_path):
-    frame = pd.DataFrame(
-        {"model": ["tiny_model"], "mean": [0.038123], "ci": [(0.01, 0.0655)], "ok": [True]}
-    )
+    frame = pd.DataFrame({"model": ["tiny_model"], "mean": [0.038123], "ci": [(0.01, 0.0655)], "ok": [True]})
     md, tex, csv = write_table(frame, SPEC, tmp_path, experiment="smoke", config_hash="abcd")
     text = md.read_text()
     assert "| tiny_model | 0.0381 | [0.0100, 0.0655] | pass |" in text
@@ -31,7 +36,8 @@ def test_three_formats_hold_the_frame_values(tmp_path):
     latex = tex.read_text()
     assert r"\newcommand{\EffectRows}" in latex
     assert r"tiny\_model & 0.0381 & [0.0100, 0.0655] & pass\\" in latex
-    assert r"\toprule" in latex and r"\bottomrule" in latex and r"95\% CI" in latex
+    for fragment in (r"\toprule", r"\bottomrule", r"95\% CI"):
+        assert fragment in latex
     back = pd.read_csv(csv)
     assert back.loc[0, "mean"] == pytest.approx(0.038123)
     assert back.loc[0, "config_hash"] == "abcd"

@@ -11,10 +11,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from xurs_pipeline.io import atomic_path  # noqa: E402
+from xurs_pipeline.io import atomic_path
 
 
 def _save(fig: plt.Figure, path: str | Path) -> Path:

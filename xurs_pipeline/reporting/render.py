@@ -71,7 +71,9 @@ class TableSpec:
 def _cells(frame: pd.DataFrame, spec: TableSpec) -> list[list[str]]:
     missing = [c.key for c in spec.columns if c.key not in frame.columns]
     if missing:
-        raise KeyError(f"table {spec.name}: artifact frame lacks columns {missing}; has {list(frame.columns)}")
+        raise KeyError(
+            f"table {spec.name}: artifact frame lacks columns {missing}; has {list(frame.columns)}"
+        )
     return [[col.fmt(row[col.key]) for col in spec.columns] for _, row in frame.iterrows()]
 
 

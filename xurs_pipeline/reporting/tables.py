@@ -1,0 +1,236 @@
+"""The paper's tables as frames built from artifacts only (no number is typed here).
+
+Each ``*_frame`` function takes already-loaded artifacts (frames, metric dicts, config sections) and
+returns a frame whose columns a :class:`TableSpec` renders. Table numbers follow the paper:
+1 zero-masking effects, 2 numerical checks, 3 reference endpoints, 4 training settings, 5 attribution
+settings, 8 correction per configuration, 9 clue localisation, 10 V2 fit errors; plus the accuracy /
+AUROC summary of Sec. 6.1 and every check with its threshold and verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from xurs_pipeline.credal import credal_width
+from xurs_pipeline.reporting.render import (
+    Column,
+    TableSpec,
+    fmt_float,
+    fmt_interval,
+    fmt_percent,
+    fmt_text,
+    fmt_verdict,
+)
+
+EFFECTS = TableSpec(
+    "table1_effects",
+    "EffectRows",
+    "Mean advantage in absolute width change from zero-masking the highest-ranked rather than random "
+    "eligible tokens (Eq. 8); question-level bootstrap intervals.",
+    [
+        Column("configuration", "Model", align="l"),
+        Column("target_fn", "Target", align="l"),
+        Column("questions", "Questions"),
+        Column("mean_advantage", "Mean advantage", fmt_float(4)),
+        Column("ci", "95% CI", fmt_interval(4)),
+        Column("budget", "Budget", align="l"),
+    ],
+)
+NUMERICS = TableSpec(
+    "table2_numerics",
+    "NumericsRows",
+    "Numerical checks; entries are medians. R is the completeness residual (Eq. 9); rank correlation and "
+    "relative vector difference compare against a repeated run (other seed and sample count).",
+    [
+        Column("reference", "Reference", align="l"),
+        Column("method", "Method", align="l"),
+        Column("spearman", "Rank rho", fmt_float(4)),
+        Column("residual", "R", fmt_float(4)),
+        Column("relative_distance", "Vector difference", fmt_float(4)),
+    ],
+)
+ENDPOINTS = TableSpec(
+    "table3_endpoints",
+    "EndpointRows",
+    "Width differences using the original and aligned paired reference prompts (Eq. 10); shift is "
+    "|Delta_natural - Delta_aligned|; residuals refer to attribution with aligned references.",
+    [
+        Column("case", "Case", align="l"),
+        Column("delta_natural", "Delta natural", fmt_float(6)),
+        Column("delta_aligned", "Delta aligned", fmt_float(6)),
+        Column("shift", "Absolute shift", fmt_float(6)),
+        Column("residual", "Residual", fmt_float(6)),
+    ],
+)
+SETTINGS_COLUMNS = [Column("setting", "Setting", align="l"), Column("value", "Value", align="l")]
+TRAINING = TableSpec("table4_training", "TrainingRows", "Training settings.", SETTINGS_COLUMNS)
+ATTRIBUTION = TableSpec("table5_attribution", "AttributionRows", "Attribution settings.", SETTINGS_COLUMNS)
+CORRECTION = TableSpec(
+    "table8_correction",
+    "CorrectionRows",
+    "Correction on test questions per configuration. Rescaling means s > 1 + 1e-6; adjustment is the mean "
+    "total absolute change from intermediate values to final masses.",
+    [
+        Column("configuration", "Configuration", align="l"),
+        Column("n", "Questions"),
+        Column("rescaling_pct", "Rescaling (%)", fmt_float(2)),
+        Column("mean_total_adjustment", "Mean total adjustment", fmt_float(2)),
+        Column("negative_share", "With negative values (%)", fmt_percent(1)),
+    ],
+)
+LOCALISATION = TableSpec(
+    "table9_localisation",
+    "LocalisationRows",
+    "Attribution to the distinguishing clue (App. C): clue share of magnitude, difference to the mean "
+    "equal-length control window (pp), and the best clue rank (1 = highest).",
+    [
+        Column("record_id", "Case", align="l"),
+        Column("reference", "Reference", align="l"),
+        Column("region", "Region", align="l"),
+        Column("clue_share_pct", "Clue share (%)", fmt_float(2)),
+        Column("difference_pp", "Difference (pp)", fmt_float(2)),
+        Column("best_rank", "Best rank", fmt_float(0)),
+    ],
+)
+FIT = TableSpec(
+    "table10_fit",
+    "FitRows",
+    "Mean total absolute error E_m of the predicted answer-set probabilities per split (App. D.3).",
+    [
+        Column("configuration", "Configuration", align="l"),
+        Column("split", "Split", align="l"),
+        Column("n", "Records"),
+        Column("mass_error", "Mean E_m", fmt_float(4)),
+        Column("width_error", "Mean width error", fmt_float(4)),
+    ],
+)
+ACCURACY = TableSpec(
+    "accuracy",
+    "AccuracyRows",
+    "Accuracy and error-detection AUROC from the predicted answer's width and from its low probability.",
+    [
+        Column("configuration", "Configuration", align="l"),
+        Column("split", "Split", align="l"),
+        Column("n", "Questions"),
+        Column("accuracy", "Accuracy", fmt_percent(1)),
+        Column("auroc_width", "AUROC (width)", fmt_float(3)),
+        Column("auroc_low_probability", "AUROC (low probability)", fmt_float(3)),
+    ],
+)
+VERDICTS = TableSpec(
+    "verdicts",
+    "VerdictRows",
+    "Every check with its value, threshold and verdict.",
+    [
+        Column("group", "Group", align="l"),
+        Column("name", "Check", align="l"),
+        Column("n", "n"),
+        Column("value", "Value", fmt_float(4)),
+        Column("rule", "Required", align="l"),
+        Column("passed", "Verdict", fmt_verdict),
+    ],
+)
+
+
+def effects_frame(mask_metrics: Mapping[str, Any], configuration: str) -> pd.DataFrame:
+    """Table 1 rows from ``mask_eval/metrics.json``: one per target function."""
+    budget = mask_metrics.get("budget", {})
+    text = (
+        f"{'/'.join(budget.get('method', []))}, {budget.get('references_per_question', '?')} refs, "
+        f"{budget.get('grad_evals_per_question', float('nan')):g} gradient evaluations"
+    )
+    rows = [
+        {
+            "configuration": configuration,
+            "target_fn": name,
+            "questions": m["questions"],
+            "mean_advantage": m["mean_advantage"],
+            "ci": (m["ci_low"], m["ci_high"]),
+            "budget": text,
+        }
+        for name, m in mask_metrics["targets"].items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def numerics_frame(attributions: pd.DataFrame, comparisons: pd.DataFrame | None) -> pd.DataFrame:
+    """Table 2 rows: per (reference, method), median residual and, given a repeated run, median Spearman
+    and relative vector difference. ``comparisons`` is ``checks/details/compare_*.parquet`` or None."""
+    rows = []
+    for (reference, method), group in attributions.groupby(["reference", "method"], sort=True):
+        row = {"reference": reference, "method": method, "residual": float(np.median(group["residual"]))}
+        if comparisons is not None and not comparisons.empty:
+            same = comparisons[comparisons["reference"] == reference]
+            row["spearman"] = float(np.nanmedian(same["spearman"])) if len(same) else float("nan")
+            row["relative_distance"] = (
+                float(np.nanmedian(same["relative_distance"])) if len(same) else float("nan")
+            )
+        else:
+            row["spearman"] = row["relative_distance"] = float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["reference", "method", "spearman", "residual", "relative_distance"])
+
+
+def settings_frame(section: Mapping[str, Any], keys: list[str] | None = None) -> pd.DataFrame:
+    """Tables 4 and 5: (setting, value) pairs straight from a config section."""
+    keys = keys or list(section)
+    return pd.DataFrame({"setting": keys, "value": [fmt_text(section[k]) for k in keys]})
+
+
+def correction_frame(audit: Mapping[str, Any], split: str = "test") -> pd.DataFrame:
+    """Table 8 row from ``predict/correction_audit.json`` for one split."""
+    if split not in audit:
+        raise KeyError(
+            f"correction audit has no split {split!r}; has {sorted(k for k in audit if k[0] != '_')}"
+        )
+    return pd.DataFrame([audit[split]])
+
+
+def accuracy_frame(metrics: Mapping[str, Any], configuration: str) -> pd.DataFrame:
+    """Accuracy and both AUROCs (Sec. 6.1) per split from ``predict/metrics.json``."""
+    rows = [
+        {"configuration": configuration, "split": split, **values}
+        for split, values in metrics.items()
+        if not split.startswith("_")
+    ]
+    frame = pd.DataFrame(rows)
+    for column in ("auroc_width", "auroc_low_probability"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    return frame
+
+
+def fit_frame(predictions: pd.DataFrame, prompts: pd.DataFrame, configuration: str) -> pd.DataFrame:
+    """Table 10: mean E_m = sum_S |m_hat(S) - m(S)| and mean width error per split (App. D.3), for records
+    with prescribed ``target_masses``; empty when the data has none (MedQA)."""
+    if "target_masses" not in prompts.columns:
+        return pd.DataFrame(columns=["configuration", "split", "n", "mass_error", "width_error"])
+    import torch
+
+    merged = predictions.merge(prompts[["record_id", "target_masses"]], on="record_id")
+    rows = []
+    for split, group in merged.groupby("split", sort=True):
+        predicted = np.stack(group["masses"].to_numpy()).astype(np.float64)
+        target = np.stack(group["target_masses"].to_numpy()).astype(np.float64)
+        width_hat = credal_width(torch.from_numpy(predicted), validate=False).numpy()
+        width = credal_width(torch.from_numpy(target), validate=False).numpy()
+        rows.append(
+            {
+                "configuration": configuration,
+                "split": split,
+                "n": len(group),
+                "mass_error": float(np.abs(predicted - target).sum(axis=1).mean()),
+                "width_error": float(np.abs(width_hat - width).mean()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def verdicts_frame(checks: pd.DataFrame) -> pd.DataFrame:
+    """Every check with a readable rule (``<= 0.05``) beside its value and verdict."""
+    frame = checks.copy()
+    frame["rule"] = [f"{d} {t:g}" for d, t in zip(frame["direction"], frame["threshold"], strict=True)]
+    return frame
