@@ -73,3 +73,54 @@ def build_tiny_llama(
     finally:
         torch.random.set_rng_state(generator_state)
     return model.eval()
+
+
+# A fixed, built-in corpus for the tiny tokenizer: MedQA-style prompt text, so that the smoke pipeline's
+# tokenizer is the same on every machine and needs no data. Byte-level BPE still encodes any text.
+TINY_CORPUS: tuple[str, ...] = (
+    "A 45-year-old man presents to the emergency department with chest pain radiating to the left arm.",
+    "A 23-year-old woman comes to the physician because of fatigue, fever and a rash on her cheeks.",
+    "A 6-year-old boy is brought to the clinic with a cough that has lasted three weeks.",
+    "A 67-year-old woman has had progressive shortness of breath on exertion for two months.",
+    "His temperature is 38.5°C, pulse is 110/min, respirations are 22/min, blood pressure is 90/60 mm Hg.",
+    "Physical examination shows jugular venous distension and bilateral crackles at the lung bases.",
+    "Laboratory studies show a hemoglobin of 9.1 g/dL, a leukocyte count of 14,500/mm3 and normal platelets.",
+    "A chest x-ray shows a right lower lobe consolidation. An electrocardiogram shows ST elevation.",
+    "The serum creatinine is elevated and the urinalysis shows red blood cell casts.",
+    "Which of the following is the most likely diagnosis?",
+    "Which of the following is the most appropriate next step in management?",
+    "Which of the following is the most likely cause of this patient's condition?",
+    "Which of the following test results would distinguish between the two conditions?",
+    "A. Myocardial infarction\nB. Pulmonary embolism\nC. Aortic dissection\nD. Pericarditis",
+    "A. Administer intravenous antibiotics\nB. Perform a lumbar puncture\nC. Order a CT scan\nD. Observe",
+    "A. Systemic lupus erythematosus\nB. Rheumatoid arthritis\nC. Sarcoidosis\nD. Lyme disease",
+    "Question: A patient reports a headache in the morning and dizziness in the evening.\nAnswer:",
+    "The biopsy was positive. The culture was negative. The antibody test was positive for the marker.",
+    "The fictional condition Varelian syndrome presents with fever; Morrick disease presents with a rash.",
+    "Test results: the Kessel assay was elevated, while the Dornan panel was within normal limits.",
+    "The patient was seen in the morning. The patient was seen in the evening. No result was available.",
+    "Options: A, B, C, D. Answer: A. Answer: B. Answer: C. Answer: D.",
+    "She takes metformin and lisinopril daily and has type 2 diabetes mellitus and hypertension.",
+    "He smokes one pack of cigarettes daily and drinks alcohol occasionally; his father had colon cancer.",
+    "0 1 2 3 4 5 6 7 8 9 10 20 30 40 50 60 70 80 90 100 mg mL mmol/L %",
+)
+
+
+def build_tiny_backbone(
+    vocab_size: int = 512,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    seed: int = 0,
+) -> tuple[LlamaForCausalLM, PreTrainedTokenizerFast]:
+    """Tokenizer trained on :data:`TINY_CORPUS` plus a matching random tiny Llama: same result every run."""
+    tokenizer = train_tiny_tokenizer(TINY_CORPUS, vocab_size=vocab_size)
+    model = build_tiny_llama(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        seed=seed,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return model, tokenizer

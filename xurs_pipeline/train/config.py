@@ -1,10 +1,82 @@
-"""Config schema of the ``train`` section."""
+"""Config schema of the ``train`` section (adaptation, optimisation, early stopping, resume)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+ADAPTATIONS = ("head_only", "partial", "lora")
+SELECT_BY = ("answer_nll", "loss")
+MIXED_PRECISION = ("no", "bf16", "fp16")
+DEFAULT_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
 @dataclass
 class TrainConfig:
+    """Training settings (App. B.1, Table 4). ``batch_size`` is per device; the effective batch is
+    ``batch_size * grad_accum * processes``."""
+
+    adaptation: str = "head_only"
+    partial_layers: int = 2
+    lora_rank: int = 16
+    lora_alpha: float = 32.0
+    lora_dropout: float = 0.05
+    lora_targets: list[str] = field(default_factory=lambda: list(DEFAULT_LORA_TARGETS))
+    lr_head: float = 1e-3
+    lr_adapter: float = 1e-4
+    weight_decay: float = 0.01
+    warmup_fraction: float = 0.1
+    max_epochs: int = 5
+    patience: int = 2
+    batch_size: int = 8
+    grad_accum: int = 1
+    max_grad_norm: float = 1.0
+    set_loss_weight: float = 0.1
+    select_by: str = "answer_nll"
     seed: int = 7
+    mixed_precision: str = "no"
+    init_head_from: str = ""  # warm start: directory of a saved classifier whose head to copy
+    resume: bool = False
+    state_dir: str = ".cache/xurs/train_state"
+    feature_cache_dir: str = ".cache/xurs/features"
+    feature_batch_size: int = 8
+    eval_batch_size: int = 8
+    predict_splits: list[str] = field(default_factory=lambda: ["dev", "test"])
+
+    def __post_init__(self) -> None:
+        for key, allowed in (
+            ("adaptation", ADAPTATIONS),
+            ("select_by", SELECT_BY),
+            ("mixed_precision", MIXED_PRECISION),
+        ):
+            if getattr(self, key) not in allowed:
+                raise ValueError(f"train.{key}={getattr(self, key)!r}: must be one of {allowed}")
+        for key in (
+            "partial_layers",
+            "lora_rank",
+            "max_epochs",
+            "batch_size",
+            "grad_accum",
+            "feature_batch_size",
+            "eval_batch_size",
+        ):
+            if getattr(self, key) < 1:
+                raise ValueError(f"train.{key}={getattr(self, key)}: must be a positive integer")
+        for key in ("lr_head", "lr_adapter", "lora_alpha", "max_grad_norm"):
+            if not getattr(self, key) > 0:
+                raise ValueError(f"train.{key}={getattr(self, key)}: must be positive")
+        for key in ("weight_decay", "set_loss_weight"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"train.{key}={getattr(self, key)}: must be >= 0")
+        if self.patience < 0:
+            raise ValueError(f"train.patience={self.patience}: must be >= 0 (0 disables early stopping)")
+        for key in ("warmup_fraction", "lora_dropout"):
+            if not 0 <= getattr(self, key) < 1:
+                raise ValueError(f"train.{key}={getattr(self, key)}: must be in [0, 1)")
+        bad = [x for x in self.predict_splits if x not in ("train", "dev", "test")] or not self.predict_splits
+        if bad:
+            raise ValueError(
+                f"train.predict_splits={list(self.predict_splits)}: must be a non-empty subset of "
+                "['train', 'dev', 'test']"
+            )
+        if not self.lora_targets:
+            raise ValueError("train.lora_targets=[]: name at least one module (e.g. q_proj)")

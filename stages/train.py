@@ -1,0 +1,79 @@
+"""DVC stage ``train``: backbone + prepared prompts -> ``<artifacts>/train/classifier/`` and
+``<artifacts>/train/train_metrics.json`` (per-epoch history, best epoch, feature-cache hits).
+
+Head-only runs cache the backbone's features under ``train.feature_cache_dir`` (outside DVC outputs, so
+seeds and head variants reuse them). The training state is saved after every epoch under
+``train.state_dir/<config hash>``; ``train.resume=true`` continues an interrupted run from it.
+Multi-GPU: ``accelerate launch -m stages.train`` runs the same code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from accelerate import PartialState
+
+from stages._common import log, run_stage
+from xurs_pipeline.config import RootConfig
+from xurs_pipeline.data.dataset import data_config_hash
+from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
+from xurs_pipeline.io import ArtifactError, Provenance, config_hash, write_json
+from xurs_pipeline.models.adapters import LoraSpec
+from xurs_pipeline.models.backbone import load_backbone_dir
+from xurs_pipeline.models.checkpoint import build_classifier, save_classifier
+from xurs_pipeline.train.loop import FitSettings
+from xurs_pipeline.train.prompts import split_examples
+from xurs_pipeline.train.runner import Adaptation, train_classifier
+
+FIT_KEYS = tuple(FitSettings.__dataclass_fields__)
+
+
+def run_hash(cfg: RootConfig) -> str:
+    """Identity of a training run (model, train and data sections; ``train.resume`` excluded)."""
+    train = {k: v for k, v in asdict(cfg.train).items() if k != "resume"}
+    return config_hash({"model": asdict(cfg.model), "train": train, "data": asdict(cfg.data)})
+
+
+def body(cfg: RootConfig) -> None:
+    m, t = cfg.model, cfg.train
+    artifacts = Path(cfg.paths.artifacts)
+    try:
+        backbone = load_backbone_dir(artifacts / "backbone")
+        prompts = read_prompts(artifacts / "prepared" / PROMPTS_FILE, data_config_hash(cfg.data))
+        vocab, mass15 = backbone.model.config.vocab_size, m.output_kind == "mass15"
+        train = split_examples(
+            prompts, "train", vocab, mass15, where=str(artifacts / "prepared" / PROMPTS_FILE)
+        )
+        dev = split_examples(prompts, "dev", vocab, mass15, where=str(artifacts / "prepared" / PROMPTS_FILE))
+        classifier = build_classifier(
+            backbone, m.output_kind, m.head, m.head_hidden, m.conversion, seed=t.seed
+        )
+        outcome = train_classifier(
+            classifier, train.data, dev.data, backbone.tokenizer.pad_token_id,
+            Adaptation(t.adaptation, t.partial_layers, LoraSpec(t.lora_rank, t.lora_alpha, t.lora_dropout,
+                                                                list(t.lora_targets))),
+            FitSettings(**{k: getattr(t, k) for k in FIT_KEYS}),
+            feature_cache_dir=t.feature_cache_dir, feature_batch_size=t.feature_batch_size,
+            state_dir=Path(t.state_dir) / run_hash(cfg), resume=t.resume,
+            init_head_from=t.init_head_from or None,
+        )  # fmt: skip
+    except (ArtifactError, ValueError, FileNotFoundError) as err:
+        log.error("train: %s", err)
+        raise SystemExit(1) from err
+    if PartialState().is_main_process:
+        out = artifacts / "train"
+        save_classifier(classifier, out / "classifier", backbone.tokenizer)
+        summary = {
+            **outcome.fit.to_dict(),
+            "feature_cache_hits": outcome.feature_cache_hits,
+            "n_train": len(train.record_ids),
+            "n_dev": len(dev.record_ids),
+        }
+        write_json(summary, out / "train_metrics.json", Provenance("train_metrics", 1, run_hash(cfg)))
+    best = outcome.fit
+    log.info("train: best epoch %d of %d, dev score %.4f", best.best_epoch, best.epochs_run, best.best_score)
+
+
+if __name__ == "__main__":
+    run_stage("train", body)

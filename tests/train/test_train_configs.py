@@ -1,0 +1,70 @@
+"""Every conf/train option validates; the LoRA options carry Table 4's settings; bad values name keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from xurs_pipeline.train.config import TrainConfig
+from xurs_pipeline.train.loop import FitSettings
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+OPTIONS = sorted(p.stem for p in (CONF / "train").glob("*.yaml"))
+PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+def load_train_option(name: str) -> TrainConfig:
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        raw = compose(config_name=f"train/{name}").train
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TrainConfig), raw))  # type: ignore[return-value]
+
+
+def test_the_train_options_exist() -> None:
+    assert OPTIONS == ["head_only", "lora_llama2", "lora_smollm3", "partial", "smoke"]
+
+
+@pytest.mark.parametrize("name", OPTIONS)
+def test_train_option_validates_and_maps_onto_fit_settings(name: str) -> None:
+    cfg = load_train_option(name)
+    FitSettings(**{k: getattr(cfg, k) for k in FitSettings.__dataclass_fields__})
+    assert cfg.max_grad_norm == 1.0
+    assert cfg.set_loss_weight == 0.1
+    assert cfg.select_by == "answer_nll"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("lora_smollm3", dict(lora_rank=16, lora_alpha=32.0, lora_dropout=0.05, lr_adapter=1e-4, lr_head=5e-5,
+                              weight_decay=0.01, warmup_fraction=0.1, max_epochs=5, patience=2, seed=7)),
+        ("lora_llama2", dict(lora_rank=8, lora_alpha=16.0, lora_dropout=0.05, lr_adapter=1e-4, lr_head=1e-4,
+                             weight_decay=0.1, warmup_fraction=0.05, max_epochs=5, patience=3, seed=7)),
+    ],
+)  # fmt: skip
+def test_lora_options_match_table_4(name: str, expected: dict) -> None:
+    cfg = load_train_option(name)
+    assert {k: getattr(cfg, k) for k in expected} == expected
+    assert cfg.adaptation == "lora"
+    assert cfg.lora_targets == PROJECTIONS
+    assert cfg.batch_size * cfg.grad_accum * 8 == 32  # 8 workers x 1 example x 4 accumulated batches
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"lr_head": -1.0}, r"train\.lr_head=-1\.0: must be positive"),
+        ({"adaptation": "full"}, r"train\.adaptation='full'"),
+        ({"warmup_fraction": 1.0}, r"train\.warmup_fraction=1\.0"),
+        ({"grad_accum": 0}, r"train\.grad_accum=0"),
+        ({"patience": -1}, r"train\.patience=-1"),
+        ({"lora_targets": []}, r"train\.lora_targets=\[\]"),
+        ({"predict_splits": ["val"]}, r"train\.predict_splits=\['val'\]"),
+        ({"mixed_precision": "fp8"}, r"train\.mixed_precision='fp8'"),
+    ],
+)
+def test_bad_train_values_name_the_key(changes: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**changes)

@@ -1,0 +1,95 @@
+"""The training loop: accumulation and clipping, warmup schedule, learning-rate groups, early stopping
+with the best dev-NLL checkpoint restored, and determinism under a seed. Runs on cached-feature heads."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from accelerate import Accelerator
+
+from xurs_pipeline.models.heads import RandomSetHead
+from xurs_pipeline.models.losses import answer_nll
+from xurs_pipeline.train.data import FeatureForward, LabelledSet
+from xurs_pipeline.train.loop import FitSettings, _param_groups, fit
+
+
+def _features(n: int, seed: int, informative: bool) -> LabelledSet:
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, 4, (n,), generator=g)
+    x = torch.randn(n, 16, generator=g)
+    if informative:
+        x[torch.arange(n), labels] += 3.0
+    return LabelledSet(x, labels)
+
+
+def _head(seed: int = 0, kind: str = "mlp") -> FeatureForward:
+    return FeatureForward(RandomSetHead(16, "belief14", kind, hidden_units=32, seed=seed))
+
+
+def _fit(model, train, dev, settings, **kw):
+    return fit(model, {"head": list(model.parameters())}, "belief14", train, dev, settings, **kw)
+
+
+def test_accumulation_clipping_and_warmup(monkeypatch) -> None:
+    norms: list[float] = []
+    original = Accelerator.clip_grad_norm_
+
+    def spy(self, parameters, max_norm, norm_type=2):
+        norms.append(max_norm)
+        return original(self, parameters, max_norm, norm_type)
+
+    monkeypatch.setattr(Accelerator, "clip_grad_norm_", spy)
+    settings = FitSettings(max_epochs=3, patience=0, batch_size=4, grad_accum=3, warmup_fraction=0.25,
+                           lr_head=1e-2, max_grad_norm=0.5)  # fmt: skip
+    result = _fit(_head(), _features(40, 0, True), _features(12, 1, True), settings)
+    per_epoch = math.ceil(math.ceil(40 / 4) / 3)  # 10 batches -> 4 updates (the last one partial)
+    assert result.optimizer_steps == 3 * per_epoch == len(norms)
+    assert set(norms) == {0.5}
+    total, warmup = 3 * per_epoch, round(0.25 * 3 * per_epoch)
+    for (
+        record
+    ) in result.history:  # linear warmup to lr_head, then linear decay to 0 (recorded after the epoch)
+        step = (record.epoch + 1) * per_epoch
+        expected = 1e-2 * (step / warmup if step < warmup else (total - step) / (total - warmup))
+        assert record.lr_head == pytest.approx(expected)
+
+
+def test_learning_rate_groups_and_weight_decay() -> None:
+    head, adapter = RandomSetHead(8, seed=0), RandomSetHead(8, seed=1)
+    groups = _param_groups(
+        {"head": list(head.parameters()), "adapter": list(adapter.parameters())},
+        FitSettings(lr_head=1e-3, lr_adapter=1e-4, weight_decay=0.1),
+    )
+    summary = [(g["lr"], g["weight_decay"], tuple(p.ndim for p in g["params"])) for g in groups]
+    assert summary == [(1e-3, 0.1, (2,)), (1e-3, 0.0, (1,)), (1e-4, 0.1, (2,)), (1e-4, 0.0, (1,))]
+    with pytest.raises(ValueError, match="nothing to train"):
+        _param_groups({"head": [], "adapter": []}, FitSettings())
+
+
+def test_early_stopping_restores_the_best_dev_nll_epoch() -> None:
+    # Labels of the training set are noise: the head overfits, the dev NLL rises, patience runs out.
+    train, dev = _features(32, 0, informative=False), _features(32, 1, informative=True)
+    settings = FitSettings(max_epochs=40, patience=2, batch_size=8, lr_head=5e-2, warmup_fraction=0.0)
+    model = _head()
+    result = _fit(model, train, dev, settings)
+    nlls = [r.dev_answer_nll for r in result.history]
+    assert result.stopped_early
+    assert result.epochs_run < 40
+    assert result.best_epoch == nlls.index(min(nlls))
+    assert result.epochs_run - 1 - result.best_epoch == settings.patience
+    with torch.no_grad():
+        restored = answer_nll(model.eval()(dev.inputs).masses, dev.labels).mean().item()
+    assert restored == pytest.approx(min(nlls), abs=1e-6)  # the model holds the best epoch's weights
+
+
+def test_same_seed_same_result_other_seed_other_order() -> None:
+    train, dev = _features(24, 0, True), _features(8, 1, True)
+    runs = {}
+    for seed in (7, 7, 17):
+        model = _head(seed=0)
+        _fit(model, train, dev, FitSettings(max_epochs=2, patience=0, batch_size=5, seed=seed))
+        runs.setdefault(seed, []).append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+    assert torch.equal(runs[7][0], runs[7][1])
+    assert not torch.equal(runs[7][0], runs[17][0])

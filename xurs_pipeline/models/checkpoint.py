@@ -1,0 +1,155 @@
+"""Build, save and load ``RandomSetClassifier`` checkpoints.
+
+A classifier directory holds ``classifier.json`` (head shape, adaptation, padding side, and the backbone's
+directory and weights SHA-256), ``head.safetensors``, and by adaptation: nothing more for ``head_only``
+(the backbone directory is referenced, not copied), ``adapter/`` (peft) for ``lora``, and a full
+``backbone/`` directory for ``partial`` (its weights changed). Loading checks that the referenced
+backbone is the one the checkpoint was trained on.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from peft import PeftModel
+from safetensors.torch import load_file, save_file
+from transformers import PreTrainedTokenizerBase
+
+from xurs_pipeline.io import ArtifactError, Provenance, read_json, write_json
+from xurs_pipeline.models.atomic_dir import atomic_directory
+from xurs_pipeline.models.backbone import (
+    BACKBONE_INFO,
+    Backbone,
+    load_backbone_dir,
+    read_backbone_info,
+    write_backbone_dir,
+)
+from xurs_pipeline.models.classifier import RandomSetClassifier
+from xurs_pipeline.models.heads import RandomSetHead
+
+CLASSIFIER_INFO = "classifier.json"
+CLASSIFIER_PROVENANCE = Provenance("classifier", 1)
+
+
+def build_classifier(
+    backbone: Backbone,
+    output_kind: str = "belief14",
+    head_kind: str = "linear",
+    hidden_units: int = 128,
+    conversion: str = "positive_part",
+    seed: int = 0,
+) -> RandomSetClassifier:
+    """A fresh head (seeded) on a loaded backbone directory; backbone provenance goes into ``meta``."""
+    head = RandomSetHead(
+        backbone.model.config.hidden_size, output_kind, head_kind, hidden_units, conversion, seed=seed
+    )
+    classifier = RandomSetClassifier(backbone.model, head, backbone.tokenizer.padding_side)
+    classifier.meta.update(
+        backbone_dir=str(backbone.directory.resolve()),
+        backbone_sha256=backbone.info["weights_sha256"],
+        adaptation="head_only",
+    )
+    return classifier
+
+
+def save_classifier(
+    classifier: RandomSetClassifier, directory: str | Path, tokenizer: PreTrainedTokenizerBase | None = None
+) -> Path:
+    """Write ``classifier`` atomically to ``directory`` (``tokenizer`` is needed for ``partial`` only)."""
+    adaptation = classifier.meta.get("adaptation", "head_only")
+    if "backbone_sha256" not in classifier.meta:
+        raise ValueError("classifier.meta has no backbone_sha256: build it with build_classifier")
+    final = Path(directory)
+    info = {
+        "head": classifier.head.describe(),
+        "adaptation": adaptation,
+        "padding_side": classifier.padding_side,
+        "backbone_sha256": classifier.meta["backbone_sha256"],
+        "backbone_dir": os.path.relpath(classifier.meta["backbone_dir"], final.resolve()),
+        "backbone_dir_absolute": classifier.meta["backbone_dir"],
+    }
+    with atomic_directory(final) as tmp:
+        save_file(
+            {k: v.detach().contiguous() for k, v in classifier.head.state_dict().items()},
+            tmp / "head.safetensors",
+        )
+        if adaptation == "lora":
+            classifier.backbone.save_pretrained(tmp / "adapter")
+        elif adaptation == "partial":
+            if tokenizer is None:
+                raise ValueError(
+                    "save_classifier: a partially tuned backbone is saved whole; pass its tokenizer"
+                )
+            origin = {"kind": "partial", "base_sha256": classifier.meta["backbone_sha256"]}
+            write_backbone_dir(classifier.backbone, tokenizer, tmp / "backbone", origin)
+        write_json(info, tmp / CLASSIFIER_INFO, CLASSIFIER_PROVENANCE)
+    return final
+
+
+def _referenced_backbone(directory: Path, info: dict, backbone_dir: str | Path | None) -> Path:
+    """The backbone directory the checkpoint refers to, after checking its weights hash."""
+    if backbone_dir is not None:
+        candidates = [Path(backbone_dir)]
+    else:
+        candidates = [directory / info["backbone_dir"], Path(info["backbone_dir_absolute"])]
+    found = next((c for c in candidates if (c / BACKBONE_INFO).is_file()), None)
+    if found is None:
+        raise ArtifactError(
+            f"{directory}: its backbone directory is missing (looked in {[str(c) for c in candidates]}); "
+            "run the backbone stage or pass backbone_dir"
+        )
+    sha = read_backbone_info(found)["weights_sha256"]
+    if sha != info["backbone_sha256"]:
+        raise ArtifactError(
+            f"{directory}: checkpoint from another model: trained on backbone weights "
+            f"{info['backbone_sha256'][:12]}..., but {found} holds {sha[:12]}..."
+        )
+    return found
+
+
+def load_classifier(
+    directory: str | Path, backbone_dir: str | Path | None = None
+) -> tuple[RandomSetClassifier, PreTrainedTokenizerBase]:
+    """(classifier in eval mode with every weight frozen, tokenizer) from :func:`save_classifier`."""
+    path = Path(directory)
+    info = read_json(path / CLASSIFIER_INFO, CLASSIFIER_PROVENANCE)
+    base_dir = _referenced_backbone(path, info, backbone_dir)
+    loaded = load_backbone_dir(path / "backbone" if info["adaptation"] == "partial" else base_dir)
+    backbone_model, tokenizer = loaded.model, loaded.tokenizer
+    if info["adaptation"] == "lora":
+        backbone_model = PeftModel.from_pretrained(backbone_model, path / "adapter")
+    head = RandomSetHead(**info["head"])
+    load_head_weights(head, path, expected_in=loaded.model.config.hidden_size)
+    classifier = RandomSetClassifier(backbone_model, head, info["padding_side"])
+    classifier.meta.update(
+        backbone_dir=str(base_dir.resolve()),
+        backbone_sha256=info["backbone_sha256"],
+        adaptation=info["adaptation"],
+    )
+    tokenizer.padding_side = info["padding_side"]
+    return classifier.eval().requires_grad_(False), tokenizer
+
+
+def load_head_weights(head: RandomSetHead, directory: str | Path, expected_in: int | None = None) -> None:
+    """Copy saved head weights into ``head`` (warm start, App. B.1); errors if the shapes differ."""
+    path = Path(directory)
+    info = read_json(path / CLASSIFIER_INFO, CLASSIFIER_PROVENANCE)
+    saved = info["head"]
+    if saved != head.describe() or (expected_in is not None and saved["in_features"] != expected_in):
+        raise ArtifactError(
+            f"{path}: checkpoint from another model or head: saved head {saved}, expected {head.describe()}"
+        )
+    head.load_state_dict(load_file(path / "head.safetensors"))
+
+
+def warm_start_head(classifier: RandomSetClassifier, directory: str | Path) -> None:
+    """Initialise ``classifier``'s head from a saved classifier trained on the same backbone weights."""
+    info = read_json(Path(directory) / CLASSIFIER_INFO, CLASSIFIER_PROVENANCE)
+    ours = classifier.meta.get("backbone_sha256", "?")
+    if info["backbone_sha256"] != ours:
+        raise ArtifactError(
+            f"train.init_head_from={str(directory)!r}: checkpoint from another model (backbone "
+            f"{info['backbone_sha256'][:12]}..., this run uses {ours[:12]}...)"
+        )
+    load_head_weights(classifier.head, directory)

@@ -1,0 +1,79 @@
+"""Random-set output layers (Sec. 3.2): features (batch, hidden) -> raw outputs and masses via ``credal``.
+
+- ``belief14``: 14 sigmoid outputs b_S estimate the lower probabilities of the non-empty proper subsets
+  (``FOCAL_SETS[:14]`` order); ``credal.beliefs_to_masses`` applies the App. A conversion and the Eq. 5
+  correction.
+- ``mass15``: 15 logits, softmax over the 15 sets (the controlled models of Sec. 5.4, App. D.4).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from xurs_pipeline.credal import N_BELIEFS, N_MASSES, beliefs_to_masses, masses_from_set_logits
+
+N_RAW = {"belief14": N_BELIEFS, "mass15": N_MASSES}
+
+
+class ClassifierOutput(NamedTuple):
+    """raw: (batch, 14) belief logits (sigmoid gives b_S) or (batch, 15) set logits.
+    masses: (batch, 15) corrected masses in ``FOCAL_SETS`` order (float32)."""
+
+    raw: torch.Tensor
+    masses: torch.Tensor
+
+
+class RandomSetHead(nn.Module):
+    """Linear layer, or an MLP with ``hidden_units`` GELU units, then the credal mapping to masses."""
+
+    def __init__(
+        self,
+        in_features: int,
+        output_kind: str = "belief14",
+        kind: str = "linear",
+        hidden_units: int = 128,
+        conversion: str = "positive_part",
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        if output_kind not in N_RAW:
+            raise ValueError(f"model.output_kind={output_kind!r}: must be one of {tuple(N_RAW)}")
+        if kind not in ("linear", "mlp"):
+            raise ValueError(f"model.head={kind!r}: must be one of ('linear', 'mlp')")
+        self.output_kind = output_kind
+        self.kind = kind
+        self.hidden_units = hidden_units
+        self.conversion = conversion
+        n_out = N_RAW[output_kind]
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            if kind == "linear":
+                self.net: nn.Module = nn.Linear(in_features, n_out)
+            else:
+                self.net = nn.Sequential(
+                    nn.Linear(in_features, hidden_units), nn.GELU(), nn.Linear(hidden_units, n_out)
+                )
+
+    def forward(self, features: torch.Tensor) -> ClassifierOutput:
+        """features (batch, hidden) -> ClassifierOutput(raw (batch, 14|15), masses (batch, 15))."""
+        first = next(self.net.parameters())
+        raw = self.net(features.to(first.dtype))
+        if self.output_kind == "belief14":
+            masses = beliefs_to_masses(torch.sigmoid(raw), conversion=self.conversion)
+        else:
+            masses = masses_from_set_logits(raw)
+        return ClassifierOutput(raw=raw, masses=masses)
+
+    def describe(self) -> dict[str, object]:
+        """The constructor arguments that rebuild this head (saved beside its weights)."""
+        first = next(self.net.parameters())
+        return {
+            "in_features": first.shape[1],
+            "output_kind": self.output_kind,
+            "kind": self.kind,
+            "hidden_units": self.hidden_units,
+            "conversion": self.conversion,
+        }

@@ -1,0 +1,226 @@
+"""The accelerate training loop (Sec. 5.1, App. B.1, Table 4).
+
+AdamW with separate learning rates for the head and the adapter (no weight decay on biases and norm
+weights), linear warmup then linear decay, gradient accumulation, gradient-norm clipping, evaluation on
+the dev set after every epoch, early stopping with patience, and the best epoch by dev answer NLL
+restored at the end. With ``state_dir`` the full training state is saved after each epoch and
+``resume=True`` continues from it, ending exactly where an uninterrupted run ends. Multi-GPU runs use
+the same code under ``accelerate launch``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+from torch import nn
+from torch.utils.data import DataLoader
+from transformers import get_linear_schedule_with_warmup
+
+from xurs_pipeline.credal import pignistic
+from xurs_pipeline.models.losses import rs_loss
+from xurs_pipeline.train.data import Collator, EpochSampler, ExampleDataset, LabelledSet
+from xurs_pipeline.train.state import has_state, load_state, load_trainable, save_state, trainable_state
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """Optimisation settings (the ``train.*`` keys of the same names)."""
+
+    lr_head: float = 1e-3
+    lr_adapter: float = 1e-4
+    weight_decay: float = 0.01
+    warmup_fraction: float = 0.1
+    max_epochs: int = 5
+    patience: int = 2
+    batch_size: int = 8
+    grad_accum: int = 1
+    max_grad_norm: float = 1.0
+    set_loss_weight: float = 0.1
+    select_by: str = "answer_nll"
+    seed: int = 7
+    mixed_precision: str = "no"
+    eval_batch_size: int = 8
+
+
+@dataclass(frozen=True)
+class EpochRecord:
+    epoch: int
+    train_loss: float
+    dev_loss: float
+    dev_answer_nll: float
+    dev_accuracy: float
+    lr_head: float
+
+
+@dataclass
+class FitResult:
+    best_epoch: int
+    best_score: float
+    epochs_run: int
+    stopped_early: bool
+    resumed_from_epoch: int | None
+    optimizer_steps: int
+    history: list[EpochRecord] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _param_groups(groups: dict[str, list[nn.Parameter]], s: FitSettings) -> list[dict[str, Any]]:
+    lrs = {"head": s.lr_head, "adapter": s.lr_adapter}
+    out = []
+    for name, params in groups.items():
+        for decay in (True, False):
+            chosen = [p for p in params if (p.ndim >= 2) == decay]
+            if chosen:
+                out.append(
+                    {"params": chosen, "lr": lrs[name], "weight_decay": s.weight_decay if decay else 0.0}
+                )
+    if not out:
+        raise ValueError("nothing to train: no parameter requires gradients")
+    return out
+
+
+@torch.no_grad()
+def _evaluate(
+    model: nn.Module, loader: DataLoader, accelerator: Accelerator, output_kind: str, w: float
+) -> tuple[float, float, float]:
+    """Mean dev loss, answer NLL (-log BetP(y)) and accuracy (argmax BetP) over all processes."""
+    model.eval()
+    totals = torch.zeros(3, device=accelerator.device)  # loss sum, nll sum, correct
+    n = 0
+    for batch in loader:
+        out = model(**batch["inputs"])
+        parts = rs_loss(out, batch["labels"], output_kind, w, batch.get("target_masses"))
+        losses = parts.set_term if output_kind == "mass15" else parts.answer_nll + w * parts.set_term
+        correct = (pignistic(out.masses).argmax(-1) == batch["labels"]).float()
+        stacked = accelerator.gather_for_metrics(torch.stack([losses, parts.answer_nll, correct], dim=-1))
+        totals += stacked.sum(dim=0)
+        n += stacked.shape[0]
+    loss, nll, acc = (totals / n).tolist()
+    return loss, nll, acc
+
+
+def fit(
+    model: nn.Module,
+    groups: dict[str, list[nn.Parameter]],
+    output_kind: str,
+    train: LabelledSet,
+    dev: LabelledSet,
+    settings: FitSettings,
+    collator: Collator | None = None,
+    state_dir: str | Path | None = None,
+    resume: bool = False,
+    on_epoch_end: Callable[[EpochRecord], None] | None = None,
+) -> FitResult:
+    """Train ``model`` (a ``TokenForward`` or ``FeatureForward``); leaves it holding the best epoch's weights.
+
+    ``groups``: trainable parameters by learning-rate group (``head``, ``adapter``). ``on_epoch_end`` is
+    called after each epoch's state is saved (tests use it to simulate an interruption).
+    """
+    s = settings
+    collator = collator or Collator()
+    set_seed(s.seed)
+    accelerator = Accelerator(gradient_accumulation_steps=s.grad_accum, mixed_precision=s.mixed_precision)
+    sampler = EpochSampler(len(train.labels), s.seed)
+    train_loader = DataLoader(
+        ExampleDataset(train), batch_size=s.batch_size, sampler=sampler, collate_fn=collator
+    )
+    dev_loader = DataLoader(ExampleDataset(dev), batch_size=s.eval_batch_size, collate_fn=collator)
+    steps_per_epoch = math.ceil(len(train_loader) / s.grad_accum)
+    total_steps = s.max_epochs * steps_per_epoch
+    optimizer = torch.optim.AdamW(_param_groups(groups, s))
+    scheduler = get_linear_schedule_with_warmup(
+        optimizer, round(s.warmup_fraction * total_steps), total_steps
+    )
+    model, optimizer, train_loader, dev_loader, scheduler = accelerator.prepare(
+        model, optimizer, train_loader, dev_loader, scheduler
+    )
+    state_path = Path(state_dir) if state_dir else None
+    progress: dict[str, Any] = {
+        "epoch": -1,
+        "best_score": math.inf,
+        "best_epoch": -1,
+        "bad_epochs": 0,
+        "history": [],
+        "steps": 0,
+    }
+    best = trainable_state(accelerator.unwrap_model(model))
+    resumed_from = None
+    if resume and state_path is not None and has_state(state_path):
+        best, progress = load_state(state_path, accelerator, model, optimizer, scheduler)
+        resumed_from = progress["epoch"]
+        log.info("resumed from %s after epoch %d", state_path, resumed_from)
+    history = [EpochRecord(**h) for h in progress["history"]]
+    stopped_early = s.patience > 0 and progress["bad_epochs"] >= s.patience
+    for epoch in range(progress["epoch"] + 1, s.max_epochs):
+        if stopped_early:
+            break
+        train_loader.set_epoch(epoch)  # accelerate passes it on to the EpochSampler at each pass
+        model.train()
+        loss_sum, count = 0.0, 0
+        for batch in train_loader:
+            with accelerator.accumulate(model):
+                out = model(**batch["inputs"])
+                loss = rs_loss(
+                    out, batch["labels"], output_kind, s.set_loss_weight, batch.get("target_masses")
+                ).total
+                accelerator.backward(loss)
+                if accelerator.sync_gradients:
+                    accelerator.clip_grad_norm_(model.parameters(), s.max_grad_norm)
+                    progress["steps"] += 1
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+            loss_sum += loss.item() * len(batch["labels"])
+            count += len(batch["labels"])
+        dev_loss, dev_nll, dev_acc = _evaluate(model, dev_loader, accelerator, output_kind, s.set_loss_weight)
+        score = dev_nll if s.select_by == "answer_nll" else dev_loss
+        if not math.isfinite(score):
+            raise FloatingPointError(
+                f"epoch {epoch}: dev {s.select_by} is {score}; training diverged (lower train.lr_head / "
+                "train.lr_adapter, or use mixed_precision 'no')"
+            )
+        record = EpochRecord(
+            epoch, loss_sum / count, dev_loss, dev_nll, dev_acc, optimizer.param_groups[0]["lr"]
+        )
+        history.append(record)
+        if score < progress["best_score"]:
+            progress.update(best_score=score, best_epoch=epoch, bad_epochs=0)
+            best = trainable_state(accelerator.unwrap_model(model))
+        else:
+            progress["bad_epochs"] += 1
+        progress.update(epoch=epoch, history=[asdict(h) for h in history])
+        log.info(
+            "epoch %d: train loss %.4f, dev nll %.4f, dev acc %.3f",
+            epoch,
+            record.train_loss,
+            dev_nll,
+            dev_acc,
+        )
+        if state_path is not None:
+            save_state(state_path, accelerator, model, optimizer, scheduler, best, progress)
+        if on_epoch_end is not None:
+            on_epoch_end(record)
+        stopped_early = s.patience > 0 and progress["bad_epochs"] >= s.patience
+    load_trainable(accelerator.unwrap_model(model), best, "best checkpoint")
+    accelerator.free_memory()
+    return FitResult(
+        best_epoch=progress["best_epoch"],
+        best_score=progress["best_score"],
+        epochs_run=progress["epoch"] + 1,
+        stopped_early=stopped_early,
+        resumed_from_epoch=resumed_from,
+        optimizer_steps=progress["steps"],
+        history=history,
+    )

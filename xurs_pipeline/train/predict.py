@@ -1,0 +1,113 @@
+"""Per-question predictions (Sec. 3.1, 5.3): beliefs, conversion and correction statistics, masses,
+Bel/Pl/width/BetP per option and the selected answer argmax BetP, all from ``credal``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from xurs_pipeline.credal import belief, correction_stats, credal_width, pignistic, plausibility
+from xurs_pipeline.io import Provenance
+from xurs_pipeline.models.classifier import RandomSetClassifier
+from xurs_pipeline.models.collate import pad_batch
+from xurs_pipeline.models.feature_cache import cached_features
+from xurs_pipeline.models.heads import ClassifierOutput
+
+PREDICTIONS_PROVENANCE = Provenance("predictions", 1)
+PREDICTION_COLUMNS = (
+    "record_id", "answer_idx", "beliefs", "intermediate", "masses", "bel", "pl", "width", "betp",
+    "predicted", "correct", "s", "r", "rescaled", "n_negative", "total_adjustment",
+)  # fmt: skip
+
+
+@torch.no_grad()
+def classifier_outputs(
+    classifier: RandomSetClassifier,
+    input_ids: Sequence[Sequence[int]],
+    pad_token_id: int,
+    batch_size: int = 8,
+    feature_cache_dir: str | Path | None = None,
+    device: torch.device | str = "cpu",
+) -> ClassifierOutput:
+    """Raw outputs (n, 14|15) and masses (n, 15) on CPU, in input order.
+
+    With ``feature_cache_dir`` the backbone's last-token features come from the cache (valid when the
+    backbone is the frozen one the cache was keyed by: head-only classifiers).
+    """
+    classifier.eval().to(device)
+    if feature_cache_dir is not None:
+        if classifier.meta.get("adaptation", "head_only") != "head_only":
+            raise ValueError(
+                "feature cache: only valid for head-only classifiers (the backbone must be frozen)"
+            )
+        features, _ = cached_features(
+            classifier, input_ids, pad_token_id, feature_cache_dir, batch_size, device
+        )
+        out = classifier.head(features.to(device))
+        return ClassifierOutput(out.raw.cpu(), out.masses.cpu())
+    raws, masses = [], []
+    for start in range(0, len(input_ids), batch_size):
+        ids, mask = pad_batch(input_ids[start : start + batch_size], pad_token_id, classifier.padding_side)
+        out = classifier.classify_ids(ids.to(device), mask.to(device))
+        raws.append(out.raw.float().cpu())
+        masses.append(out.masses.float().cpu())
+    return ClassifierOutput(torch.cat(raws), torch.cat(masses))
+
+
+def _rows(x: torch.Tensor) -> list[np.ndarray]:
+    return list(x.double().numpy())
+
+
+def prediction_frame(
+    output: ClassifierOutput,
+    output_kind: str,
+    labels: Sequence[int],
+    record_ids: Sequence[str],
+    conversion: str = "positive_part",
+) -> pd.DataFrame:
+    """The predictions table (one row per record, columns :data:`PREDICTION_COLUMNS`).
+
+    belief14: beliefs b = sigmoid(raw) (14), App. A intermediate values, and the Eq. 5 statistics s, r,
+    rescaled, n_negative, total_adjustment. mass15 (softmax, no correction): beliefs and intermediate
+    are empty, s = r = NaN, rescaled False, n_negative 0, total_adjustment 0.
+    """
+    n = len(record_ids)
+    if output.masses.shape[0] != n or len(labels) != n:
+        raise ValueError(f"prediction_frame: {output.masses.shape[0]} outputs, {len(labels)} labels, {n} ids")
+    answer = torch.as_tensor(list(labels), dtype=torch.long)
+    frame = pd.DataFrame({"record_id": list(record_ids), "answer_idx": answer.numpy()})
+    if output_kind == "belief14":
+        beliefs = torch.sigmoid(output.raw.double())  # recomputed in float64 from the raw outputs
+        stats = correction_stats(beliefs, conversion=conversion)
+        masses = stats.masses
+        frame["beliefs"] = _rows(beliefs)
+        frame["intermediate"] = _rows(stats.intermediate)
+        cols = {
+            "s": stats.s.numpy(), "r": stats.r.numpy(), "rescaled": stats.rescaled.numpy(),
+            "n_negative": stats.n_negative.numpy(), "total_adjustment": stats.total_adjustment.numpy(),
+        }  # fmt: skip
+    else:
+        masses = output.masses.double()
+        empty = [np.zeros(0)] * n
+        frame["beliefs"], frame["intermediate"] = empty, empty
+        cols = {
+            "s": np.full(n, np.nan), "r": np.full(n, np.nan), "rescaled": np.zeros(n, bool),
+            "n_negative": np.zeros(n, np.int64), "total_adjustment": np.zeros(n),
+        }  # fmt: skip
+    betp = pignistic(masses)
+    predicted = betp.argmax(dim=-1)
+    frame["masses"] = _rows(masses)
+    frame["bel"] = _rows(belief(masses))
+    frame["pl"] = _rows(plausibility(masses))
+    frame["width"] = _rows(credal_width(masses))
+    frame["betp"] = _rows(betp)
+    frame["predicted"] = predicted.numpy()
+    frame["correct"] = (predicted == answer).numpy()
+    for key, values in cols.items():
+        frame[key] = values
+    return frame[list(PREDICTION_COLUMNS)]

@@ -1,0 +1,100 @@
+"""Train a ``RandomSetClassifier`` in one adaptation mode: warm start, adaptation, then the loop.
+
+Head-only training runs the frozen backbone once per prompt set (features cached on disk, see
+``models.feature_cache``) and trains the head on the cached features; partial and LoRA training run
+the whole classifier on token ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from accelerate import PartialState
+from accelerate.utils import set_seed
+
+from xurs_pipeline.models.adapters import LoraSpec, apply_adaptation, trainable_groups
+from xurs_pipeline.models.checkpoint import warm_start_head
+from xurs_pipeline.models.classifier import RandomSetClassifier
+from xurs_pipeline.models.feature_cache import cached_features
+from xurs_pipeline.train.data import Collator, FeatureForward, LabelledSet, TokenForward
+from xurs_pipeline.train.loop import EpochRecord, FitResult, FitSettings, fit
+
+
+@dataclass(frozen=True)
+class Adaptation:
+    """``train.adaptation`` and its settings."""
+
+    mode: str = "head_only"
+    partial_layers: int = 2
+    lora: LoraSpec = field(default_factory=LoraSpec)
+
+
+@dataclass
+class TrainOutcome:
+    fit: FitResult
+    feature_cache_hits: list[bool]
+
+
+def features_for(
+    classifier: RandomSetClassifier,
+    input_ids: Sequence[Sequence[int]],
+    pad_token_id: int,
+    cache_dir: str | Path,
+    batch_size: int,
+) -> tuple[torch.Tensor, bool]:
+    """Cached last-token features (n, d); under several processes the main one computes them first."""
+    state = PartialState()
+    classifier.to(state.device)
+    with state.main_process_first():
+        return cached_features(classifier, input_ids, pad_token_id, cache_dir, batch_size, state.device)
+
+
+def train_classifier(
+    classifier: RandomSetClassifier,
+    train: LabelledSet,
+    dev: LabelledSet,
+    pad_token_id: int,
+    adaptation: Adaptation,
+    settings: FitSettings,
+    feature_cache_dir: str | Path = ".cache/xurs/features",
+    feature_batch_size: int = 8,
+    state_dir: str | Path | None = None,
+    resume: bool = False,
+    init_head_from: str | Path | None = None,
+    on_epoch_end: Callable[[EpochRecord], None] | None = None,
+) -> TrainOutcome:
+    """Train ``classifier`` in place (``train``/``dev`` hold token-id lists) and return the loop's result."""
+    if init_head_from:
+        warm_start_head(classifier, init_head_from)
+    set_seed(settings.seed)  # LoRA's initial A matrices come from the global RNG
+    apply_adaptation(classifier, adaptation.mode, adaptation.partial_layers, adaptation.lora)
+    hits: list[bool] = []
+    if adaptation.mode == "head_only":
+        sets = []
+        for data in (train, dev):
+            feats, hit = features_for(
+                classifier, data.inputs, pad_token_id, feature_cache_dir, feature_batch_size
+            )
+            hits.append(hit)
+            sets.append(LabelledSet(feats, data.labels, data.target_masses))
+        model = FeatureForward(classifier.head)
+        train, dev = sets
+    else:
+        model = TokenForward(classifier)
+    result = fit(
+        model,
+        trainable_groups(classifier),
+        classifier.output_kind,
+        train,
+        dev,
+        settings,
+        Collator(pad_token_id, classifier.padding_side),
+        state_dir=state_dir,
+        resume=resume,
+        on_epoch_end=on_epoch_end,
+    )
+    classifier.eval()
+    return TrainOutcome(fit=result, feature_cache_hits=hits)
