@@ -13,9 +13,27 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from xurs_pipeline.credal import N_BELIEFS, N_MASSES, beliefs_to_masses, masses_from_set_logits
+from xurs_pipeline.credal import (
+    FOCAL_SETS,
+    N_BELIEFS,
+    N_MASSES,
+    beliefs_to_masses,
+    masses_from_set_logits,
+)
 
 N_RAW = {"belief14": N_BELIEFS, "mass15": N_MASSES}
+INIT_WEIGHT_SCALE = 1e-2
+
+
+def uniform_mass_beliefs() -> torch.Tensor:
+    """(14,) Bel(S) of the uniform mass over all 15 sets: (2^|S| - 1) / 15 for each proper subset S.
+
+    The belief head starts near here (small weights, the bias at these beliefs' logits): every intermediate
+    value of the App. A recursion is then 1/15 > 0, so no positive part is clipped, s = 14/15 and every
+    answer has width 7/15. A head started at sigmoid(0) = 0.5 everywhere would instead clip every pair and
+    triple (0.5 - 2 x 0.5 < 0): width 0 for every input, and no gradient through the clipped sets.
+    """
+    return torch.tensor([(2 ** len(subset) - 1) / N_MASSES for subset in FOCAL_SETS[:N_BELIEFS]])
 
 
 class ClassifierOutput(NamedTuple):
@@ -56,15 +74,26 @@ class RandomSetHead(nn.Module):
                 self.net = nn.Sequential(
                     nn.Linear(in_features, hidden_units), nn.GELU(), nn.Linear(hidden_units, n_out)
                 )
+        last = self.net if kind == "linear" else self.net[-1]
+        with torch.no_grad():
+            # Small (not zero) output weights: the start stays at the bias for any feature scale, and
+            # gradients still reach earlier layers, LoRA adapters and tuned blocks from the first step.
+            last.weight.mul_(INIT_WEIGHT_SCALE)
+            # belief14: start at the uniform mass's beliefs; mass15: zero logits = uniform over the 15 sets.
+            last.bias.copy_(torch.logit(uniform_mass_beliefs()) if output_kind == "belief14" else 0.0)
 
     def forward(self, features: torch.Tensor) -> ClassifierOutput:
-        """features (batch, hidden) -> ClassifierOutput(raw (batch, 14|15), masses (batch, 15))."""
+        """features (batch, hidden) -> ClassifierOutput(raw (batch, 14|15), masses (batch, 15)).
+
+        Values are not re-validated here (sigmoid and softmax outputs are in range by construction; a
+        NaN from the backbone propagates so attribution can report it with its question and reference).
+        """
         first = next(self.net.parameters())
         raw = self.net(features.to(first.dtype))
         if self.output_kind == "belief14":
-            masses = beliefs_to_masses(torch.sigmoid(raw), conversion=self.conversion)
+            masses = beliefs_to_masses(torch.sigmoid(raw), conversion=self.conversion, validate=False)
         else:
-            masses = masses_from_set_logits(raw)
+            masses = masses_from_set_logits(raw, validate=False)
         return ClassifierOutput(raw=raw, masses=masses)
 
     def describe(self) -> dict[str, object]:
