@@ -1,0 +1,100 @@
+"""Turn one experiment's artifacts into HTML explanation pages (one per explained question) and an index.
+
+Per explained (record, option) row of the attributions: the prompt's tokens with their sections and
+eligibility (prepared prompts), the token attributions and the reference width (attributions), the
+intervals, BetP and masses of the prediction (predictions), the zero-masking advantage (mask_eval) and
+the completeness residual checked against the configured tolerance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from xurs_pipeline.evaluation.sections import SHARE_SECTIONS, section_shares
+from xurs_pipeline.reporting.html import (
+    ADVANTAGE_CHECK,
+    RESIDUAL_CHECK,
+    CheckRow,
+    ExplanationView,
+    ReportProvenance,
+    write_report,
+)
+
+TARGET_RULES = {"predicted": "argmax BetP on the original prompt", "correct": "the correct answer"}
+
+
+def _shares(magnitude: np.ndarray, sections: Sequence[str], record_id: str) -> tuple[tuple[str, float], ...]:
+    if not np.isfinite(magnitude).all() or magnitude.sum() <= 0:
+        return ()
+    return tuple(zip(SHARE_SECTIONS, section_shares(magnitude, sections, record_id).tolist(), strict=True))
+
+
+def explanation_views(
+    prompts: pd.DataFrame,
+    predictions: pd.DataFrame,
+    attributions: pd.DataFrame,
+    per_question: pd.DataFrame,
+    tokens_of: Mapping[str, Sequence[str]],
+    provenance: ReportProvenance,
+    residual_max: float,
+    target_rule: str,
+) -> list[ExplanationView]:
+    """One view per attribution row. ``tokens_of[record_id]``: the tokenizer's pieces of the prompt."""
+    prompt_by_id = prompts.set_index("record_id", drop=False)
+    prediction_by_id = predictions.set_index("record_id", drop=False)
+    advantage = {
+        (r.record_id, int(r.target)): float(r.advantage)
+        for r in per_question.itertuples(index=False)
+        if getattr(r, "target_fn", "width") == "width"
+    }
+    views = []
+    for row in attributions.itertuples(index=False):
+        rid, c = str(row.record_id), int(row.target)
+        if rid not in prediction_by_id.index:
+            raise KeyError(f"record {rid!r} is attributed but has no prediction; rerun `dvc repro predict`")
+        prompt, pred = prompt_by_id.loc[rid], prediction_by_id.loc[rid]
+        magnitude = np.asarray(row.token_magnitude, dtype=float)
+        checks = [
+            CheckRow(RESIDUAL_CHECK, "Completeness residual R (Eq. 9)", float(row.residual), residual_max, "<=",
+                     bool(row.residual <= residual_max)),
+        ]  # fmt: skip
+        if (rid, c) in advantage:
+            checks.append(CheckRow(ADVANTAGE_CHECK, "Zero-masking advantage A(x) (Eq. 8)", advantage[(rid, c)]))
+        views.append(
+            ExplanationView(
+                record_id=rid,
+                question=str(prompt["question"]),
+                options=tuple(str(o) for o in prompt["options"]),
+                tokens=tuple(tokens_of[rid]),
+                signed=tuple(float(v) for v in row.token_signed),
+                magnitude=tuple(magnitude.tolist()),
+                sections=tuple(str(s) for s in prompt["sections"]),
+                eligible=tuple(bool(e) for e in prompt["eligible"]),
+                explained=c,
+                explained_rule=TARGET_RULES.get(target_rule, target_rule),
+                bel=tuple(float(v) for v in pred["bel"]),
+                pl=tuple(float(v) for v in pred["pl"]),
+                betp=tuple(float(v) for v in pred["betp"]),
+                masses=tuple(float(v) for v in pred["masses"]),
+                provenance=provenance,
+                section_shares=_shares(magnitude, list(prompt["sections"]), rid),
+                checks=tuple(checks),
+                reference_width=float(row.width_reference_mean),
+                gold=int(prompt["answer_idx"]),
+            )
+        )
+    return views
+
+
+def build_report(views: Sequence[ExplanationView], out_dir: Path, experiment: str) -> list[Path]:
+    """Write the pages and ``index.html`` under ``out_dir`` (all rendered before any is written)."""
+    return write_report(
+        views,
+        out_dir,
+        title=f"XU-RS explanations: {experiment}",
+        subtitle="Why is the model uncertain? Token attributions of the explained answer's credal width.",
+    )
