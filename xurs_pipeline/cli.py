@@ -9,7 +9,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("params",)
+COMMANDS = ("params", "explain", "tables", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,12 +20,19 @@ import torch
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import natural_widths, prompt_of
-from xurs_pipeline.attribution.html import LETTERS, render
 from xurs_pipeline.attribution.inputs import AttributionInputError, reference_pool, select_questions
 from xurs_pipeline.attribution.model import DTYPES, WidthModel, frozen, model_device
 from xurs_pipeline.attribution.question import NonFiniteError, ReferencePool, attribute_question
 from xurs_pipeline.credal import belief, credal_width, pignistic, plausibility
-from xurs_pipeline.io import Provenance, atomic_path, read_json, write_json
+from xurs_pipeline.data.schema import OPTION_LETTERS as LETTERS
+from xurs_pipeline.io import Provenance, read_json, write_json
+from xurs_pipeline.reporting.html import (
+    RESIDUAL_CHECK,
+    CheckRow,
+    ExplanationView,
+    ReportProvenance,
+    write_explanation,
+)
 
 EXPLANATION = Provenance("explanation", 1)
 INLINE_ID = "inline"
@@ -56,6 +63,7 @@ class Explanation:
     plausibility: list[float]  # Pl({k}) per option, Eq. 1
     width: list[float]  # W_k, Eq. 2
     betp: list[float]  # BetP(k), Eq. 2
+    masses: list[float]  # m(S), 15 sets in FOCAL_SETS order
     token_signed: list[float]
     token_magnitude: list[float]
     width_input: float
@@ -89,11 +97,26 @@ class Explanation:
                          f"{t.section:<13} {t.token!r}")  # fmt: skip
         return "\n".join(lines)
 
+    def to_view(self) -> ExplanationView:
+        """The report's page model of this explanation (same page as the pipeline's HTML report)."""
+        checks = (CheckRow(RESIDUAL_CHECK, "Completeness residual R (Eq. 9)", self.residual),)
+        return ExplanationView(
+            record_id=self.record_id, question=self.prompt, options=tuple(self.options),
+            tokens=tuple(self.tokens), signed=tuple(self.token_signed), magnitude=tuple(self.token_magnitude),
+            sections=tuple(self.sections), eligible=tuple(self.eligible), explained=self.target,
+            explained_rule="argmax BetP" if self.target == self.predicted else "chosen option",
+            bel=tuple(self.belief), pl=tuple(self.plausibility), betp=tuple(self.betp),
+            masses=tuple(self.masses), checks=checks, token_scheme="plain",
+            reference_width=self.width_input - self.width_difference,
+            provenance=ReportProvenance(
+                experiment="xurs explain", config_hash="", method=f"{self.method.upper()}, {self.precision}",
+                references=self.reference, samples=self.grad_evals, extra=(("seed", str(self.seed)),),
+            ),
+        )  # fmt: skip
+
     def to_html(self, path: str | os.PathLike[str]) -> Path:
-        """Write the self-contained HTML heatmap atomically; returns the path."""
-        with atomic_path(path) as tmp:
-            tmp.write_text(render(self), encoding="utf-8")
-        return Path(path)
+        """Write the self-contained HTML page (token heatmaps, [Bel, Pl] intervals) atomically."""
+        return write_explanation(self.to_view(), path)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         return write_json(asdict(self), path, EXPLANATION)
@@ -158,7 +181,7 @@ def explain_row(
         tokens=_token_texts(record, tokenizer), sections=[str(s) for s in record["sections"]],
         eligible=[bool(v) for v in record["eligible"]], target=row.target, predicted=row.predicted,
         belief=belief(masses)[0].tolist(), plausibility=plausibility(masses)[0].tolist(),
-        width=credal_width(masses)[0].tolist(), betp=pignistic(masses)[0].tolist(),
+        width=credal_width(masses)[0].tolist(), betp=pignistic(masses)[0].tolist(), masses=masses[0].tolist(),
         token_signed=row.token_signed, token_magnitude=row.token_magnitude, width_input=row.width_input,
         width_difference=row.width_difference, signed_sum=row.signed_sum, residual=row.residual,
         method=row.method, reference=row.reference, precision=row.precision, grad_evals=row.grad_evals,
