@@ -34,6 +34,6 @@ def test_params_check_detects_drift(tmp_path, capsys):
     out = tmp_path / "params.yaml"
     assert main(["params", "--conf", str(ROOT / "conf"), "--out", str(out)]) == 0
     assert main(["params", "--conf", str(ROOT / "conf"), "--out", str(out), "--check"]) == 0
-    out.write_text(out.read_text().replace("experiment_name: smoke", "experiment_name: edited"))
+    out.write_text(out.read_text().replace("experiment_name: local", "experiment_name: edited"))
     assert main(["params", "--conf", str(ROOT / "conf"), "--out", str(out), "--check"]) == 1
     assert "differs" in capsys.readouterr().out
