@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import random
 import string
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from xurs_pipeline.data.records import QuestionRecord, SyntheticInfo
-from xurs_pipeline.data.synthetic.families import INSTRUCTION, Family
+from xurs_pipeline.data.synthetic.families import INSTRUCTION, Family, make_families, split_families
 from xurs_pipeline.data.synthetic.targets import prescribed_masses
 
 CASE_LABEL = "\nCase: "
@@ -53,6 +53,27 @@ def plan_case(
     rng.shuffle(order)
     first_test = label % 2 if first_test_is_label else rng.randrange(2)
     return CasePlan(family, split, index, label, rng.randint(18, 80), first_test, tuple(order))  # type: ignore[arg-type]
+
+
+def case_plans(
+    name: str, families: tuple[int, int, int], cases_per_family: int, seed: int, first_test_is_label: bool
+) -> Iterator[tuple[str, CasePlan, random.Random]]:
+    """Yield ``(split, plan, rng)`` for every case, in split, family, case order, from one seeded ``rng``.
+
+    The caller may draw more from ``rng`` between cases (V2 picks templates): the draws stay in one order.
+    """
+    if min(families) < 1 or cases_per_family < 1:
+        raise ValueError(f"{name}: families={families} and cases_per_family={cases_per_family} must be >= 1")
+    rng = random.Random(seed)
+    by_split = split_families(make_families(sum(families), rng), tuple(families), rng)  # type: ignore[arg-type]
+    for split, members in by_split.items():
+        for family in members:
+            for index in range(cases_per_family):
+                yield (
+                    split,
+                    plan_case(family, split, index, rng, first_test_is_label=first_test_is_label),
+                    rng,
+                )
 
 
 def fill(template: str, values: Mapping[str, str]) -> tuple[str, dict[str, tuple[int, int]]]:

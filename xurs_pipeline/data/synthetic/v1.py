@@ -20,11 +20,9 @@ singleton targets are equal (0.1 each): V1's format with V2's two main fixes.
 
 from __future__ import annotations
 
-import random
-
 from xurs_pipeline.data.records import QuestionRecord
-from xurs_pipeline.data.synthetic.common import assemble, fill, plan_case
-from xurs_pipeline.data.synthetic.families import STATUS_POSITIVE, make_families, split_families
+from xurs_pipeline.data.synthetic.common import assemble, case_plans, fill
+from xurs_pipeline.data.synthetic.families import STATUS_POSITIVE
 
 V1_FAMILIES = (80, 20, 20)
 V1_CASES_PER_FAMILY = 4
@@ -45,39 +43,31 @@ def generate_v1(
     reproduce_flaws: bool = True,
 ) -> list[QuestionRecord]:
     """V1 records: ``sum(families) * cases_per_family * 2``, in split, family, case, version order."""
-    if min(families) < 1 or cases_per_family < 1:
-        raise ValueError(
-            f"generate_v1: families={families} and cases_per_family={cases_per_family} must be >= 1"
-        )
-    rng = random.Random(seed)
-    by_split = split_families(make_families(sum(families), rng), tuple(families), rng)  # type: ignore[arg-type]
     records = []
-    for split, members in by_split.items():
-        for family in members:
-            for index in range(cases_per_family):
-                plan = plan_case(family, split, index, rng, first_test_is_label=reproduce_flaws)
-                test1, test2 = plan.tests_in_order()
-                for has_result in (True, False):
-                    clue = (
-                        CLUE_TEMPLATE.format(test=family.tests[plan.label % 2], status=STATUS_POSITIVE)
-                        if has_result
-                        else ""
-                    )
-                    values = {"age": str(plan.age), "symptom": plan.symptom, "test1": test1, "test2": test2}
-                    text, spans = fill(CASE_TEMPLATE, {**values, "clue": clue})
-                    start, end = spans["clue"]
-                    variant = "resolved" if has_result else "unresolved"
-                    records.append(
-                        assemble(
-                            plan,
-                            source="synthetic_v1",
-                            record_id=f"{plan.case_id}_{variant}",
-                            pair_id=plan.case_id,
-                            variant=variant,
-                            has_result=has_result,
-                            case_text=text,
-                            clue_span=(start + 1, end) if has_result else (start, end),  # without the space
-                            favour_label=reproduce_flaws,
-                        )
-                    )
+    for _split, plan, _rng in case_plans("generate_v1", families, cases_per_family, seed, reproduce_flaws):
+        family = plan.family
+        test1, test2 = plan.tests_in_order()
+        for has_result in (True, False):
+            clue = (
+                CLUE_TEMPLATE.format(test=family.tests[plan.label % 2], status=STATUS_POSITIVE)
+                if has_result
+                else ""
+            )
+            values = {"age": str(plan.age), "symptom": plan.symptom, "test1": test1, "test2": test2}
+            text, spans = fill(CASE_TEMPLATE, {**values, "clue": clue})
+            start, end = spans["clue"]
+            variant = "resolved" if has_result else "unresolved"
+            records.append(
+                assemble(
+                    plan,
+                    source="synthetic_v1",
+                    record_id=f"{plan.case_id}_{variant}",
+                    pair_id=plan.case_id,
+                    variant=variant,
+                    has_result=has_result,
+                    case_text=text,
+                    clue_span=(start + 1, end) if has_result else (start, end),  # without the space
+                    favour_label=reproduce_flaws,
+                )
+            )
     return records

@@ -23,15 +23,11 @@ Record id: ``<family>_caseNN_t<template>_<detail>_a<arrangement>_<resolved|unres
 
 from __future__ import annotations
 
-import random
-
 from xurs_pipeline.data.records import QuestionRecord
-from xurs_pipeline.data.synthetic.common import CasePlan, assemble, fill, plan_case
+from xurs_pipeline.data.synthetic.common import CasePlan, assemble, case_plans, fill
 from xurs_pipeline.data.synthetic.families import (
     STATUS_PENDING,
     STATUS_POSITIVE,
-    make_families,
-    split_families,
 )
 
 V2_FAMILIES = (80, 20, 20)
@@ -71,42 +67,33 @@ def generate_v2(
     families: tuple[int, int, int] = V2_FAMILIES, cases_per_family: int = V2_CASES_PER_FAMILY, seed: int = 0
 ) -> list[QuestionRecord]:
     """V2 records (see module docstring), in split, family, case, template, detail, arrangement order."""
-    if min(families) < 1 or cases_per_family < 1:
-        raise ValueError(
-            f"generate_v2: families={families} and cases_per_family={cases_per_family} must be >= 1"
-        )
-    rng = random.Random(seed)
-    by_split = split_families(make_families(sum(families), rng), tuple(families), rng)  # type: ignore[arg-type]
     records = []
-    for split, members in by_split.items():
-        for family in members:
-            for index in range(cases_per_family):
-                plan = plan_case(family, split, index, rng, first_test_is_label=False)
-                templates = [rng.choice(SEEN_TEMPLATES)]
-                if split != "train":
-                    templates.append(rng.choice(UNSEEN_TEMPLATES))
-                for template_id in templates:
-                    for detail in DETAILS:
-                        for arrangement in range(4):
-                            pair_id = f"{plan.case_id}_t{template_id}_{detail}_a{arrangement}"
-                            for has_result in (True, False):
-                                text, clue = _render(plan, template_id, detail, has_result)
-                                variant = "resolved" if has_result else "unresolved"
-                                records.append(
-                                    assemble(
-                                        plan,
-                                        source="synthetic_v2",
-                                        record_id=f"{pair_id}_{variant}",
-                                        pair_id=pair_id,
-                                        variant=variant,
-                                        has_result=has_result,
-                                        case_text=text,
-                                        clue_span=clue,
-                                        favour_label=False,
-                                        arrangement=arrangement,
-                                        template_id=template_id,
-                                        template_unseen=template_id in UNSEEN_TEMPLATES,
-                                        detail=detail,
-                                    )
-                                )
+    for split, plan, rng in case_plans("generate_v2", families, cases_per_family, seed, False):
+        templates = [rng.choice(SEEN_TEMPLATES)]
+        if split != "train":
+            templates.append(rng.choice(UNSEEN_TEMPLATES))
+        for template_id in templates:
+            for detail in DETAILS:
+                for arrangement in range(4):
+                    pair_id = f"{plan.case_id}_t{template_id}_{detail}_a{arrangement}"
+                    for has_result in (True, False):
+                        text, clue = _render(plan, template_id, detail, has_result)
+                        variant = "resolved" if has_result else "unresolved"
+                        records.append(
+                            assemble(
+                                plan,
+                                source="synthetic_v2",
+                                record_id=f"{pair_id}_{variant}",
+                                pair_id=pair_id,
+                                variant=variant,
+                                has_result=has_result,
+                                case_text=text,
+                                clue_span=clue,
+                                favour_label=False,
+                                arrangement=arrangement,
+                                template_id=template_id,
+                                template_unseen=template_id in UNSEEN_TEMPLATES,
+                                detail=detail,
+                            )
+                        )
     return records
