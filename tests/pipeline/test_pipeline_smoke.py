@@ -30,7 +30,9 @@ DOWNSTREAM_OF_ATTRIBUTE = {"attribute", "mask_eval", "checks", "tables", "report
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(cwd)}
     result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    assert result.returncode == 0, f"{' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    assert result.returncode == 0, (
+        f"{' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    )
     return result
 
 

@@ -14,7 +14,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="attribute one question's credal width to its tokens (prints top tokens, writes HTML)",
         description=(
             "Attribute the credal width W_c = Pl({c}) - Bel({c}) of one answer to the input tokens with "
-            "Expected Gradients (Eq. 3) or Integrated Gradients, print the highest-ranked tokens and write an "
+            "Expected Gradients (Eq. 3) or Integrated Gradients, print the highest-ranked tokens and write "
+            "an "
             "HTML page (tokens shaded by attribution, the [Bel, Pl] interval of every option). The question "
             "is a record of the prepared data (--record-id) or given inline (--question and four --option)."
         ),
@@ -33,7 +34,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--answer", choices=list(LETTERS), help="correct option of an inline question")
     paths = p.add_argument_group("inputs and outputs")
     paths.add_argument("--classifier", default="data/train/classifier", help="trained classifier directory")
-    paths.add_argument("--prompts", default="data/prepared/prompts.parquet", help="prepared prompts (references)")
+    paths.add_argument(
+        "--prompts", default="data/prepared/prompts.parquet", help="prepared prompts (references)"
+    )
     paths.add_argument("--html", help="HTML page to write (default: explain_<record>.html)")
     paths.add_argument("--save", help="also save the explanation as JSON here")
     how = p.add_argument_group("attribution")

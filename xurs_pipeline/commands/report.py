@@ -51,7 +51,10 @@ def run(cfg: RootConfig) -> int:
         read_predictions(artifacts / "predict" / "predictions.parquet"),
         attributions,
         read_parquet(artifacts / "mask_eval" / "per_question.parquet"),
-        {rid: tokenizer.convert_ids_to_tokens([int(i) for i in ids[rid]]) for rid in attributions["record_id"]},
+        {
+            rid: tokenizer.convert_ids_to_tokens([int(i) for i in ids[rid]])
+            for rid in attributions["record_id"]
+        },
         provenance,
         residual_max=cfg.evaluation.numerics.max_residual_max,
         target_rule=a.target,

@@ -16,7 +16,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description=(
             "Write the paper's tables (1 zero-masking effects, 2 numerical checks, 3 reference endpoints, "
             "4-5 settings, 8 correction, 9 clue localisation, 10 fit errors, accuracy/AUROC, verdicts) as "
-            "Markdown, LaTeX and CSV under <paths.results>/tables, and the plots under <paths.results>/plots, "
+            "Markdown, LaTeX and CSV under <paths.results>/tables, and the plots under "
+            "<paths.results>/plots, "
             "from the artifacts of the experiment in params.yaml. Same as the `tables` stage of `dvc repro`."
         ),
     )
@@ -28,7 +29,9 @@ def run(cfg: RootConfig) -> int:
     """Build the tables of ``cfg``'s experiment; returns 0 (errors raise)."""
     from xurs_pipeline.reporting.build_tables import build_tables
 
-    index = build_tables(Path(cfg.paths.artifacts), Path(cfg.paths.results), asdict(cfg), configuration_label(cfg))
+    index = build_tables(
+        Path(cfg.paths.artifacts), Path(cfg.paths.results), asdict(cfg), configuration_label(cfg)
+    )
     print(f"tables: {', '.join(sorted(index['tables']))} -> {cfg.paths.results}/tables")
     for name, why in sorted(index["skipped"].items()):
         print(f"  skipped {name}: {why}")

@@ -58,12 +58,13 @@ def explanation_views(
             raise KeyError(f"record {rid!r} is attributed but has no prediction; rerun `dvc repro predict`")
         prompt, pred = prompt_by_id.loc[rid], prediction_by_id.loc[rid]
         magnitude = np.asarray(row.token_magnitude, dtype=float)
-        checks = [
-            CheckRow(RESIDUAL_CHECK, "Completeness residual R (Eq. 9)", float(row.residual), residual_max, "<=",
-                     bool(row.residual <= residual_max)),
-        ]  # fmt: skip
+        residual = float(row.residual)
+        label = "Completeness residual R (Eq. 9)"
+        checks = [CheckRow(RESIDUAL_CHECK, label, residual, residual_max, "<=", residual <= residual_max)]
         if (rid, c) in advantage:
-            checks.append(CheckRow(ADVANTAGE_CHECK, "Zero-masking advantage A(x) (Eq. 8)", advantage[(rid, c)]))
+            checks.append(
+                CheckRow(ADVANTAGE_CHECK, "Zero-masking advantage A(x) (Eq. 8)", advantage[(rid, c)])
+            )
         views.append(
             ExplanationView(
                 record_id=rid,
