@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import torch
+from tqdm.auto import tqdm
 
 from xurs_pipeline.evaluation.bootstrap import mean_advantage_interval
 from xurs_pipeline.evaluation.masking import (
@@ -68,7 +69,10 @@ def mask_run(
     """Zero-masking for each (record_id, c) of ``rows``; ``embed(input_ids (1, L)) -> (1, L, d)``."""
     by_id = prompts.set_index("record_id", drop=False)
     effects: list[MaskingEffect] = []
-    for (record_id, c), group in rows.groupby(["record_id", "target"], sort=False):
+    groups = rows.groupby(["record_id", "target"], sort=False)
+    passes = 1 + spec.k_max * (1 + spec.n_random)  # forward passes per question (Eq. 8 and the curve)
+    bar = tqdm(groups, total=groups.ngroups, desc=f"zero-masking ({passes} passes each)", unit="question")
+    for (record_id, c), group in bar:
         prompt = by_id.loc[record_id]
         ids = torch.tensor(np.asarray(prompt["input_ids"], dtype=np.int64), device=device)
         with torch.inference_mode():
