@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import hydra
+import yaml
 from omegaconf import DictConfig
 
 from xurs_pipeline.config import ConfigError, RootConfig, validate
@@ -27,6 +28,11 @@ def run_stage(name: str, body: Callable[[RootConfig], None]) -> None:
     params_dir = Path.cwd()
     if not (params_dir / "params.yaml").is_file():
         sys.exit(f"stage {name}: no params.yaml in {params_dir}. Run stages from the project root.")
+    try:
+        yaml.safe_load((params_dir / "params.yaml").read_text())
+    except yaml.YAMLError as err:  # before Hydra, which would answer with a traceback
+        print(f"stage {name}: {params_dir / 'params.yaml'} is not valid YAML: {err}", file=sys.stderr)
+        raise SystemExit(2) from err
     sys.argv += [
         f"hydra.run.dir=logs/hydra/{name}",
         f"hydra.sweep.dir=logs/hydra/{name}-multirun",

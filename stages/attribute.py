@@ -13,29 +13,22 @@ resumes. Several processes split the questions: ``torchrun --nproc_per_node N -m
 from __future__ import annotations
 
 import os
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
 from accelerate import PartialState
 
 from stages._common import log, run_stage
+from xurs_pipeline.attribution.gradients import AttributionMemoryError
 from xurs_pipeline.attribution.inputs import AttributionInputError
 from xurs_pipeline.attribution.model import DTYPES
 from xurs_pipeline.attribution.question import NonFiniteError
 from xurs_pipeline.attribution.runner import run_attribution
-from xurs_pipeline.config import RootConfig
+from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
-from xurs_pipeline.io import ArtifactError, config_hash
+from xurs_pipeline.io import ArtifactError
 from xurs_pipeline.models.checkpoint import load_classifier
-
-
-def run_fingerprint(cfg: RootConfig) -> str:
-    """Hash of everything a finished question depends on (progress display excluded)."""
-    attribution = {k: v for k, v in asdict(cfg.attribution).items() if k != "progress"}
-    return config_hash({"attribution": attribution, "model": asdict(cfg.model), "train": asdict(cfg.train),
-                        "data": asdict(cfg.data)})  # fmt: skip
 
 
 def body(cfg: RootConfig) -> None:
@@ -45,15 +38,17 @@ def body(cfg: RootConfig) -> None:
     state = PartialState(cpu=cpu, **({"backend": "gloo"} if cpu and distributed else {}))
     try:
         prompts = read_prompts(artifacts / "prepared" / PROMPTS_FILE, data_config_hash(cfg.data))
-        classifier, tokenizer = load_classifier(artifacts / "train" / "classifier")
+        classifier, tokenizer = load_classifier(
+            artifacts / "train" / "classifier", config_hash=train_run_hash(cfg)
+        )
         classifier.to(device=state.device, dtype=DTYPES[at.precision])
         max_positions = getattr(classifier.backbone.config, "max_position_embeddings", None)
         metrics = run_attribution(
             classifier, prompts, at, pad_id=tokenizer.pad_token_id, max_positions=max_positions,
-            out_dir=artifacts / "attribute", fingerprint=run_fingerprint(cfg),
+            out_dir=artifacts / "attribute", fingerprint=attribution_fingerprint(cfg),
             shard_index=state.process_index, shard_count=state.num_processes, barrier=state.wait_for_everyone,
         )  # fmt: skip
-    except (ArtifactError, AttributionInputError, NonFiniteError) as err:
+    except (ArtifactError, AttributionInputError, NonFiniteError, AttributionMemoryError) as err:
         log.error("attribute: %s", err)
         raise SystemExit(1) from err
     if metrics is not None:

@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from stages._common import log, run_stage
-from xurs_pipeline.config import RootConfig
+from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
+from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_predictions, read_prompts
 from xurs_pipeline.evaluation.controlled import CONTROLLED_COLUMNS, controlled_predictions
 from xurs_pipeline.evaluation.evidence import endpoint_checks, localisation_table
@@ -52,7 +53,9 @@ def _randomisation(cfg: RootConfig, artifacts: Path, prompts: pd.DataFrame, main
     ev = cfg.evaluation
     if ev.randomisation_questions == 0:
         return pd.DataFrame()
-    classifier, tokenizer = load_classifier(artifacts / "train" / "classifier")
+    classifier, tokenizer = load_classifier(
+        artifacts / "train" / "classifier", config_hash=train_run_hash(cfg)
+    )
     record_ids = list(dict.fromkeys(main.frame["record_id"]))[: ev.randomisation_questions]
     max_positions = getattr(classifier.backbone.config, "max_position_embeddings", None)
     attribute = attribution_callable(
@@ -66,8 +69,9 @@ def body(cfg: RootConfig) -> None:
     ev, artifacts = cfg.evaluation, Path(cfg.paths.artifacts)
     details: dict[str, pd.DataFrame] = {}
     try:
-        prompts = read_prompts(artifacts / "prepared" / "prompts.parquet")
-        main = Run("main", read_attributions(artifacts / "attribute"), artifacts / "attribute")
+        prompts = read_prompts(artifacts / "prepared" / "prompts.parquet", data_config_hash(cfg.data))
+        main_dir = artifacts / "attribute"
+        main = Run("main", read_attributions(main_dir, attribution_fingerprint(cfg)), main_dir)
         checks = completeness_checks(main, ev.numerics, ev.ig)
         details["leave_one_out"], loo = leave_one_out_checks(main, prompts, ev.ranking)
         checks += loo

@@ -17,7 +17,8 @@ from pathlib import Path
 import torch
 
 from stages._common import log, run_stage
-from xurs_pipeline.config import RootConfig
+from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
+from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.evaluation.artifacts import prompts_by_id, read_attributions, read_prompts
 from xurs_pipeline.evaluation.mask_eval import (
     BootstrapSpec,
@@ -38,11 +39,11 @@ def body(cfg: RootConfig) -> None:
     device = torch.device("cuda" if ev.device == "cuda" or (ev.device == "auto" and torch.cuda.is_available())
                           else "cpu")  # fmt: skip
     try:
-        prompts = read_prompts(artifacts / "prepared" / "prompts.parquet")
-        attributions = read_attributions(artifacts / "attribute")
+        prompts = read_prompts(artifacts / "prepared" / "prompts.parquet", data_config_hash(cfg.data))
+        attributions = read_attributions(artifacts / "attribute", attribution_fingerprint(cfg))
         rows = select_rows(attributions, ev.targets, ev.max_questions)
         prompts_by_id(prompts, list(rows["record_id"]), str(artifacts / "attribute"))
-        classifier, _ = load_classifier(artifacts / "train" / "classifier")
+        classifier, _ = load_classifier(artifacts / "train" / "classifier", config_hash=train_run_hash(cfg))
         classifier.to(device)
         spec = MaskingSpec(ev.n_random, ev.top_k_max, ev.seed, ev.mask_batch_size)
         effects = mask_run(classifier_mass_fn(classifier), classifier.embed, prompts, rows, spec, device)

@@ -17,7 +17,7 @@ import pandas as pd
 from accelerate import PartialState
 
 from stages._common import log, run_stage
-from xurs_pipeline.config import RootConfig
+from xurs_pipeline.config import RootConfig, train_run_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
 from xurs_pipeline.io import ArtifactError, Provenance, config_hash, write_json, write_parquet
@@ -37,34 +37,36 @@ def body(cfg: RootConfig) -> None:
     artifacts = Path(cfg.paths.artifacts)
     prompts_path = artifacts / "prepared" / PROMPTS_FILE
     try:
-        classifier, tokenizer = load_classifier(artifacts / "train" / "classifier")
         prompts = read_prompts(prompts_path, data_config_hash(cfg.data))
-    except (ArtifactError, ValueError) as err:
+        classifier, tokenizer = load_classifier(
+            artifacts / "train" / "classifier", config_hash=train_run_hash(cfg)
+        )
+        head_only = classifier.meta["adaptation"] == "head_only"
+        device = PartialState().device
+        frames, metrics, audit = [], {}, {}
+        for split in cfg.train.predict_splits:
+            examples = split_examples(
+                prompts, split, classifier.backbone.config.vocab_size, where=str(prompts_path)
+            )
+            out = classifier_outputs(
+                classifier, examples.data.inputs, tokenizer.pad_token_id, cfg.train.eval_batch_size,
+                feature_cache_dir=cfg.train.feature_cache_dir if head_only else None, device=device,
+            )  # fmt: skip
+            frame = prediction_frame(
+                out,
+                classifier.output_kind,
+                examples.data.labels.tolist(),
+                examples.record_ids,
+                cfg.model.conversion,
+            )
+            frame.insert(1, "split", split)
+            frames.append(frame)
+            metrics[split] = prediction_metrics(frame)
+            audit[split] = correction_audit(frame, configuration_name(cfg))
+            log.info("predict %s: %s", split, metrics[split])
+    except (ArtifactError, ValueError, FloatingPointError) as err:  # nothing is written
         log.error("predict: %s", err)
         raise SystemExit(1) from err
-    head_only = classifier.meta["adaptation"] == "head_only"
-    device = PartialState().device
-    frames, metrics, audit = [], {}, {}
-    for split in cfg.train.predict_splits:
-        examples = split_examples(
-            prompts, split, classifier.backbone.config.vocab_size, where=str(prompts_path)
-        )
-        out = classifier_outputs(
-            classifier, examples.data.inputs, tokenizer.pad_token_id, cfg.train.eval_batch_size,
-            feature_cache_dir=cfg.train.feature_cache_dir if head_only else None, device=device,
-        )  # fmt: skip
-        frame = prediction_frame(
-            out,
-            classifier.output_kind,
-            examples.data.labels.tolist(),
-            examples.record_ids,
-            cfg.model.conversion,
-        )
-        frame.insert(1, "split", split)
-        frames.append(frame)
-        metrics[split] = prediction_metrics(frame)
-        audit[split] = correction_audit(frame, configuration_name(cfg))
-        log.info("predict %s: %s", split, metrics[split])
     out_dir = artifacts / "predict"
     run = config_hash({"model": asdict(cfg.model), "train": asdict(cfg.train), "data": asdict(cfg.data)})
     write_parquet(

@@ -9,16 +9,15 @@ Multi-GPU: ``accelerate launch -m stages.train`` runs the same code.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 from accelerate import PartialState
 
 from stages._common import log, run_stage
-from xurs_pipeline.config import RootConfig
+from xurs_pipeline.config import RootConfig, train_run_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
-from xurs_pipeline.io import ArtifactError, Provenance, config_hash, write_json
+from xurs_pipeline.io import ArtifactError, Provenance, write_json
 from xurs_pipeline.models.adapters import LoraSpec
 from xurs_pipeline.models.backbone import load_backbone_dir
 from xurs_pipeline.models.checkpoint import build_classifier, save_classifier
@@ -27,12 +26,6 @@ from xurs_pipeline.train.prompts import split_examples
 from xurs_pipeline.train.runner import Adaptation, train_classifier
 
 FIT_KEYS = tuple(FitSettings.__dataclass_fields__)
-
-
-def run_hash(cfg: RootConfig) -> str:
-    """Identity of a training run (model, train and data sections; ``train.resume`` excluded)."""
-    train = {k: v for k, v in asdict(cfg.train).items() if k != "resume"}
-    return config_hash({"model": asdict(cfg.model), "train": train, "data": asdict(cfg.data)})
 
 
 def body(cfg: RootConfig) -> None:
@@ -55,22 +48,22 @@ def body(cfg: RootConfig) -> None:
                                                                 list(t.lora_targets))),
             FitSettings(**{k: getattr(t, k) for k in FIT_KEYS}),
             feature_cache_dir=t.feature_cache_dir, feature_batch_size=t.feature_batch_size,
-            state_dir=Path(t.state_dir) / run_hash(cfg), resume=t.resume,
+            state_dir=Path(t.state_dir) / train_run_hash(cfg), resume=t.resume,
             init_head_from=t.init_head_from or None,
         )  # fmt: skip
-    except (ArtifactError, ValueError, FileNotFoundError) as err:
+    except (ArtifactError, ValueError, FileNotFoundError, FloatingPointError) as err:
         log.error("train: %s", err)
         raise SystemExit(1) from err
     if PartialState().is_main_process:
         out = artifacts / "train"
-        save_classifier(classifier, out / "classifier", backbone.tokenizer)
+        save_classifier(classifier, out / "classifier", backbone.tokenizer, config_hash=train_run_hash(cfg))
         summary = {
             **outcome.fit.to_dict(),
             "feature_cache_hits": outcome.feature_cache_hits,
             "n_train": len(train.record_ids),
             "n_dev": len(dev.record_ids),
         }
-        write_json(summary, out / "train_metrics.json", Provenance("train_metrics", 1, run_hash(cfg)))
+        write_json(summary, out / "train_metrics.json", Provenance("train_metrics", 1, train_run_hash(cfg)))
     best = outcome.fit
     log.info("train: best epoch %d of %d, dev score %.4f", best.best_epoch, best.epochs_run, best.best_score)
 

@@ -9,10 +9,12 @@ Each package owns the dataclass of its own section (``xurs_pipeline/<pkg>/config
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -34,6 +36,11 @@ class PathsConfig:
 
     artifacts: str = "data"
     results: str = "results"
+
+    def __post_init__(self) -> None:
+        for key in ("artifacts", "results"):
+            if not getattr(self, key).strip():
+                raise ValueError(f"paths.{key}='': must name a directory (e.g. 'data')")
 
 
 @dataclass
@@ -58,8 +65,12 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
     """
     data = OmegaConf.to_container(raw, resolve=True) if isinstance(raw, DictConfig) else dict(raw)
     data.pop("hydra", None)
+    schema = OmegaConf.structured(RootConfig)
+    misshapen = _first_misshapen(schema, data)
+    if misshapen:
+        raise ConfigError(f"{source}: invalid config at key {misshapen}")
     try:
-        merged = OmegaConf.merge(OmegaConf.structured(RootConfig), data)
+        merged = OmegaConf.merge(schema, data)
         return OmegaConf.to_object(merged)  # type: ignore[return-value]
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None)
@@ -70,12 +81,34 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
         raise ConfigError(f"{source}: {err}") from err
 
 
+def _first_misshapen(schema: DictConfig, data: Mapping[str, Any], prefix: str = "") -> str | None:
+    """The first key whose value has the wrong shape (a mapping for a list, a scalar for a section),
+    which OmegaConf's merge reports without the key; None if every shape fits."""
+    for key, value in data.items():
+        if not isinstance(key, str) or key not in schema:
+            continue  # unknown keys: the merge names them
+        node, where = schema[key], f"{prefix}{key}"
+        if OmegaConf.is_list(node) and isinstance(value, Mapping):
+            return f"'{where}': expected a list, got a mapping {dict(value)!r}"
+        if OmegaConf.is_dict(node):
+            if not isinstance(value, Mapping):
+                return f"'{where}': expected a section of keys, got {value!r}"
+            found = _first_misshapen(node, value, f"{where}.")
+            if found:
+                return found
+    return None
+
+
 def load_params(path: str | os.PathLike[str] = "params.yaml") -> RootConfig:
-    """Load and validate a composed ``params.yaml``."""
+    """Load and validate a composed ``params.yaml`` (ConfigError naming the file and line if not YAML)."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{p}: not found. Compose it with `xurs params` (or `dvc exp run`).")
-    return validate(OmegaConf.load(p), source=str(p))
+    try:
+        raw = OmegaConf.load(p)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{p}: not valid YAML: {err}") from err
+    return validate(raw, source=str(p))
 
 
 def compose(overrides: list[str] | None = None, conf_dir: str | os.PathLike[str] = "conf") -> dict[str, Any]:
@@ -92,3 +125,27 @@ def configuration_label(cfg: RootConfig) -> str:
     """Row label of a configuration in tables (e.g. ``smoke/tiny/head_only/seed7``)."""
     source = Path(cfg.model.source).stem if cfg.model.source else cfg.model.backbone
     return f"{cfg.experiment_name}/{source}/{cfg.train.adaptation}/seed{cfg.train.seed}"
+
+
+def train_run_hash(cfg: RootConfig) -> str:
+    """Identity of a training run: model, train and data sections (``train.resume`` excluded).
+
+    Stamped into the classifier's provenance; predict, attribute, mask_eval and checks refuse a classifier
+    made under another hash.
+    """
+    from xurs_pipeline.io import config_hash
+
+    train = {k: v for k, v in asdict(cfg.train).items() if k != "resume"}
+    return config_hash({"model": asdict(cfg.model), "train": train, "data": asdict(cfg.data)})
+
+
+def attribution_fingerprint(cfg: RootConfig) -> str:
+    """Identity of an attribution run: everything a finished question depends on (the progress display
+    and ``train.resume`` excluded). Finished parts and the merged table carry it."""
+    from xurs_pipeline.io import config_hash
+
+    attribution = {k: v for k, v in asdict(cfg.attribution).items() if k != "progress"}
+    train = {k: v for k, v in asdict(cfg.train).items() if k != "resume"}
+    return config_hash(
+        {"attribution": attribution, "model": asdict(cfg.model), "train": train, "data": asdict(cfg.data)}
+    )

@@ -4,7 +4,9 @@ Every artifact carries a small provenance header: the schema name and version th
 the hash of the config section that made it. Readers check both, so a stage never silently consumes
 an artifact written under another schema or another config. Writes go to a temporary file in the
 target directory followed by ``os.replace``: an interrupted run never leaves a half-written file
-under the final name.
+under the final name. Parquet pages carry CRC checksums, verified on read, so flipped bytes are
+detected, not read as other numbers; safetensors files (checkpoints, coordinates) are read through
+:func:`read_safetensors`, which turns a truncated or corrupt file into an :class:`ArtifactError`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from safetensors import SafetensorError, safe_open
 
 PROVENANCE_KEY = b"xurs_provenance"
 
@@ -83,7 +86,8 @@ def _check_provenance(path: Path, found: Provenance | None, expected: Provenance
         )
     if expected.config_hash and found.config_hash != expected.config_hash:
         raise ArtifactError(
-            f"{path}: made under config hash {found.config_hash}, but the current config hashes to "
+            f"{path} ({found.schema} v{found.schema_version}): made under config hash {found.config_hash}, "
+            f"but the current config hashes to "
             f"{expected.config_hash}. The inputs are stale: rerun the upstream stage (`dvc repro`)."
         )
 
@@ -103,7 +107,7 @@ def write_parquet(
     meta[PROVENANCE_KEY] = provenance.to_json().encode()
     table = table.replace_schema_metadata(meta)
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
+        pq.write_table(table, tmp, write_page_checksum=True)
     return Path(path)
 
 
@@ -117,7 +121,7 @@ def read_parquet(
     if not p.is_file():
         raise ArtifactError(f"{p}: missing artifact. Run the stage that makes it (`dvc repro`).")
     try:
-        table = pq.read_table(p)
+        table = pq.read_table(p, page_checksum_verification=True)
     except (pa.ArrowInvalid, OSError) as err:
         raise ArtifactError(f"{p}: corrupt or truncated Parquet file ({err}). Delete it and rerun.") from err
     raw = (table.schema.metadata or {}).get(PROVENANCE_KEY)
@@ -158,14 +162,48 @@ def read_json(path: str | os.PathLike[str], expected: Provenance | None = None) 
     if not p.is_file():
         raise ArtifactError(f"{p}: missing artifact. Run the stage that makes it (`dvc repro`).")
     try:
-        payload = json.loads(p.read_text())
-    except json.JSONDecodeError as err:
+        payload = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ArtifactError(f"{p}: corrupt or truncated JSON ({err}). Delete it and rerun.") from err
     if not isinstance(payload, dict):
         raise ArtifactError(f"{p}: expected a JSON object, found {type(payload).__name__}")
     raw = payload.get("_provenance")
     _check_provenance(p, Provenance(**raw) if raw else None, expected)
     return payload
+
+
+def read_safetensors(path: str | os.PathLike[str], framework: str = "pt") -> dict[str, Any]:
+    """All tensors of a safetensors file (``framework`` ``pt``: torch, ``np``: numpy).
+
+    A missing, truncated or corrupt file (header, sizes) raises ``ArtifactError`` naming it.
+    """
+    p = _existing_tensor_file(path)
+    try:
+        with safe_open(str(p), framework=framework) as handle:
+            return {key: handle.get_tensor(key) for key in handle.keys()}  # noqa: SIM118 (not a dict)
+    except (SafetensorError, OSError, ValueError) as err:
+        raise _corrupt_tensors(p, err) from err
+
+
+def check_safetensors(path: str | os.PathLike[str]) -> None:
+    """Check a safetensors file's header and size without reading its tensors (large weights)."""
+    p = _existing_tensor_file(path)
+    try:
+        with safe_open(str(p), framework="np"):
+            pass
+    except (SafetensorError, OSError, ValueError) as err:
+        raise _corrupt_tensors(p, err) from err
+
+
+def _existing_tensor_file(path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    if not p.is_file():
+        raise ArtifactError(f"{p}: missing tensor file. Run the stage that makes it (`dvc repro`).")
+    return p
+
+
+def _corrupt_tensors(path: Path, err: Exception) -> ArtifactError:
+    return ArtifactError(f"{path}: corrupt or truncated safetensors file ({err}). Delete it and rerun.")
 
 
 def _json_default(value: Any) -> Any:

@@ -16,9 +16,9 @@ import torch
 from stages import checks as checks_stage
 from stages import mask_eval as mask_stage
 from xurs_pipeline.attribution.runner import run_attribution
-from xurs_pipeline.config import RootConfig, validate
+from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash, validate
 from xurs_pipeline.credal import credal_width
-from xurs_pipeline.data.dataset import prepare_dataset
+from xurs_pipeline.data.dataset import data_config_hash, prepare_dataset
 from xurs_pipeline.evaluation.artifacts import read_attributions
 from xurs_pipeline.io import Provenance, read_parquet, write_parquet
 from xurs_pipeline.models.backbone import TinySpec, load_backbone_dir, materialize_backbone
@@ -44,13 +44,13 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cfg = make_cfg(root)
     materialize_backbone(root / "backbone", "tiny", tiny=TinySpec(512, 32, 2, 4, 0))
     backbone = load_backbone_dir(root / "backbone")
-    prepare_dataset(cfg.data, backbone.tokenizer, root / "prepared")
+    prepare_dataset(cfg.data, backbone.tokenizer, root / "prepared", data_config_hash(cfg.data))
     classifier = build_classifier(backbone, output_kind="mass15", seed=1)  # softmax: non-zero widths
-    save_classifier(classifier, root / "train" / "classifier")
+    save_classifier(classifier, root / "train" / "classifier", config_hash=train_run_hash(cfg))
     model, tokenizer = load_classifier(root / "train" / "classifier")
     prompts = read_parquet(root / "prepared" / "prompts.parquet")
     run_attribution(model, prompts, cfg.attribution, pad_id=tokenizer.pad_token_id, max_positions=1024,
-                    out_dir=root / "attribute", fingerprint="test")  # fmt: skip
+                    out_dir=root / "attribute", fingerprint=attribution_fingerprint(cfg))  # fmt: skip
     ids = [torch.tensor(list(r)) for r in prompts["input_ids"]]
     with torch.no_grad():
         masses = [model.classify_ids(i[None], torch.ones_like(i)[None]).masses[0].tolist() for i in ids]

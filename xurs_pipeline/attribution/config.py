@@ -16,7 +16,7 @@ REFERENCE_ORDERS = ("first", "hash")
 QUADRATURES = ("gausslegendre", "riemann_trapezoid", "riemann_left", "riemann_right", "riemann_middle")
 PRECISIONS = ("float32", "bfloat16", "float16")
 DEVICES = ("auto", "cpu", "cuda")
-NONFINITE_POLICIES = ("report", "raise")
+NONFINITE_POLICIES = ("report", "raise", "retry")
 
 
 def _one_of(key: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -45,6 +45,9 @@ class AttributionConfig:
     ig_*: quadrature, starting points per reference, adaptive refinement of references whose
       completeness residual exceeds ``ig_tolerance`` (x ``ig_refine_factor`` points, up to ``ig_max_points``).
     eval_batch_size: prompts per no-grad call when evaluating widths of references.
+    on_nonfinite: a question with inf/NaN widths or gradients is ``report``-ed (``nonfinite.json`` with
+      its reference ids, no row), ``raise``-d, or ``retry``-ed once in float32 (half precision runs;
+      reported if it fails again).
     """
 
     method: str = "eg"
@@ -85,6 +88,9 @@ class AttributionConfig:
         _one_of("device", self.device, DEVICES)
         _one_of("on_nonfinite", self.on_nonfinite, NONFINITE_POLICIES)
         _at_least("max_questions", self.max_questions, 0)
+        for key in ("seed", "reference_hash_seed"):
+            if not 0 <= getattr(self, key) < 2**32:
+                raise ValueError(f"attribution.{key}={getattr(self, key)}: must be in [0, 2**32 - 1]")
         for key in ("n_collections", "refs_per_collection", "n_samples", "samples_per_call"):
             _at_least(key, getattr(self, key), 1)
         _at_least("eval_batch_size", self.eval_batch_size, 1)

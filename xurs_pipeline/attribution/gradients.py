@@ -5,18 +5,39 @@ device, form the intermediate embeddings, run one forward and one backward per o
 (only the embeddings require grad; weights are frozen), and add the weighted products into float32
 accumulators that stay on the device. Non-finite samples are flagged on the device; nothing is
 copied to the host inside the loop.
+
+Memory: a batch that runs out of memory (``torch.OutOfMemoryError`` or a RuntimeError saying "out of
+memory", as long prompts do) is retried with half as many samples, down to one; the rest of the plan
+keeps the smaller size. A batch's contributions are added only once all its objective columns
+succeeded, so a retry never counts a sample twice. Failing at one sample per call raises
+:class:`AttributionMemoryError`, which names ``attribution.samples_per_call`` and the prompt length.
+Without a retry the sums are exactly those of a fixed batch size; after one they agree to rounding.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from xurs_pipeline.attribution.model import Objective, WidthModel, frozen
-from xurs_pipeline.attribution.plan import SamplingPlan, batches
+from xurs_pipeline.attribution.plan import SamplingPlan
 from xurs_pipeline.attribution.references import PreparedReferences
+
+log = logging.getLogger("xurs")
+
+
+class AttributionMemoryError(RuntimeError):
+    """Out of memory even at one gradient sample per call."""
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` is an allocator failure (CUDA, MPS or CPU) rather than another RuntimeError."""
+    return isinstance(err, torch.OutOfMemoryError) or (
+        isinstance(err, RuntimeError) and "out of memory" in str(err).lower()
+    )
 
 
 @dataclass
@@ -66,30 +87,79 @@ def accumulate(
     e = torch.zeros((n_cols, length, hidden), dtype=torch.float32, device=device)
     per_ref = torch.zeros((len(refs), n_cols), dtype=torch.float32, device=device)
     nonfinite = torch.zeros(len(plan), dtype=torch.bool, device=device)
+    size, start = samples_per_call, 0
     with frozen(model), torch.enable_grad():  # type: ignore[arg-type]
-        for part in batches(len(plan), samples_per_call):
-            idx, a, w = ref_index[part], alpha[part], weight[part]
-            size = idx.numel()
+        while start < len(plan):
+            part = slice(start, min(start + size, len(plan)))
+            try:
+                columns = _batch_sums(
+                    model, objective, prompt, refs, ref_index[part], alpha[part], weight[part]
+                )
+            except RuntimeError as err:
+                if not is_out_of_memory(err):
+                    raise
+                size = _smaller_batch(err, size, samples_per_call, length, hidden, device)
+                continue
+            idx, w = ref_index[part], weight[part]
             with torch.no_grad():
-                base = refs.embeds(model.embed, idx, x)  # (b, L, d)
-                diff = x - base  # (b, L, d), model dtype
-                diff32 = diff.float()
-            z = (base + a.to(x.dtype)[:, None, None] * diff).requires_grad_(True)
-            out = objective(
-                model(
-                    z,
-                    prompt.attention_mask.expand(size, -1),
-                    prompt.position_ids.expand(size, -1),
-                ).masses
-            )  # (b, K)
-            for k in range(n_cols):
-                (grad,) = torch.autograd.grad(out[:, k].sum(), z, retain_graph=k < n_cols - 1)
-                with torch.no_grad():
-                    prod = diff32 * grad.float()  # (b, L, d)
-                    sample_sum = prod.sum(dim=(1, 2))  # (b,)
-                    nonfinite[part] |= ~(torch.isfinite(sample_sum) & torch.isfinite(out[:, k].detach()))
-                    e[k].add_(torch.tensordot(w, prod, dims=1))
+                for k, (weighted, sample_sum, out_k) in enumerate(columns):
+                    nonfinite[part] |= ~(torch.isfinite(sample_sum) & torch.isfinite(out_k))
+                    e[k].add_(weighted)
                     per_ref[:, k].index_add_(0, idx, sample_sum * w)
             if on_batch is not None:
-                on_batch(size)
+                on_batch(idx.numel())
+            start = part.stop
     return GradientSums(e=e, per_ref=per_ref, nonfinite=nonfinite, grad_evals=len(plan))
+
+
+def _batch_sums(
+    model: WidthModel,
+    objective: Objective,
+    prompt: Prompt,
+    refs: PreparedReferences,
+    idx: torch.Tensor,
+    a: torch.Tensor,
+    w: torch.Tensor,
+) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """One batch of samples (b,), per objective column k: (Σ_s w_s (X - B_s) ⊙ ∇F_k(Z_s) (L, d) float32,
+    per-sample sums of (X - B_s) ⊙ ∇F_k(Z_s) (b,), F_k(Z_s) (b,))."""
+    x = prompt.embeds
+    size = idx.numel()
+    with torch.no_grad():
+        base = refs.embeds(model.embed, idx, x)  # (b, L, d)
+        diff = x - base  # (b, L, d), model dtype
+        diff32 = diff.float()
+    z = (base + a.to(x.dtype)[:, None, None] * diff).requires_grad_(True)
+    out = objective(
+        model(z, prompt.attention_mask.expand(size, -1), prompt.position_ids.expand(size, -1)).masses
+    )  # (b, K)
+    columns = []
+    for k in range(objective.n_columns):
+        (grad,) = torch.autograd.grad(out[:, k].sum(), z, retain_graph=k < objective.n_columns - 1)
+        with torch.no_grad():
+            prod = diff32 * grad.float()  # (b, L, d)
+            columns.append((torch.tensordot(w, prod, dims=1), prod.sum(dim=(1, 2)), out[:, k].detach()))
+    return columns
+
+
+def _smaller_batch(
+    err: RuntimeError, size: int, configured: int, length: int, hidden: int, device: torch.device
+) -> int:
+    """Half of ``size`` after an out-of-memory error, or AttributionMemoryError at one sample.
+
+    (The CUDA caching allocator releases its cached blocks itself before it reports out of memory.)
+    """
+    if size == 1:
+        raise AttributionMemoryError(
+            f"out of memory computing one gradient sample for a prompt of {length} tokens (hidden size "
+            f"{hidden}) on {device}, after halving attribution.samples_per_call={configured} down to 1. "
+            "Use a device with more memory, attribution.precision=bfloat16, or shorter prompts "
+            f"(data.max_tokens). Cause: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
+        ) from err
+    smaller = size // 2
+    log.warning(
+        "attribution: out of memory at %d gradient samples per call (prompt of %d tokens); retrying "
+        "with %d. Set attribution.samples_per_call=%d to avoid the retries.",
+        size, length, smaller, smaller,
+    )  # fmt: skip
+    return smaller

@@ -13,18 +13,19 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import torch
 from tqdm.auto import tqdm
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import natural_widths
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
-from xurs_pipeline.attribution.model import WidthModel, model_device
-from xurs_pipeline.attribution.question import Question, ReferencePool, attribute_question
+from xurs_pipeline.attribution.model import WidthModel, model_device, model_dtype
+from xurs_pipeline.attribution.question import Question, QuestionResult, ReferencePool, attribute_question
 from xurs_pipeline.attribution.records import COLUMNS, provenance
 from xurs_pipeline.attribution.store import PartStore
 from xurs_pipeline.io import ArtifactError, Provenance, write_json, write_parquet
@@ -44,6 +45,7 @@ class ShardReport:
     skipped: list[str]
     grad_evals: int
     seconds: float
+    torch_threads: int  # CPU threads per process: float sums, hence the last bits, depend on it
 
 
 def _samples_per_question(cfg: AttributionConfig) -> int:
@@ -86,9 +88,12 @@ def run_shard(
             bar.total = bar.n  # adaptive IG added points
 
     grad_evals = 0
+    wide_pool: list[ReferencePool | None] = []  # the pool's natural widths in float32, made on first retry
     try:
         for done, q in enumerate(pending, start=1):
             result = attribute_question(model, q, pool, cfg, pad_id, on_batch)
+            if result.failure is not None and cfg.on_nonfinite == "retry" and cfg.precision != "float32":
+                result = retry_in_float32(model, q, pool, cfg, pad_id, result, wide_pool, on_batch)
             store.write(q.record_id, result)
             if result.failure is not None:
                 log.warning("attribute: %s", result.failure.message())
@@ -104,6 +109,7 @@ def run_shard(
         [q.record_id for q in mine if q.record_id not in computed],
         grad_evals,
         time.perf_counter() - start,
+        torch.get_num_threads(),
     )
     write_json(
         vars(report),
@@ -111,6 +117,40 @@ def run_shard(
         Provenance("attribution_shard", 1, store.fingerprint),
     )
     return report
+
+
+def retry_in_float32(
+    model: WidthModel,
+    q: Question,
+    pool: ReferencePool | None,
+    cfg: AttributionConfig,
+    pad_id: int,
+    failed: QuestionResult,
+    wide_pool: list[ReferencePool | None],
+    on_batch: Callable[[int], None] | None = None,
+) -> QuestionResult:
+    """``attribution.on_nonfinite='retry'``: attribute ``q`` again with the model cast to float32 in place
+    (its half-precision weights widened exactly; cast back afterwards). Rows say ``precision`` float32;
+    a second failure is reported as usual. ``wide_pool`` caches the float32 reference pool."""
+    assert failed.failure is not None
+    log.warning("attribute: %s Retrying this question in float32.", failed.failure.message())
+    dtype = model_dtype(model)  # type: ignore[arg-type]
+    model.to(torch.float32)  # type: ignore[attr-defined]
+    try:
+        if pool is not None and not wide_pool:
+            device = model_device(model)  # type: ignore[arg-type]
+            natural = [natural_widths(model, ids, cfg.eval_batch_size, device) for ids in pool.token_ids]
+            wide_pool.append(ReferencePool(pool.record_ids, pool.token_ids, natural))
+        return attribute_question(
+            model,
+            q,
+            wide_pool[0] if pool is not None else None,
+            replace(cfg, precision="float32"),
+            pad_id,
+            on_batch,
+        )
+    finally:
+        model.to(dtype)  # type: ignore[attr-defined]
 
 
 def merge(store: PartStore, record_ids: list[str], out_dir: str | Path) -> dict[str, float | int]:
@@ -163,7 +203,7 @@ def merge(store: PartStore, record_ids: list[str], out_dir: str | Path) -> dict[
         "residual_max": float(residual.max()) if residual.size else 0.0,
         "grad_evals": int(table.drop_duplicates("record_id")["grad_evals"].sum()) if len(table) else 0,
     }
-    write_json(metrics, out / METRICS_FILE)
+    write_json(metrics, out / METRICS_FILE, Provenance("attribution_metrics", 1, store.fingerprint))
     return metrics
 
 

@@ -56,3 +56,5 @@ class DataConfig:
             )
         if self.cases_per_family < 1:
             raise ValueError(f"data.cases_per_family={self.cases_per_family}: must be >= 1")
+        if not 0 <= self.seed < 2**32:
+            raise ValueError(f"data.seed={self.seed}: must be in [0, 2**32 - 1]")

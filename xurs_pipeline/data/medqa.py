@@ -91,12 +91,20 @@ def records_from_rows(rows: Iterable[Row], split: str, seen: dict[str, str]) -> 
 
 
 def iter_jsonl(path: Path, split: str) -> Iterator[Row]:
-    """Rows of a jsonl file (blank lines skipped); malformed JSON raises naming file and line."""
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
+    """Rows of a jsonl file (blank lines skipped); malformed JSON or text that is not UTF-8 raises
+    naming file and line."""
+    with path.open("rb") as handle:
+        for lineno, raw_line in enumerate(handle, start=1):
+            where = f"{path}:{lineno}"
+            try:
+                line = raw_line.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise DataError(
+                    f"{where}: not UTF-8 text (byte {raw_line[err.start]:#04x} at column {err.start + 1}); "
+                    "save the file as UTF-8"
+                ) from err
             if not line.strip():
                 continue
-            where = f"{path}:{lineno}"
             try:
                 raw = json.loads(line)
             except json.JSONDecodeError as err:

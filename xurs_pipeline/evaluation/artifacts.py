@@ -13,10 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from safetensors.numpy import load_file
 
 from xurs_pipeline.evaluation.comparisons import RunRecord, token_magnitude
-from xurs_pipeline.io import ArtifactError, Provenance, read_parquet
+from xurs_pipeline.io import ArtifactError, Provenance, read_parquet, read_safetensors
 
 ATTRIBUTIONS_FILE = "attributions.parquet"
 COORDS_DIR = "coords"
@@ -29,17 +28,19 @@ PROMPT_COLUMNS = ("record_id", "split", "input_ids", "sections", "eligible", "an
 PREDICTION_COLUMNS = ("record_id", "masses")
 
 
-def read_attributions(directory: str | os.PathLike[str]) -> pd.DataFrame:
-    """One run's attributions table (schema checked; not the config hash: runs of other configs compare)."""
+def read_attributions(directory: str | os.PathLike[str], config_hash: str = "") -> pd.DataFrame:
+    """One run's attributions table, schema checked; with ``config_hash`` (the attribute stage's run
+    fingerprint) also its config. Runs of other configs are read without it, to be compared."""
     return read_parquet(
         Path(directory) / ATTRIBUTIONS_FILE,
-        Provenance("attributions", 1),
+        Provenance("attributions", 1, config_hash),
         required_columns=ATTRIBUTION_COLUMNS,
     )
 
 
-def read_prompts(path: str | os.PathLike[str]) -> pd.DataFrame:
-    return read_parquet(path, Provenance("prompts", 1), required_columns=PROMPT_COLUMNS)
+def read_prompts(path: str | os.PathLike[str], config_hash: str = "") -> pd.DataFrame:
+    """The prepared prompts; with ``config_hash`` (of the ``data`` section) also their config."""
+    return read_parquet(path, Provenance("prompts", 1, config_hash), required_columns=PROMPT_COLUMNS)
 
 
 def read_predictions(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -63,7 +64,7 @@ def load_coords(directory: str | os.PathLike[str], coords_file: str, key: str = 
     path = Path(directory) / COORDS_DIR / coords_file
     if not path.is_file():
         raise ArtifactError(f"{path}: missing coordinate file; rerun the attribute stage")
-    tensors = load_file(str(path))
+    tensors = read_safetensors(path, framework="np")
     if key not in tensors:
         raise ArtifactError(f"{path}: has tensors {sorted(tensors)}, not {key!r}")
     return tensors[key].astype(np.float64)
@@ -71,7 +72,7 @@ def load_coords(directory: str | os.PathLike[str], coords_file: str, key: str = 
 
 def collection_keys(directory: str | os.PathLike[str], coords_file: str) -> list[str]:
     """Names of the per-collection tensors (``e_collection_0``, ...) in one coordinate file, in order."""
-    tensors = load_file(str(Path(directory) / COORDS_DIR / coords_file))
+    tensors = read_safetensors(Path(directory) / COORDS_DIR / coords_file, framework="np")
     keys = [k for k in tensors if k.startswith("e_collection_")]
     return sorted(keys, key=lambda k: int(k.rsplit("_", 1)[1]))
 

@@ -54,9 +54,10 @@ class NumericsThresholds:
     """Table 7 (App. B.4): value agreement between sample counts / seeds, and completeness (Eq. 9).
 
     The IG criteria of App. B.4 use the same fields with ``residual_aggregate="mean"`` (per-reference
-    residuals) and ``topk=3``; see :class:`EvaluationConfig.ig`.
+    residuals) and ``topk=3``; see :class:`IgThresholds`.
     """
 
+    _section = "numerics"  # the key errors name (evaluation.<_section>.<field>); not a config field
     residual_aggregate: str = "median"  # median (EG, Table 7) | mean (IG, per reference)
     residual_center_max: float = 0.01
     max_residual_max: float = 0.05
@@ -69,15 +70,15 @@ class NumericsThresholds:
     def __post_init__(self) -> None:
         _require(
             self.residual_aggregate in ("median", "mean"),
-            "numerics.residual_aggregate",
+            f"{self._section}.residual_aggregate",
             self.residual_aggregate,
             "'median' or 'mean'",
         )
-        _require(self.topk >= 1, "numerics.topk", self.topk, "a positive integer")
+        _require(self.topk >= 1, f"{self._section}.topk", self.topk, "a positive integer")
         for name in ("residual_center_max", "max_residual_max", "median_relative_distance_max"):
-            _require(getattr(self, name) >= 0, f"numerics.{name}", getattr(self, name), "non-negative")
+            _require(getattr(self, name) >= 0, f"{self._section}.{name}", getattr(self, name), "non-negative")
         _check_unit(
-            "numerics",
+            self._section,
             {
                 "median_spearman_min": abs(self.median_spearman_min),
                 "median_topk_overlap_min": self.median_topk_overlap_min,
@@ -86,9 +87,13 @@ class NumericsThresholds:
         )
 
 
-def _ig_defaults() -> NumericsThresholds:
+@dataclass
+class IgThresholds(NumericsThresholds):
     """App. B.4, FP32 IG: mean per-reference residual <= 0.01, max <= 0.05, top-three overlap >= 0.80."""
-    return NumericsThresholds(residual_aggregate="mean", topk=3)
+
+    _section = "ig"
+    residual_aggregate: str = "mean"
+    topk: int = 3
 
 
 @dataclass
@@ -137,7 +142,7 @@ class EvaluationConfig:
     reference_shift_warning: float = 0.01
     ranking: RankingThresholds = field(default_factory=RankingThresholds)
     numerics: NumericsThresholds = field(default_factory=NumericsThresholds)
-    ig: NumericsThresholds = field(default_factory=_ig_defaults)
+    ig: IgThresholds = field(default_factory=IgThresholds)
     gates: GateThresholds = field(default_factory=GateThresholds)
     # Model-randomisation sanity check: head, then this many top transformer blocks, on the first
     # ``randomisation_questions`` explained questions (0 = skip the check).
@@ -150,6 +155,7 @@ class EvaluationConfig:
     gate_splits: list[str] = field(default_factory=lambda: ["dev", "test"])
 
     def __post_init__(self) -> None:
+        _require(0 <= self.seed < 2**32, "seed", self.seed, "in [0, 2**32 - 1]")
         _require(self.n_random >= 1, "n_random", self.n_random, "a positive integer")
         _require(self.top_k_max >= 1, "top_k_max", self.top_k_max, "a positive integer")
         _require(self.mask_batch_size >= 1, "mask_batch_size", self.mask_batch_size, "a positive integer")

@@ -21,7 +21,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
-from xurs_pipeline.io import ArtifactError, Provenance, read_json, write_json
+from xurs_pipeline.io import ArtifactError, Provenance, check_safetensors, read_json, write_json
 from xurs_pipeline.models.atomic_dir import atomic_directory
 from xurs_pipeline.models.gguf import load_gguf, resolve_gguf_path
 from xurs_pipeline.models.tiny import build_tiny_backbone
@@ -182,6 +182,8 @@ def load_backbone_dir(directory: str | Path, dtype: str | None = None) -> Backbo
     """The transformer (without LM head, eval mode) and tokenizer saved by :func:`write_backbone_dir`."""
     path = Path(directory)
     info = read_backbone_info(path)
+    for weights in sorted(path.glob("*.safetensors")):
+        check_safetensors(weights)  # a truncated file fails here, naming it (header and size only)
     torch_dtype = TORCH_DTYPES[dtype or info["dtype"]]
     model = AutoModel.from_pretrained(path, dtype=torch_dtype, local_files_only=True).eval()
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)

@@ -4,7 +4,8 @@ A classifier directory holds ``classifier.json`` (head shape, adaptation, paddin
 directory and weights SHA-256), ``head.safetensors``, and by adaptation: nothing more for ``head_only``
 (the backbone directory is referenced, not copied), ``adapter/`` (peft) for ``lora``, and a full
 ``backbone/`` directory for ``partial`` (its weights changed). Loading checks that the referenced
-backbone is the one the checkpoint was trained on.
+backbone is the one the checkpoint was trained on, that the tensor files are intact and the head
+finite, and (given the training run's config hash) that the checkpoint was trained under this config.
 """
 
 from __future__ import annotations
@@ -12,11 +13,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import torch
 from peft import PeftModel
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from transformers import PreTrainedTokenizerBase
 
-from xurs_pipeline.io import ArtifactError, Provenance, read_json, write_json
+from xurs_pipeline.io import (
+    ArtifactError,
+    Provenance,
+    check_safetensors,
+    read_json,
+    read_safetensors,
+    write_json,
+)
 from xurs_pipeline.models.atomic_dir import atomic_directory
 from xurs_pipeline.models.backbone import (
     BACKBONE_INFO,
@@ -29,7 +38,8 @@ from xurs_pipeline.models.classifier import RandomSetClassifier
 from xurs_pipeline.models.heads import RandomSetHead
 
 CLASSIFIER_INFO = "classifier.json"
-CLASSIFIER_PROVENANCE = Provenance("classifier", 1)
+CLASSIFIER_SCHEMA = "classifier"
+CLASSIFIER_PROVENANCE = Provenance(CLASSIFIER_SCHEMA, 1)
 
 
 def build_classifier(
@@ -54,9 +64,16 @@ def build_classifier(
 
 
 def save_classifier(
-    classifier: RandomSetClassifier, directory: str | Path, tokenizer: PreTrainedTokenizerBase | None = None
+    classifier: RandomSetClassifier,
+    directory: str | Path,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    config_hash: str = "",
 ) -> Path:
-    """Write ``classifier`` atomically to ``directory`` (``tokenizer`` is needed for ``partial`` only)."""
+    """Write ``classifier`` atomically to ``directory`` (``tokenizer`` is needed for ``partial`` only).
+
+    ``config_hash`` (the training run's, ``xurs_pipeline.config.train_run_hash``) goes into the provenance
+    of ``classifier.json``; :func:`load_classifier` can then refuse a checkpoint of another config.
+    """
     adaptation = classifier.meta.get("adaptation", "head_only")
     if "backbone_sha256" not in classifier.meta:
         raise ValueError("classifier.meta has no backbone_sha256: build it with build_classifier")
@@ -83,7 +100,7 @@ def save_classifier(
                 )
             origin = {"kind": "partial", "base_sha256": classifier.meta["backbone_sha256"]}
             write_backbone_dir(classifier.backbone, tokenizer, tmp / "backbone", origin)
-        write_json(info, tmp / CLASSIFIER_INFO, CLASSIFIER_PROVENANCE)
+        write_json(info, tmp / CLASSIFIER_INFO, Provenance(CLASSIFIER_SCHEMA, 1, config_hash))
     return final
 
 
@@ -109,15 +126,20 @@ def _referenced_backbone(directory: Path, info: dict, backbone_dir: str | Path |
 
 
 def load_classifier(
-    directory: str | Path, backbone_dir: str | Path | None = None
+    directory: str | Path, backbone_dir: str | Path | None = None, config_hash: str = ""
 ) -> tuple[RandomSetClassifier, PreTrainedTokenizerBase]:
-    """(classifier in eval mode with every weight frozen, tokenizer) from :func:`save_classifier`."""
+    """(classifier in eval mode with every weight frozen, tokenizer) from :func:`save_classifier`.
+
+    With ``config_hash`` the checkpoint must have been saved under it (ArtifactError otherwise).
+    """
     path = Path(directory)
-    info = read_json(path / CLASSIFIER_INFO, CLASSIFIER_PROVENANCE)
+    info = read_json(path / CLASSIFIER_INFO, Provenance(CLASSIFIER_SCHEMA, 1, config_hash))
     base_dir = _referenced_backbone(path, info, backbone_dir)
     loaded = load_backbone_dir(path / "backbone" if info["adaptation"] == "partial" else base_dir)
     backbone_model, tokenizer = loaded.model, loaded.tokenizer
     if info["adaptation"] == "lora":
+        for weights in sorted((path / "adapter").glob("*.safetensors")):
+            check_safetensors(weights)
         backbone_model = PeftModel.from_pretrained(backbone_model, path / "adapter")
     head = RandomSetHead(**info["head"])
     load_head_weights(head, path, expected_in=loaded.model.config.hidden_size)
@@ -140,7 +162,15 @@ def load_head_weights(head: RandomSetHead, directory: str | Path, expected_in: i
         raise ArtifactError(
             f"{path}: checkpoint from another model or head: saved head {saved}, expected {head.describe()}"
         )
-    head.load_state_dict(load_file(path / "head.safetensors"))
+    weights = read_safetensors(path / "head.safetensors")
+    counts = {name: int((~torch.isfinite(tensor)).sum()) for name, tensor in weights.items()}
+    bad = {name: n for name, n in counts.items() if n}
+    if bad:
+        raise ArtifactError(
+            f"{path / 'head.safetensors'}: non-finite head weights (NaN/inf count per tensor: {bad}); the "
+            "checkpoint is unusable. Retrain (`dvc repro train`), e.g. with a lower train.lr_head."
+        )
+    head.load_state_dict(weights)
 
 
 def warm_start_head(classifier: RandomSetClassifier, directory: str | Path) -> None:

@@ -53,6 +53,8 @@ class ModelConfig:
         for key in ("tiny_hidden_size", "tiny_layers", "tiny_heads", "head_hidden"):
             if getattr(self, key) <= 0:
                 raise ValueError(f"model.{key}={getattr(self, key)}: must be positive")
+        if not 0 <= self.tiny_seed < 2**32:
+            raise ValueError(f"model.tiny_seed={self.tiny_seed}: must be in [0, 2**32 - 1]")
         if self.tiny_hidden_size % self.tiny_heads:
             raise ValueError(
                 f"model.tiny_hidden_size={self.tiny_hidden_size}: must be divisible by "

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
-from xurs_pipeline.io import atomic_path
+from xurs_pipeline.io import ArtifactError, atomic_path, read_safetensors
 from xurs_pipeline.models.classifier import RandomSetClassifier
 from xurs_pipeline.models.collate import pad_batch
 
@@ -87,13 +87,18 @@ def cached_features(
     )
     path = Path(cache_dir) / f"{key}.safetensors"
     if path.is_file():
-        features = load_file(path)["features"]
-        if features.shape[0] == len(input_ids):
-            log.info("feature cache hit: %s (%d prompts)", path, len(input_ids))
-            return features, True
-        log.warning(
-            "feature cache %s has %d rows, expected %d: recomputing", path, features.shape[0], len(input_ids)
-        )
+        try:
+            features = read_safetensors(path)["features"]
+        except (ArtifactError, KeyError) as err:
+            log.warning("feature cache %s is unreadable (%s): recomputing", path, err)
+        else:
+            if features.shape[0] == len(input_ids):
+                log.info("feature cache hit: %s (%d prompts)", path, len(input_ids))
+                return features, True
+            log.warning(
+                "feature cache %s has %d rows, expected %d: recomputing",
+                path, features.shape[0], len(input_ids),
+            )  # fmt: skip
     features = extract_features(classifier, input_ids, pad_token_id, batch_size, device)
     with atomic_path(path) as tmp:
         save_file({"features": features.contiguous()}, str(tmp), metadata={"key": key})

@@ -67,6 +67,8 @@ class TrainConfig:
         for key in ("weight_decay", "set_loss_weight"):
             if getattr(self, key) < 0:
                 raise ValueError(f"train.{key}={getattr(self, key)}: must be >= 0")
+        if not 0 <= self.seed < 2**32:
+            raise ValueError(f"train.seed={self.seed}: must be in [0, 2**32 - 1] (numpy seeds)")
         if self.patience < 0:
             raise ValueError(f"train.patience={self.patience}: must be >= 0 (0 disables early stopping)")
         for key in ("warmup_fraction", "lora_dropout"):

@@ -1,8 +1,9 @@
 """Training data: token or cached-feature datasets, their collation, a per-epoch seeded order, and the
 forward wrappers that let one loop train a classifier from token ids or from cached features.
 
-Batches are dicts ``{"inputs": {...}, "labels": (batch,), "target_masses": (batch, 15) | absent}``; the
-model is called as ``model(**batch["inputs"])`` so that accelerate/DDP wrapping sees a plain forward.
+Batches are dicts ``{"inputs": {...}, "labels": (batch,), "target_masses": (batch, 15) | absent,
+"index": (batch,) positions in the set}``; the model is called as ``model(**batch["inputs"])`` so that
+accelerate/DDP wrapping sees a plain forward.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ Batch = dict[str, Any]
 @dataclass(frozen=True)
 class LabelledSet:
     """Examples: ``inputs`` is a list of token-id lists or a features tensor (n, d); labels (n,) in 0..3;
-    target_masses (n, 15) or None."""
+    target_masses (n, 15) or None; record_ids (n,) or empty (they name examples in error messages)."""
 
     inputs: Sequence[Sequence[int]] | torch.Tensor
     labels: torch.Tensor
     target_masses: torch.Tensor | None = None
+    record_ids: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.inputs)
@@ -41,6 +43,12 @@ class LabelledSet:
             raise ValueError(
                 f"target_masses: expected shape ({n}, 15), got {tuple(self.target_masses.shape)}"
             )
+        if self.record_ids and len(self.record_ids) != n:
+            raise ValueError(f"record_ids: expected {n}, got {len(self.record_ids)}")
+
+    def names(self, positions: Sequence[int]) -> list[str]:
+        """Record ids at ``positions`` (positions themselves when the set has no ids)."""
+        return [self.record_ids[i] if self.record_ids else f"#{i}" for i in positions]
 
 
 class ExampleDataset(Dataset):
@@ -53,7 +61,7 @@ class ExampleDataset(Dataset):
         return len(self.data.inputs)
 
     def __getitem__(self, i: int) -> dict[str, Any]:
-        item: dict[str, Any] = {"inputs": self.data.inputs[i], "labels": self.data.labels[i]}
+        item: dict[str, Any] = {"inputs": self.data.inputs[i], "labels": self.data.labels[i], "index": i}
         if self.data.target_masses is not None:
             item["target_masses"] = self.data.target_masses[i]
         return item
@@ -76,6 +84,8 @@ class Collator:
         batch: Batch = {"inputs": inputs, "labels": torch.stack([it["labels"] for it in items]).long()}
         if "target_masses" in items[0]:
             batch["target_masses"] = torch.stack([it["target_masses"] for it in items]).float()
+        if "index" in items[0]:
+            batch["index"] = torch.tensor([it["index"] for it in items])
         return batch
 
 

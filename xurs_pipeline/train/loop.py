@@ -76,6 +76,26 @@ class FitResult:
         return asdict(self)
 
 
+def _nonfinite(
+    what: str,
+    epoch: int,
+    step: int,
+    batch: dict[str, Any],
+    data: LabelledSet,
+    rows: torch.Tensor | None = None,
+) -> FloatingPointError:
+    """The error for a non-finite value in a training step, naming the records: ``rows`` (b,) bool of the
+    batch, or the whole batch."""
+    index = batch["index"] if rows is None else batch["index"][rows.to(batch["index"].device)]
+    names = data.names(index.tolist()) if "index" in batch else []
+    scope = "the batch of records" if rows is None else "records"
+    return FloatingPointError(
+        f"epoch {epoch}, optimizer step {step}: {what} for {scope} {names[:16]}; stopped before the weights "
+        "took it (the last saved state is intact). Lower train.lr_head / train.lr_adapter, use "
+        "mixed_precision 'no' or model.dtype float32, or check these records."
+    )
+
+
 def _param_groups(groups: dict[str, list[nn.Parameter]], s: FitSettings) -> list[dict[str, Any]]:
     lrs = {"head": s.lr_head, "adapter": s.lr_adapter}
     out = []
@@ -172,17 +192,28 @@ def fit(
         for batch in train_loader:
             with accelerator.accumulate(model):
                 out = model(**batch["inputs"])
+                finite = torch.isfinite(out.masses).all(-1)  # (b,), before the loss validates the masses
+                if not bool(finite.all()):
+                    raise _nonfinite("non-finite outputs", epoch, progress["steps"], batch, train, ~finite)
                 loss = rs_loss(
                     out, batch["labels"], output_kind, s.set_loss_weight, batch.get("target_masses")
                 ).total
+                value = loss.item()
+                if not math.isfinite(value):
+                    raise _nonfinite(f"training loss {value}", epoch, progress["steps"], batch, train)
                 accelerator.backward(loss)
                 if accelerator.sync_gradients:
-                    accelerator.clip_grad_norm_(model.parameters(), s.max_grad_norm)
+                    norm = accelerator.clip_grad_norm_(model.parameters(), s.max_grad_norm)
+                    if norm is not None and s.mixed_precision != "fp16" and not math.isfinite(float(norm)):
+                        # (fp16 runs skip such steps through their gradient scaler)
+                        raise _nonfinite(
+                            f"gradient norm {float(norm)}", epoch, progress["steps"], batch, train
+                        )
                     progress["steps"] += 1
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad()
-            loss_sum += loss.item() * len(batch["labels"])
+            loss_sum += value * len(batch["labels"])
             count += len(batch["labels"])
         dev_loss, dev_nll, dev_acc = _evaluate(model, dev_loader, accelerator, output_kind, s.set_loss_weight)
         score = dev_nll if s.select_by == "answer_nll" else dev_loss

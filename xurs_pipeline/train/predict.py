@@ -59,6 +59,20 @@ def classifier_outputs(
     return ClassifierOutput(torch.cat(raws), torch.cat(masses))
 
 
+def check_finite_outputs(output: ClassifierOutput, record_ids: Sequence[str]) -> None:
+    """Raise FloatingPointError naming the records whose raw outputs (n, 14|15) or masses (n, 15) hold
+    NaN or inf (e.g. float16 overflow in the backbone, NaN weights), so none is written as a number."""
+    finite = torch.isfinite(output.raw).all(-1) & torch.isfinite(output.masses).all(-1)  # (n,)
+    if bool(finite.all()):
+        return
+    bad = [record_ids[i] for i in (~finite).nonzero().flatten().tolist()]
+    raise FloatingPointError(
+        f"non-finite classifier outputs for {len(bad)} of {len(record_ids)} records (e.g. {bad[:10]}); "
+        "nothing was written. Usual causes: float16 overflow (set model.dtype=bfloat16 or float32) or NaN "
+        "weights."
+    )
+
+
 def _rows(x: torch.Tensor) -> list[np.ndarray]:
     return list(x.double().numpy())
 
@@ -79,6 +93,7 @@ def prediction_frame(
     n = len(record_ids)
     if output.masses.shape[0] != n or len(labels) != n:
         raise ValueError(f"prediction_frame: {output.masses.shape[0]} outputs, {len(labels)} labels, {n} ids")
+    check_finite_outputs(output, record_ids)
     answer = torch.as_tensor(list(labels), dtype=torch.long)
     frame = pd.DataFrame({"record_id": list(record_ids), "answer_idx": answer.numpy()})
     if output_kind == "belief14":

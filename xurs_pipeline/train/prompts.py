@@ -48,4 +48,5 @@ def split_examples(
             )
         targets = torch.as_tensor(np.stack(rows["target_masses"].to_numpy()), dtype=torch.float32)
     labels = torch.tensor(rows["answer_idx"].to_numpy(dtype=np.int64))
-    return SplitExamples(LabelledSet(ids, labels, targets), rows["record_id"].astype(str).tolist())
+    record_ids = rows["record_id"].astype(str).tolist()
+    return SplitExamples(LabelledSet(ids, labels, targets, tuple(record_ids)), record_ids)

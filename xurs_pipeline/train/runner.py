@@ -52,6 +52,19 @@ def features_for(
         return cached_features(classifier, input_ids, pad_token_id, cache_dir, batch_size, state.device)
 
 
+def check_finite_features(features: torch.Tensor, data: LabelledSet) -> None:
+    """Raise FloatingPointError naming the prompts whose backbone features (n, d) hold NaN or inf."""
+    finite = torch.isfinite(features).all(-1)  # (n,)
+    if bool(finite.all()):
+        return
+    bad = data.names((~finite).nonzero().flatten().tolist())
+    raise FloatingPointError(
+        f"backbone features of {len(bad)} of {len(finite)} prompts are not finite (e.g. {bad[:10]}); "
+        "nothing was trained. Usual causes: float16 overflow (set model.dtype=bfloat16 or float32) or "
+        "NaN backbone weights."
+    )
+
+
 def train_classifier(
     classifier: RandomSetClassifier,
     train: LabelledSet,
@@ -79,7 +92,8 @@ def train_classifier(
                 classifier, data.inputs, pad_token_id, feature_cache_dir, feature_batch_size
             )
             hits.append(hit)
-            sets.append(LabelledSet(feats, data.labels, data.target_masses))
+            check_finite_features(feats, data)
+            sets.append(LabelledSet(feats, data.labels, data.target_masses, data.record_ids))
         model = FeatureForward(classifier.head)
         train, dev = sets
     else:

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import torch
 from accelerate import Accelerator
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 
-from xurs_pipeline.io import Provenance, read_json, write_json
+from xurs_pipeline.io import ArtifactError, Provenance, read_json, read_safetensors, write_json
 from xurs_pipeline.models.atomic_dir import atomic_directory
 
 STATE_PROVENANCE = Provenance("train_state", 1)
@@ -102,15 +102,29 @@ def load_state(
     optimizer: torch.optim.Optimizer,
     scheduler: Any,
 ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """Restore parameters, optimizer, scheduler and RNG; returns (best parameters, progress)."""
+    """Restore parameters, optimizer, scheduler and RNG; returns (best parameters, progress).
+
+    A truncated or corrupt state file raises ArtifactError naming it (delete the directory, or run
+    without ``train.resume``, to start over).
+    """
     progress = read_json(state_dir / "progress.json", STATE_PROVENANCE)
     load_trainable(
-        accelerator.unwrap_model(model), load_file(state_dir / "trainable.safetensors"), str(state_dir)
+        accelerator.unwrap_model(model), read_safetensors(state_dir / "trainable.safetensors"), str(state_dir)
     )
-    optimizer.load_state_dict(torch.load(state_dir / "optimizer.pt", weights_only=True))
-    scheduler.load_state_dict(torch.load(state_dir / "scheduler.pt", weights_only=True))
+    optimizer.load_state_dict(_torch_load(state_dir / "optimizer.pt"))
+    scheduler.load_state_dict(_torch_load(state_dir / "scheduler.pt"))
     rng_file = state_dir / f"rng_{accelerator.process_index}.pt"
     if not rng_file.is_file():
         raise FileNotFoundError(f"{rng_file}: missing; the state was saved with fewer processes")
-    _set_rng_state(torch.load(rng_file, weights_only=False))  # our own file: numpy/python RNG tuples
-    return load_file(state_dir / "best.safetensors"), progress
+    _set_rng_state(_torch_load(rng_file, weights_only=False))  # our own file: numpy/python RNG tuples
+    return read_safetensors(state_dir / "best.safetensors"), progress
+
+
+def _torch_load(path: Path, weights_only: bool = True) -> Any:
+    try:
+        return torch.load(path, weights_only=weights_only)
+    except Exception as err:  # torch raises RuntimeError, EOFError, UnpicklingError... on a bad file
+        raise ArtifactError(
+            f"{path}: corrupt or truncated training state ({type(err).__name__}: {err}). Delete "
+            f"{path.parent} or run without train.resume to start over."
+        ) from err
