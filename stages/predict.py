@@ -17,7 +17,7 @@ import pandas as pd
 from accelerate import PartialState
 
 from stages._common import log, run_stage
-from xurs_pipeline.config import RootConfig, train_run_hash
+from xurs_pipeline.config import RootConfig, configuration_label, train_run_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
 from xurs_pipeline.io import ArtifactError, Provenance, config_hash, write_json, write_parquet
@@ -25,12 +25,6 @@ from xurs_pipeline.models.checkpoint import load_classifier
 from xurs_pipeline.train.metrics import correction_audit, prediction_metrics
 from xurs_pipeline.train.predict import PREDICTION_COLUMNS, classifier_outputs, prediction_frame
 from xurs_pipeline.train.prompts import split_examples
-
-
-def configuration_name(cfg: RootConfig) -> str:
-    """Row label of the correction table, e.g. ``smoke/tiny/head_only/seed7``."""
-    source = Path(cfg.model.source).stem if cfg.model.source else cfg.model.backbone
-    return f"{cfg.experiment_name}/{source}/{cfg.train.adaptation}/seed{cfg.train.seed}"
 
 
 def body(cfg: RootConfig) -> None:
@@ -62,7 +56,7 @@ def body(cfg: RootConfig) -> None:
             frame.insert(1, "split", split)
             frames.append(frame)
             metrics[split] = prediction_metrics(frame)
-            audit[split] = correction_audit(frame, configuration_name(cfg))
+            audit[split] = correction_audit(frame, configuration_label(cfg))
             log.info("predict %s: %s", split, metrics[split])
     except (ArtifactError, ValueError, FloatingPointError) as err:  # nothing is written
         log.error("predict: %s", err)

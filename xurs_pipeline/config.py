@@ -123,7 +123,10 @@ def compose(overrides: list[str] | None = None, conf_dir: str | os.PathLike[str]
 
 def configuration_label(cfg: RootConfig) -> str:
     """Row label of a configuration in tables (e.g. ``smoke/tiny/head_only/seed7``)."""
-    source = Path(cfg.model.source).stem if cfg.model.source else cfg.model.backbone
+    if cfg.model.source:
+        source = Path(cfg.model.source).stem
+    else:
+        source = Path(cfg.model.gguf_file).stem if cfg.model.backbone == "gguf" else cfg.model.backbone
     return f"{cfg.experiment_name}/{source}/{cfg.train.adaptation}/seed{cfg.train.seed}"
 
 
