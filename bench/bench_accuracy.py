@@ -8,6 +8,9 @@ Controlled models: the smoke experiment's tiny random Llama backbone (``material
 the App. A conversion and Eq. 5 correction, which has kinks). The head's weights are redrawn so that
 its raw outputs spread with standard deviation ``--logit-std`` (default 3) across inputs: the head's own
 near-zero init puts every width near 7/15, and any estimator would pass a 0.01 residual tolerance.
+The belief14 head's biases are -2.5 / -1.0 / +0.5 for sets of size 1 / 2 / 3, so beliefs grow with the
+set: with zero biases the positive-part conversion (App. A) clips nearly every non-singleton mass to 0
+and every width is 0 (measured: median gap 0.000).
 The script prints the distribution of |F_c(X) - F_c(B)| over all (question, reference) pairs and
 refuses to go on if its median is below 0.05.
 
@@ -40,12 +43,14 @@ from xurs_pipeline.attribution.endpoints import input_width, prepared_widths, pr
 from xurs_pipeline.attribution.estimators import CollectionResult, expected_gradients, integrated_gradients
 from xurs_pipeline.attribution.model import Objective
 from xurs_pipeline.attribution.references import prepare_training
+from xurs_pipeline.credal import FOCAL_SETS
 from xurs_pipeline.models import RandomSetClassifier, build_classifier
 from xurs_pipeline.models.backbone import TinySpec, load_backbone_dir, materialize_backbone
 
 CPU = torch.device("cpu")
 LENGTH, N_REFS, CALL = 32, 16, 512
 TRUTH_POINTS, MAX_POINTS, TOLERANCE = 128, 256, 0.01
+BELIEF_BIAS = {1: -2.5, 2: -1.0, 3: 0.5}  # belief14 head bias by focal-set size (see module docstring)
 
 
 @dataclass
@@ -75,11 +80,13 @@ def build_model(output_kind: str, logit_std: float, work: Path) -> RandomSetClas
     model = build_classifier(load_backbone_dir(directory), output_kind, seed=3)
     linear = model.head.net
     gen = torch.Generator().manual_seed(3)
+    sizes = [len(s) for s in FOCAL_SETS[: linear.out_features]]
+    bias = [BELIEF_BIAS[k] for k in sizes] if output_kind == "belief14" else [0.0] * len(sizes)
     with torch.no_grad():
         linear.weight.copy_(
             torch.randn(linear.weight.shape, generator=gen) * logit_std / linear.in_features**0.5
         )
-        linear.bias.zero_()
+        linear.bias.copy_(torch.tensor(bias))
     return model.eval().requires_grad_(False)
 
 

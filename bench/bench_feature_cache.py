@@ -155,7 +155,7 @@ def main() -> None:
     print(C.markdown_table(["what", "cached (s)", "uncached (s)", "uncached / cached"], rows))
     print(
         f"\nLargest difference between the heads trained with and without the cache (same seed): "
-        f"{max(diffs):.1e} (padding of the feature-extraction batches differs from the training batches)."
+        f"{max(diffs):.1e} (0 = bitwise identical)."
     )
     C.print_footer(started)
 

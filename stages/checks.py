@@ -3,7 +3,7 @@
 - ``checks.parquet`` (schema ``checks``) and ``checks.json`` (metrics): completeness (Eq. 9, Table 7 /
   App. B.4), comparisons with ``evaluation.comparison_runs`` (Tables 6, 7), leave-one-collection-out
   (Table 6), reference endpoints (Eq. 10; a shift above ``evaluation.reference_shift_warning`` fails and
-  warns), controlled-model gates (App. D.3, synthetic data only);
+  warns); the controlled-model gates (App. D.3) are the ``gates`` stage's, which needs no attributions;
 - ``details/``: per-question comparisons, endpoints (Table 3), clue localisation (Table 9) and the
   model-randomisation movement.
 """
@@ -18,10 +18,8 @@ import pandas as pd
 from stages._common import log, run_stage
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
 from xurs_pipeline.data.dataset import data_config_hash
-from xurs_pipeline.evaluation.artifacts import read_attributions, read_predictions, read_prompts
-from xurs_pipeline.evaluation.controlled import CONTROLLED_COLUMNS, controlled_predictions
+from xurs_pipeline.evaluation.artifacts import read_attributions, read_prompts
 from xurs_pipeline.evaluation.evidence import endpoint_checks, localisation_table
-from xurs_pipeline.evaluation.gates import gate_checks
 from xurs_pipeline.evaluation.randomisation import cascade_names, randomisation_check
 from xurs_pipeline.evaluation.reattribute import attribution_callable
 from xurs_pipeline.evaluation.run_checks import (
@@ -33,20 +31,6 @@ from xurs_pipeline.evaluation.run_checks import (
 from xurs_pipeline.evaluation.verdicts import Check, checks_frame, checks_summary, json_safe
 from xurs_pipeline.io import ArtifactError, Provenance, config_hash, write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
-
-
-def _gates(cfg: RootConfig, artifacts: Path, prompts: pd.DataFrame) -> list[Check]:
-    if not set(CONTROLLED_COLUMNS) <= set(prompts.columns):
-        return []
-    predictions = read_predictions(artifacts / "predict" / "predictions.parquet")
-    predicted = set(prompts[prompts["record_id"].isin(predictions["record_id"])]["split"])
-    splits = [s for s in cfg.evaluation.gate_splits if s in predicted]
-    if not splits:
-        log.warning(
-            "checks: no predictions on evaluation.gate_splits=%s; gates skipped", cfg.evaluation.gate_splits
-        )
-    return [c for s in splits for c in gate_checks(controlled_predictions(prompts, predictions, s),
-                                                   cfg.evaluation.gates, f"gates_{s}")]  # fmt: skip
 
 
 def _randomisation(cfg: RootConfig, artifacts: Path, prompts: pd.DataFrame, main: Run) -> pd.DataFrame:
@@ -87,7 +71,6 @@ def body(cfg: RootConfig) -> None:
             Check("reference_endpoints", f"shift_{e.case}", e.shift, e.warn_above, "<=", 1) for e in endpoints
         ]
         details["localisation"] = localisation_table(main.frame, prompts)
-        checks += _gates(cfg, artifacts, prompts)
         details["randomisation"] = _randomisation(cfg, artifacts, prompts, main)
     except (ArtifactError, ValueError, KeyError) as err:
         log.error("checks: %s", err)

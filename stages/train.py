@@ -40,8 +40,10 @@ def body(cfg: RootConfig) -> None:
         )
         dev = split_examples(prompts, "dev", vocab, mass15, where=str(artifacts / "prepared" / PROMPTS_FILE))
         classifier = build_classifier(
-            backbone, m.output_kind, m.head, m.head_hidden, m.conversion, seed=t.seed
-        )
+            backbone, m.output_kind, m.head, m.head_hidden, m.conversion, seed=t.seed,
+            feature_layers=m.feature_layers, pooling=m.pooling, head_depth=m.head_depth,
+            head_dropout=m.head_dropout,
+        )  # fmt: skip
         outcome = train_classifier(
             classifier, train.data, dev.data, backbone.tokenizer.pad_token_id,
             Adaptation(t.adaptation, t.partial_layers, LoraSpec(t.lora_rank, t.lora_alpha, t.lora_dropout,

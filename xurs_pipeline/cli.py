@@ -9,7 +9,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("params", "explain", "tables", "report")
+COMMANDS = ("params", "explain", "tables", "report", "gates-sweep")  # module: name with "_" for "-"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,12 +18,13 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "XU-RS: explain why a random-set language-model classifier is uncertain, by attributing the "
             "credal width of its answer to input tokens. The full pipeline runs with `dvc repro`; these "
-            "commands compose configs, explain single questions and rebuild tables and reports."
+            "commands compose configs, explain single questions, rebuild tables and reports and compare "
+            "training sweeps on the controlled-model gates."
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        module = importlib.import_module(f"xurs_pipeline.commands.{name}")
+        module = importlib.import_module(f"xurs_pipeline.commands.{name.replace('-', '_')}")
         module.add_parser(sub)
     return parser
 

@@ -20,7 +20,7 @@ from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_
 from xurs_pipeline.credal import credal_width
 from xurs_pipeline.data.dataset import data_config_hash, prepare_dataset
 from xurs_pipeline.evaluation.artifacts import read_attributions
-from xurs_pipeline.io import Provenance, read_parquet, write_parquet
+from xurs_pipeline.io import read_parquet
 from xurs_pipeline.models.backbone import TinySpec, load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.checkpoint import build_classifier, load_classifier, save_classifier
 
@@ -51,11 +51,6 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     prompts = read_parquet(root / "prepared" / "prompts.parquet")
     run_attribution(model, prompts, cfg.attribution, pad_id=tokenizer.pad_token_id, max_positions=1024,
                     out_dir=root / "attribute", fingerprint=attribution_fingerprint(cfg))  # fmt: skip
-    ids = [torch.tensor(list(r)) for r in prompts["input_ids"]]
-    with torch.no_grad():
-        masses = [model.classify_ids(i[None], torch.ones_like(i)[None]).masses[0].tolist() for i in ids]
-    write_parquet(prompts[["record_id"]].assign(masses=masses), root / "predict" / "predictions.parquet",
-                  Provenance("predictions", 1))  # fmt: skip
     return root
 
 
@@ -91,13 +86,13 @@ def test_mask_eval_stage_writes_per_question_table_and_metrics(artifacts: Path):
     assert row["top_positions"][0] == np.flatnonzero(eligible)[np.argmax(magnitude[eligible])]
 
 
-def test_checks_stage_reports_verdicts_for_completeness_and_gates(artifacts: Path):
+def test_checks_stage_reports_verdicts_for_completeness_not_gates(artifacts: Path):
     checks_stage.body(make_cfg(artifacts))
     table = read_parquet(artifacts / "checks" / "checks.parquet")
     summary = json.loads((artifacts / "checks" / "checks.json").read_text())
     groups = set(table["group"])
     assert "completeness_eg_zero" in groups
-    assert {"gates_test", "gates_test_familiar", "gates_test_unseen"} <= groups
+    assert not any(g.startswith("gates") for g in groups)  # the gates stage's (test_eval_gates_stage.py)
     assert summary["n_checks"] == len(table)
     assert summary["n_passed"] == int(table["passed"].sum())
     assert table["passed"].dtype == bool

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -48,8 +49,14 @@ def test_model_sources() -> None:
         ({"padding_side": "both"}, "model.padding_side='both'"),
         ({"tiny_hidden_size": 66}, "model.tiny_hidden_size=66"),
         ({"head_hidden": 0}, "model.head_hidden=0"),
+        ({"head_depth": 0}, "model.head_depth=0"),
+        ({"head_dropout": 1.0}, "model.head_dropout=1.0"),
+        ({"pooling": "max"}, "model.pooling='max'"),
+        ({"feature_layers": []}, "model.feature_layers=[]"),
+        ({"feature_layers": [1.5]}, "model.feature_layers=[1.5]: must be a non-empty list of int"),
+        ({"feature_layers": [-1, -1]}, "model.feature_layers=[-1, -1]: must not repeat"),
     ],
 )
 def test_bad_model_values_name_the_key(changes: dict, message: str) -> None:
-    with pytest.raises(ValueError, match=message.replace(".", r"\.").replace("(", r"\(")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         ModelConfig(**changes)

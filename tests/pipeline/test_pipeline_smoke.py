@@ -51,10 +51,11 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_every_stage_leaves_its_outputs_and_a_second_repro_runs_nothing(project: Path) -> None:
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
-    assert set(stages) == {"backbone", "prepare", "train", "predict", "attribute", "mask_eval", "checks",
-                           "tables", "report"}  # fmt: skip
+    assert set(stages) == {"backbone", "prepare", "train", "predict", "gates", "attribute", "mask_eval",
+                           "checks", "tables", "report"}  # fmt: skip
     for path in ("data/backbone/model.safetensors", "data/prepared/prompts.parquet",
                  "data/train/classifier/classifier.json", "data/predict/predictions.parquet",
+                 "data/gates/gates.parquet", "data/gates/gates.json",
                  "data/attribute/attributions.parquet", "data/mask_eval/per_question.parquet",
                  "data/checks/checks.parquet", "results/tables/table1_effects.tex",
                  "results/plots/topk_curve.png", "results/html/index.html"):  # fmt: skip
@@ -106,8 +107,13 @@ def test_table_cells_equal_the_artifacts(project: Path) -> None:
     numerics = pd.read_csv(tables / "table2_numerics.csv")
     assert numerics.loc[0, "residual"] == pytest.approx(np.median(attributions["residual"]))
     checks = pd.read_parquet(project / "data/checks/checks.parquet")
+    gates = pd.read_parquet(project / "data/gates/gates.parquet")
+    assert {"dev", "test"} == set(gates["split"])  # V1 smoke data: familiar templates only
     verdicts = pd.read_csv(tables / "verdicts.csv")
-    assert verdicts["value"].to_numpy() == pytest.approx(checks["value"].to_numpy(), nan_ok=True)
+    both = np.concatenate([checks["value"].to_numpy(), gates["value"].to_numpy()])
+    assert verdicts["value"].to_numpy() == pytest.approx(both, nan_ok=True)
+    gate_table = pd.read_csv(tables / "gates.csv")
+    assert gate_table["value"].to_numpy() == pytest.approx(gates["value"].to_numpy(), nan_ok=True)
     assert (verdicts["config_hash"] == effects.loc[0, "config_hash"]).all()
 
 

@@ -45,6 +45,8 @@ class AttributionConfig:
     ig_*: quadrature, starting points per reference, adaptive refinement of references whose
       completeness residual exceeds ``ig_tolerance`` (x ``ig_refine_factor`` points, up to ``ig_max_points``).
     eval_batch_size: prompts per no-grad call when evaluating widths of references.
+    reuse_prefix: run the prompt prefix that every reference of a plan shares with the input once and
+      only the rest per gradient sample (``attribution.prefix``; same results to rounding).
     on_nonfinite: a question with inf/NaN widths or gradients is ``report``-ed (``nonfinite.json`` with
       its reference ids, no row), ``raise``-d, or ``retry``-ed once in float32 (half precision runs;
       reported if it fails again).
@@ -72,6 +74,7 @@ class AttributionConfig:
     precision: str = "float32"
     seed: int = 11
     eval_batch_size: int = 16
+    reuse_prefix: bool = True
     device: str = "auto"
     on_nonfinite: str = "report"
     progress: bool = True

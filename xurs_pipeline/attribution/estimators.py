@@ -54,10 +54,11 @@ def expected_gradients(
     seed: int,
     samples_per_call: int,
     on_batch: Callable[[int], None] | None = None,
+    reuse_prefix: bool = True,
 ) -> CollectionResult:
     """EG (Eq. 3) over the collection with a seeded plan; ``ref_widths`` (M, 4) are prepared widths."""
     plan = eg_plan(len(refs), n_samples, seed)
-    sums = accumulate(model, objective, prompt, refs, plan, samples_per_call, on_batch)
+    sums = accumulate(model, objective, prompt, refs, plan, samples_per_call, on_batch, reuse_prefix)
     draws = plan.draws(len(refs))
     targets = list(objective.targets)
     weights = torch.as_tensor(draws / draws.sum(), dtype=torch.float32, device=ref_widths.device)
@@ -89,6 +90,7 @@ def integrated_gradients(
     refine_factor: int = 4,
     max_points: int = 2048,
     on_batch: Callable[[int], None] | None = None,
+    reuse_prefix: bool = True,
 ) -> CollectionResult:
     """IG per reference with quadrature ``rule``; average over references with equal weights.
 
@@ -109,7 +111,7 @@ def integrated_gradients(
         n = n_points
         while True:
             plan = ig_plan(r, rule, n)
-            sums = accumulate(model, objective, prompt, refs, plan, samples_per_call, on_batch)
+            sums = accumulate(model, objective, prompt, refs, plan, samples_per_call, on_batch, reuse_prefix)
             grad_evals += sums.grad_evals
             e_r = objective.group(sums.e)  # (T, L, d)
             residual[r] = np.abs(objective.group(sums.per_ref[r]).cpu().numpy() - gap[r])

@@ -12,6 +12,12 @@ keeps the smaller size. A batch's contributions are added only once all its obje
 succeeded, so a retry never counts a sample twice. Failing at one sample per call raises
 :class:`AttributionMemoryError`, which names ``attribution.samples_per_call`` and the prompt length.
 Without a retry the sums are exactly those of a fixed batch size; after one they agree to rounding.
+
+Shared prefix (``reuse_prefix``, ``attribution.reuse_prefix``): where every reference of the plan equals
+X on positions [0, p), Z_s equals X there for every sample, so the model (if it provides
+``PrefixReuse``) runs X[:, :p] once and each batch only [p, L), under the full-length mask and the
+suffix's positions; rows [0, p) of ``e`` are exactly 0, as (X - B_s) = 0 there. The sums agree with the
+full-length path to rounding. Short prefixes and other models use the full-length path (``prefix``).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import torch
 
 from xurs_pipeline.attribution.model import Objective, WidthModel, frozen
 from xurs_pipeline.attribution.plan import SamplingPlan
+from xurs_pipeline.attribution.prefix import SharedPrefix, shared_prefix
 from xurs_pipeline.attribution.references import PreparedReferences
 
 log = logging.getLogger("xurs")
@@ -49,12 +56,14 @@ class GradientSums:
       completeness residuals of IG).
     nonfinite: (n,) bool, samples whose contribution or output was inf/nan.
     grad_evals: number of gradient samples evaluated (n).
+    prefix: positions [0, prefix) run once and shared by every sample (0: full-length path).
     """
 
     e: torch.Tensor
     per_ref: torch.Tensor
     nonfinite: torch.Tensor
     grad_evals: int
+    prefix: int = 0
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,7 @@ def accumulate(
     plan: SamplingPlan,
     samples_per_call: int,
     on_batch: Callable[[int], None] | None = None,
+    reuse_prefix: bool = True,
 ) -> GradientSums:
     """Run ``plan`` in batches of ``samples_per_call``; see module docstring. Shapes in GradientSums."""
     x = prompt.embeds
@@ -89,11 +99,13 @@ def accumulate(
     nonfinite = torch.zeros(len(plan), dtype=torch.bool, device=device)
     size, start = samples_per_call, 0
     with frozen(model), torch.enable_grad():  # type: ignore[arg-type]
+        prefix = shared_prefix(model, prompt, refs, ref_index) if reuse_prefix else None
+        rows = slice(prefix.length if prefix else 0, length)
         while start < len(plan):
             part = slice(start, min(start + size, len(plan)))
             try:
                 columns = _batch_sums(
-                    model, objective, prompt, refs, ref_index[part], alpha[part], weight[part]
+                    model, objective, prompt, refs, ref_index[part], alpha[part], weight[part], prefix
                 )
             except RuntimeError as err:
                 if not is_out_of_memory(err):
@@ -104,12 +116,12 @@ def accumulate(
             with torch.no_grad():
                 for k, (weighted, sample_sum, out_k) in enumerate(columns):
                     nonfinite[part] |= ~(torch.isfinite(sample_sum) & torch.isfinite(out_k))
-                    e[k].add_(weighted)
+                    e[k, rows].add_(weighted)
                     per_ref[:, k].index_add_(0, idx, sample_sum * w)
             if on_batch is not None:
                 on_batch(idx.numel())
             start = part.stop
-    return GradientSums(e=e, per_ref=per_ref, nonfinite=nonfinite, grad_evals=len(plan))
+    return GradientSums(e, per_ref, nonfinite, len(plan), prefix.length if prefix else 0)
 
 
 def _batch_sums(
@@ -120,24 +132,31 @@ def _batch_sums(
     idx: torch.Tensor,
     a: torch.Tensor,
     w: torch.Tensor,
+    prefix: SharedPrefix | None = None,
 ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """One batch of samples (b,), per objective column k: (Σ_s w_s (X - B_s) ⊙ ∇F_k(Z_s) (L, d) float32,
-    per-sample sums of (X - B_s) ⊙ ∇F_k(Z_s) (b,), F_k(Z_s) (b,))."""
-    x = prompt.embeds
+    """One batch of samples (b,), per objective column k: (Σ_s w_s (X - B_s) ⊙ ∇F_k(Z_s) (L - p, d)
+    float32 over rows [p, L), per-sample sums of (X - B_s) ⊙ ∇F_k(Z_s) (b,), F_k(Z_s) (b,)); p = 0
+    without a shared prefix."""
+    p = prefix.length if prefix else 0
+    x = prompt.embeds[:, p:]  # (1, L - p, d)
     size = idx.numel()
     with torch.no_grad():
-        base = refs.embeds(model.embed, idx, x)  # (b, L, d)
-        diff = x - base  # (b, L, d), model dtype
+        base = refs.embeds(model.embed, idx, prompt.embeds)[:, p:]  # (b, L - p, d)
+        diff = x - base  # (b, L - p, d), model dtype
         diff32 = diff.float()
     z = (base + a.to(x.dtype)[:, None, None] * diff).requires_grad_(True)
-    out = objective(
-        model(z, prompt.attention_mask.expand(size, -1), prompt.position_ids.expand(size, -1)).masses
-    )  # (b, K)
+    mask = prompt.attention_mask.expand(size, -1)  # (b, L): the prefix stays attended to
+    positions = prompt.position_ids[:, p:].expand(size, -1)  # (b, L - p)
+    if prefix is None:
+        masses = model(z, mask, positions).masses
+    else:
+        masses = model.forward_after_prefix(prefix.cache, z, mask, positions).masses  # type: ignore[attr-defined]
+    out = objective(masses)  # (b, K)
     columns = []
     for k in range(objective.n_columns):
         (grad,) = torch.autograd.grad(out[:, k].sum(), z, retain_graph=k < objective.n_columns - 1)
         with torch.no_grad():
-            prod = diff32 * grad.float()  # (b, L, d)
+            prod = diff32 * grad.float()  # (b, L - p, d)
             columns.append((torch.tensordot(w, prod, dims=1), prod.sum(dim=(1, 2)), out[:, k].detach()))
     return columns
 

@@ -2,8 +2,9 @@
 
 The engine is written against :class:`WidthModel`, a structural protocol that
 ``xurs_pipeline.models.RandomSetClassifier`` satisfies (``embed`` + ``forward`` -> output with
-``masses``), so small analytic models can stand in for it in tests. Widths and masses come only
-from ``xurs_pipeline.credal``.
+``masses``), so small analytic models can stand in for it in tests. A model that also provides
+:class:`PrefixReuse` lets the engine skip a prompt prefix shared by every reference. Widths and
+masses come only from ``xurs_pipeline.credal``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 from torch import nn
@@ -36,6 +37,30 @@ class WidthModel(Protocol):
 
     def __call__(
         self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor
+    ) -> HasMasses: ...
+
+
+@runtime_checkable
+class PrefixReuse(Protocol):
+    """Optional capability of a WidthModel: continue a causal forward pass from a cached prompt prefix.
+
+    ``prefix_cache(embeds (1, p, d), mask (1, p), positions (1, p))`` -> an opaque cache of the prefix,
+    or None where the model cannot continue from one (then the engine runs full length).
+    ``forward_after_prefix(cache, embeds (b, L - p, d), mask (b, L), positions (b, L - p))`` -> output
+    with masses, equal to the full-length forward whose first p positions are the cached prefix. It
+    must leave ``cache`` as it was (it is reused by every batch).
+    """
+
+    def prefix_cache(
+        self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor
+    ) -> Any: ...
+
+    def forward_after_prefix(
+        self,
+        cache: Any,
+        inputs_embeds: torch.Tensor,
+        attention_mask: torch.Tensor,
+        position_ids: torch.Tensor,
     ) -> HasMasses: ...
 
 

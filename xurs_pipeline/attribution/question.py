@@ -150,6 +150,7 @@ def attribute_question(
                 collection_seed(cfg.seed, k),
                 cfg.samples_per_call,
                 on_batch,
+                cfg.reuse_prefix,
             )
         else:
             res = integrated_gradients(
@@ -167,6 +168,7 @@ def attribute_question(
                 cfg.ig_refine_factor,
                 cfg.ig_max_points,
                 on_batch,
+                cfg.reuse_prefix,
             )
         if res.nonfinite_refs:
             refs_bad = [refs.record_ids[i] for i in res.nonfinite_refs]

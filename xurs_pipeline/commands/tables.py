@@ -15,9 +15,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="rebuild the paper tables and plots from artifacts",
         description=(
             "Write the paper's tables (1 zero-masking effects, 2 numerical checks, 3 reference endpoints, "
-            "4-5 settings, 8 correction, 9 clue localisation, 10 fit errors, accuracy/AUROC, verdicts) as "
-            "Markdown, LaTeX and CSV under <paths.results>/tables, and the plots under "
-            "<paths.results>/plots, "
+            "4-5 settings, 8 correction, 9 clue localisation, 10 fit errors, accuracy/AUROC, "
+            "controlled-model gates, verdicts) as Markdown, LaTeX and CSV under <paths.results>/tables, "
+            "and the plots under <paths.results>/plots, "
             "from the artifacts of the experiment in params.yaml. Same as the `tables` stage of `dvc repro`."
         ),
     )

@@ -1,4 +1,4 @@
-"""Config schema of the ``evaluation`` section (stages ``mask_eval`` and ``checks``).
+"""Config schema of the ``evaluation`` section (stages ``gates``, ``mask_eval`` and ``checks``).
 
 Every threshold the paper states is a field here, with the table or appendix it comes from; the
 library functions take the small threshold dataclasses, never this whole section.

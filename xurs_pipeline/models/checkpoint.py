@@ -1,16 +1,18 @@
 """Build, save and load ``RandomSetClassifier`` checkpoints.
 
-A classifier directory holds ``classifier.json`` (head shape, adaptation, padding side, and the backbone's
-directory and weights SHA-256), ``head.safetensors``, and by adaptation: nothing more for ``head_only``
-(the backbone directory is referenced, not copied), ``adapter/`` (peft) for ``lora``, and a full
-``backbone/`` directory for ``partial`` (its weights changed). Loading checks that the referenced
-backbone is the one the checkpoint was trained on, that the tensor files are intact and the head
-finite, and (given the training run's config hash) that the checkpoint was trained under this config.
+A classifier directory holds ``classifier.json`` (head shape, feature layers and pooling, adaptation,
+padding side, and the backbone's directory and weights SHA-256), ``head.safetensors``, and by adaptation:
+nothing more for ``head_only`` (the backbone directory is referenced, not copied), ``adapter/`` (peft)
+for ``lora``, and a full ``backbone/`` directory for ``partial`` (its weights changed). Loading checks
+that the referenced backbone is the one the checkpoint was trained on, that the tensor files are intact
+and the head finite, and (given the training run's config hash) that the checkpoint was trained under
+this config.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -34,8 +36,9 @@ from xurs_pipeline.models.backbone import (
     read_backbone_info,
     write_backbone_dir,
 )
-from xurs_pipeline.models.classifier import RandomSetClassifier
-from xurs_pipeline.models.heads import RandomSetHead
+from xurs_pipeline.models.classifier import RandomSetClassifier, feature_width
+from xurs_pipeline.models.config import DEFAULT_FEATURE_LAYERS
+from xurs_pipeline.models.heads import DEFAULT_DEPTH, DEFAULT_DROPOUT, RandomSetHead, saved_head_arguments
 
 CLASSIFIER_INFO = "classifier.json"
 CLASSIFIER_SCHEMA = "classifier"
@@ -49,12 +52,30 @@ def build_classifier(
     hidden_units: int = 128,
     conversion: str = "positive_part",
     seed: int = 0,
+    feature_layers: Sequence[int] = DEFAULT_FEATURE_LAYERS,
+    pooling: str = "last",
+    head_depth: int = DEFAULT_DEPTH,
+    head_dropout: float = DEFAULT_DROPOUT,
 ) -> RandomSetClassifier:
-    """A fresh head (seeded) on a loaded backbone directory; backbone provenance goes into ``meta``."""
+    """A fresh head (seeded) on a loaded backbone directory; backbone provenance goes into ``meta``.
+
+    The head's input width follows from ``feature_layers`` and ``pooling`` (``model.*`` keys of the same
+    names, see ``RandomSetClassifier.features``); ``head_depth``/``head_dropout`` shape an ``mlp`` head.
+    """
+    width = feature_width(backbone.model.config.hidden_size, feature_layers, pooling)
     head = RandomSetHead(
-        backbone.model.config.hidden_size, output_kind, head_kind, hidden_units, conversion, seed=seed
+        width,
+        output_kind,
+        head_kind,
+        hidden_units,
+        conversion,
+        seed=seed,
+        depth=head_depth,
+        dropout=head_dropout,
     )
-    classifier = RandomSetClassifier(backbone.model, head, backbone.tokenizer.padding_side)
+    classifier = RandomSetClassifier(
+        backbone.model, head, backbone.tokenizer.padding_side, feature_layers, pooling
+    )
     classifier.meta.update(
         backbone_dir=str(backbone.directory.resolve()),
         backbone_sha256=backbone.info["weights_sha256"],
@@ -80,6 +101,7 @@ def save_classifier(
     final = Path(directory)
     info = {
         "head": classifier.head.describe(),
+        "features": {"layers": list(classifier.feature_layers), "pooling": classifier.pooling},
         "adaptation": adaptation,
         "padding_side": classifier.padding_side,
         "backbone_sha256": classifier.meta["backbone_sha256"],
@@ -141,9 +163,14 @@ def load_classifier(
         for weights in sorted((path / "adapter").glob("*.safetensors")):
             check_safetensors(weights)
         backbone_model = PeftModel.from_pretrained(backbone_model, path / "adapter")
-    head = RandomSetHead(**info["head"])
-    load_head_weights(head, path, expected_in=loaded.model.config.hidden_size)
-    classifier = RandomSetClassifier(backbone_model, head, info["padding_side"])
+    # Classifiers saved before feature layers and pooling were choices read the final layer's last token.
+    features = {"layers": list(DEFAULT_FEATURE_LAYERS), "pooling": "last", **info.get("features", {})}
+    expected_in = feature_width(loaded.model.config.hidden_size, features["layers"], features["pooling"])
+    head = RandomSetHead(**saved_head_arguments(info["head"]))
+    load_head_weights(head, path, expected_in=expected_in)
+    classifier = RandomSetClassifier(
+        backbone_model, head, info["padding_side"], features["layers"], features["pooling"]
+    )
     classifier.meta.update(
         backbone_dir=str(base_dir.resolve()),
         backbone_sha256=info["backbone_sha256"],
@@ -154,10 +181,11 @@ def load_classifier(
 
 
 def load_head_weights(head: RandomSetHead, directory: str | Path, expected_in: int | None = None) -> None:
-    """Copy saved head weights into ``head`` (warm start, App. B.1); errors if the shapes differ."""
+    """Copy saved head weights into ``head`` (warm start, App. B.1); errors if the heads differ in
+    anything but dropout (a training-time setting: the weights compute the same function)."""
     path = Path(directory)
     info = read_json(path / CLASSIFIER_INFO, CLASSIFIER_PROVENANCE)
-    saved = info["head"]
+    saved = {**saved_head_arguments(info["head"]), "dropout": head.dropout.p}  # dropout not compared
     if saved != head.describe() or (expected_in is not None and saved["in_features"] != expected_in):
         raise ArtifactError(
             f"{path}: checkpoint from another model or head: saved head {saved}, expected {head.describe()}"

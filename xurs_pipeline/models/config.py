@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 BACKBONE_KINDS = ("tiny", "hf", "gguf")
 HEAD_KINDS = ("linear", "mlp")
@@ -10,6 +11,8 @@ OUTPUT_KINDS = ("belief14", "mass15")
 CONVERSIONS = ("positive_part", "mobius")
 DTYPES = ("float32", "bfloat16", "float16")
 PADDING_SIDES = ("left", "right")
+POOLINGS = ("last", "mean", "last_mean")
+DEFAULT_FEATURE_LAYERS = (-1,)
 
 
 @dataclass
@@ -19,6 +22,12 @@ class ModelConfig:
     ``backbone``: ``tiny`` (random Llama built from the ``tiny_*`` keys, tokenizer trained in-process),
     ``hf`` (``source`` is a Hugging Face hub id or a local directory) or ``gguf`` (``source`` is a GGUF
     file path; empty means the file ``gguf_file`` inside the installed package ``gguf_package``).
+
+    Head features: ``feature_layers`` are Hugging Face ``output_hidden_states`` indices (0 = embeddings
+    output, -1 = the final normed state), each pooled by ``pooling`` (``last`` token, ``mean`` over real
+    tokens, or ``last_mean``, both concatenated); see ``RandomSetClassifier.features``. Their range is
+    checked against the backbone's layer count when the classifier is built. ``head_depth`` hidden layers
+    of ``head_hidden`` units (``mlp`` head); ``head_dropout`` before every linear layer, in training only.
     """
 
     backbone: str = "tiny"
@@ -36,6 +45,10 @@ class ModelConfig:
     tiny_seed: int = 0
     head: str = "linear"
     head_hidden: int = 128
+    head_depth: int = 1
+    head_dropout: float = 0.0
+    feature_layers: list[int] = field(default_factory=lambda: list(DEFAULT_FEATURE_LAYERS))
+    pooling: str = "last"
     output_kind: str = "belief14"
     conversion: str = "positive_part"
 
@@ -46,13 +59,17 @@ class ModelConfig:
         _one_of("head", self.head, HEAD_KINDS)
         _one_of("output_kind", self.output_kind, OUTPUT_KINDS)
         _one_of("conversion", self.conversion, CONVERSIONS)
+        _one_of("pooling", self.pooling, POOLINGS)
+        check_feature_layers(self.feature_layers)
         if self.backbone == "hf" and not self.source:
             raise ValueError("model.source='': backbone 'hf' needs a hub id or a local directory")
         if self.tiny_vocab_size < 300:
             raise ValueError(f"model.tiny_vocab_size={self.tiny_vocab_size}: must be >= 300")
-        for key in ("tiny_hidden_size", "tiny_layers", "tiny_heads", "head_hidden"):
+        for key in ("tiny_hidden_size", "tiny_layers", "tiny_heads", "head_hidden", "head_depth"):
             if getattr(self, key) <= 0:
                 raise ValueError(f"model.{key}={getattr(self, key)}: must be positive")
+        if not 0 <= self.head_dropout < 1:
+            raise ValueError(f"model.head_dropout={self.head_dropout}: must be in [0, 1)")
         if not 0 <= self.tiny_seed < 2**32:
             raise ValueError(f"model.tiny_seed={self.tiny_seed}: must be in [0, 2**32 - 1]")
         if self.tiny_hidden_size % self.tiny_heads:
@@ -65,3 +82,15 @@ class ModelConfig:
 def _one_of(key: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ValueError(f"model.{key}={value!r}: must be one of {allowed}")
+
+
+def check_feature_layers(layers: object) -> None:
+    """``model.feature_layers``: a non-empty list of distinct ints (the range needs the backbone)."""
+    values = list(layers) if isinstance(layers, Sequence) and not isinstance(layers, str) else None
+    if not values or any(isinstance(x, bool) or not isinstance(x, int) for x in values):
+        raise ValueError(
+            f"model.feature_layers={layers if values is None else values!r}: must be a non-empty list of "
+            "int hidden-state indices (0 = embeddings output, -1 = final normed state)"
+        )
+    if len(set(values)) != len(values):
+        raise ValueError(f"model.feature_layers={values}: must not repeat a layer")

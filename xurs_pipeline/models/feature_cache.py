@@ -1,10 +1,13 @@
-"""Last-token features of a frozen backbone, computed once and cached on disk.
+"""Pooled hidden states of a frozen backbone, computed once and cached on disk.
 
-Head-only training (and prediction with a head-only classifier) needs the backbone's representation at
-the last real token of each prompt only once: further epochs, seeds and head variants reuse it. The
-cache file is named by a hash of everything the features depend on: the backbone weights (SHA-256 from
-its directory), the token ids (which fix the data and tokenizer), the pad id, padding side, dtype and
-this module's version.
+Head-only training (and prediction with a head-only classifier) needs the backbone's representations of
+each prompt only once: further epochs, seeds, head variants and feature choices reuse them. A cache file
+holds, per prompt, every layer's state pooled both ways, ``pooled`` (n, n_layers + 1, 2, d) float32
+(``RandomSetClassifier.pooled_states``, not normalised), so any ``model.feature_layers`` /
+``model.pooling`` reads its layers from the same file (``features_from_pooled``). Size: 4 bytes x
+(n_layers + 1) x 2 x d per prompt (SmolLM2-135M: 143 KB; Llama-2-7B: 1.1 MB). The file is named by a hash
+of everything the states depend on: the backbone weights (SHA-256 from its directory), the token ids
+(which fix the data and tokenizer), the pad id, padding side, dtype and this module's version.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
-from xurs_pipeline.io import ArtifactError, atomic_path, read_safetensors
-from xurs_pipeline.models.classifier import RandomSetClassifier
+from xurs_pipeline.io import ArtifactError, atomic_path, check_safetensors
+from xurs_pipeline.models.classifier import POOLED_KINDS, RandomSetClassifier
 from xurs_pipeline.models.collate import pad_batch
 
-FEATURE_CACHE_VERSION = 1
+FEATURE_CACHE_VERSION = 2  # 1: final-layer last-token features (n, d)
 log = logging.getLogger(__name__)
 
 
@@ -33,7 +37,7 @@ def feature_cache_key(
     padding_side: str,
     dtype: str,
 ) -> str:
-    """24 hex digits identifying the features of ``input_ids`` under this backbone and batching."""
+    """24 hex digits identifying the pooled states of ``input_ids`` under this backbone and batching."""
     digest = hashlib.sha256()
     header = [FEATURE_CACHE_VERSION, backbone_sha256, pad_token_id, padding_side, dtype, len(input_ids)]
     digest.update(json.dumps(header).encode())
@@ -44,14 +48,17 @@ def feature_cache_key(
 
 
 @torch.no_grad()
-def extract_features(
+def extract_pooled(
     classifier: RandomSetClassifier,
     input_ids: Sequence[Sequence[int]],
     pad_token_id: int,
     batch_size: int = 8,
     device: torch.device | str = "cpu",
 ) -> torch.Tensor:
-    """Features (n, d) float32 at each prompt's last token, in input order (batches sorted by length)."""
+    """Pooled states (n, n_layers + 1, 2, d) float32 of every prompt, in input order (batches sorted by
+    length, so little padding)."""
+    if not input_ids:
+        raise ValueError("extract_pooled: no prompts")
     order = sorted(range(len(input_ids)), key=lambda i: len(input_ids[i]))
     out: torch.Tensor | None = None
     was_training = classifier.training
@@ -60,16 +67,29 @@ def extract_features(
         rows = order[start : start + batch_size]
         ids, mask = pad_batch([input_ids[i] for i in rows], pad_token_id, classifier.padding_side)
         ids, mask = ids.to(device), mask.to(device)
-        feats = classifier.features(classifier.embed(ids), mask).float().cpu()  # (b, d)
+        pooled = classifier.pooled_states(classifier.embed(ids), mask).float().cpu()  # (b, layers, 2, d)
         if out is None:
-            out = torch.empty(len(input_ids), feats.shape[-1])
-        out[rows] = feats
+            out = torch.empty(len(input_ids), *pooled.shape[1:])
+        out[rows] = pooled
         if (start // batch_size) % 25 == 24:
             log.info("features: %d / %d prompts", start + len(rows), len(input_ids))
     classifier.train(was_training)
-    if out is None:
-        raise ValueError("extract_features: no prompts")
+    assert out is not None
     return out
+
+
+def _read_layers(path: Path, shape: tuple[int, ...], layers: Sequence[int]) -> dict[int, torch.Tensor]:
+    """{layer: (n, 2, d)} read from a cache file, only the requested layers; ArtifactError if the file is
+    damaged or its ``pooled`` tensor is not of ``shape``."""
+    check_safetensors(path)
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            pooled = handle.get_slice("pooled")
+            if tuple(pooled.get_shape()) != shape:
+                raise ArtifactError(f"{path}: pooled states of shape {pooled.get_shape()}, expected {shape}")
+            return {layer: pooled[:, layer] for layer in layers}
+    except (SafetensorError, OSError, ValueError) as err:
+        raise ArtifactError(f"{path}: corrupt or truncated safetensors file ({err})") from err
 
 
 def cached_features(
@@ -80,27 +100,26 @@ def cached_features(
     batch_size: int = 8,
     device: torch.device | str = "cpu",
 ) -> tuple[torch.Tensor, bool]:
-    """(features (n, d), hit): read from ``cache_dir`` if present, else extract and store atomically."""
+    """(features (n, D), hit): the classifier's features (its ``feature_layers`` and ``pooling``) from
+    the pooled states in ``cache_dir`` if present, else extracted (every layer) and stored atomically."""
     dtype = str(next(classifier.backbone.parameters()).dtype).removeprefix("torch.")
     key = feature_cache_key(
         classifier.meta.get("backbone_sha256", ""), input_ids, pad_token_id, classifier.padding_side, dtype
     )
     path = Path(cache_dir) / f"{key}.safetensors"
+    hidden_size = classifier.backbone.config.hidden_size
+    shape = (len(input_ids), classifier.n_layers + 1, len(POOLED_KINDS), hidden_size)
     if path.is_file():
         try:
-            features = read_safetensors(path)["features"]
-        except (ArtifactError, KeyError) as err:
+            pooled = _read_layers(path, shape, classifier.layer_indices)
+        except ArtifactError as err:
             log.warning("feature cache %s is unreadable (%s): recomputing", path, err)
         else:
-            if features.shape[0] == len(input_ids):
-                log.info("feature cache hit: %s (%d prompts)", path, len(input_ids))
-                return features, True
-            log.warning(
-                "feature cache %s has %d rows, expected %d: recomputing",
-                path, features.shape[0], len(input_ids),
-            )  # fmt: skip
-    features = extract_features(classifier, input_ids, pad_token_id, batch_size, device)
+            log.info("feature cache hit: %s (%d prompts)", path, len(input_ids))
+            return classifier.features_from_pooled(pooled), True
+    everything = extract_pooled(classifier, input_ids, pad_token_id, batch_size, device)
     with atomic_path(path) as tmp:
-        save_file({"features": features.contiguous()}, str(tmp), metadata={"key": key})
+        save_file({"pooled": everything.contiguous()}, str(tmp), metadata={"key": key})
     log.info("feature cache written: %s (%d prompts)", path, len(input_ids))
-    return features, False
+    pooled = {layer: everything[:, layer] for layer in classifier.layer_indices}
+    return classifier.features_from_pooled(pooled), False

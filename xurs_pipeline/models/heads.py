@@ -1,4 +1,5 @@
-"""Random-set output layers (Sec. 3.2): features (batch, hidden) -> raw outputs and masses via ``credal``.
+"""Random-set output layers (Sec. 3.2): features (batch, in_features) -> raw outputs and masses via
+``credal``.
 
 - ``belief14``: 14 sigmoid outputs b_S estimate the lower probabilities of the non-empty proper subsets
   (``FOCAL_SETS[:14]`` order); ``credal.beliefs_to_masses`` applies the App. A conversion and the Eq. 5
@@ -23,6 +24,8 @@ from xurs_pipeline.credal import (
 
 N_RAW = {"belief14": N_BELIEFS, "mass15": N_MASSES}
 INIT_WEIGHT_SCALE = 1e-2
+DEFAULT_DEPTH = 1
+DEFAULT_DROPOUT = 0.0
 
 
 def uniform_mass_beliefs() -> torch.Tensor:
@@ -45,7 +48,10 @@ class ClassifierOutput(NamedTuple):
 
 
 class RandomSetHead(nn.Module):
-    """Linear layer, or an MLP with ``hidden_units`` GELU units, then the credal mapping to masses."""
+    """Linear layer, or an MLP with ``depth`` hidden layers of ``hidden_units`` GELU units, then the credal
+    mapping to masses. ``dropout`` (probability) acts before every linear layer, in training mode only
+    (as in Hugging Face classification heads); it holds no weights, so saved heads keep their keys.
+    """
 
     def __init__(
         self,
@@ -55,25 +61,34 @@ class RandomSetHead(nn.Module):
         hidden_units: int = 128,
         conversion: str = "positive_part",
         seed: int = 0,
+        depth: int = DEFAULT_DEPTH,
+        dropout: float = DEFAULT_DROPOUT,
     ) -> None:
         super().__init__()
         if output_kind not in N_RAW:
             raise ValueError(f"model.output_kind={output_kind!r}: must be one of {tuple(N_RAW)}")
         if kind not in ("linear", "mlp"):
             raise ValueError(f"model.head={kind!r}: must be one of ('linear', 'mlp')")
+        if depth < 1:
+            raise ValueError(f"model.head_depth={depth}: must be positive")
+        if not 0 <= dropout < 1:
+            raise ValueError(f"model.head_dropout={dropout}: must be in [0, 1)")
         self.output_kind = output_kind
         self.kind = kind
         self.hidden_units = hidden_units
         self.conversion = conversion
+        self.depth = depth
+        self.dropout = nn.Dropout(dropout)
         n_out = N_RAW[output_kind]
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             if kind == "linear":
                 self.net: nn.Module = nn.Linear(in_features, n_out)
             else:
-                self.net = nn.Sequential(
-                    nn.Linear(in_features, hidden_units), nn.GELU(), nn.Linear(hidden_units, n_out)
-                )
+                hidden: list[nn.Module] = []
+                for width in [in_features] + [hidden_units] * (depth - 1):
+                    hidden += [nn.Linear(width, hidden_units), nn.GELU()]
+                self.net = nn.Sequential(*hidden, nn.Linear(hidden_units, n_out))
         last = self.net if kind == "linear" else self.net[-1]
         with torch.no_grad():
             # Small (not zero) output weights: the start stays at the bias for any feature scale, and
@@ -83,13 +98,15 @@ class RandomSetHead(nn.Module):
             last.bias.copy_(torch.logit(uniform_mass_beliefs()) if output_kind == "belief14" else 0.0)
 
     def forward(self, features: torch.Tensor) -> ClassifierOutput:
-        """features (batch, hidden) -> ClassifierOutput(raw (batch, 14|15), masses (batch, 15)).
+        """features (batch, in_features) -> ClassifierOutput(raw (batch, 14|15), masses (batch, 15)).
 
         Values are not re-validated here (sigmoid and softmax outputs are in range by construction; a
         NaN from the backbone propagates so attribution can report it with its question and reference).
         """
         first = next(self.net.parameters())
-        raw = self.net(features.to(first.dtype))
+        raw = features.to(first.dtype)
+        for layer in self.net if isinstance(self.net, nn.Sequential) else (self.net,):
+            raw = layer(self.dropout(raw) if isinstance(layer, nn.Linear) else raw)
         if self.output_kind == "belief14":
             masses = beliefs_to_masses(torch.sigmoid(raw), conversion=self.conversion, validate=False)
         else:
@@ -105,4 +122,12 @@ class RandomSetHead(nn.Module):
             "kind": self.kind,
             "hidden_units": self.hidden_units,
             "conversion": self.conversion,
+            "depth": self.depth,
+            "dropout": self.dropout.p,
         }
+
+
+def saved_head_arguments(saved: dict[str, object]) -> dict[str, object]:
+    """A saved :meth:`RandomSetHead.describe`, completed with the defaults of keys added since (heads
+    saved before ``depth`` and ``dropout`` existed had one hidden layer and no dropout)."""
+    return {"depth": DEFAULT_DEPTH, "dropout": DEFAULT_DROPOUT, **saved}

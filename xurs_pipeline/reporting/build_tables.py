@@ -2,8 +2,8 @@
 
 ``results/tables/<name>.{md,tex,csv}`` and ``results/plots/*.png``; each table carries the experiment
 name and the hash of the composed config that produced it. Tables whose inputs an experiment does not
-make (no aligned references -> no Table 3; MedQA -> no Table 10) are skipped and listed in
-``results/tables/index.json`` with the reason.
+make (no aligned references -> no Table 3; MedQA -> no Table 10 and no gates table) are skipped and
+listed in ``results/tables/index.json`` with the reason.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_predictions, read_prompts
+from xurs_pipeline.evaluation.gate_results import GATE_COLUMNS
 from xurs_pipeline.io import config_hash, read_json, read_parquet, write_json
 from xurs_pipeline.reporting import plots, tables
 from xurs_pipeline.reporting.render import TableSpec, write_table
@@ -47,6 +48,7 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
     mask_metrics = read_json(artifacts / "mask_eval" / "metrics.json")
     per_question = read_parquet(artifacts / "mask_eval" / "per_question.parquet")
     checks = read_parquet(artifacts / "checks" / "checks.parquet")
+    gates = read_parquet(artifacts / "gates" / "gates.parquet", required_columns=tuple(GATE_COLUMNS))
     details = artifacts / "checks" / "details"
     comparisons = [read_parquet(p) for p in sorted(details.glob("compare_*.parquet"))]
     localisation = _optional_parquet(details / "localisation.parquet")
@@ -69,7 +71,8 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
             tables.accuracy_frame(read_json(artifacts / "predict" / "metrics.json"), label),
         ),
         "fit": (tables.FIT, tables.fit_frame(predictions, prompts, label)),
-        "verdicts": (tables.VERDICTS, tables.verdicts_frame(checks)),
+        "gates": (tables.GATES, tables.gates_frame(gates)),
+        "verdicts": (tables.VERDICTS, tables.verdicts_frame(checks, gates)),
     }
     if endpoints is not None and not endpoints.empty:
         frames["endpoints"] = (tables.ENDPOINTS, endpoints)
@@ -90,6 +93,10 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
     for spec in (tables.ENDPOINTS, tables.LOCALISATION):
         if spec.name not in index["tables"]:
             index["skipped"].setdefault(spec.name, "the experiment has no aligned references or clue tokens")
+    if gates.empty:
+        index["skipped"][tables.GATES.name] = (
+            "the gates stage found no controlled-data predictions on evaluation.gate_splits (see gates.json)"
+        )
 
     index["plots"] = [
         p.name for p in _plots(predictions, per_question, mask_metrics, attributions, out_plots)

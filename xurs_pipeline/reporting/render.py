@@ -52,6 +52,10 @@ def fmt_verdict(value: Any) -> str:
     return "pass" if bool(value) else "FAIL"
 
 
+def fmt_yes_no(value: Any) -> str:
+    return "yes" if bool(value) else "no"
+
+
 @dataclass(frozen=True)
 class Column:
     key: str

@@ -4,7 +4,8 @@ Each ``*_frame`` function takes already-loaded artifacts (frames, metric dicts, 
 returns a frame whose columns a :class:`TableSpec` renders. Table numbers follow the paper:
 1 zero-masking effects, 2 numerical checks, 3 reference endpoints, 4 training settings, 5 attribution
 settings, 8 correction per configuration, 9 clue localisation, 10 V2 fit errors; plus the accuracy /
-AUROC summary of Sec. 6.1 and every check with its threshold and verdict.
+AUROC summary of Sec. 6.1, the controlled-model gates (App. D.3) and every check with its threshold
+and verdict.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from xurs_pipeline.credal import credal_width
+from xurs_pipeline.evaluation.gate_results import verdict_group
 from xurs_pipeline.reporting.render import (
     Column,
     TableSpec,
@@ -119,6 +121,21 @@ ACCURACY = TableSpec(
         Column("accuracy", "Accuracy", fmt_percent(1)),
         Column("auroc_width", "AUROC (width)", fmt_float(3)),
         Column("auroc_low_probability", "AUROC (low probability)", fmt_float(3)),
+    ],
+)
+GATES = TableSpec(
+    "gates",
+    "GateRows",
+    "Controlled-model gates (App. D.3) per split and wording-template group (all: every prediction); "
+    "means within condition families first, then across families.",
+    [
+        Column("split", "Split", align="l"),
+        Column("group", "Templates", align="l"),
+        Column("name", "Gate", align="l"),
+        Column("n", "n"),
+        Column("value", "Value", fmt_float(4)),
+        Column("rule", "Threshold", align="l"),
+        Column("passed", "Verdict", fmt_verdict),
     ],
 )
 VERDICTS = TableSpec(
@@ -229,8 +246,22 @@ def fit_frame(predictions: pd.DataFrame, prompts: pd.DataFrame, configuration: s
     return pd.DataFrame(rows)
 
 
-def verdicts_frame(checks: pd.DataFrame) -> pd.DataFrame:
-    """Every check with a readable rule (``<= 0.05``) beside its value and verdict."""
-    frame = checks.copy()
-    frame["rule"] = [f"{d} {t:g}" for d, t in zip(frame["direction"], frame["threshold"], strict=True)]
-    return frame
+def _with_rule(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` plus a readable rule column (``<= 0.05``) from its direction and threshold."""
+    rules = [f"{d} {t:g}" for d, t in zip(frame["direction"], frame["threshold"], strict=True)]
+    return frame.assign(rule=pd.Series(rules, index=frame.index, dtype=object))
+
+
+def gates_frame(gates: pd.DataFrame) -> pd.DataFrame:
+    """The gates table from ``gates/gates.parquet`` (one row per split, template group and gate)."""
+    return _with_rule(gates)
+
+
+def verdicts_frame(checks: pd.DataFrame, gates: pd.DataFrame) -> pd.DataFrame:
+    """Every check (``checks/checks.parquet``) and then every gate (``gates/gates.parquet``, group
+    ``gates_<split>[_<templates>]``) with a readable rule beside its value and verdict."""
+    as_checks = gates.assign(
+        group=[verdict_group(s, g) for s, g in zip(gates["split"], gates["group"], strict=True)]
+    )[list(checks.columns)]
+    parts = [f for f in (checks, as_checks) if not f.empty]
+    return _with_rule(pd.concat(parts, ignore_index=True) if parts else checks)

@@ -36,7 +36,7 @@ def classifier_outputs(
 ) -> ClassifierOutput:
     """Raw outputs (n, 14|15) and masses (n, 15) on CPU, in input order.
 
-    With ``feature_cache_dir`` the backbone's last-token features come from the cache (valid when the
+    With ``feature_cache_dir`` the classifier's features come from the cache (valid when the
     backbone is the frozen one the cache was keyed by: head-only classifiers).
     """
     classifier.eval().to(device)

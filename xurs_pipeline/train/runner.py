@@ -1,8 +1,8 @@
 """Train a ``RandomSetClassifier`` in one adaptation mode: warm start, adaptation, then the loop.
 
-Head-only training runs the frozen backbone once per prompt set (features cached on disk, see
-``models.feature_cache``) and trains the head on the cached features; partial and LoRA training run
-the whole classifier on token ids.
+Head-only training runs the frozen backbone once per prompt set (every layer's pooled states cached on
+disk, see ``models.feature_cache``) and trains the head on the classifier's features read from them;
+partial and LoRA training run the whole classifier on token ids.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def features_for(
     cache_dir: str | Path,
     batch_size: int,
 ) -> tuple[torch.Tensor, bool]:
-    """Cached last-token features (n, d); under several processes the main one computes them first."""
+    """The classifier's features (n, D) from the cache; under several processes the main one computes
+    them first."""
     state = PartialState()
     classifier.to(state.device)
     with state.main_process_first():
@@ -53,7 +54,7 @@ def features_for(
 
 
 def check_finite_features(features: torch.Tensor, data: LabelledSet) -> None:
-    """Raise FloatingPointError naming the prompts whose backbone features (n, d) hold NaN or inf."""
+    """Raise FloatingPointError naming the prompts whose backbone features (n, D) hold NaN or inf."""
     finite = torch.isfinite(features).all(-1)  # (n,)
     if bool(finite.all()):
         return

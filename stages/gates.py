@@ -1,0 +1,60 @@
+"""DVC stage ``gates``: prepared prompts + predictions -> ``<artifacts>/gates/`` (App. D.3), no attribution:
+
+- ``gates.parquet`` (schema ``gates``): one row per controlled-model gate and split in
+  ``evaluation.gate_splits``: split, group (familiar/unseen templates, or all rows), name, value,
+  threshold, direction, n, passed;
+- ``gates.json`` (metrics, for ``dvc exp show`` and ``xurs gates-sweep``): per split the gate values by
+  template group, ``valid_share``, ``passed`` and ``n_failed``.
+
+Data the gates do not apply to (MedQA: no controlled pairs) gives an empty table and
+``{"skipped": "<reason>"}``; that is not a failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from stages._common import log, run_stage
+from xurs_pipeline.config import RootConfig
+from xurs_pipeline.data.dataset import data_config_hash
+from xurs_pipeline.evaluation.artifacts import read_predictions, read_prompts
+from xurs_pipeline.evaluation.gate_results import (
+    GATE_COLUMNS,
+    applicable_splits,
+    empty_gate_frame,
+    gate_frame,
+    gate_summary,
+)
+from xurs_pipeline.io import ArtifactError, Provenance, config_hash, write_json, write_parquet
+
+
+def body(cfg: RootConfig) -> None:
+    ev, artifacts = cfg.evaluation, Path(cfg.paths.artifacts)
+    try:
+        prompts = read_prompts(artifacts / "prepared" / "prompts.parquet", data_config_hash(cfg.data))
+        predictions = read_predictions(artifacts / "predict" / "predictions.parquet")
+        splits, skipped = applicable_splits(prompts, predictions, ev.gate_splits)
+        frame = gate_frame(prompts, predictions, ev.gates, splits) if splits else empty_gate_frame()
+    except (ArtifactError, ValueError, KeyError) as err:
+        log.error("gates: %s", err)
+        raise SystemExit(1) from err
+    run = config_hash({"gates": asdict(ev.gates), "gate_splits": list(ev.gate_splits)})
+    out = artifacts / "gates"
+    write_parquet(
+        frame, out / "gates.parquet", Provenance("gates", 1, run), required_columns=tuple(GATE_COLUMNS)
+    )
+    summary = {"skipped": skipped} if skipped else gate_summary(frame)
+    write_json(summary, out / "gates.json", Provenance("gate_metrics", 1, run))
+    if skipped:
+        log.info("gates: skipped: %s", skipped)
+        return
+    for split, entry in summary.items():
+        log.info("gates %s: %d of %d passed", split, entry["n_checks"] - entry["n_failed"], entry["n_checks"])
+    for row in frame[~frame["passed"]].itertuples(index=False):
+        log.warning("gate failed: %s/%s/%s = %.6g (threshold %s %g)", row.split, row.group, row.name,
+                    row.value, row.direction, row.threshold)  # fmt: skip
+
+
+if __name__ == "__main__":
+    run_stage("gates", body)

@@ -1,0 +1,91 @@
+"""``xurs gates-sweep`` on real ``dvc exp show --json`` output (DVC 3.67), trimmed.
+
+The fixture comes from the smoke experiment run up to the gates stage three times
+(``dvc exp run gates -S experiment=smoke -S train.seed=7`` / ``train.seed=17`` /
+``train.seed=7 train.lr_head=0.05``) plus one queued run (``train.seed=23``), with params cut to
+``train``, ``evaluation.gate_splits/gates`` and ``experiment_name``, metrics to predict's and the gates',
+deps and outs emptied. The baseline commit ``master`` never ran the pipeline (its metrics are errors).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from xurs_pipeline.cli import main as xurs
+from xurs_pipeline.reporting.gates_sweep import sweep_frame
+
+FIXTURE = Path(__file__).with_name("dvc_exp_show_gates.json")
+GATES = "data/gates/gates.json"
+
+
+@pytest.fixture(scope="module")
+def show() -> list[dict]:
+    return json.loads(FIXTURE.read_text())
+
+
+def experiments(show: list[dict]) -> dict[str, dict]:
+    """name -> ExpState of every experiment in the fixture, by walking its structure directly."""
+    return {s["name"]: s for b in show for r in (b["experiments"] or []) for s in r["revs"]}
+
+
+def expected_row(state: dict, split: str) -> dict[str, object]:
+    entry = state["data"]["metrics"][GATES]["data"][split]
+    train = state["data"]["params"]["params.yaml"]["data"]["train"]
+    row = {
+        "train.lr_head": train["lr_head"],
+        "train.seed": train["seed"],
+        "valid_share": entry["valid_share"],
+    }
+    row.update({f"familiar.{k}": v for k, v in entry["familiar"].items()})
+    return {**row, "passed": entry["passed"], "n_failed": entry["n_failed"]}
+
+
+@pytest.mark.parametrize("split", ["dev", "test"])
+def test_one_row_per_finished_experiment_with_the_fixtures_gate_values(show, split):
+    sweep = sweep_frame(show, split=split)
+    states = experiments(show)
+    assert list(sweep.frame["name"]) == ["lr05", "seed17", "seed7"]  # all fail 5: DVC's order kept
+    assert sweep.params == ["train.lr_head", "train.seed"]  # the only params that differ
+    assert sweep.gates[0] == "valid_share"
+    assert set(sweep.left_out) == {"master", "queued23"}
+    assert "gates.json: [Errno 2]" in sweep.left_out["master"]
+    assert sweep.left_out["queued23"].startswith("experiment queued")
+    for row in sweep.frame.to_dict(orient="records"):
+        expected = expected_row(states[row["name"]], split)
+        assert {k: row[k] for k in expected} == expected
+        assert set(row) == {"name", *expected}  # no unseen templates in V1 smoke data
+
+
+def test_workspace_row_only_on_request_and_skipped_gates_are_left_out(show):
+    assert "workspace" not in set(sweep_frame(show).frame["name"])
+    with_ws = sweep_frame(show, workspace=True).frame.set_index("name")
+    pd.testing.assert_series_equal(with_ws.loc["workspace"], with_ws.loc["lr05"], check_names=False)
+    edited = copy.deepcopy(show)
+    experiments(edited)["seed7"]["data"]["metrics"][GATES]["data"] = {"skipped": "prepared prompts lack ..."}
+    sweep = sweep_frame(edited)
+    assert "seed7" not in set(sweep.frame["name"])
+    assert sweep.left_out["seed7"] == "gates skipped: prepared prompts lack ..."
+    with pytest.raises(ValueError, match="dvc exp show --json"):
+        sweep_frame({"rev": "workspace"})  # type: ignore[arg-type]
+
+
+def test_command_writes_the_three_formats_and_prints_the_markdown(show, tmp_path, capsys):
+    assert xurs(["gates-sweep", "--from", str(FIXTURE), "--out", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    md = (tmp_path / "gates_sweep.md").read_text()
+    assert out == md
+    assert "| seed17 | 0.01 | 17 | 1.0000 |" in md
+    assert "left out queued23: experiment queued" in err
+    assert r"\newcommand{\GatesSweepRows}" in (tmp_path / "gates_sweep.tex").read_text()
+    csv = pd.read_csv(tmp_path / "gates_sweep.csv").set_index("name")
+    states = experiments(show)
+    for name in ("lr05", "seed17", "seed7"):
+        for key, value in expected_row(states[name], "dev").items():
+            assert csv.loc[name, key] == value, (name, key)
+    assert xurs(["gates-sweep", "--from", str(FIXTURE), "--split", "train", "--out", str(tmp_path)]) == 2
+    assert "no experiment has 'train' gate metrics" in capsys.readouterr().err

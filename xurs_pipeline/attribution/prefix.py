@@ -1,0 +1,85 @@
+"""The prompt prefix every reference of a plan shares with X, run once (``attribution.reuse_prefix``).
+
+Z_s = B_s + α_s (X - B_s) equals X exactly wherever B_s equals X. If every reference drawn in a plan
+equals X on positions [0, p) (the aligned paired reference of Sec. 5.4 differs only around the clue;
+training references may share a template), then every sample's first p positions are X's, so a causal
+model's states there are the same for all samples, and (X - B_s) = 0 there, so those rows'
+attributions are exactly 0. The engine then runs the model on X[:, :p] once (batch 1, no gradient),
+keeps its key/value cache (``PrefixReuse.prefix_cache``) and runs each batch on [p, L) only.
+
+The prefix pass and the per-batch copies of its cache cost a little, so the prefix is reused only when
+p >= ``MIN_TOKENS`` and p >= ``MIN_FRACTION`` x L (bench/bench_gradients.py, paired-reference section).
+The suffix always keeps the prompt's last real token (the one the classifier reads).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from xurs_pipeline.attribution.model import PrefixReuse, WidthModel
+from xurs_pipeline.attribution.references import PreparedReferences
+
+if TYPE_CHECKING:
+    from xurs_pipeline.attribution.gradients import Prompt
+
+log = logging.getLogger("xurs")
+
+MIN_TOKENS = 8
+MIN_FRACTION = 0.1
+
+
+@dataclass(frozen=True)
+class SharedPrefix:
+    """p = ``length`` positions shared by X and every reference of a plan; ``cache``: the model's state
+    after X[:, :p] (batch 1), passed back to ``PrefixReuse.forward_after_prefix``."""
+
+    length: int
+    cache: Any
+
+
+def shared_length(
+    model: WidthModel,
+    prompt: Prompt,
+    refs: PreparedReferences,
+    ref_index: torch.Tensor,
+    minimum: int = 1,
+) -> int:
+    """First position where a prepared reference drawn in ``ref_index`` (n,) differs from X (exact
+    equality of embeddings), at most the position of X's last real token. Stops looking once the
+    answer is below ``minimum``."""
+    x = prompt.embeds[0]  # (L, d)
+    length = int(prompt.attention_mask[0].nonzero().max())
+    for r in torch.unique(ref_index).tolist():
+        if length < minimum:
+            break
+        base = refs.embeds(model.embed, torch.tensor([r], device=x.device), prompt.embeds)[0]  # (L, d)
+        differs = (base[:length] != x[:length]).any(dim=-1).nonzero()
+        if differs.numel():
+            length = int(differs[0])
+    return length
+
+
+def shared_prefix(
+    model: WidthModel, prompt: Prompt, refs: PreparedReferences, ref_index: torch.Tensor
+) -> SharedPrefix | None:
+    """The shared prefix of a plan with its cache, or None where today's full-length path is used: the
+    model lacks ``PrefixReuse`` or declines (``prefix_cache`` returns None), or p is below the minimum."""
+    if not isinstance(model, PrefixReuse):
+        return None
+    minimum = max(MIN_TOKENS, math.ceil(MIN_FRACTION * prompt.length))
+    length = shared_length(model, prompt, refs, ref_index, minimum)
+    if length < minimum:
+        return None
+    with torch.no_grad():
+        cache = model.prefix_cache(
+            prompt.embeds[:, :length], prompt.attention_mask[:, :length], prompt.position_ids[:, :length]
+        )
+    if cache is None:
+        return None
+    log.debug("attribution: reusing the first %d of %d prompt positions", length, prompt.length)
+    return SharedPrefix(length, cache)

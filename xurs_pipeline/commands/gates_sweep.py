@@ -1,0 +1,106 @@
+"""``xurs gates-sweep``: compare DVC experiments (training configurations) on their App. D.3 gates."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+DESCRIPTION = """\
+Compare a sweep of training configurations on the controlled-model gates (App. D.3) and pick one before
+spending time on attribution. Each configuration is a DVC experiment run up to the `gates` stage, which
+needs only prepare, train and predict:
+
+  dvc exp run gates -S experiment=controlled_v2 -S train.seed=17
+  dvc exp run gates --queue -S experiment=controlled_v2 -S 'train.seed=7,17' -S 'train.lr_head=1e-3,3e-3'
+  dvc queue start -j 1 && dvc queue status
+
+This command reads `dvc exp show --json` (run here, or a saved copy with --from FILE) and writes one row per
+experiment: its name, the params that differ between experiments, every gate value of the chosen split
+(valid_share; familiar.* and unseen.* per wording-template group), whether all gates passed, and how many
+failed (fewest first). The table goes to <out>/gates_sweep.{md,tex,csv} and the Markdown is printed.
+Experiments without gate metrics (queued, failed, MedQA where gates do not apply) are listed on stderr.
+Then `dvc exp apply <name>` and `dvc repro` run the rest of the pipeline on the chosen configuration.
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "gates-sweep",
+        help="compare DVC experiments on their controlled-model gates (App. D.3)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--from",
+        dest="source",
+        metavar="FILE",
+        help="read saved `dvc exp show --json` output instead of running it (e.g. made with -A for all "
+        "commits)",
+    )
+    p.add_argument("--split", default="dev", help="which split's gates to compare (default: dev)")
+    p.add_argument(
+        "--workspace",
+        action="store_true",
+        help="add a row for the workspace (after `dvc exp run` it repeats the last experiment)",
+    )
+    p.add_argument(
+        "--out",
+        default="results/sweeps",
+        help="directory for gates_sweep.{md,tex,csv} (default: results/sweeps, outside the tables stage's output so dvc repro keeps it)",
+    )
+    p.set_defaults(run=run)
+
+
+def exp_show_json(cwd: str | Path = ".") -> list[dict[str, Any]]:
+    """``dvc exp show --json`` in ``cwd``, parsed."""
+    dvc = shutil.which("dvc") or str(Path(sys.executable).parent / "dvc")
+    try:
+        result = subprocess.run(
+            [dvc, "exp", "show", "--json"], cwd=cwd, capture_output=True, text=True, check=False
+        )
+    except OSError as err:
+        raise RuntimeError(f"could not run `dvc exp show --json` ({err}); is DVC installed?") from err
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"`dvc exp show --json` failed (exit {result.returncode}): {result.stderr[-2000:]}"
+        )
+    return _parse(result.stdout, "`dvc exp show --json` output")
+
+
+def _parse(text: str, where: str) -> list[dict[str, Any]]:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{where}: not JSON ({err})") from err
+
+
+def run(args: argparse.Namespace) -> int:
+    from xurs_pipeline.io import config_hash
+    from xurs_pipeline.reporting.gates_sweep import sweep_frame, sweep_spec
+    from xurs_pipeline.reporting.render import write_table
+
+    if args.source:
+        show = _parse(Path(args.source).read_text(encoding="utf-8"), args.source)
+    else:
+        show = exp_show_json()
+    sweep = sweep_frame(show, split=args.split, workspace=args.workspace)
+    for name, why in sweep.left_out.items():
+        print(f"left out {name}: {why}", file=sys.stderr)
+    if sweep.frame.empty:
+        raise ValueError(
+            f"no experiment has {args.split!r} gate metrics; run e.g. `dvc exp run gates -S train.seed=17`"
+        )
+    paths = write_table(
+        sweep.frame,
+        sweep_spec(sweep),
+        args.out,
+        f"gates sweep ({len(sweep.frame)} experiments)",
+        config_hash(sweep.frame.to_dict(orient="records")),
+    )
+    print(paths[0].read_text(), end="")
+    return 0
