@@ -16,6 +16,9 @@ Captum's GradientShap (same reference indices and alphas, checked numerically on
   or attribution code that calls ``.backward()``, pays);
 - four targets (tiny model): the engine explaining all four options' widths (one forward, four
   backward passes) vs four Captum calls.
+- paired reference (a section of its own; ``--paired-only`` runs just it): an aligned reference that
+  differs from the prompt at 3 tokens from 75% (or 50%) of its length, engine with the shared prefix
+  run once (``attribution.reuse_prefix``) vs the engine at full length vs Captum, on the same plans.
 
 Timing: the machine is shared, so ratios come from adjacent pairs of calls (a then b, or b then a on
 alternate rounds): each variant is timed right next to the variant it is compared with, and the table
@@ -43,7 +46,7 @@ from xurs_pipeline.attribution.endpoints import prompt_of
 from xurs_pipeline.attribution.gradients import Prompt, accumulate
 from xurs_pipeline.attribution.model import Objective
 from xurs_pipeline.attribution.plan import SamplingPlan, eg_plan
-from xurs_pipeline.attribution.references import PreparedReferences, prepare_training
+from xurs_pipeline.attribution.references import PreparedReferences, prepare_aligned, prepare_training
 from xurs_pipeline.credal import credal_width
 from xurs_pipeline.models import RandomSetClassifier, RandomSetHead, build_classifier
 
@@ -318,6 +321,94 @@ def run_model(name: str, tokens: int, batch: int, rounds: int, prof: bool = Fals
     ]
 
 
+# Paired-reference section: an aligned reference (Sec. 5.4) that differs from the prompt at a few
+# positions only, so every sample shares the prompt before them and the engine runs that prefix once
+# (``attribution.reuse_prefix``, ``attribution/prefix.py``).
+
+PAIRED_AT = (0.75, 0.5)  # where the reference differs from the prompt, as a fraction of its length
+PAIRED_CHANGED = 3  # tokens replaced there
+REUSE, FULL, CAPTUM_PAIRED = "engine, prefix reused", "engine, full length", "captum GradientShap"
+
+
+def paired_reference(ids: list[int], at: float, vocab: int, pad_id: int) -> PreparedReferences:
+    """The aligned paired reference of ``ids`` with PAIRED_CHANGED tokens replaced from ``at`` x L on."""
+    start = int(at * len(ids))
+    paired = list(ids)
+    for i in range(start, start + PAIRED_CHANGED):
+        paired[i] = 3 + (ids[i] - 3 + 1) % (vocab - 3)
+    return prepare_aligned(ids, paired, "paired", pad_id, CPU)
+
+
+def run_paired(name: str, tokens: int, batch: int, rounds: int) -> list[str]:
+    """Engine with and without prefix reuse, and Captum, on the same one-reference EG plans."""
+    model, pad_id = tiny_model() if name == "tiny" else smollm2_model()
+    model.eval().requires_grad_(False)
+    vocab = model.backbone.config.vocab_size
+    ids = [1, *np.random.default_rng(1).integers(3, vocab, tokens - 1).tolist()]
+    prompt = prompt_of(model, ids, CPU)
+    objective = Objective.build((TARGET,), "direct")
+    extra = (prompt.attention_mask, prompt.position_ids)
+    rows, results = [], {}
+    for at in PAIRED_AT:
+        refs = paired_reference(ids, at, vocab, pad_id)
+        baselines = model.embed(refs.prepared_ids).detach()  # (1, L, d)
+        tag = f" ({at:.0%})"
+
+        def engine(r: int, reuse: bool, refs: PreparedReferences = refs, tag: str = tag) -> None:
+            sums = accumulate(model, objective, prompt, refs, eg_plan(1, batch, 1000 + r), batch, None, reuse)
+            results[f"{reuse}{tag}{r}"] = sums
+
+        def captum(r: int, baselines: torch.Tensor = baselines, tag: str = tag) -> None:
+            np.random.seed(1000 + r)  # noqa: NPY002  GradientShap draws from numpy's global RNG
+            out = GradientShap(lambda z, m, p: credal_width(model(z, m, p).masses, validate=False)[:, TARGET])
+            results[f"captum{tag}{r}"] = out.attribute(
+                prompt.embeds, baselines=baselines, n_samples=batch, stdevs=0.0, additional_forward_args=extra
+            )[0].detach()
+
+        fns: dict[str, Callable[[int], object]] = {
+            REUSE + tag: lambda r, f=engine: f(r, True),
+            FULL + tag: lambda r, f=engine: f(r, False),
+            CAPTUM_PAIRED + tag: captum,
+        }
+        pairs = [(REUSE + tag, FULL + tag), (REUSE + tag, CAPTUM_PAIRED + tag)]
+        wall, ratios = C.paired(fns, pairs, rounds)
+        fast, full, theirs = results[f"True{tag}0"], results[f"False{tag}0"], results[f"captum{tag}0"]
+        assert (full.prefix, fast.prefix) == (0, refs.changed_positions[0][0]), "prefix not reused"
+        assert fast.e[0, : fast.prefix].abs().max() == 0, "prefix rows must be exactly 0"
+        vs_full = float((fast.e[0] - full.e[0]).norm() / full.e[0].norm())
+        vs_captum = float((fast.e[0] - theirs).norm() / theirs.norm())
+        assert vs_full < 1e-5, f"{name}{tag}: prefix reuse vs full length, relative L2 {vs_full:.1e}"
+        assert vs_captum < 1e-4, f"{name}{tag}: prefix reuse vs Captum, relative L2 {vs_captum:.1e}"
+        rows.append(
+            [
+                f"{fast.prefix} of {tokens}",
+                *[1e3 * float(np.median(wall[v + tag])) / batch for v in (REUSE, FULL, CAPTUM_PAIRED)],
+                *[float(np.median(ratios[pair][i])) for pair in pairs for i in (0, 1)],
+                " / ".join(C.spread(ratios[pair][0]) for pair in pairs),
+                f"{vs_full:.1e} / {vs_captum:.1e}",
+            ]
+        )
+    headers = [
+        "shared prefix p",
+        "ms / sample, reused",
+        "ms / sample, full",
+        "ms / sample, captum",
+        "full / reused (wall)",
+        "full / reused (CPU)",
+        "captum / reused (wall)",
+        "captum / reused (CPU)",
+        "per round (min..max): full, captum",
+        "rel. L2 vs full / vs captum",
+    ]
+    return [
+        f"## {name}, aligned paired reference: {PAIRED_CHANGED} tokens changed at {tokens} x "
+        f"{' or '.join(f'{a:.0%}' for a in PAIRED_AT)}, batch {batch}, {rounds} rounds of adjacent pairs\n",
+        C.markdown_table(headers, rows),
+        "\nEvery sample shares the prompt before the changed tokens: the prefix is run once per plan "
+        "(batch 1, no gradient) and each batch runs only the suffix from its key/value cache.\n",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -328,6 +419,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--profile", action="store_true", help="also print torch.profiler operator shares")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
+    parser.add_argument("--paired-only", action="store_true", help="only the paired-reference section")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -336,11 +428,14 @@ def main() -> None:
         "Benchmark 1: gradient samples (engine vs Captum vs bare)",
         "bench/bench_gradients.py"
         + (" --quick" if args.quick else "")
-        + (f" --threads {args.threads}" if args.threads else ""),
+        + (f" --threads {args.threads}" if args.threads else "")
+        + (" --paired-only" if args.paired_only else ""),
     )
     for name in args.models.split(","):
         rounds = 2 if args.quick else {"tiny": 6, "smollm2": 3}[name]
-        print("\n".join(run_model(name, args.tokens, args.batch, rounds, args.profile)), flush=True)
+        if not args.paired_only:
+            print("\n".join(run_model(name, args.tokens, args.batch, rounds, args.profile)), flush=True)
+        print("\n".join(run_paired(name, args.tokens, args.batch, rounds)), flush=True)
     C.print_footer(started)
 
 

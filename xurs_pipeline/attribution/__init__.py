@@ -6,7 +6,8 @@ Modules, in the order data flows through them:
 - ``model``: the ``WidthModel`` protocol the engine needs, the differentiated functions (``Objective``).
 - ``references``: reference preparation (pad/truncate, zero baseline, aligned paired prompt).
 - ``plan``: seeded EG sampling plans (Captum's draw order) and IG quadrature rules.
-- ``gradients``: the batched gradient loop shared by EG and IG.
+- ``gradients``: the batched gradient loop shared by EG and IG; ``prefix``: the prompt prefix shared
+  by every reference, which it runs once.
 - ``endpoints``: widths without gradients (input, prepared and natural references; Eq. 9, 10).
 - ``estimators``: EG and IG (per-reference residuals, adaptive refinement).
 - ``question``: one question end to end; ``records``: its output rows.

@@ -13,11 +13,13 @@ succeeded, so a retry never counts a sample twice. Failing at one sample per cal
 :class:`AttributionMemoryError`, which names ``attribution.samples_per_call`` and the prompt length.
 Without a retry the sums are exactly those of a fixed batch size; after one they agree to rounding.
 
-Shared prefix (``reuse_prefix``, ``attribution.reuse_prefix``): where every reference of the plan equals
-X on positions [0, p), Z_s equals X there for every sample, so the model (if it provides
-``PrefixReuse``) runs X[:, :p] once and each batch only [p, L), under the full-length mask and the
-suffix's positions; rows [0, p) of ``e`` are exactly 0, as (X - B_s) = 0 there. The sums agree with the
-full-length path to rounding. Short prefixes and other models use the full-length path (``prefix``).
+Shared prefix (``reuse_prefix``, config ``attribution.reuse_prefix``, ``attribution/prefix.py``): where
+every reference drawn in the plan equals X on positions [0, p), Z_s equals X there for every sample, so
+a model providing ``PrefixReuse`` runs X[:, :p] once per call (batch 1, no gradient) and each batch only
+[p, L), with the full-length mask and the suffix's positions. Rows [0, p) of ``e`` stay exactly 0, as
+(X - B_s) = 0 there; the sums agree with the full-length path to rounding. Prefixes shorter than
+``prefix.MIN_TOKENS`` or ``prefix.MIN_FRACTION`` x L, and other models, run full length
+(``GradientSums.prefix`` says which ran).
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--out",
         default="results/sweeps",
-        help="directory for gates_sweep.{md,tex,csv} (default: results/sweeps, outside the tables stage's output so dvc repro keeps it)",
+        help="directory for gates_sweep.{md,tex,csv} (default: results/sweeps)",
     )
     p.set_defaults(run=run)
 
