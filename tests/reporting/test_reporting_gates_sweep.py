@@ -89,3 +89,20 @@ def test_command_writes_the_three_formats_and_prints_the_markdown(show, tmp_path
             assert csv.loc[name, key] == value, (name, key)
     assert xurs(["gates-sweep", "--from", str(FIXTURE), "--split", "train", "--out", str(tmp_path)]) == 2
     assert "no experiment has 'train' gate metrics" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("flags", "expected"), [([], []), (["-A"], ["-A"]), (["--all-commits"], ["-A"])])
+def test_all_commits_asks_dvc_for_every_commits_experiments(tmp_path, monkeypatch, flags, expected):
+    """After a commit, `dvc exp show` lists only experiments based on the new HEAD; -A asks for all."""
+    import subprocess
+
+    calls = []
+
+    def fake_run(command, **kwargs):
+        calls.append(command)
+        return subprocess.CompletedProcess(command, 0, stdout=FIXTURE.read_text(), stderr="")
+
+    monkeypatch.setattr("xurs_pipeline.commands.gates_sweep.subprocess.run", fake_run)
+    assert xurs(["gates-sweep", *flags, "--out", str(tmp_path)]) == 0
+    assert calls[0][1:] == ["exp", "show", "--json", *expected]
+    assert "| seed17 |" in (tmp_path / "gates_sweep.md").read_text()

@@ -39,8 +39,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--from",
         dest="source",
         metavar="FILE",
-        help="read saved `dvc exp show --json` output instead of running it (e.g. made with -A for all "
-        "commits)",
+        help="read saved `dvc exp show --json` output instead of running it",
+    )
+    p.add_argument(
+        "-A",
+        "--all-commits",
+        action="store_true",
+        help="experiments of every commit (`dvc exp show -A`), not only those based on HEAD: after a "
+        "commit, the sweep run before it is found only this way",
     )
     p.add_argument("--split", default="dev", help="which split's gates to compare (default: dev)")
     p.add_argument(
@@ -56,13 +62,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def exp_show_json(cwd: str | Path = ".") -> list[dict[str, Any]]:
-    """``dvc exp show --json`` in ``cwd``, parsed."""
+def exp_show_json(cwd: str | Path = ".", all_commits: bool = False) -> list[dict[str, Any]]:
+    """``dvc exp show --json`` (``-A`` with ``all_commits``) in ``cwd``, parsed."""
     dvc = shutil.which("dvc") or str(Path(sys.executable).parent / "dvc")
+    command = [dvc, "exp", "show", "--json", *(["-A"] if all_commits else [])]
     try:
-        result = subprocess.run(
-            [dvc, "exp", "show", "--json"], cwd=cwd, capture_output=True, text=True, check=False
-        )
+        result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
     except OSError as err:
         raise RuntimeError(f"could not run `dvc exp show --json` ({err}); is DVC installed?") from err
     if result.returncode != 0:
@@ -87,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if args.source:
         show = _parse(Path(args.source).read_text(encoding="utf-8"), args.source)
     else:
-        show = exp_show_json()
+        show = exp_show_json(all_commits=args.all_commits)
     sweep = sweep_frame(show, split=args.split, workspace=args.workspace)
     for name, why in sweep.left_out.items():
         print(f"left out {name}: {why}", file=sys.stderr)
