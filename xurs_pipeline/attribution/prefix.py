@@ -67,7 +67,7 @@ def shared_length(
 def shared_prefix(
     model: WidthModel, prompt: Prompt, refs: PreparedReferences, ref_index: torch.Tensor
 ) -> SharedPrefix | None:
-    """The shared prefix of a plan with its cache, or None where today's full-length path is used: the
+    """The shared prefix of a plan with its cache, or None where the full-length path is used: the
     model lacks ``PrefixReuse`` or declines (``prefix_cache`` returns None), or p is below the minimum."""
     if not isinstance(model, PrefixReuse):
         return None
