@@ -25,7 +25,8 @@ from xurs_pipeline.config import ConfigError, RootConfig, load_params, validate
 BASE = smoke_params()
 # Probabilities, shares, fractions and correlations: values above 1 mean nothing.
 UNIT_KEYS = {
-    "data.medqa_train_fraction", "train.warmup_fraction", "train.lora_dropout", "evaluation.confidence",
+    "data.medqa_train_fraction", "train.warmup_fraction", "train.lora_dropout", "model.head_dropout",
+    "evaluation.confidence",
     "evaluation.ranking.median_section_spearman_min", "evaluation.ranking.top_option_agreement_min",
     "evaluation.ranking.mean_topk_overlap_min", "evaluation.ranking.median_share_difference_max",
     *(f"evaluation.{s}.{k}" for s in ("numerics", "ig")

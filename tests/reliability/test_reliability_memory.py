@@ -103,16 +103,26 @@ def test_out_of_memory_at_one_sample_names_samples_per_call(reference: Path, tmp
     assert not (tmp_path / "out" / "attributions.parquet").exists()
 
 
+def _oom_hooks(rows: int) -> list[Hook]:
+    """Out of memory for gradient batches of more than ``rows`` samples on either forward path: the full
+    prompt (``forward(inputs_embeds, ...)``) or the suffix after a reused prefix
+    (``forward_after_prefix(cache, inputs_embeds, ...)``; the smoke prompts share their instruction)."""
+    classifier = "xurs_pipeline.models.classifier:RandomSetClassifier"
+    return [
+        Hook(f"{classifier}.forward", action="oom", nth=rows, path_arg=1),
+        Hook(f"{classifier}.forward_after_prefix", action="oom", nth=rows, path_arg=2),
+    ]
+
+
 def test_the_stage_adapts_or_stops_with_the_message(reference: Path, tmp_path: Path) -> None:
-    forward = "xurs_pipeline.models.classifier:RandomSetClassifier.forward"
     project = copy_project(reference, tmp_path / "p", "backbone", "prepare", "train")
-    code, log = run_stage(project, "attribute", hooks=[Hook(forward, action="oom", nth=0, path_arg=1)])
+    code, log = run_stage(project, "attribute", hooks=_oom_hooks(0))
     assert code == 1, log[-3000:]
     assert "attribution.samples_per_call=2 down to 1" in log
     assert "Traceback" not in log
     assert not (project / "data" / "attribute" / "attributions.parquet").exists()
 
-    code, log = run_stage(project, "attribute", hooks=[Hook(forward, action="oom", nth=1, path_arg=1)])
+    code, log = run_stage(project, "attribute", hooks=_oom_hooks(1))
     assert code == 0, log[-3000:]
     assert "out of memory at 2 gradient samples per call" in log
     ours = read_parquet(project / "data" / "attribute" / "attributions.parquet")
