@@ -1,4 +1,4 @@
-"""Pad variable-length token-id lists into a batch."""
+"""Pad variable-length token-id lists (or per-token state tensors) into a batch."""
 
 from __future__ import annotations
 
@@ -29,3 +29,14 @@ def pad_batch(
         ids[row, cols] = torch.as_tensor(list(tokens), dtype=torch.long)
         mask[row, cols] = 1
     return ids, mask
+
+
+def pad_states(
+    states: Sequence[torch.Tensor], padding_side: str = "left"
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-prompt hidden states (L_i, d) -> (states (batch, seq, d) zero-padded, attention_mask (batch, seq)
+    long), seq = longest; padding on ``padding_side`` as :func:`pad_batch` pads token ids."""
+    ids, mask = pad_batch([range(s.shape[0]) for s in states], 0, padding_side)
+    out = states[0].new_zeros((len(states), ids.shape[1], states[0].shape[1]))
+    out[mask.bool()] = torch.cat(list(states))
+    return out, mask

@@ -17,7 +17,7 @@ from torch import nn
 from torch.utils.data import Dataset, Sampler
 
 from xurs_pipeline.models.classifier import RandomSetClassifier, position_ids_from_mask
-from xurs_pipeline.models.collate import pad_batch
+from xurs_pipeline.models.collate import pad_batch, pad_states
 from xurs_pipeline.models.heads import ClassifierOutput, RandomSetHead
 
 Batch = dict[str, Any]
@@ -25,7 +25,8 @@ Batch = dict[str, Any]
 
 @dataclass(frozen=True)
 class LabelledSet:
-    """Examples: ``inputs`` is a list of token-id lists or a features tensor (n, d); labels (n,) in 0..3;
+    """Examples: ``inputs`` is a list of token-id lists, a features tensor (n, d), or a list of per-token
+    state tensors (L_i, d) (partial tuning on cached states); labels (n,) in 0..3;
     target_masses (n, 15) or None; record_ids (n,) or empty (they name examples in error messages)."""
 
     inputs: Sequence[Sequence[int]] | torch.Tensor
@@ -69,14 +70,18 @@ class ExampleDataset(Dataset):
 
 @dataclass(frozen=True)
 class Collator:
-    """Stack features, or pad token ids (``pad_token_id``, ``padding_side``), into a :data:`Batch`."""
+    """Stack features, or pad token ids (``pad_token_id``, ``padding_side``) or per-token states, into a
+    :data:`Batch`."""
 
     pad_token_id: int = 0
     padding_side: str = "left"
 
     def __call__(self, items: list[dict[str, Any]]) -> Batch:
         first = items[0]["inputs"]
-        if isinstance(first, torch.Tensor):
+        if isinstance(first, torch.Tensor) and first.ndim == 2:  # states (L_i, d) of partial tuning
+            states, mask = pad_states([it["inputs"] for it in items], self.padding_side)
+            inputs = {"states": states, "attention_mask": mask}
+        elif isinstance(first, torch.Tensor):
             inputs = {"features": torch.stack([it["inputs"] for it in items])}
         else:
             ids, mask = pad_batch([it["inputs"] for it in items], self.pad_token_id, self.padding_side)

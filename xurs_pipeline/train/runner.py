@@ -1,8 +1,11 @@
 """Train a ``RandomSetClassifier`` in one adaptation mode: warm start, adaptation, then the loop.
 
 Head-only training runs the frozen backbone once per prompt set (every layer's pooled states cached on
-disk, see ``models.feature_cache``) and trains the head on the classifier's features read from them;
-partial and LoRA training run the whole classifier on token ids.
+disk, see ``models.feature_cache``) and trains the head on the classifier's features read from them.
+Partial training with the default features runs the frozen lower blocks once per prompt set (every
+position's state entering the first tuned block cached on disk, see ``models.block_cache``) and trains the
+top blocks and head from those states; LoRA (and partial with other features) runs the whole classifier
+on token ids.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from accelerate import PartialState
 from accelerate.utils import set_seed
 
 from xurs_pipeline.models.adapters import LoraSpec, apply_adaptation, trainable_groups
+from xurs_pipeline.models.block_cache import TopBlocks, cached_lower_states, supports_block_cache
 from xurs_pipeline.models.checkpoint import warm_start_head
 from xurs_pipeline.models.classifier import RandomSetClassifier
 from xurs_pipeline.models.feature_cache import cached_features
@@ -96,6 +100,19 @@ def train_classifier(
             check_finite_features(feats, data)
             sets.append(LabelledSet(feats, data.labels, data.target_masses, data.record_ids))
         model = FeatureForward(classifier.head)
+        train, dev = sets
+    elif adaptation.mode == "partial" and supports_block_cache(classifier):
+        sets, state = [], PartialState()
+        classifier.to(state.device)
+        for data in (train, dev):
+            with state.main_process_first():
+                states, hit = cached_lower_states(
+                    classifier, data.inputs, adaptation.partial_layers, pad_token_id, feature_cache_dir,
+                    feature_batch_size,
+                )  # fmt: skip
+            hits.append(hit)
+            sets.append(LabelledSet(states, data.labels, data.target_masses, data.record_ids))
+        model = TopBlocks(classifier, adaptation.partial_layers)
         train, dev = sets
     else:
         model = TokenForward(classifier)
