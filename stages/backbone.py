@@ -19,7 +19,8 @@ from xurs_pipeline.models.backbone import TinySpec, materialize_backbone
 # The model.* keys the backbone depends on (the dvc.yaml stage lists exactly these as params).
 BACKBONE_KEYS = (
     "backbone", "source", "gguf_package", "gguf_file", "dtype", "local_files_only", "pad_token",
-    "padding_side", "tiny_vocab_size", "tiny_hidden_size", "tiny_layers", "tiny_heads", "tiny_seed",
+    "padding_side", "keep_layers", "tiny_vocab_size", "tiny_hidden_size", "tiny_layers", "tiny_heads",
+    "tiny_seed",
 )  # fmt: skip
 
 
@@ -32,7 +33,7 @@ def body(cfg: RootConfig) -> None:
         info = materialize_backbone(
             out, m.backbone, m.source, dtype=m.dtype, gguf_package=m.gguf_package, gguf_file=m.gguf_file,
             tiny=tiny, pad_token=m.pad_token, padding_side=m.padding_side,
-            local_files_only=m.local_files_only, config_hash=config_hash(section),
+            local_files_only=m.local_files_only, keep_layers=m.keep_layers, config_hash=config_hash(section),
         )  # fmt: skip
     except (FileNotFoundError, ValueError) as err:
         log.error("backbone: %s", err)

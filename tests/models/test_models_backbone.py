@@ -11,6 +11,7 @@ from transformers import AutoModelForCausalLM
 
 from xurs_pipeline.models.backbone import (
     BACKBONE_INFO,
+    TinySpec,
     configure_tokenizer,
     load_backbone_dir,
     load_source,
@@ -101,3 +102,22 @@ def test_failed_rebuild_keeps_the_previous_directory(tiny_backbone_dir, tmp_path
         materialize_backbone(out, "gguf", str(tmp_path / "missing.gguf"))
     assert sorted(p.name for p in out.iterdir()) == before
     assert [p.name for p in tmp_path.iterdir()] == ["backbone"]  # no temporary leftovers
+
+
+def test_keep_layers_reads_the_source_out_at_that_block(tmp_path) -> None:
+    """``model.keep_layers=k``: the saved backbone has k blocks and its final state is the full model's
+    block-k state through the final norm (an early exit), so nothing above block k is ever computed."""
+    tiny = TinySpec(layers=3)
+    full_info = materialize_backbone(tmp_path / "full", "tiny", tiny=tiny)
+    info = materialize_backbone(tmp_path / "cut", "tiny", tiny=tiny, keep_layers=2)
+    assert (full_info["num_layers"], info["num_layers"]) == (3, 2)
+    assert info["origin"]["kept_layers"] == 2
+    assert info["origin"]["source_layers"] == 3
+    full, cut = load_backbone_dir(tmp_path / "full"), load_backbone_dir(tmp_path / "cut")
+    ids = full.tokenizer("a patient has fever", return_tensors="pt").input_ids
+    with torch.no_grad():
+        block2 = full.model(ids, output_hidden_states=True).hidden_states[2]
+        expected = full.model.norm(block2)
+        torch.testing.assert_close(cut.model(ids).last_hidden_state, expected)
+    with pytest.raises(ValueError, match=r"model\.keep_layers=4: the backbone has 3 blocks"):
+        materialize_backbone(tmp_path / "bad", "tiny", tiny=tiny, keep_layers=4)

@@ -12,7 +12,8 @@ from xurs_pipeline.data.schema import SOURCES
 class DataConfig:
     """What to prepare and how.
 
-    source: ``synthetic_v1`` | ``synthetic_v2`` | ``medqa``.
+    source: ``synthetic_v1`` | ``synthetic_v2`` | ``synthetic_direct`` (the result names the condition:
+      the positive control, ``data/synthetic/direct.py``) | ``medqa``.
     max_tokens: prompt budget in tokens, special tokens included (Sec. 5.1: 512); only the question is cut.
     seed: seeds the synthetic generators and the MedQA train/dev carve.
     medqa_path: directory holding ``medqa_files`` (``{split}`` = train/dev/test), relative to the
@@ -24,6 +25,8 @@ class DataConfig:
       V1 full size: [80, 20, 20] x 4 cases (960 records); V2: [80, 20, 20] x 6 (7,680/3,840/3,840).
     v1_flaws: V1 keeps its known flaws (answer-order shortcut, unequal singleton targets; App. D.1).
     require_paired_lengths: fail when a result pair does not tokenise position by position alike (V2).
+    pair_every: ``synthetic_direct`` only: every k-th case of a family also has its result-free partner
+      (1 = every case, as V1 and V2 always have).
     """
 
     source: str = "synthetic_v1"
@@ -38,6 +41,7 @@ class DataConfig:
     cases_per_family: int = 4
     v1_flaws: bool = True
     require_paired_lengths: bool = False
+    pair_every: int = 1
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -53,6 +57,13 @@ class DataConfig:
         if len(self.families) != 3 or min(self.families) < 1:
             raise ValueError(
                 f"data.families={list(self.families)}: must be three counts >= 1 (train, dev, test families)"
+            )
+        if self.pair_every < 1:
+            raise ValueError(f"data.pair_every={self.pair_every}: must be >= 1")
+        if self.pair_every != 1 and self.source != "synthetic_direct":
+            raise ValueError(
+                f"data.pair_every={self.pair_every}: only data.source=synthetic_direct has cases without a "
+                f"partner; {self.source} pairs every case (set 1)"
             )
         if self.cases_per_family < 1:
             raise ValueError(f"data.cases_per_family={self.cases_per_family}: must be >= 1")

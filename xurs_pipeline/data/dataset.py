@@ -27,8 +27,10 @@ from xurs_pipeline.data.synthetic import (
     KNOWN_FLAWS,
     check_all,
     check_pairs,
+    generate_direct,
     generate_v1,
     generate_v2,
+    read_direct,
     shortcut_diagnostics,
 )
 from xurs_pipeline.io import config_hash, write_json, write_parquet
@@ -50,6 +52,8 @@ def load_records(data: DataConfig) -> list[QuestionRecord]:
     families = (data.families[0], data.families[1], data.families[2])
     if data.source == "synthetic_v1":
         return generate_v1(families, data.cases_per_family, data.seed, reproduce_flaws=data.v1_flaws)
+    if data.source == "synthetic_direct":
+        return generate_direct(families, data.cases_per_family, data.seed, data.pair_every)
     return generate_v2(families, data.cases_per_family, data.seed)
 
 
@@ -66,6 +70,8 @@ def prepare_and_validate(
     ``require_paired_lengths`` and a result pair does not tokenise position by position alike.
     """
     synthetic = bool(records) and records[0].synthetic is not None
+    if synthetic and records[0].source == "synthetic_direct":
+        return _prepare_direct(records, tokenizer, max_tokens)
     reader = check_all(records, favour_label) if synthetic else None
     if reader is not None and reader.rejections:
         shown = "; ".join(f"record {rid!r}: {why}" for rid, why in reader.rejections[:5])
@@ -87,6 +93,32 @@ def prepare_and_validate(
             "pairs": pairs.as_dict(),
             "shortcuts": shortcut_diagnostics(records, reader.readings),
         }
+    return PreparedPrompts(prepared.frame, summary)
+
+
+def _prepare_direct(records: list[QuestionRecord], tokenizer: Any, max_tokens: int) -> PreparedPrompts:
+    """The direct-clue data: its reader (:func:`read_direct`) must find the label among the options the
+    result names, one with the result and two without; then prepared like any synthetic data."""
+    rejections = []
+    for record in records:
+        try:
+            named = read_direct(record)
+            if len(named) != (1 if record.synthetic.has_result else 2):
+                raise ValueError(
+                    f"result names {len(named)} options but has_result={record.synthetic.has_result}"
+                )
+        except ValueError as err:
+            rejections.append((record.record_id, str(err)))
+    if rejections:
+        shown = "; ".join(f"record {rid!r}: {why}" for rid, why in rejections[:5])
+        raise DataError(f"direct-clue reader rejected {len(rejections)} of {len(records)} records: {shown}")
+    prepared = prepare_records(records, tokenizer, max_tokens)
+    pairs = check_pairs(prepared.frame)
+    summary = {
+        "source": "synthetic_direct",
+        **prepared.summary,
+        "validators": {"reader": {"n_checked": len(records), "n_rejected": 0}, "pairs": pairs.as_dict()},
+    }
     return PreparedPrompts(prepared.frame, summary)
 
 

@@ -32,7 +32,7 @@ PROMPTS_FILE = "prompts.parquet"  # under <artifacts>/prepared/
 SUMMARY_FILE = "summary.json"
 
 SPLITS = ("train", "dev", "test")
-SOURCES = ("medqa", "synthetic_v1", "synthetic_v2")
+SOURCES = ("medqa", "synthetic_v1", "synthetic_v2", "synthetic_direct")
 OPTION_LETTERS = ("A", "B", "C", "D")
 OPTION_SECTIONS = tuple(f"option_{letter}" for letter in OPTION_LETTERS)
 SECTION_NAMES = (

@@ -203,9 +203,11 @@ def materialize_backbone(
     pad_token: str = "",
     padding_side: str = "left",
     local_files_only: bool = False,
+    keep_layers: int = 0,
     config_hash: str = "",
 ) -> dict[str, Any]:
-    """Load a backbone from its source and save it as a plain HF directory (the ``backbone`` stage).
+    """Load a backbone from its source and save it as a plain HF directory (the ``backbone`` stage);
+    ``keep_layers`` > 0 keeps only the first blocks (:func:`keep_first_blocks`).
 
     Every check (source found, pad token) runs before anything is written; returns the json record.
     """
@@ -214,4 +216,27 @@ def materialize_backbone(
         local_files_only=local_files_only,
     )  # fmt: skip
     configure_tokenizer(tokenizer, pad_token, padding_side)
+    if keep_layers:
+        origin = {**origin, "kept_layers": keep_layers, "source_layers": model.config.num_hidden_layers}
+        keep_first_blocks(model, keep_layers)
     return write_backbone_dir(model, tokenizer, out_dir, origin, config_hash)
+
+
+def keep_first_blocks(model: PreTrainedModel, keep: int) -> PreTrainedModel:
+    """Drop every transformer block after the first ``keep`` (``model.keep_layers``), in place.
+
+    The truncated model is the source model read out at block ``keep``: its final norm and LM head apply
+    to that block's output (an early exit). Mid-depth states of a small LM can carry what a task needs
+    better than its last layer, and every later pass (features, attribution, masking) skips the dropped
+    blocks. ValueError naming the key when ``keep`` exceeds the depth.
+    """
+    blocks = model.get_decoder().layers
+    if not 1 <= keep <= len(blocks):
+        raise ValueError(
+            f"model.keep_layers={keep}: the backbone has {len(blocks)} blocks (use 1..{len(blocks)})"
+        )
+    model.get_decoder().layers = type(blocks)(list(blocks)[:keep])
+    model.config.num_hidden_layers = keep
+    if getattr(model.config, "layer_types", None):
+        model.config.layer_types = list(model.config.layer_types)[:keep]
+    return model

@@ -38,6 +38,7 @@ class ModelConfig:
     local_files_only: bool = False  # never try the hub (offline machines)
     pad_token: str = ""  # token to pad with when the tokenizer has none (e.g. "</s>" for Llama-2)
     padding_side: str = "left"
+    keep_layers: int = 0  # keep only the first k transformer blocks (0 = all); see models.backbone
     tiny_vocab_size: int = 512
     tiny_hidden_size: int = 64
     tiny_layers: int = 2
@@ -63,6 +64,8 @@ class ModelConfig:
         check_feature_layers(self.feature_layers)
         if self.backbone == "hf" and not self.source:
             raise ValueError("model.source='': backbone 'hf' needs a hub id or a local directory")
+        if self.keep_layers < 0:
+            raise ValueError(f"model.keep_layers={self.keep_layers}: must be >= 0 (0 keeps every block)")
         if self.tiny_vocab_size < 300:
             raise ValueError(f"model.tiny_vocab_size={self.tiny_vocab_size}: must be >= 300")
         for key in ("tiny_hidden_size", "tiny_layers", "tiny_heads", "head_hidden", "head_depth"):

@@ -1,6 +1,7 @@
 """Controlled synthetic datasets (Sec. 5.4, App. D): V1 (as published, with its known flaws) and V2
 (the revision), their rule-based reader, paired-tokenisation check and shortcut diagnostics."""
 
+from xurs_pipeline.data.synthetic.direct import generate_direct, read_direct
 from xurs_pipeline.data.synthetic.pairs import PairReport, check_pairs
 from xurs_pipeline.data.synthetic.reader import ReaderRejection, ReaderReport, Reading, check, check_all, read
 from xurs_pipeline.data.synthetic.shortcuts import shortcut_diagnostics
@@ -17,9 +18,11 @@ __all__ = [
     "check",
     "check_all",
     "check_pairs",
+    "generate_direct",
     "generate_v1",
     "generate_v2",
     "prescribed_masses",
     "read",
+    "read_direct",
     "shortcut_diagnostics",
 ]

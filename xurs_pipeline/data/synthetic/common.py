@@ -107,17 +107,24 @@ def assemble(
     template_id: int = 0,
     template_unseen: bool = False,
     detail: str = "",
+    plausible_override: tuple[int, int] | None = None,
+    with_rules: bool = True,
+    instruction: str = INSTRUCTION,
 ) -> QuestionRecord:
     """The record of one rendered case. ``clue_span`` is relative to ``case_text``; options are
-    ``plan.base_order`` shifted cyclically by ``arrangement`` (option k shows base option k + r mod 4)."""
+    ``plan.base_order`` shifted cyclically by ``arrangement`` (option k shows base option k + r mod 4).
+    The plausible pair is the label's symptom group unless ``plausible_override`` names two family
+    conditions; the question is the family's rules, ``CASE_LABEL`` and the case, or the case alone
+    (``with_rules=False``)."""
     order = [plan.base_order[(k + arrangement) % 4] for k in range(4)]
     position = {condition: k for k, condition in enumerate(order)}
     group = plan.label // 2
-    plausible = (position[2 * group], position[2 * group + 1])
+    pair = plausible_override or (2 * group, 2 * group + 1)
+    plausible = (position[pair[0]], position[pair[1]])
     answer = position[plan.label]
     masses = prescribed_masses(plausible, answer if has_result else None, answer, favour_label)
-    rules = plan.family.rules_text()
-    case_start = len(rules) + len(CASE_LABEL)
+    rules = plan.family.rules_text() + CASE_LABEL if with_rules else ""
+    case_start = len(rules)
     info = SyntheticInfo(
         family=plan.family.name,
         pair_id=pair_id,
@@ -135,9 +142,9 @@ def assemble(
         record_id=record_id,
         split=plan.split,
         source=source,
-        question=rules + CASE_LABEL + case_text,
+        question=rules + case_text,
         options=tuple(plan.family.conditions[i] for i in order),  # type: ignore[arg-type]
         answer_idx=answer,
-        instruction=INSTRUCTION,
+        instruction=instruction,
         synthetic=info,
     )
