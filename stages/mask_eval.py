@@ -3,7 +3,10 @@
 - ``per_question.parquet`` (schema ``mask_eval``): per (record_id, option, target function) D of the
   top-ranked token, mean D of the random controls, A(x), and the top-k curve (k = 1..top_k_max);
 - ``metrics.json``: per target function the mean advantage with its question-level bootstrap interval,
-  the top-k curve, and the attribution budget used.
+  the top-k curve, and the attribution budget used; ``clue_masking``: the same for masking the clue
+  against equal-length control windows (controlled data);
+- ``clue_masking.parquet``: per explained question with a clue, D of the clue and of its control windows
+  (``evaluation.clue_masking``).
 
 Reads ``<artifacts>/train/classifier``, ``<artifacts>/prepared/prompts.parquet`` and
 ``<artifacts>/attribute/attributions.parquet``.
@@ -20,6 +23,7 @@ from stages._common import log, run_stage
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.evaluation.artifacts import prompts_by_id, read_attributions, read_prompts
+from xurs_pipeline.evaluation.clue_masking import clue_masking_frame, clue_masking_run, summarise_clue_masking
 from xurs_pipeline.evaluation.mask_eval import (
     BootstrapSpec,
     attribution_budget,
@@ -47,15 +51,26 @@ def body(cfg: RootConfig) -> None:
         classifier.to(device)
         spec = MaskingSpec(ev.n_random, ev.top_k_max, ev.seed, ev.mask_batch_size)
         effects = mask_run(classifier_mass_fn(classifier), classifier.embed, prompts, rows, spec, device)
+        clue_effects = clue_masking_run(
+            classifier_mass_fn(classifier), classifier.embed, prompts, rows, ev.mask_batch_size, device
+        )
     except (ArtifactError, ValueError, KeyError) as err:
         log.error("mask_eval: %s", err)
         raise SystemExit(1) from err
     frame = effects_frame(effects)
     boot = BootstrapSpec(ev.bootstrap_resamples, ev.confidence, ev.bootstrap_method, ev.seed)
-    metrics = {"targets": summarise(frame, boot), "budget": attribution_budget(rows)}
+    clue_frame = clue_masking_frame(clue_effects)
+    metrics = {
+        "targets": summarise(frame, boot),
+        "clue_masking": summarise_clue_masking(
+            clue_frame, boot.resamples, boot.confidence, boot.method, boot.seed
+        ),
+        "budget": attribution_budget(rows),
+    }
     run = config_hash({"evaluation": asdict(ev)})
     out = artifacts / "mask_eval"
     write_parquet(frame, out / "per_question.parquet", Provenance("mask_eval", 1, run))
+    write_parquet(clue_frame, out / "clue_masking.parquet", Provenance("clue_masking", 1, run))
     write_json(json_safe(metrics), out / "metrics.json")
     for fn, m in metrics["targets"].items():
         log.info("mask_eval %s: %d questions, mean advantage %.4f [%.4f, %.4f]", fn, m["questions"],

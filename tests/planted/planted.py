@@ -111,5 +111,6 @@ def planted_prompts(n_test: int = 8, n_train: int = 8, vocab: int = 40, seed: in
                 "record_id": f"{split}-{i}", "split": split, "input_ids": ids, "answer_idx": 0,
                 "eligible": [False] + [True] * (length - 1), "clue_positions": clues,
                 "sections": ["special"] + ["question"] * (length - 1),
+                "case_positions": list(range(1, length)),
             })  # fmt: skip
     return pd.DataFrame(rows)

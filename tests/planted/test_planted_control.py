@@ -20,6 +20,7 @@ from planted import CLUE_IDS, PlantedClueModel, planted_prompts
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.runner import run_attribution
 from xurs_pipeline.evaluation.artifacts import read_attributions, run_records
+from xurs_pipeline.evaluation.clue_masking import clue_masking_frame, clue_masking_run, summarise_clue_masking
 from xurs_pipeline.evaluation.config import NumericsThresholds
 from xurs_pipeline.evaluation.mask_eval import BootstrapSpec, effects_frame, mask_run, select_rows, summarise
 from xurs_pipeline.evaluation.masking import MaskingSpec, classifier_mass_fn
@@ -116,3 +117,25 @@ def test_randomising_the_model_moves_the_attribution_off_the_planted_tokens(chai
     # The head only scales the clue score: the ranking survives it. Randomising the block that decides
     # which direction counts must move the attribution away from the planted tokens.
     assert after_blocks["spearman"].median() < 0.5
+
+
+def test_masking_the_clue_beats_every_equal_length_control_window(chain) -> None:
+    model, prompts, attributions, _ = chain
+    rows = select_rows(attributions, ["width"], 0)
+    for candidate, above_zero in ((model, True), (PlantedClueModel(strength=0.0), False)):
+        effects = clue_masking_run(
+            classifier_mass_fn(candidate), candidate.embed, prompts, rows, 16, candidate.u.device
+        )
+        frame = clue_masking_frame(effects)
+        assert len(frame) == len(rows)
+        summary = summarise_clue_masking(frame, 2000, 0.95, "percentile", 0)
+        if above_zero:  # masking the clue restores the no-clue width; windows of other tokens change nothing
+            np.testing.assert_allclose(frame["d_window_max"], 0.0, atol=1e-12)
+            expected = [
+                0.5 - model.exact_width(list(ids))
+                for ids in prompts.set_index("record_id").loc[frame["record_id"], "input_ids"]
+            ]
+            np.testing.assert_allclose(frame["d_clue"], expected, rtol=1e-6)
+            assert summary["ci_low"] > 0
+        else:
+            assert summary["ci_low"] <= 0 <= summary["ci_high"]
