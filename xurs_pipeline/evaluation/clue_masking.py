@@ -11,6 +11,7 @@ equal-length stretch of the case is: the interval lies above zero. Nothing here 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,6 +23,8 @@ from xurs_pipeline.evaluation.bootstrap import mean_advantage_interval
 from xurs_pipeline.evaluation.localisation import control_windows
 from xurs_pipeline.evaluation.masking import MaskingQuestion, MassFn, masked_masses
 from xurs_pipeline.evaluation.targets import get_target
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,8 @@ def clue_masking_run(
     device: torch.device,
 ) -> list[ClueMaskingEffect]:
     """:func:`clue_masking_effect` for every explained (record_id, target) of ``rows`` whose prompt has a
-    clue (synthetic questions with a result); other rows are skipped. ``embed(ids (1, L)) -> (1, L, d)``."""
+    clue (synthetic questions with a result); other rows, and questions whose case text has no clue-free
+    window as long as the clue (logged), are skipped. ``embed(ids (1, L)) -> (1, L, d)``."""
     if "clue_positions" not in prompts.columns or "case_positions" not in prompts.columns:
         return []
     by_id = prompts.set_index("record_id", drop=False)
@@ -116,6 +120,10 @@ def clue_masking_run(
             c=int(c),
         )
         region = [int(i) for i in prompt["case_positions"]]
+        if not control_windows(region, clue):
+            log.warning("clue masking: record %r has no %d-token clue-free window in its case text; skipped",
+                        record_id, len(clue))  # fmt: skip
+            continue
         effects.append(clue_masking_effect(mass_fn, question, clue, region, "width", batch_size))
     return effects
 

@@ -6,7 +6,7 @@ names the answer outright, so a small model can learn to use it, and the clue is
 construction::
 
     A 48-year-old patient presents with hiccups. The Muzex test is positive for Favix disease.
-                                                  `------------------ clue -----------------'
+                                                                                `-- clue --'
 
 Its result-free partner names two conditions, in random order, one of them the label::
 
@@ -57,7 +57,7 @@ def generate_direct(
             clue = RESULT_TEMPLATE.format(test=plan.family.tests[0], named=named)
             values = {"age": str(plan.age), "symptom": plan.symptom, "clue": clue}
             text, spans = fill(CASE_TEMPLATE, values)
-            start, end = spans["clue"]
+            start = spans["clue"][0] + clue.rindex(named)  # the clue is the named condition(s)
             variant = "resolved" if has_result else "unresolved"
             records.append(
                 assemble(
@@ -68,7 +68,7 @@ def generate_direct(
                     variant=variant,
                     has_result=has_result,
                     case_text=text,
-                    clue_span=(start + 1, end),  # the whole result sentence, without the space
+                    clue_span=(start, start + len(named)),
                     favour_label=False,
                     plausible_override=(plan.label, conditions.index(other)),
                     with_rules=False,
