@@ -3,7 +3,8 @@
 
 Head-only runs cache the backbone's features under ``train.feature_cache_dir`` (outside DVC outputs, so
 seeds and head variants reuse them). The training state is saved after every epoch under
-``train.state_dir/<config hash>``; ``train.resume=true`` continues an interrupted run from it.
+``train.state_dir/<content key>`` (the run's config hash, the backbone's and prompts' SHA-256 and the code
+version); ``train.resume=true`` continues an interrupted run of the same inputs from it.
 Multi-GPU: ``accelerate launch -m stages.train`` runs the same code.
 """
 
@@ -17,6 +18,7 @@ from stages._common import log, run_stage
 from xurs_pipeline.config import RootConfig, train_run_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
+from xurs_pipeline.fingerprint import ContentKey, code_version, sha256_file
 from xurs_pipeline.io import ArtifactError, Provenance, write_json
 from xurs_pipeline.models.adapters import LoraSpec
 from xurs_pipeline.models.backbone import load_backbone_dir
@@ -24,6 +26,7 @@ from xurs_pipeline.models.checkpoint import build_classifier, save_classifier
 from xurs_pipeline.train.loop import FitSettings
 from xurs_pipeline.train.prompts import split_examples
 from xurs_pipeline.train.runner import Adaptation, train_classifier
+from xurs_pipeline.train.state import keyed_state_dir
 
 FIT_KEYS = tuple(FitSettings.__dataclass_fields__)
 
@@ -33,7 +36,10 @@ def body(cfg: RootConfig) -> None:
     artifacts = Path(cfg.paths.artifacts)
     try:
         backbone = load_backbone_dir(artifacts / "backbone")
-        prompts = read_prompts(artifacts / "prepared" / PROMPTS_FILE, data_config_hash(cfg.data))
+        prompts_file = artifacts / "prepared" / PROMPTS_FILE
+        prompts = read_prompts(prompts_file, data_config_hash(cfg.data))
+        key = ContentKey({"config": train_run_hash(cfg), "backbone": backbone.info["weights_sha256"],
+                          "prompts": sha256_file(prompts_file), "code": code_version()})  # fmt: skip
         vocab, mass15 = backbone.model.config.vocab_size, m.output_kind == "mass15"
         train = split_examples(
             prompts, "train", vocab, mass15, where=str(artifacts / "prepared" / PROMPTS_FILE)
@@ -50,7 +56,7 @@ def body(cfg: RootConfig) -> None:
                                                                 list(t.lora_targets))),
             FitSettings(**{k: getattr(t, k) for k in FIT_KEYS}),
             feature_cache_dir=t.feature_cache_dir, feature_batch_size=t.feature_batch_size,
-            state_dir=Path(t.state_dir) / train_run_hash(cfg), resume=t.resume,
+            state_dir=keyed_state_dir(t.state_dir, key, t.resume), resume=t.resume,
             init_head_from=t.init_head_from or None,
         )  # fmt: skip
     except (ArtifactError, ValueError, FileNotFoundError, FloatingPointError) as err:

@@ -5,7 +5,7 @@ the classifier directory and of the prepared prompts file, and the code version.
 the attribute stage drives it (``input_hashes`` of the files on disk), twice: with nothing changed it
 resumes (0 questions computed); after the classifier, the prompts or the code changed it recomputes
 every question and says which input changed; a damaged coordinate file is recomputed, never merged.
-A rerun into a fresh directory writes byte-identical files.
+A rerun into a fresh directory writes byte-identical files. The training state is keyed the same way.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from xurs_pipeline.attribution import runner
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.records import record_stem
 from xurs_pipeline.attribution.runner import ATTRIBUTIONS_FILE, input_hashes, run_attribution
+from xurs_pipeline.fingerprint import ContentKey
 from xurs_pipeline.io import Provenance, read_json, read_parquet, write_parquet
+from xurs_pipeline.train.state import keyed_state_dir
 
 CFG = AttributionConfig(progress=False, refs_per_collection=2, n_samples=4, samples_per_call=4, target="all")
 
@@ -120,3 +122,17 @@ def test_a_rerun_writes_byte_identical_files(tmp_path: Path) -> None:
 
 def _outputs(out: Path) -> list[Path]:
     return sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file() and "parts" not in p.parts)
+
+
+def test_train_resume_state_is_keyed_by_content(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    old = ContentKey({"config": "c", "backbone": "b", "prompts": "p1", "code": "x"})
+    saved = keyed_state_dir(tmp_path, old, resume=False)
+    saved.mkdir()
+    (saved / "progress.json").write_text("{}")
+    assert keyed_state_dir(tmp_path, old, resume=True) == saved  # same inputs: resumes from it
+    new = ContentKey({**old.parts, "prompts": "p2"})
+    with caplog.at_level(logging.WARNING, logger="xurs"):
+        fresh = keyed_state_dir(tmp_path, new, resume=True)
+    assert fresh != saved
+    assert not fresh.exists()
+    assert f"not resuming from {saved}: it was saved under other inputs (prompts changed)" in caplog.text
