@@ -31,6 +31,16 @@ def body(cfg: RootConfig) -> None:
     except DataError as err:
         log.error("prepare: %s", err)
         raise SystemExit(1) from err
+    leaked = summary["leakage"]
+    if leaked["n_test_leaked"]:
+        log.warning(
+            "prepare: %d test questions also occur in train (%d) or dev (%d), e.g. %s; their scores are not "
+            "held-out scores (summary.json: leakage)",
+            leaked["n_test_leaked"],
+            leaked["test_in_train"],
+            leaked["test_in_dev"],
+            leaked["leaked_test_ids"][:5],
+        )
     eligible = summary["eligible_fraction"]
     log.info(
         "prepare: %d prompts %s, %d truncated, eligible-token fraction mean %.3f (min %.3f, max %.3f)",
