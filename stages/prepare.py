@@ -13,6 +13,7 @@ from stages._common import log, run_stage
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.data.dataset import data_config_hash, prepare_dataset
 from xurs_pipeline.data.records import DataError
+from xurs_pipeline.io import ArtifactError
 
 
 def body(cfg: RootConfig) -> None:
@@ -28,7 +29,7 @@ def body(cfg: RootConfig) -> None:
     tokenizer = AutoTokenizer.from_pretrained(str(backbone), local_files_only=True)
     try:
         summary = prepare_dataset(cfg.data, tokenizer, artifacts / "prepared", data_config_hash(cfg.data))
-    except DataError as err:
+    except (DataError, ArtifactError) as err:  # bad input, or an output that cannot be written
         log.error("prepare: %s", err)
         raise SystemExit(1) from err
     leaked = summary["leakage"]

@@ -64,14 +64,22 @@ def body(cfg: RootConfig) -> None:
         raise SystemExit(1) from err
     if PartialState().is_main_process:
         out = artifacts / "train"
-        save_classifier(classifier, out / "classifier", backbone.tokenizer, config_hash=train_run_hash(cfg))
         summary = {
             **outcome.fit.to_dict(),
             "feature_cache_hits": outcome.feature_cache_hits,
             "n_train": len(train.record_ids),
             "n_dev": len(dev.record_ids),
         }
-        write_json(summary, out / "train_metrics.json", Provenance("train_metrics", 1, train_run_hash(cfg)))
+        try:
+            save_classifier(
+                classifier, out / "classifier", backbone.tokenizer, config_hash=train_run_hash(cfg)
+            )
+            write_json(
+                summary, out / "train_metrics.json", Provenance("train_metrics", 1, train_run_hash(cfg))
+            )
+        except ArtifactError as err:  # e.g. a read-only output directory
+            log.error("train: %s", err)
+            raise SystemExit(1) from err
     best = outcome.fit
     log.info("train: best epoch %d of %d, dev score %.4f", best.best_epoch, best.epochs_run, best.best_score)
 

@@ -75,10 +75,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         final.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
     except OSError as err:
-        raise ArtifactError(
-            f"{final}: cannot write into {final.parent} ({err.strerror or err}); make the directory "
-            "writable or point paths.artifacts / paths.results elsewhere"
-        ) from err
+        raise unwritable(final, err) from err
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -87,6 +84,14 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def unwritable(path: Path, err: OSError) -> ArtifactError:
+    """The error for an output that cannot be created (read-only directory, a file in the way...)."""
+    return ArtifactError(
+        f"{path}: cannot write into {path.parent} ({err.strerror or err}); make the directory writable "
+        "or point paths.artifacts / paths.results elsewhere"
+    )
 
 
 def _check_provenance(path: Path, found: Provenance | None, expected: Provenance | None) -> None:

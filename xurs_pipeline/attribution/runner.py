@@ -29,7 +29,7 @@ from xurs_pipeline.attribution.question import Question, QuestionResult, Referen
 from xurs_pipeline.attribution.records import COLUMNS, provenance
 from xurs_pipeline.attribution.store import PartStore
 from xurs_pipeline.fingerprint import ContentKey, code_version, sha256_dir, sha256_file
-from xurs_pipeline.io import ArtifactError, Provenance, write_json, write_parquet
+from xurs_pipeline.io import ArtifactError, Provenance, unwritable, write_json, write_parquet
 
 ATTRIBUTIONS_FILE = "attributions.parquet"
 COORDS_DIR = "coords"
@@ -180,8 +180,11 @@ def merge(
             f"(rerunning resumes) before merging"
         )
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(COLUMNS))
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".coords.", dir=out))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".coords.", dir=out))
+    except OSError as err:
+        raise unwritable(out / COORDS_DIR, err) from err
     try:
         for name in table["coords_file"]:
             shutil.copyfile(store.coords / name, staging / name)
