@@ -15,6 +15,7 @@ from pathlib import Path
 from accelerate import PartialState
 
 from stages._common import log, run_stage
+from xurs_pipeline.attribution.inputs import check_record_ids
 from xurs_pipeline.config import RootConfig, train_run_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
@@ -38,6 +39,7 @@ def body(cfg: RootConfig) -> None:
         backbone = load_backbone_dir(artifacts / "backbone")
         prompts_file = artifacts / "prepared" / PROMPTS_FILE
         prompts = read_prompts(prompts_file, data_config_hash(cfg.data))
+        check_record_ids(prompts, cfg.attribution.record_ids)  # before hours of training, not after
         key = ContentKey({"config": train_run_hash(cfg), "backbone": backbone.info["weights_sha256"],
                           "prompts": sha256_file(prompts_file), "code": code_version()})  # fmt: skip
         vocab, mass15 = backbone.model.config.vocab_size, m.output_kind == "mass15"

@@ -100,3 +100,14 @@ def test_an_altered_state_file_stops_the_resume(reference: Path, tmp_path: Path)
     code, log = run_stage(project, "train", RESUME)
     assert code == 1, log[-3000:]
     assert f"{state.name}/best.safetensors: corrupt or truncated training state (its SHA-256 differs" in log
+
+
+def test_unknown_record_ids_stop_train_before_training(reference: Path, tmp_path: Path) -> None:
+    """Issue 15, item 8: a typo in ``attribution.record_ids`` is named before hours of training."""
+    project = copy_project(reference, tmp_path / "p", "backbone", "prepare")
+    code, log = run_stage(project, "train", "attribution.record_ids=[nope,also-nope]")
+    assert code == 1, log[-3000:]
+    assert "attribution.record_ids: ['nope', 'also-nope'] not in the prepared data" in log
+    assert "Traceback" not in log
+    assert not (project / "data" / "train").exists()
+    assert not (project / ".cache" / "xurs" / "features").exists()
