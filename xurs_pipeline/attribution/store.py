@@ -74,7 +74,7 @@ class PartStore:
                     ", ".join(changed) or "content key",
                 )
         payload = {"digest": self.fingerprint, "parts": self.key_parts}
-        write_json(payload, path, Provenance("attribution_key", 1))
+        write_json(payload, path, Provenance("attribution_key", 1, self.fingerprint))
         return changed
 
     def _rows_path(self, record_id: str) -> Path:

@@ -147,7 +147,8 @@ def keyed_state_dir(root: str | Path, key: ContentKey, resume: bool) -> Path:
                     base / other.name[1:].removesuffix(".key.json"),
                     ", ".join(key.changed(parts)),
                 )
-    write_json({"parts": dict(key.parts)}, base / f".{key.digest}.key.json", KEY_PROVENANCE)
+    provenance = Provenance(KEY_PROVENANCE.schema, KEY_PROVENANCE.schema_version, key.digest)
+    write_json({"parts": dict(key.parts)}, base / f".{key.digest}.key.json", provenance)
     return state_dir
 
 
