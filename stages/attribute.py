@@ -6,8 +6,10 @@
 - ``metrics.json``: rows, residual median/max (Eq. 9), gradient evaluations.
 
 Finished questions are kept in ``<artifacts>/attribute/parts/`` (not a DVC output) so an interrupted run
-resumes. Several processes split the questions: ``torchrun --nproc_per_node N -m stages.attribute`` (or
-``accelerate launch -m stages.attribute``); process 0 merges.
+resumes; they are keyed by the config, the SHA-256 of the classifier and prompts and the code version,
+so a changed input recomputes them. Several processes split the questions:
+``torchrun --nproc_per_node N -m stages.attribute`` (or ``accelerate launch -m stages.attribute``);
+process 0 merges.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from xurs_pipeline.attribution.gradients import AttributionMemoryError
 from xurs_pipeline.attribution.inputs import AttributionInputError
 from xurs_pipeline.attribution.model import DTYPES
 from xurs_pipeline.attribution.question import NonFiniteError
-from xurs_pipeline.attribution.runner import run_attribution
+from xurs_pipeline.attribution.runner import input_hashes, run_attribution
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
@@ -37,15 +39,16 @@ def body(cfg: RootConfig) -> None:
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun / accelerate launch
     state = PartialState(cpu=cpu, **({"backend": "gloo"} if cpu and distributed else {}))
     try:
-        prompts = read_prompts(artifacts / "prepared" / PROMPTS_FILE, data_config_hash(cfg.data))
-        classifier, tokenizer = load_classifier(
-            artifacts / "train" / "classifier", config_hash=train_run_hash(cfg)
-        )
+        prompts_file = artifacts / "prepared" / PROMPTS_FILE
+        classifier_dir = artifacts / "train" / "classifier"
+        prompts = read_prompts(prompts_file, data_config_hash(cfg.data))
+        classifier, tokenizer = load_classifier(classifier_dir, config_hash=train_run_hash(cfg))
         classifier.to(device=state.device, dtype=DTYPES[at.precision])
         max_positions = getattr(classifier.backbone.config, "max_position_embeddings", None)
         metrics = run_attribution(
             classifier, prompts, at, pad_id=tokenizer.pad_token_id, max_positions=max_positions,
             out_dir=artifacts / "attribute", fingerprint=attribution_fingerprint(cfg),
+            inputs=input_hashes(classifier_dir, prompts_file),
             shard_index=state.process_index, shard_count=state.num_processes, barrier=state.wait_for_everyone,
         )  # fmt: skip
     except (ArtifactError, AttributionInputError, NonFiniteError, AttributionMemoryError) as err:

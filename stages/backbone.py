@@ -13,7 +13,7 @@ from pathlib import Path
 
 from stages._common import log, run_stage
 from xurs_pipeline.config import RootConfig
-from xurs_pipeline.io import config_hash
+from xurs_pipeline.io import ArtifactError, config_hash
 from xurs_pipeline.models.backbone import TinySpec, materialize_backbone
 
 # The model.* keys the backbone depends on (the dvc.yaml stage lists exactly these as params).
@@ -35,7 +35,7 @@ def body(cfg: RootConfig) -> None:
             tiny=tiny, pad_token=m.pad_token, padding_side=m.padding_side,
             local_files_only=m.local_files_only, keep_layers=m.keep_layers, config_hash=config_hash(section),
         )  # fmt: skip
-    except (FileNotFoundError, ValueError) as err:
+    except (FileNotFoundError, ValueError, ArtifactError) as err:
         log.error("backbone: %s", err)
         raise SystemExit(1) from err
     log.info(

@@ -13,6 +13,7 @@ from stages._common import log, run_stage
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.data.dataset import data_config_hash, prepare_dataset
 from xurs_pipeline.data.records import DataError
+from xurs_pipeline.io import ArtifactError
 
 
 def body(cfg: RootConfig) -> None:
@@ -28,9 +29,19 @@ def body(cfg: RootConfig) -> None:
     tokenizer = AutoTokenizer.from_pretrained(str(backbone), local_files_only=True)
     try:
         summary = prepare_dataset(cfg.data, tokenizer, artifacts / "prepared", data_config_hash(cfg.data))
-    except DataError as err:
+    except (DataError, ArtifactError) as err:  # bad input, or an output that cannot be written
         log.error("prepare: %s", err)
         raise SystemExit(1) from err
+    leaked = summary["leakage"]
+    if leaked["n_test_leaked"]:
+        log.warning(
+            "prepare: %d test questions also occur in train (%d) or dev (%d), e.g. %s; their scores are not "
+            "held-out scores (summary.json: leakage)",
+            leaked["n_test_leaked"],
+            leaked["test_in_train"],
+            leaked["test_in_dev"],
+            leaked["leaked_test_ids"][:5],
+        )
     eligible = summary["eligible_fraction"]
     log.info(
         "prepare: %d prompts %s, %d truncated, eligible-token fraction mean %.3f (min %.3f, max %.3f)",

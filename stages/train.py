@@ -3,7 +3,8 @@
 
 Head-only runs cache the backbone's features under ``train.feature_cache_dir`` (outside DVC outputs, so
 seeds and head variants reuse them). The training state is saved after every epoch under
-``train.state_dir/<config hash>``; ``train.resume=true`` continues an interrupted run from it.
+``train.state_dir/<content key>`` (the run's config hash, the backbone's and prompts' SHA-256 and the code
+version); ``train.resume=true`` continues an interrupted run of the same inputs from it.
 Multi-GPU: ``accelerate launch -m stages.train`` runs the same code.
 """
 
@@ -14,9 +15,11 @@ from pathlib import Path
 from accelerate import PartialState
 
 from stages._common import log, run_stage
+from xurs_pipeline.attribution.inputs import check_record_ids
 from xurs_pipeline.config import RootConfig, train_run_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
+from xurs_pipeline.fingerprint import ContentKey, code_version, sha256_file
 from xurs_pipeline.io import ArtifactError, Provenance, write_json
 from xurs_pipeline.models.adapters import LoraSpec
 from xurs_pipeline.models.backbone import load_backbone_dir
@@ -24,6 +27,7 @@ from xurs_pipeline.models.checkpoint import build_classifier, save_classifier
 from xurs_pipeline.train.loop import FitSettings
 from xurs_pipeline.train.prompts import split_examples
 from xurs_pipeline.train.runner import Adaptation, train_classifier
+from xurs_pipeline.train.state import keyed_state_dir
 
 FIT_KEYS = tuple(FitSettings.__dataclass_fields__)
 
@@ -33,7 +37,11 @@ def body(cfg: RootConfig) -> None:
     artifacts = Path(cfg.paths.artifacts)
     try:
         backbone = load_backbone_dir(artifacts / "backbone")
-        prompts = read_prompts(artifacts / "prepared" / PROMPTS_FILE, data_config_hash(cfg.data))
+        prompts_file = artifacts / "prepared" / PROMPTS_FILE
+        prompts = read_prompts(prompts_file, data_config_hash(cfg.data))
+        check_record_ids(prompts, cfg.attribution.record_ids)  # before hours of training, not after
+        key = ContentKey({"config": train_run_hash(cfg), "backbone": backbone.info["weights_sha256"],
+                          "prompts": sha256_file(prompts_file), "code": code_version()})  # fmt: skip
         vocab, mass15 = backbone.model.config.vocab_size, m.output_kind == "mass15"
         train = split_examples(
             prompts, "train", vocab, mass15, where=str(artifacts / "prepared" / PROMPTS_FILE)
@@ -50,7 +58,7 @@ def body(cfg: RootConfig) -> None:
                                                                 list(t.lora_targets))),
             FitSettings(**{k: getattr(t, k) for k in FIT_KEYS}),
             feature_cache_dir=t.feature_cache_dir, feature_batch_size=t.feature_batch_size,
-            state_dir=Path(t.state_dir) / train_run_hash(cfg), resume=t.resume,
+            state_dir=keyed_state_dir(t.state_dir, key, t.resume), resume=t.resume,
             init_head_from=t.init_head_from or None,
         )  # fmt: skip
     except (ArtifactError, ValueError, FileNotFoundError, FloatingPointError) as err:
@@ -58,14 +66,22 @@ def body(cfg: RootConfig) -> None:
         raise SystemExit(1) from err
     if PartialState().is_main_process:
         out = artifacts / "train"
-        save_classifier(classifier, out / "classifier", backbone.tokenizer, config_hash=train_run_hash(cfg))
         summary = {
             **outcome.fit.to_dict(),
             "feature_cache_hits": outcome.feature_cache_hits,
             "n_train": len(train.record_ids),
             "n_dev": len(dev.record_ids),
         }
-        write_json(summary, out / "train_metrics.json", Provenance("train_metrics", 1, train_run_hash(cfg)))
+        try:
+            save_classifier(
+                classifier, out / "classifier", backbone.tokenizer, config_hash=train_run_hash(cfg)
+            )
+            write_json(
+                summary, out / "train_metrics.json", Provenance("train_metrics", 1, train_run_hash(cfg))
+            )
+        except ArtifactError as err:  # e.g. a read-only output directory
+            log.error("train: %s", err)
+            raise SystemExit(1) from err
     best = outcome.fit
     log.info("train: best epoch %d of %d, dev score %.4f", best.best_epoch, best.epochs_run, best.best_score)
 

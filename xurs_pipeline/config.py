@@ -8,6 +8,7 @@ Each package owns the dataclass of its own section (``xurs_pipeline/<pkg>/config
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -69,6 +70,9 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
     misshapen = _first_misshapen(schema, data)
     if misshapen:
         raise ConfigError(f"{source}: invalid config at key {misshapen}")
+    nonfinite = _first_nonfinite(data)
+    if nonfinite:
+        raise ConfigError(f"{source}: {nonfinite}: must be a finite number")
     try:
         merged = OmegaConf.merge(schema, data)
         return OmegaConf.to_object(merged)  # type: ignore[return-value]
@@ -79,6 +83,19 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
         ) from err
     except ValueError as err:
         raise ConfigError(f"{source}: {err}") from err
+
+
+def _first_nonfinite(data: Any, prefix: str = "") -> str | None:
+    """``key=value`` of the first inf or NaN number in a config tree (no setting takes one), else None."""
+    items = data.items() if isinstance(data, Mapping) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        where = f"{prefix}{key}" if isinstance(key, str) else f"{prefix.rstrip('.')}[{key}]"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{where}={value}"
+        found = _first_nonfinite(value, f"{where}.")
+        if found:
+            return found
+    return None
 
 
 def _first_misshapen(schema: DictConfig, data: Mapping[str, Any], prefix: str = "") -> str | None:
@@ -100,7 +117,8 @@ def _first_misshapen(schema: DictConfig, data: Mapping[str, Any], prefix: str = 
 
 
 def load_params(path: str | os.PathLike[str] = "params.yaml") -> RootConfig:
-    """Load and validate a composed ``params.yaml`` (ConfigError naming the file and line if not YAML)."""
+    """Load and validate a composed ``params.yaml`` (ConfigError naming the file and line if not YAML);
+    its paths must lie inside the file's directory (:func:`check_inside`)."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{p}: not found. Compose it with `xurs params` (or `dvc exp run`).")
@@ -108,17 +126,56 @@ def load_params(path: str | os.PathLike[str] = "params.yaml") -> RootConfig:
         raw = OmegaConf.load(p)
     except yaml.YAMLError as err:
         raise ConfigError(f"{p}: not valid YAML: {err}") from err
-    return validate(raw, source=str(p))
+    cfg = validate(raw, source=str(p))
+    check_inside(cfg, p.parent, source=str(p))
+    return cfg
 
 
 def compose(overrides: list[str] | None = None, conf_dir: str | os.PathLike[str] = "conf") -> dict[str, Any]:
-    """Compose ``conf/config.yaml`` with Hydra overrides into a plain dict (what DVC puts in params.yaml)."""
+    """Compose ``conf/config.yaml`` with Hydra overrides into a plain dict (what DVC puts in params.yaml).
+
+    An unknown config group option (``model=nosuch``) or bad override syntax raises :class:`ConfigError`
+    in one line (with the available options), not Hydra's traceback.
+    """
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
+    from hydra.errors import HydraException
 
-    with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
-        cfg = hydra_compose(config_name="config", overrides=list(overrides or []))
+    try:
+        with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
+            cfg = hydra_compose(config_name="config", overrides=list(overrides or []))
+    except HydraException as err:
+        raise ConfigError(f"overrides {list(overrides or [])}: {_one_line(str(err))}") from err
     return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+
+
+def _one_line(message: str) -> str:
+    """Hydra's multi-line message as one line: its first line, and the options it lists if any."""
+    lines = message.splitlines()
+    head = next((line.strip() for line in lines if line.strip()), "invalid overrides")
+    start = next((i for i, line in enumerate(lines) if line.startswith("Available options")), None)
+    if start is None:
+        return head
+    options = []
+    for line in lines[start + 1 :]:
+        if not line.startswith(("\t", " ")) or not line.strip():
+            break
+        options.append(line.strip())
+    return f"{head} ({lines[start].strip().rstrip(':').lower()}: {', '.join(options)})"
+
+
+def check_inside(cfg: RootConfig, root: str | os.PathLike[str], source: str = "config") -> None:
+    """``paths.artifacts`` and ``paths.results`` must lie inside ``root`` (the repository: the directory
+    of ``params.yaml``, where DVC runs the stages; DVC cannot track outputs outside it)."""
+    base = Path(root).resolve()
+    for key in ("artifacts", "results"):
+        value = getattr(cfg.paths, key)
+        target = (base / value).resolve()
+        if target != base and base not in target.parents:
+            raise ConfigError(
+                f"{source}: paths.{key}={value!r} resolves to {target}, outside the repository {base}; "
+                "use a path inside it (e.g. 'data')"
+            )
 
 
 def configuration_label(cfg: RootConfig) -> str:

@@ -7,6 +7,9 @@ target directory followed by ``os.replace``: an interrupted run never leaves a h
 under the final name. Parquet pages carry CRC checksums, verified on read, so flipped bytes are
 detected, not read as other numbers; safetensors files (checkpoints, coordinates) are read through
 :func:`read_safetensors`, which turns a truncated or corrupt file into an :class:`ArtifactError`.
+Safetensors files written by :func:`write_safetensors` (caches, coordinates) carry the SHA-256 of their
+tensor bytes in their metadata (``xurs_sha256``), checked by :func:`read_safetensors`, and a header
+with sorted metadata keys, so the same tensors always give the same bytes.
 """
 
 from __future__ import annotations
@@ -24,9 +27,12 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+import safetensors.torch
+import torch
 from safetensors import SafetensorError, safe_open
 
 PROVENANCE_KEY = b"xurs_provenance"
+CHECKSUM_KEY = "xurs_sha256"  # safetensors metadata: hex SHA-256 of the tensor bytes
 
 
 class ArtifactError(RuntimeError):
@@ -60,10 +66,16 @@ def config_hash(section: Any) -> str:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds."""
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds.
+
+    A directory that cannot be written (read-only, not a directory) raises ArtifactError naming it.
+    """
     final = Path(path)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    except OSError as err:
+        raise unwritable(final, err) from err
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -72,6 +84,14 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def unwritable(path: Path, err: OSError) -> ArtifactError:
+    """The error for an output that cannot be created (read-only directory, a file in the way...)."""
+    return ArtifactError(
+        f"{path}: cannot write into {path.parent} ({err.strerror or err}); make the directory writable "
+        "or point paths.artifacts / paths.results elsewhere"
+    )
 
 
 def _check_provenance(path: Path, found: Provenance | None, expected: Provenance | None) -> None:
@@ -172,17 +192,72 @@ def read_json(path: str | os.PathLike[str], expected: Provenance | None = None) 
     return payload
 
 
+def write_safetensors(
+    tensors: Mapping[str, torch.Tensor],
+    path: str | os.PathLike[str],
+    metadata: Mapping[str, str] | None = None,
+) -> Path:
+    """Write tensors atomically with ``metadata`` plus the SHA-256 of the tensor bytes (``xurs_sha256``).
+
+    The header's metadata keys are sorted (safetensors itself writes them in a random order per
+    process), so equal tensors and metadata give byte-identical files.
+    """
+    raw = safetensors.torch.save({k: v.contiguous() for k, v in tensors.items()})
+    size = int.from_bytes(raw[:8], "little")
+    data = memoryview(raw)[8 + size :]
+    header = json.loads(raw[8 : 8 + size])
+    header.pop("__metadata__", None)
+    meta = {**dict(metadata or {}), CHECKSUM_KEY: hashlib.sha256(data).hexdigest()}
+    text = json.dumps(
+        {"__metadata__": dict(sorted(meta.items())), **header}, separators=(",", ":"), ensure_ascii=False
+    ).encode()
+    text += b" " * (-len(text) % 8)  # safetensors aligns the tensor data to 8 bytes
+    with atomic_path(path) as tmp, tmp.open("wb") as handle:
+        handle.write(len(text).to_bytes(8, "little"))
+        handle.write(text)
+        handle.write(data)
+    return Path(path)
+
+
 def read_safetensors(path: str | os.PathLike[str], framework: str = "pt") -> dict[str, Any]:
     """All tensors of a safetensors file (``framework`` ``pt``: torch, ``np``: numpy).
 
-    A missing, truncated or corrupt file (header, sizes) raises ``ArtifactError`` naming it.
+    A missing, truncated or corrupt file (header, sizes), or one whose tensor bytes differ from its
+    ``xurs_sha256`` checksum, raises ``ArtifactError`` naming it.
     """
     p = _existing_tensor_file(path)
+    verify_checksum(p)
     try:
         with safe_open(str(p), framework=framework) as handle:
             return {key: handle.get_tensor(key) for key in handle.keys()}  # noqa: SIM118 (not a dict)
     except (SafetensorError, OSError, ValueError) as err:
         raise _corrupt_tensors(p, err) from err
+
+
+def verify_checksum(path: str | os.PathLike[str]) -> bool:
+    """Check a safetensors file's tensor bytes against its ``xurs_sha256`` metadata (reads the file).
+
+    Returns False for a file without a checksum (written elsewhere); ArtifactError on a mismatch.
+    """
+    p = _existing_tensor_file(path)
+    try:
+        with safe_open(str(p), framework="np") as handle:
+            expected = (handle.metadata() or {}).get(CHECKSUM_KEY)
+    except (SafetensorError, OSError, ValueError) as err:
+        raise _corrupt_tensors(p, err) from err
+    if expected is None:
+        return False
+    digest = hashlib.sha256()
+    with p.open("rb") as handle:
+        handle.seek(8 + int.from_bytes(handle.read(8), "little"))
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    if digest.hexdigest() != expected:
+        raise ArtifactError(
+            f"{p}: tensor bytes do not match the file's SHA-256 checksum (damaged on disk). "
+            "Delete it and rerun."
+        )
+    return True
 
 
 def check_safetensors(path: str | os.PathLike[str]) -> None:

@@ -10,6 +10,7 @@ before it reads or writes anything.
 from __future__ import annotations
 
 import copy
+import re
 import typing
 from dataclasses import fields, is_dataclass
 from pathlib import Path
@@ -20,7 +21,10 @@ import yaml
 from reliability_proc import run_stage
 from reliability_project import ROOT, smoke_params
 
+from xurs_pipeline.cli import main as cli_main
 from xurs_pipeline.config import ConfigError, RootConfig, load_params, validate
+from xurs_pipeline.io import ArtifactError, write_json
+from xurs_pipeline.models.atomic_dir import atomic_directory
 
 BASE = smoke_params()
 # Probabilities, shares, fractions and correlations: values above 1 mean nothing.
@@ -154,3 +158,45 @@ def test_a_stage_refuses_a_bad_config_before_any_work(
     assert message in log, log[-2000:]
     assert not (project / "data").exists()
     assert not (project / ".cache").exists()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["model=nosuch"], r"Could not find 'model/nosuch' \(available options in 'model': .*tiny"),
+        (
+            ["experiment=nosuch"],
+            r"Could not find 'experiment/nosuch' \(available options in 'experiment': .*smoke",
+        ),
+        (["train.lr_head=[1"], r"overrides \['train\.lr_head=\[1'\]: no viable alternative at input '\[1'"),
+        (["train.lr_head=inf"], r"train\.lr_head=inf: must be a finite number"),
+        (
+            ["paths.artifacts=../outside"],
+            r"paths\.artifacts='\.\./outside' resolves to .*, outside the repository",
+        ),
+    ],
+)
+def test_xurs_params_answers_bad_overrides_in_one_line(
+    overrides: list[str], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 15, item 7: no Hydra traceback, one line naming the override and what is allowed."""
+    out = tmp_path / "params.yaml"
+    code = cli_main(["params", "--conf", str(ROOT / "conf"), "--out", str(out), *overrides])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert re.search(expected, err), err
+    assert not out.exists()
+
+
+def test_an_output_directory_that_cannot_be_written_is_named(tmp_path: Path) -> None:
+    """Issue 15, item 7: an output that cannot be created gives ArtifactError naming the directory
+    (a file standing where the directory should be: root ignores permission bits, not this)."""
+    (tmp_path / "data").write_text("not a directory")
+    target = tmp_path / "data" / "prepared" / "summary.json"
+    with pytest.raises(
+        ArtifactError, match=r"data/prepared/summary\.json: cannot write into .*data/prepared"
+    ):
+        write_json({"a": 1}, target)
+    with pytest.raises(ArtifactError, match=r"cannot write into"), atomic_directory(tmp_path / "data" / "c"):
+        pass

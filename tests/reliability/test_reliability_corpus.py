@@ -21,6 +21,7 @@ from reliability_project import merge, mini_params, smoke_params, write_project
 from xurs_pipeline.config import ConfigError, load_params
 from xurs_pipeline.data.config import DataConfig
 from xurs_pipeline.data.dataset import load_records, prepare_and_validate
+from xurs_pipeline.data.prepare import leakage
 from xurs_pipeline.data.records import DataError, QuestionRecord
 from xurs_pipeline.data.schema import SPLITS
 from xurs_pipeline.data.synthetic import generate_v1, generate_v2
@@ -146,3 +147,21 @@ def test_the_prepare_stage_refuses_a_broken_medqa_file(reference: Path, tmp_path
     assert re.search(case["error"], log), log[-3000:]
     assert "Traceback" not in log
     assert not (project / "data" / "prepared").exists()
+
+
+def test_test_questions_seen_in_train_or_dev_are_counted(tmp_path: Path) -> None:
+    """MedQA has no ids: leakage is found by content (issue 15, item 9); prepare warns and reports it."""
+    root = _medqa_dir({}, tmp_path / "medqa")  # the same six questions in every split: all leak
+    records = load_records(DataConfig(source="medqa", medqa_path=str(root), medqa_files="{split}.jsonl"))
+    test_ids = [r.record_id for r in records if r.split == "test"]
+    assert leakage(records) == {"test_in_train": 6, "test_in_dev": 6, "n_test_leaked": 6,
+                                "leaked_test_ids": sorted(test_ids)}  # fmt: skip
+    disguised = [
+        replace(r, question="\u200b " + r.question.upper()) if r.split == "train" else r for r in records
+    ]
+    assert leakage([r for r in disguised if r.split != "dev"])["test_in_train"] == 6
+    fresh = [
+        replace(r, question=f"{r.question} Case {i}.") if r.split == "test" else r
+        for i, r in enumerate(records)
+    ]
+    assert leakage(fresh) == {"test_in_train": 0, "test_in_dev": 0, "n_test_leaked": 0, "leaked_test_ids": []}

@@ -17,6 +17,10 @@ QUADRATURES = ("gausslegendre", "riemann_trapezoid", "riemann_left", "riemann_ri
 PRECISIONS = ("float32", "bfloat16", "float16")
 DEVICES = ("auto", "cpu", "cuda")
 NONFINITE_POLICIES = ("report", "raise", "retry")
+# Gradient samples of one question (all collections; IG: references x ig_max_points). Sampling plans are
+# held in memory (~70 bytes a sample: 300 MB at the limit), and at ~10^3 samples/s on a 135M model the
+# limit is already over an hour per question; 10^12 would allocate terabytes.
+MAX_SAMPLES_PER_QUESTION = 2**22
 
 
 def _one_of(key: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -110,6 +114,16 @@ class AttributionConfig:
                 f"attribution.reference={self.reference!r} has exactly one reference per question: set "
                 f"n_collections=1 and refs_per_collection=1 (got {self.n_collections}, "
                 f"{self.refs_per_collection})"
+            )
+        eg = self.method == "eg"
+        per_collection = self.n_samples if eg else self.refs_per_collection * self.ig_max_points
+        total = self.n_collections * per_collection
+        if total > MAX_SAMPLES_PER_QUESTION:
+            what = "n_samples" if eg else "refs_per_collection x ig_max_points"
+            raise ValueError(
+                f"attribution.{what}: {self.n_collections} collection(s) x {per_collection} = {total} "
+                f"gradient samples per question, above the limit of {MAX_SAMPLES_PER_QUESTION} (2**22: "
+                "sampling plans are held in memory, and that many already take hours per question)"
             )
         if len(set(self.record_ids)) != len(self.record_ids):
             raise ValueError(f"attribution.record_ids: duplicates in {self.record_ids}")

@@ -7,6 +7,8 @@ missing paired prompts, and reference collections smaller than requested.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
 from xurs_pipeline.attribution.config import AttributionConfig
@@ -51,18 +53,24 @@ def _pair(prompts: pd.DataFrame, row: pd.Series) -> pd.Series:
     return mates.iloc[0]
 
 
+def check_record_ids(prompts: pd.DataFrame, record_ids: Sequence[str]) -> None:
+    """``attribution.record_ids`` must name prepared records: AttributionInputError naming the others.
+    The train stage calls it too, so a typo stops the pipeline before training, not after."""
+    known = set(prompts["record_id"])
+    unknown = [r for r in record_ids if r not in known]
+    if unknown:
+        raise AttributionInputError(
+            f"attribution.record_ids: {unknown} not in the prepared data ({len(prompts)} records, e.g. "
+            f"{list(prompts['record_id'][:3])}). Use record ids of prepared/prompts.parquet."
+        )
+
+
 def select_questions(
     prompts: pd.DataFrame, cfg: AttributionConfig, max_positions: int | None
 ) -> list[Question]:
     """The questions to attribute, in prepared-data order; ``cfg.record_ids`` overrides the split."""
-    by_id = prompts.set_index("record_id", drop=False)
     if cfg.record_ids:
-        unknown = [r for r in cfg.record_ids if r not in by_id.index]
-        if unknown:
-            raise AttributionInputError(
-                f"attribution.record_ids: {unknown} not in the prepared data ({len(prompts)} records, e.g. "
-                f"{list(prompts['record_id'][:3])}). Use record ids of prepared/prompts.parquet."
-            )
+        check_record_ids(prompts, cfg.record_ids)
         chosen = prompts[prompts["record_id"].isin(cfg.record_ids)]
     else:
         chosen = prompts[prompts["split"] == cfg.split]

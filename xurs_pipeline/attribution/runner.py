@@ -12,7 +12,7 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -28,7 +28,8 @@ from xurs_pipeline.attribution.model import WidthModel, model_device, model_dtyp
 from xurs_pipeline.attribution.question import Question, QuestionResult, ReferencePool, attribute_question
 from xurs_pipeline.attribution.records import COLUMNS, provenance
 from xurs_pipeline.attribution.store import PartStore
-from xurs_pipeline.io import ArtifactError, Provenance, write_json, write_parquet
+from xurs_pipeline.fingerprint import ContentKey, code_version, sha256_dir, sha256_file
+from xurs_pipeline.io import ArtifactError, Provenance, unwritable, write_json, write_parquet
 
 ATTRIBUTIONS_FILE = "attributions.parquet"
 COORDS_DIR = "coords"
@@ -153,8 +154,11 @@ def retry_in_float32(
         model.to(dtype)  # type: ignore[attr-defined]
 
 
-def merge(store: PartStore, record_ids: list[str], out_dir: str | Path) -> dict[str, float | int]:
-    """Write ``attributions.parquet``, ``coords/``, ``nonfinite.json`` and ``metrics.json`` from the parts.
+def merge(
+    store: PartStore, record_ids: list[str], out_dir: str | Path, fingerprint: str
+) -> dict[str, float | int]:
+    """Write ``attributions.parquet``, ``coords/``, ``nonfinite.json`` and ``metrics.json`` from the parts,
+    stamped with the config ``fingerprint`` (what downstream stages check).
 
     Raises ArtifactError naming unfinished questions. Returns the metrics.
     """
@@ -176,8 +180,11 @@ def merge(store: PartStore, record_ids: list[str], out_dir: str | Path) -> dict[
             f"(rerunning resumes) before merging"
         )
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(COLUMNS))
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".coords.", dir=out))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".coords.", dir=out))
+    except OSError as err:
+        raise unwritable(out / COORDS_DIR, err) from err
     try:
         for name in table["coords_file"]:
             shutil.copyfile(store.coords / name, staging / name)
@@ -188,12 +195,9 @@ def merge(store: PartStore, record_ids: list[str], out_dir: str | Path) -> dict[
     finally:
         if staging.exists():
             shutil.rmtree(staging)
-    write_parquet(table, out / ATTRIBUTIONS_FILE, provenance(store.fingerprint), COLUMNS)
-    write_json(
-        {"failures": failures},
-        out / NONFINITE_FILE,
-        Provenance("attribution_nonfinite", 1, store.fingerprint),
-    )
+    write_parquet(table, out / ATTRIBUTIONS_FILE, provenance(fingerprint), COLUMNS)
+    nonfinite = Provenance("attribution_nonfinite", 1, fingerprint)
+    write_json({"failures": failures}, out / NONFINITE_FILE, nonfinite)
     residual = table["residual"].to_numpy(dtype=float) if len(table) else np.zeros(0)
     metrics: dict[str, float | int] = {
         "questions": len(record_ids),
@@ -203,8 +207,13 @@ def merge(store: PartStore, record_ids: list[str], out_dir: str | Path) -> dict[
         "residual_max": float(residual.max()) if residual.size else 0.0,
         "grad_evals": int(table.drop_duplicates("record_id")["grad_evals"].sum()) if len(table) else 0,
     }
-    write_json(metrics, out / METRICS_FILE, Provenance("attribution_metrics", 1, store.fingerprint))
+    write_json(metrics, out / METRICS_FILE, Provenance("attribution_metrics", 1, fingerprint))
     return metrics
+
+
+def input_hashes(classifier_dir: str | Path, prompts_file: str | Path) -> dict[str, str]:
+    """SHA-256 of the attribute stage's input artifacts (``inputs`` of :func:`run_attribution`)."""
+    return {"classifier": sha256_dir(classifier_dir), "prompts": sha256_file(prompts_file)}
 
 
 def run_attribution(
@@ -216,22 +225,27 @@ def run_attribution(
     max_positions: int | None,
     out_dir: str | Path,
     fingerprint: str,
+    inputs: Mapping[str, str] | None = None,
     shard_index: int = 0,
     shard_count: int = 1,
     barrier: Callable[[], None] | None = None,
 ) -> dict[str, float | int] | None:
     """Check inputs, run this process's shard, wait for the others (``barrier``), merge on shard 0.
 
-    Inputs are checked before anything is written. Parts live in ``out_dir/parts`` (kept for resume);
-    shard 0 returns the merged metrics, other shards None. Without a ``barrier`` (in-process
-    simulation) run the other shards first.
+    Inputs are checked before anything is written. Parts live in ``out_dir/parts`` (kept for resume),
+    keyed by content: ``fingerprint`` (the config's), ``inputs`` (named hashes of the input artifacts,
+    :func:`input_hashes`) and the code version; parts made under another key are recomputed, with a
+    log line naming what changed. Shard 0 returns the merged metrics, other shards None. Without a
+    ``barrier`` (in-process simulation) run the other shards first.
     """
     questions = select_questions(prompts, cfg, max_positions)
     pool = ReferencePool(*reference_pool(prompts, cfg, max_positions)) if cfg.reference == "train" else None
-    store = PartStore(out_dir, fingerprint)
+    key = ContentKey({"config": fingerprint, "code": code_version(), **dict(inputs or {})})
+    store = PartStore(out_dir, key.digest, key.parts)
+    store.note_key()
     run_shard(model, questions, pool, cfg, pad_id, store, shard_index, shard_count)
     if barrier is not None:
         barrier()
     if shard_index != 0:
         return None
-    return merge(store, [q.record_id for q in questions], out_dir)
+    return merge(store, [q.record_id for q in questions], out_dir, fingerprint)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from xurs_pipeline.config import compose, validate
+from xurs_pipeline.config import check_inside, compose, validate
 from xurs_pipeline.io import atomic_path
 
 
@@ -36,8 +36,9 @@ def render(composed: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     composed = compose(args.overrides, conf_dir=args.conf)
-    validate(composed, source=f"{args.conf}/ composed with {args.overrides or 'defaults'}")
+    source = f"{args.conf}/ composed with {args.overrides or 'defaults'}"
     out = Path(args.out)
+    check_inside(validate(composed, source=source), out.parent, source=source)
     if args.check:
         current = yaml.safe_load(out.read_text()) if out.is_file() else None
         if current != composed:

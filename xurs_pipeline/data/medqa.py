@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from xurs_pipeline.data.records import DataError, QuestionRecord
+from xurs_pipeline.data.records import DataError, QuestionRecord, visible
 from xurs_pipeline.data.references import hash_order
 from xurs_pipeline.data.schema import OPTION_LETTERS, SPLITS
 
@@ -35,7 +35,7 @@ def parse_row(raw: Any, where: str, split: str, default_id: str) -> QuestionReco
     if not isinstance(raw, dict):
         raise DataError(f"{where}: expected a JSON object, found {type(raw).__name__}")
     question = raw.get("question")
-    if not isinstance(question, str) or not question.strip():
+    if not isinstance(question, str) or not visible(question):
         raise DataError(f"{where}: empty or missing question (field 'question' must be non-empty text)")
     options = raw.get("options")
     if not isinstance(options, dict):
@@ -51,7 +51,7 @@ def parse_row(raw: Any, where: str, split: str, default_id: str) -> QuestionReco
     bad = [
         k
         for k, text in zip(OPTION_LETTERS, texts, strict=True)
-        if not isinstance(text, str) or not text.strip()
+        if not isinstance(text, str) or not visible(text)
     ]
     if bad:
         raise DataError(f"{where}: option(s) {bad} empty or not text")
@@ -64,16 +64,33 @@ def parse_row(raw: Any, where: str, split: str, default_id: str) -> QuestionReco
             f"{where}: answer {answer!r} is not the text of option {letter} ({options[letter]!r})"
         )
     record_id = raw.get("id", default_id)
-    if not isinstance(record_id, str | int) or not str(record_id).strip():
+    if isinstance(record_id, bool) or not isinstance(record_id, str | int) or not visible(str(record_id)):
         raise DataError(f"{where}: id {record_id!r} must be a non-empty string")
-    return QuestionRecord(
-        record_id=str(record_id),
-        split=split,
-        source="medqa",
-        question=question.strip(),
-        options=tuple(t.strip() for t in texts),  # type: ignore[arg-type]
-        answer_idx=OPTION_LETTERS.index(letter),
-    )
+    for name, text in (("question", question), *(("option " + k, options[k]) for k in OPTION_LETTERS)):
+        _check_encodable(text, where, name)
+    try:
+        return QuestionRecord(
+            record_id=str(record_id),
+            split=split,
+            source="medqa",
+            question=question.strip(),
+            options=tuple(t.strip() for t in texts),  # type: ignore[arg-type]
+            answer_idx=OPTION_LETTERS.index(letter),
+        )
+    except DataError as err:
+        raise DataError(f"{where}: {err}") from err
+
+
+def _check_encodable(text: str, where: str, name: str) -> None:
+    """Refuse text that is not valid Unicode: a JSON-escaped lone surrogate (``"\\ud800"``) decodes to a
+    string no encoder accepts, which would fail later in the tokenizer without a file or line."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise DataError(
+            f"{where}: {name} holds a lone surrogate {text[err.start]!r} at character {err.start + 1} "
+            "(half of a JSON-escaped UTF-16 pair); fix the escape or remove it"
+        ) from err
 
 
 def records_from_rows(rows: Iterable[Row], split: str, seen: dict[str, str]) -> list[QuestionRecord]:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from xurs_pipeline.data.records import QuestionRecord, check_unique_ids
+from xurs_pipeline.data.records import QuestionRecord, check_unique_ids, normalised
 from xurs_pipeline.data.schema import PROMPT_COLUMNS, SECTION_NAMES, SPLITS, SYNTHETIC_COLUMNS
 from xurs_pipeline.data.sections import tokens_in_span
 from xurs_pipeline.data.tokenize import TokenizedPrompt, tokenize_records
@@ -77,6 +77,26 @@ def _stats(values: np.ndarray) -> dict[str, float]:
     }
 
 
+def leakage(records: Sequence[QuestionRecord]) -> dict[str, Any]:
+    """Test questions whose text (whitespace, case and zero-width characters aside) also occurs in the
+    train or dev split: counts per split and the first 20 test ids. MedQA rows carry no ids, so
+    content is the only way to see a test question that was also trained on."""
+    by_split: dict[str, set[str]] = {s: set() for s in SPLITS}
+    for r in records:
+        by_split[r.split].add(normalised(r.question))
+    test = [r for r in records if r.split == "test"]
+    leaked = {
+        s: [r.record_id for r in test if normalised(r.question) in by_split[s]] for s in ("train", "dev")
+    }
+    ids = sorted({i for found in leaked.values() for i in found})
+    return {
+        "test_in_train": len(leaked["train"]),
+        "test_in_dev": len(leaked["dev"]),
+        "n_test_leaked": len(ids),
+        "leaked_test_ids": ids[:20],
+    }
+
+
 def summarise(items: Sequence[TokenizedPrompt], max_tokens: int) -> dict[str, Any]:
     """Counts per split, truncation, prompt lengths, eligible-token fraction per prompt, section shares."""
     lengths = np.array([len(i.encoded.input_ids) for i in items])
@@ -98,6 +118,7 @@ def summarise(items: Sequence[TokenizedPrompt], max_tokens: int) -> dict[str, An
         "n_without_eligible": int((eligible == 0).sum()),
         "n_straddling_tokens": sum(i.labels.straddling for i in items),
         "section_token_share": {name: int(section_counts[k]) / total for k, name in enumerate(SECTION_NAMES)},
+        "leakage": leakage([i.record for i in items]),
     }
 
 

@@ -1,7 +1,14 @@
-"""In-memory question records (before tokenisation) and the error every bad input raises."""
+"""In-memory question records (before tokenisation) and the error every bad input raises.
+
+Every record is checked on construction: visible text (zero-width and other format characters do
+not count), four distinct options, no line that imitates the prompt layout (``"\nB. ..."``,
+``"\nAnswer: B"``, which would let a question or option forge further options or the answer).
+"""
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -10,6 +17,21 @@ from xurs_pipeline.data.schema import SOURCES, SPLITS
 
 class DataError(ValueError):
     """Bad input data: names the file and line (or the record id) and what is allowed."""
+
+
+# A line that starts like the prompt's own option labels or answer prefix (``prompt.py``).
+PROMPT_FORMAT_LINE = re.compile(r"\n[ \t]*(?:[A-D]\.[ \t]|Answer[ \t]*:)")
+
+
+def visible(text: str) -> str:
+    """``text`` without whitespace and format characters (category Cf: zero-width space, joiners,
+    BOM...), which render as nothing: the check for "empty" text."""
+    return "".join(c for c in text if not c.isspace() and unicodedata.category(c) != "Cf")
+
+
+def normalised(text: str) -> str:
+    """Comparison form of a question or option: visible words joined by single spaces, casefolded."""
+    return " ".join(filter(None, (visible(word) for word in text.split()))).casefold()
 
 
 @dataclass(frozen=True)
@@ -57,11 +79,23 @@ class QuestionRecord:
             raise DataError(f"{where}: needs exactly 4 options, has {len(self.options)}")
         if not 0 <= self.answer_idx < 4:
             raise DataError(f"{where}: answer_idx {self.answer_idx} must be in 0..3")
-        if not self.question.strip():
-            raise DataError(f"{where}: empty question")
-        empty = [i for i, text in enumerate(self.options) if not text.strip()]
+        if not visible(self.question):
+            raise DataError(f"{where}: empty question (no visible character)")
+        empty = [i for i, text in enumerate(self.options) if not visible(text)]
         if empty:
             raise DataError(f"{where}: empty option text at {['ABCD'[i] for i in empty]}")
+        forms = [normalised(text) for text in self.options]
+        same = [f"{'ABCD'[i]}={'ABCD'[forms.index(f)]}" for i, f in enumerate(forms) if forms.index(f) != i]
+        if same:
+            raise DataError(f"{where}: identical option texts ({', '.join(same)}): options must differ")
+        for name, text in (("question", self.question), *zip("ABCD", self.options, strict=True)):
+            found = PROMPT_FORMAT_LINE.search(text)
+            if found:
+                raise DataError(
+                    f"{where}: {'the question' if name == 'question' else f'option {name}'} contains a line "
+                    f"imitating the prompt format ({found.group().strip()!r}...): it would forge options "
+                    "or the answer in the prompt"
+                )
 
 
 def check_unique_ids(records: Iterable[QuestionRecord]) -> None:

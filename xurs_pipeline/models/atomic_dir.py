@@ -9,6 +9,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from xurs_pipeline.io import unwritable
+
 
 @contextlib.contextmanager
 def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
@@ -18,8 +20,11 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     reader never sees a half-written directory under the final name.
     """
     final = Path(path)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    except OSError as err:
+        raise unwritable(final, err) from err
     old = final.parent / f".{final.name}.old"
     try:
         yield tmp

@@ -12,7 +12,7 @@ from torch import nn
 from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import DynamicLayer
 
-from xurs_pipeline.models.config import DEFAULT_FEATURE_LAYERS, POOLINGS, check_feature_layers
+from xurs_pipeline.models.config import DEFAULT_FEATURE_LAYERS, POOLINGS, check_feature_layers, resolve_layers
 from xurs_pipeline.models.heads import ClassifierOutput, RandomSetHead
 
 POOLED_KINDS = ("last", "mean")  # order of the pooling axis of ``pooled_states`` (and the feature cache)
@@ -66,25 +66,6 @@ def rms_normalise(x: torch.Tensor) -> torch.Tensor:
     returned in ``x``'s dtype): brings intermediate residual-stream states to the final normed scale."""
     x32 = x.float()
     return (x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + RMS_EPS)).to(x.dtype)
-
-
-def resolve_layers(feature_layers: Sequence[int], n_layers: int) -> tuple[int, ...]:
-    """``model.feature_layers`` (hidden-state indices, negative from the end) -> indices in 0..n_layers
-    for a backbone of ``n_layers`` blocks (``output_hidden_states`` gives n_layers + 1 states)."""
-    check_feature_layers(feature_layers)
-    bad = [x for x in feature_layers if not -(n_layers + 1) <= x <= n_layers]
-    if bad:
-        raise ValueError(
-            f"model.feature_layers={list(feature_layers)}: {bad} out of range; this backbone has "
-            f"{n_layers} layers, so indices must be in [{-(n_layers + 1)}, {n_layers}]"
-        )
-    resolved = tuple(x % (n_layers + 1) for x in feature_layers)
-    if len(set(resolved)) != len(resolved):
-        raise ValueError(
-            f"model.feature_layers={list(feature_layers)}: names a layer twice (indices {list(resolved)} "
-            f"of 0..{n_layers})"
-        )
-    return resolved
 
 
 def feature_width(hidden_size: int, feature_layers: Sequence[int], pooling: str) -> int:

@@ -80,6 +80,8 @@ class ModelConfig:
                 f"model.tiny_hidden_size={self.tiny_hidden_size}: must be divisible by "
                 f"model.tiny_heads={self.tiny_heads}"
             )
+        if self.backbone == "tiny":  # the layer count is in the config (others: checked on load)
+            resolve_layers(self.feature_layers, self.tiny_layers)
 
 
 def _one_of(key: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -97,3 +99,22 @@ def check_feature_layers(layers: object) -> None:
         )
     if len(set(values)) != len(values):
         raise ValueError(f"model.feature_layers={values}: must not repeat a layer")
+
+
+def resolve_layers(feature_layers: Sequence[int], n_layers: int) -> tuple[int, ...]:
+    """``model.feature_layers`` (hidden-state indices, negative from the end) -> indices in 0..n_layers
+    for a backbone of ``n_layers`` blocks (``output_hidden_states`` gives n_layers + 1 states)."""
+    check_feature_layers(feature_layers)
+    bad = [x for x in feature_layers if not -(n_layers + 1) <= x <= n_layers]
+    if bad:
+        raise ValueError(
+            f"model.feature_layers={list(feature_layers)}: {bad} out of range; this backbone has "
+            f"{n_layers} layers, so indices must be in [{-(n_layers + 1)}, {n_layers}]"
+        )
+    resolved = tuple(x % (n_layers + 1) for x in feature_layers)
+    if len(set(resolved)) != len(resolved):
+        raise ValueError(
+            f"model.feature_layers={list(feature_layers)}: names a layer twice (indices {list(resolved)} "
+            f"of 0..{n_layers})"
+        )
+    return resolved

@@ -7,7 +7,9 @@ holds, per prompt, every layer's state pooled both ways, ``pooled`` (n, n_layers
 ``model.pooling`` reads its layers from the same file (``features_from_pooled``). Size: 4 bytes x
 (n_layers + 1) x 2 x d per prompt (SmolLM2-135M: 143 KB; Llama-2-7B: 1.1 MB). The file is named by a hash
 of everything the states depend on: the backbone weights (SHA-256 from its directory), the token ids
-(which fix the data and tokenizer), the pad id, padding side, dtype and this module's version.
+(which fix the data and tokenizer), the pad id, padding side, dtype, this module's version and the code
+version (``fingerprint.code_version``). The file carries the SHA-256 of its tensor bytes, checked on
+every read: a damaged file is recomputed (with a log line saying why), never served.
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ from pathlib import Path
 
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import save_file
 
-from xurs_pipeline.io import ArtifactError, atomic_path, check_safetensors
+from xurs_pipeline.fingerprint import code_version
+from xurs_pipeline.io import ArtifactError, check_safetensors, verify_checksum, write_safetensors
 from xurs_pipeline.models.classifier import POOLED_KINDS, RandomSetClassifier
 from xurs_pipeline.models.collate import pad_batch
 
-FEATURE_CACHE_VERSION = 2  # 1: final-layer last-token features (n, d)
+FEATURE_CACHE_VERSION = 3  # 1: final-layer last-token features (n, d); 2: no checksum
 log = logging.getLogger(__name__)
 
 
@@ -39,7 +41,15 @@ def feature_cache_key(
 ) -> str:
     """24 hex digits identifying the pooled states of ``input_ids`` under this backbone and batching."""
     digest = hashlib.sha256()
-    header = [FEATURE_CACHE_VERSION, backbone_sha256, pad_token_id, padding_side, dtype, len(input_ids)]
+    header = [
+        FEATURE_CACHE_VERSION,
+        code_version(),
+        backbone_sha256,
+        pad_token_id,
+        padding_side,
+        dtype,
+        len(input_ids),
+    ]
     digest.update(json.dumps(header).encode())
     for ids in input_ids:
         digest.update(json.dumps(list(map(int, ids))).encode())
@@ -80,8 +90,11 @@ def extract_pooled(
 
 def _read_layers(path: Path, shape: tuple[int, ...], layers: Sequence[int]) -> dict[int, torch.Tensor]:
     """{layer: (n, 2, d)} read from a cache file, only the requested layers; ArtifactError if the file is
-    damaged or its ``pooled`` tensor is not of ``shape``."""
+    damaged (header, size or SHA-256 checksum), has no checksum, or its ``pooled`` tensor is not of
+    ``shape``."""
     check_safetensors(path)
+    if not verify_checksum(path):
+        raise ArtifactError(f"{path}: no SHA-256 checksum in its metadata (not written by this version)")
     try:
         with safe_open(str(path), framework="pt") as handle:
             pooled = handle.get_slice("pooled")
@@ -118,8 +131,7 @@ def cached_features(
             log.info("feature cache hit: %s (%d prompts)", path, len(input_ids))
             return classifier.features_from_pooled(pooled), True
     everything = extract_pooled(classifier, input_ids, pad_token_id, batch_size, device)
-    with atomic_path(path) as tmp:
-        save_file({"pooled": everything.contiguous()}, str(tmp), metadata={"key": key})
+    write_safetensors({"pooled": everything}, path, {"key": key})
     log.info("feature cache written: %s (%d prompts)", path, len(input_ids))
     pooled = {layer: everything[:, layer] for layer in classifier.layer_indices}
     return classifier.features_from_pooled(pooled), False

@@ -1,0 +1,113 @@
+"""Caches and resume state are verified by content before use (issue 15, items 3 and 4).
+
+- feature cache: one-bit mantissa flips in 64 floats of a cached file (header and size intact, so it
+  still opens) are caught by its SHA-256 checksum; train recomputes the features and makes the
+  reference's head, bit for bit;
+- training state: a pickle planted in the state directory (as the old ``rng_0.pt``, or as
+  ``optimizer.pt`` with its recorded checksum forged to match) never executes under
+  ``train.resume=true``; the forged one stops the resume naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import torch
+from reliability_proc import run_ok, run_stage
+from reliability_project import assert_same_training, copy_project
+
+from xurs_pipeline.fingerprint import sha256_file
+
+RESUME = "train.resume=true"
+
+
+def _flip_mantissa_bits(path: Path, count: int = 64) -> None:
+    """Flip the lowest mantissa bit of ``count`` float32 values in the tensor data of a safetensors file."""
+    data = bytearray(path.read_bytes())
+    start = 8 + int.from_bytes(data[:8], "little")
+    values = np.frombuffer(bytes(data[start:]), dtype=np.uint32).copy()
+    picks = np.linspace(0, values.size - 1, count).astype(int)
+    values[picks] ^= 1
+    data[start:] = values.tobytes()
+    path.write_bytes(bytes(data))
+
+
+def test_a_feature_cache_with_flipped_bits_is_recomputed(reference: Path, tmp_path: Path) -> None:
+    project = copy_project(reference, tmp_path / "p", "backbone", "prepare")
+    cache = project / ".cache" / "xurs" / "features"
+    shutil.copytree(reference / ".cache" / "xurs" / "features", cache)
+    files = sorted(cache.glob("*.safetensors"))
+    assert files
+    for path in files:
+        _flip_mantissa_bits(path)
+    log = run_ok(project, "train")
+    assert "SHA-256 checksum" in log
+    assert "recomputing" in log
+    assert "feature cache hit" not in log
+    assert_same_training(project / "data" / "train", reference / "data" / "train")
+
+
+class _Planted:
+    """Unpickling this creates the directory ``marker``: proof that code from the file ran."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return os.mkdir, (self.marker,)
+
+
+def _project_with_state(reference: Path, target: Path) -> tuple[Path, Path]:
+    project = copy_project(reference, target, "backbone", "prepare")
+    root = project / ".cache" / "xurs" / "train_state"
+    shutil.copytree(reference / ".cache" / "xurs" / "train_state", root)
+    (state,) = [p for p in root.iterdir() if not p.name.startswith(".")]
+    return project, state
+
+
+def test_a_planted_rng_pickle_never_runs(reference: Path, tmp_path: Path) -> None:
+    project, state = _project_with_state(reference, tmp_path / "p")
+    marker = tmp_path / "executed"
+    torch.save({"torch": _Planted(marker)}, state / "rng_0.pt")  # the file the old state format read
+    run_ok(project, "train", RESUME)
+    assert not marker.exists()
+    assert_same_training(project / "data" / "train", reference / "data" / "train")
+
+
+def test_a_planted_optimizer_pickle_with_a_forged_checksum_never_runs(
+    reference: Path, tmp_path: Path
+) -> None:
+    project, state = _project_with_state(reference, tmp_path / "p")
+    marker = tmp_path / "executed"
+    torch.save({"state": _Planted(marker)}, state / "optimizer.pt")
+    progress = json.loads((state / "progress.json").read_text())
+    progress["checksums"]["optimizer.pt"] = sha256_file(state / "optimizer.pt")
+    (state / "progress.json").write_text(json.dumps(progress))
+    code, log = run_stage(project, "train", RESUME)
+    assert code == 1, log[-3000:]
+    assert not marker.exists()
+    assert f"{state.name}/optimizer.pt: corrupt or truncated training state" in log
+    assert "Traceback" not in log
+
+
+def test_an_altered_state_file_stops_the_resume(reference: Path, tmp_path: Path) -> None:
+    project, state = _project_with_state(reference, tmp_path / "p")
+    _flip_mantissa_bits(state / "best.safetensors", count=1)
+    code, log = run_stage(project, "train", RESUME)
+    assert code == 1, log[-3000:]
+    assert f"{state.name}/best.safetensors: corrupt or truncated training state (its SHA-256 differs" in log
+
+
+def test_unknown_record_ids_stop_train_before_training(reference: Path, tmp_path: Path) -> None:
+    """Issue 15, item 8: a typo in ``attribution.record_ids`` is named before hours of training."""
+    project = copy_project(reference, tmp_path / "p", "backbone", "prepare")
+    code, log = run_stage(project, "train", "attribution.record_ids=[nope,also-nope]")
+    assert code == 1, log[-3000:]
+    assert "attribution.record_ids: ['nope', 'also-nope'] not in the prepared data" in log
+    assert "Traceback" not in log
+    assert not (project / "data" / "train").exists()
+    assert not (project / ".cache" / "xurs" / "features").exists()
