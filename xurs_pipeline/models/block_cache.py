@@ -10,8 +10,8 @@ backward (measured in BENCHMARKS.md).
 
 A cache file holds, for n prompts of lengths L_i, ``states`` (sum L_i, d) float32 (real tokens only,
 prompt after prompt) and ``lengths`` (n,) int64. It is named by a hash of everything the states depend on
-(backbone weights' SHA-256, token ids, split layer, dtype, this module's version) and carries the SHA-256
-of its payload, checked on every read: a damaged file is recomputed, never served.
+(backbone weights' SHA-256, token ids, split layer, dtype, the code version ``fingerprint.code_version``)
+and carries the SHA-256 of its payload, checked on every read: a damaged file is recomputed, never served.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from xurs_pipeline.fingerprint import code_version
 from xurs_pipeline.io import atomic_path
 from xurs_pipeline.models.adapters import decoder_blocks
 from xurs_pipeline.models.classifier import RandomSetClassifier, position_ids_from_mask
@@ -125,7 +126,8 @@ def block_cache_key(
 ) -> str:
     """24 hex digits naming the states of ``input_ids`` entering block ``split`` of this backbone."""
     digest = hashlib.sha256()
-    digest.update(json.dumps([BLOCK_CACHE_VERSION, backbone_sha256, split, padding_side, dtype]).encode())
+    header = [BLOCK_CACHE_VERSION, code_version(), backbone_sha256, split, padding_side, dtype]
+    digest.update(json.dumps(header).encode())
     for ids in input_ids:
         digest.update(json.dumps(list(map(int, ids))).encode() + b"\n")
     return digest.hexdigest()[:24]
