@@ -15,9 +15,10 @@ from accelerate import PartialState
 
 from stages._common import log, run_stage
 from xurs_pipeline.config import RootConfig, train_run_hash
+from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.dataset import data_config_hash
-from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
-from xurs_pipeline.io import ArtifactError, Provenance, write_json
+from xurs_pipeline.data.schema import read_prompts
+from xurs_pipeline.io import ArtifactError, write_json
 from xurs_pipeline.models.adapters import LoraSpec
 from xurs_pipeline.models.backbone import load_backbone_dir
 from xurs_pipeline.models.checkpoint import build_classifier, save_classifier
@@ -30,15 +31,13 @@ FIT_KEYS = tuple(FitSettings.__dataclass_fields__)
 
 def body(cfg: RootConfig) -> None:
     m, t = cfg.model, cfg.train
-    artifacts = Path(cfg.paths.artifacts)
+    prompts_path = artifact("prompts").at(cfg.paths)
     try:
-        backbone = load_backbone_dir(artifacts / "backbone")
-        prompts = read_prompts(artifacts / "prepared" / PROMPTS_FILE, data_config_hash(cfg.data))
+        backbone = load_backbone_dir(artifact("backbone").at(cfg.paths))
+        prompts = read_prompts(prompts_path, data_config_hash(cfg.data))
         vocab, mass15 = backbone.model.config.vocab_size, m.output_kind == "mass15"
-        train = split_examples(
-            prompts, "train", vocab, mass15, where=str(artifacts / "prepared" / PROMPTS_FILE)
-        )
-        dev = split_examples(prompts, "dev", vocab, mass15, where=str(artifacts / "prepared" / PROMPTS_FILE))
+        train = split_examples(prompts, "train", vocab, mass15, where=str(prompts_path))
+        dev = split_examples(prompts, "dev", vocab, mass15, where=str(prompts_path))
         classifier = build_classifier(
             backbone, m.output_kind, m.head, m.head_hidden, m.conversion, seed=t.seed,
             feature_layers=m.feature_layers, pooling=m.pooling, head_depth=m.head_depth,
@@ -57,15 +56,20 @@ def body(cfg: RootConfig) -> None:
         log.error("train: %s", err)
         raise SystemExit(1) from err
     if PartialState().is_main_process:
-        out = artifacts / "train"
-        save_classifier(classifier, out / "classifier", backbone.tokenizer, config_hash=train_run_hash(cfg))
+        save_classifier(
+            classifier,
+            artifact("classifier").at(cfg.paths),
+            backbone.tokenizer,
+            config_hash=train_run_hash(cfg),
+        )
         summary = {
             **outcome.fit.to_dict(),
             "feature_cache_hits": outcome.feature_cache_hits,
             "n_train": len(train.record_ids),
             "n_dev": len(dev.record_ids),
         }
-        write_json(summary, out / "train_metrics.json", Provenance("train_metrics", 1, train_run_hash(cfg)))
+        metrics = artifact("train_metrics")
+        write_json(summary, metrics.at(cfg.paths), metrics.provenance(train_run_hash(cfg)))
     best = outcome.fit
     log.info("train: best epoch %d of %d, dev score %.4f", best.best_epoch, best.epochs_run, best.best_score)
 
