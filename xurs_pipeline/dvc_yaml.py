@@ -29,6 +29,10 @@ def project_root() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
+def is_project(directory: Path) -> bool:
+    return all((directory / package).is_dir() for package in PACKAGES)
+
+
 def _module_file(root: Path, module: str) -> Path | None:
     base = root.joinpath(*module.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
@@ -72,7 +76,7 @@ def _imports(root: Path, module: str, path: Path) -> set[str]:
 def import_closure(module: str, root: Path | None = None) -> list[str]:
     """Files (relative to ``root``, sorted) that importing ``module`` can load from the project: its own,
     every project module it imports transitively, and the ``__init__.py`` of each package on the way."""
-    root = root or project_root()
+    root = root if root is not None and is_project(root) else project_root()
     seen: set[str] = set()
     todo = [module]
     while todo:
@@ -118,3 +122,21 @@ def render(composed: Mapping[str, Any], root: Path | None = None) -> str:
     lines += ["", "plots:"]
     lines += [f"  - {ARTIFACTS['plots'].dvc_path}/{plot}.png" for plot in PLOTS]
     return "\n".join(lines) + "\n"
+
+
+def missing_code_deps(dvc: Mapping[str, Any], root: Path | None = None) -> dict[str, list[str]]:
+    """Per declared stage, the project files its module imports (transitively) that ``dvc`` (a parsed
+    ``dvc.yaml``) does not list as deps, themselves or by a folder; empty when every stage reruns on
+    any edit of what it imports."""
+    stages = dvc.get("stages", {})
+    missing = {}
+    for name, stage in STAGES.items():
+        deps = [str(d).rstrip("/") for d in stages.get(name, {}).get("deps", [])]
+        lacking = [
+            f
+            for f in import_closure(stage.module, root)
+            if not any(f == d or f.startswith(f"{d}/") for d in deps)
+        ]
+        if lacking:
+            missing[name] = lacking
+    return missing

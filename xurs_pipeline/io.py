@@ -26,10 +26,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from safetensors import SafetensorError, safe_open
 
+from xurs_pipeline.errors import XursError
+
 PROVENANCE_KEY = b"xurs_provenance"
 
 
-class ArtifactError(RuntimeError):
+class ArtifactError(XursError, RuntimeError):
     """An artifact is missing, corrupt, or was made under another schema or config."""
 
 
