@@ -153,3 +153,15 @@ def test_every_project_error_derives_from_xurs_error():
               masking.InsufficientEligibleError, io.ArtifactError]  # fmt: skip
     assert all(issubclass(e, XursError) for e in errors)
     assert not issubclass(RuntimeError, XursError)
+
+
+def test_data_readme_lists_every_artifact_and_git_ignores_them():
+    readme = (ROOT / "data" / "README.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`") for line in readme.splitlines() if line.startswith("| `")}
+    declared = {a.path + ("/" if "." not in Path(a.path).name else "") for a in ARTIFACTS.values()
+                if a.root == "artifacts"}  # fmt: skip
+    assert declared <= rows, sorted(declared - rows)
+    paths = ["data/prepared/prompts.parquet", "data/README.md"]
+    check = subprocess.run(["git", "check-ignore", *paths], cwd=ROOT, capture_output=True, text=True)
+    ignored = check.stdout.split()
+    assert ignored == ["data/prepared/prompts.parquet"]
