@@ -165,3 +165,23 @@ def test_data_readme_lists_every_artifact_and_git_ignores_them():
     check = subprocess.run(["git", "check-ignore", *paths], cwd=ROOT, capture_output=True, text=True)
     ignored = check.stdout.split()
     assert ignored == ["data/prepared/prompts.parquet"]
+
+
+def test_the_cli_prints_a_project_error_in_one_line_and_keeps_a_bugs_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    from xurs_pipeline.cli import main
+    from xurs_pipeline.commands import dvc_yaml
+
+    assert main(["dvc-yaml", "--params", str(tmp_path / "missing.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"xurs dvc-yaml: error: {tmp_path / 'missing.yaml'}: not found")
+    assert "\n" not in err
+
+    def bug(*_: object) -> int:
+        raise RuntimeError("CUDA error: an illegal memory access")
+
+    monkeypatch.setattr(dvc_yaml, "write", bug)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(PARAMS))
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        main(["dvc-yaml", "--params", str(tmp_path / "params.yaml"), "--out", str(tmp_path / "dvc.yaml")])
