@@ -3,7 +3,10 @@
 ``python -m stages.<name>`` reads the composed ``params.yaml`` (what DVC tracks); Hydra command-line
 overrides (``train.seed=17``) and multirun (``-m train.seed=7,17,23``) work as usual. Hydra's run
 directories hold logs only (``logs/hydra/<stage>/...``); artifacts go to the fixed paths in
-``cfg.paths``.
+``cfg.paths`` (declared in ``xurs_pipeline/contracts.py``).
+
+A :class:`~xurs_pipeline.errors.XursError` (bad config, data or artifact) ends the stage with one log
+line and exit status 2; any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ import hydra
 import yaml
 from omegaconf import DictConfig
 
-from xurs_pipeline.config import ConfigError, RootConfig, validate
+from xurs_pipeline.config import RootConfig, validate
+from xurs_pipeline.contracts import stage_inputs
+from xurs_pipeline.errors import XursError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger("xurs")
@@ -43,10 +48,27 @@ def run_stage(name: str, body: Callable[[RootConfig], None]) -> None:
     def _entry(raw: DictConfig) -> None:
         try:
             cfg = validate(raw, source="params.yaml")
-        except ConfigError as err:
-            log.error("%s", err)
+            check_declared_inputs(name, params_dir)
+            log.info("stage %s, experiment %s", name, cfg.experiment_name)
+            body(cfg)
+        except XursError as err:
+            log.error("%s: %s", name, err)
             raise SystemExit(2) from err
-        log.info("stage %s, experiment %s", name, cfg.experiment_name)
-        body(cfg)
 
     _entry()
+
+
+def check_declared_inputs(name: str, project: Path) -> None:
+    """Refuse to run when ``dvc.yaml`` lacks an input this config makes the stage read (the MedQA files,
+    comparison runs): DVC would not rerun the stage when they change. Without ``dvc.yaml``, no check."""
+    dvc_file = project / "dvc.yaml"
+    if not dvc_file.is_file():
+        return
+    composed = yaml.safe_load((project / "params.yaml").read_text())
+    declared = yaml.safe_load(dvc_file.read_text()).get("stages", {}).get(name, {}).get("deps", [])
+    missing = [dep for dep in stage_inputs(name, composed) if dep not in declared]
+    if missing:
+        raise XursError(
+            f"{dvc_file} does not list {missing} as deps of stage {name}, which this params.yaml makes it "
+            f"read: run `xurs dvc-yaml` (or `xurs params ...`, which also writes dvc.yaml)"
+        )

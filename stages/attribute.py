@@ -15,7 +15,6 @@ process 0 merges.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import torch
 from accelerate import PartialState
@@ -27,28 +26,29 @@ from xurs_pipeline.attribution.model import DTYPES
 from xurs_pipeline.attribution.question import NonFiniteError
 from xurs_pipeline.attribution.runner import input_hashes, run_attribution
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
+from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.dataset import data_config_hash
-from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
+from xurs_pipeline.data.schema import read_prompts
 from xurs_pipeline.io import ArtifactError
 from xurs_pipeline.models.checkpoint import load_classifier
 
 
 def body(cfg: RootConfig) -> None:
-    at, artifacts = cfg.attribution, Path(cfg.paths.artifacts)
+    at = cfg.attribution
     cpu = at.device == "cpu" or (at.device == "auto" and not torch.cuda.is_available())
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun / accelerate launch
     state = PartialState(cpu=cpu, **({"backend": "gloo"} if cpu and distributed else {}))
     try:
-        prompts_file = artifacts / "prepared" / PROMPTS_FILE
-        classifier_dir = artifacts / "train" / "classifier"
-        prompts = read_prompts(prompts_file, data_config_hash(cfg.data))
-        classifier, tokenizer = load_classifier(classifier_dir, config_hash=train_run_hash(cfg))
+        prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
+        classifier, tokenizer = load_classifier(
+            artifact("classifier").at(cfg.paths), config_hash=train_run_hash(cfg)
+        )
         classifier.to(device=state.device, dtype=DTYPES[at.precision])
         max_positions = getattr(classifier.backbone.config, "max_position_embeddings", None)
         metrics = run_attribution(
             classifier, prompts, at, pad_id=tokenizer.pad_token_id, max_positions=max_positions,
-            out_dir=artifacts / "attribute", fingerprint=attribution_fingerprint(cfg),
-            inputs=input_hashes(classifier_dir, prompts_file),
+            out_dir=artifact("attributions").at(cfg.paths).parent, fingerprint=attribution_fingerprint(cfg),
+            inputs=input_hashes(artifact("classifier").at(cfg.paths), artifact("prompts").at(cfg.paths)),
             shard_index=state.process_index, shard_count=state.num_processes, barrier=state.wait_for_everyone,
         )  # fmt: skip
     except (ArtifactError, AttributionInputError, NonFiniteError, AttributionMemoryError) as err:

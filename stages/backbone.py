@@ -9,24 +9,20 @@ written.
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
 
 from stages._common import log, run_stage
 from xurs_pipeline.config import RootConfig
+from xurs_pipeline.contracts import STAGES, artifact
 from xurs_pipeline.io import ArtifactError, config_hash
 from xurs_pipeline.models.backbone import TinySpec, materialize_backbone
 
-# The model.* keys the backbone depends on (the dvc.yaml stage lists exactly these as params).
-BACKBONE_KEYS = (
-    "backbone", "source", "gguf_package", "gguf_file", "dtype", "local_files_only", "pad_token",
-    "padding_side", "keep_layers", "tiny_vocab_size", "tiny_hidden_size", "tiny_layers", "tiny_heads",
-    "tiny_seed",
-)  # fmt: skip
+# The model.* keys the backbone depends on (its declared params, hence dvc.yaml's).
+BACKBONE_KEYS = tuple(key.removeprefix("model.") for key in STAGES["backbone"].params)
 
 
 def body(cfg: RootConfig) -> None:
     m = cfg.model
-    out = Path(cfg.paths.artifacts) / "backbone"
+    out = artifact("backbone").at(cfg.paths)
     section = {k: v for k, v in asdict(m).items() if k in BACKBONE_KEYS}
     tiny = TinySpec(m.tiny_vocab_size, m.tiny_hidden_size, m.tiny_layers, m.tiny_heads, m.tiny_seed)
     try:

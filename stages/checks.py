@@ -10,13 +10,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
 
 from stages._common import log, run_stage
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
+from xurs_pipeline.contracts import artifact, stage_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_prompts
 from xurs_pipeline.evaluation.evidence import endpoint_checks, localisation_table
@@ -29,16 +29,16 @@ from xurs_pipeline.evaluation.run_checks import (
     leave_one_out_checks,
 )
 from xurs_pipeline.evaluation.verdicts import Check, checks_frame, checks_summary, json_safe
-from xurs_pipeline.io import ArtifactError, Provenance, config_hash, write_json, write_parquet
+from xurs_pipeline.io import ArtifactError, Provenance, write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
 
 
-def _randomisation(cfg: RootConfig, artifacts: Path, prompts: pd.DataFrame, main: Run) -> pd.DataFrame:
+def _randomisation(cfg: RootConfig, prompts: pd.DataFrame, main: Run) -> pd.DataFrame:
     ev = cfg.evaluation
     if ev.randomisation_questions == 0:
         return pd.DataFrame()
     classifier, tokenizer = load_classifier(
-        artifacts / "train" / "classifier", config_hash=train_run_hash(cfg)
+        artifact("classifier").at(cfg.paths), config_hash=train_run_hash(cfg)
     )
     record_ids = list(dict.fromkeys(main.frame["record_id"]))[: ev.randomisation_questions]
     max_positions = getattr(classifier.backbone.config, "max_position_embeddings", None)
@@ -53,8 +53,8 @@ def body(cfg: RootConfig) -> None:
     ev, artifacts = cfg.evaluation, Path(cfg.paths.artifacts)
     details: dict[str, pd.DataFrame] = {}
     try:
-        prompts = read_prompts(artifacts / "prepared" / "prompts.parquet", data_config_hash(cfg.data))
-        main_dir = artifacts / "attribute"
+        prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
+        main_dir = artifact("attributions").at(cfg.paths).parent
         main = Run("main", read_attributions(main_dir, attribution_fingerprint(cfg)), main_dir)
         checks = completeness_checks(main, ev.numerics, ev.ig)
         details["leave_one_out"], loo = leave_one_out_checks(main, prompts, ev.ranking)
@@ -71,20 +71,20 @@ def body(cfg: RootConfig) -> None:
             Check("reference_endpoints", f"shift_{e.case}", e.shift, e.warn_above, "<=", 1) for e in endpoints
         ]
         details["localisation"] = localisation_table(main.frame, prompts)
-        details["randomisation"] = _randomisation(cfg, artifacts, prompts, main)
+        details["randomisation"] = _randomisation(cfg, prompts, main)
     except (ArtifactError, ValueError, KeyError) as err:
         log.error("checks: %s", err)
         raise SystemExit(1) from err
-    run = config_hash({"evaluation": asdict(ev), "attribution": asdict(cfg.attribution)})
-    out = artifacts / "checks"
+    run, checks_table = stage_hash("checks", cfg), artifact("checks")
     for name, table in details.items():
-        write_parquet(table, out / "details" / f"{name}.parquet", Provenance(f"checks_{name}", 1, run))
-    write_parquet(checks_frame(checks), out / "checks.parquet", Provenance("checks", 1, run))
+        path = artifact("check_details").at(cfg.paths) / f"{name}.parquet"
+        write_parquet(table, path, Provenance(f"checks_{name}", 1, run))
+    write_parquet(checks_frame(checks), checks_table.at(cfg.paths), checks_table.provenance(run))
     summary = checks_summary(checks)
     if not details["randomisation"].empty:
         moved = details["randomisation"].groupby("randomised", sort=False)[["spearman", "relative_distance"]]
         summary["randomisation"] = json_safe(moved.median().to_dict(orient="index"))
-    write_json(summary, out / "checks.json")
+    write_json(summary, artifact("check_summary").at(cfg.paths))
     log.info("checks: %d of %d passed", summary["n_passed"], summary["n_checks"])
     for c in checks:
         if not c.passed:

@@ -13,10 +13,10 @@ Data the gates do not apply to (MedQA: no controlled pairs) gives an empty table
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
 
 from stages._common import log, run_stage
 from xurs_pipeline.config import RootConfig
+from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.evaluation.artifacts import read_predictions, read_prompts
 from xurs_pipeline.evaluation.gate_results import (
@@ -26,26 +26,24 @@ from xurs_pipeline.evaluation.gate_results import (
     gate_frame,
     gate_summary,
 )
-from xurs_pipeline.io import ArtifactError, Provenance, config_hash, write_json, write_parquet
+from xurs_pipeline.io import ArtifactError, config_hash, write_json, write_parquet
 
 
 def body(cfg: RootConfig) -> None:
-    ev, artifacts = cfg.evaluation, Path(cfg.paths.artifacts)
+    ev = cfg.evaluation
     try:
-        prompts = read_prompts(artifacts / "prepared" / "prompts.parquet", data_config_hash(cfg.data))
-        predictions = read_predictions(artifacts / "predict" / "predictions.parquet")
+        prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
+        predictions = read_predictions(artifact("predictions").at(cfg.paths))
         splits, skipped = applicable_splits(prompts, predictions, ev.gate_splits)
         frame = gate_frame(prompts, predictions, ev.gates, splits) if splits else empty_gate_frame()
     except (ArtifactError, ValueError, KeyError) as err:
         log.error("gates: %s", err)
         raise SystemExit(1) from err
     run = config_hash({"gates": asdict(ev.gates), "gate_splits": list(ev.gate_splits)})
-    out = artifacts / "gates"
-    write_parquet(
-        frame, out / "gates.parquet", Provenance("gates", 1, run), required_columns=tuple(GATE_COLUMNS)
-    )
+    gates, gate_metrics = artifact("gates"), artifact("gate_metrics")
+    write_parquet(frame, gates.at(cfg.paths), gates.provenance(run), required_columns=tuple(GATE_COLUMNS))
     summary = {"skipped": skipped} if skipped else gate_summary(frame)
-    write_json(summary, out / "gates.json", Provenance("gate_metrics", 1, run))
+    write_json(summary, gate_metrics.at(cfg.paths), gate_metrics.provenance(run))
     if skipped:
         log.info("gates: skipped: %s", skipped)
         return

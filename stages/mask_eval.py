@@ -14,13 +14,11 @@ Reads ``<artifacts>/train/classifier``, ``<artifacts>/prepared/prompts.parquet``
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from pathlib import Path
-
 import torch
 
 from stages._common import log, run_stage
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
+from xurs_pipeline.contracts import artifact, stage_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.evaluation.artifacts import prompts_by_id, read_attributions, read_prompts
 from xurs_pipeline.evaluation.clue_masking import clue_masking_frame, clue_masking_run, summarise_clue_masking
@@ -34,20 +32,20 @@ from xurs_pipeline.evaluation.mask_eval import (
 )
 from xurs_pipeline.evaluation.masking import MaskingSpec, classifier_mass_fn
 from xurs_pipeline.evaluation.verdicts import json_safe
-from xurs_pipeline.io import ArtifactError, Provenance, config_hash, write_json, write_parquet
+from xurs_pipeline.io import ArtifactError, write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
 
 
 def body(cfg: RootConfig) -> None:
-    ev, artifacts = cfg.evaluation, Path(cfg.paths.artifacts)
+    ev, attribute_dir = cfg.evaluation, artifact("attributions").at(cfg.paths).parent
     device = torch.device("cuda" if ev.device == "cuda" or (ev.device == "auto" and torch.cuda.is_available())
                           else "cpu")  # fmt: skip
     try:
-        prompts = read_prompts(artifacts / "prepared" / "prompts.parquet", data_config_hash(cfg.data))
-        attributions = read_attributions(artifacts / "attribute", attribution_fingerprint(cfg))
+        prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
+        attributions = read_attributions(attribute_dir, attribution_fingerprint(cfg))
         rows = select_rows(attributions, ev.targets, ev.max_questions)
-        prompts_by_id(prompts, list(rows["record_id"]), str(artifacts / "attribute"))
-        classifier, _ = load_classifier(artifacts / "train" / "classifier", config_hash=train_run_hash(cfg))
+        prompts_by_id(prompts, list(rows["record_id"]), str(attribute_dir))
+        classifier, _ = load_classifier(artifact("classifier").at(cfg.paths), config_hash=train_run_hash(cfg))
         classifier.to(device)
         spec = MaskingSpec(ev.n_random, ev.top_k_max, ev.seed, ev.mask_batch_size)
         effects = mask_run(classifier_mass_fn(classifier), classifier.embed, prompts, rows, spec, device)
@@ -67,11 +65,11 @@ def body(cfg: RootConfig) -> None:
         ),
         "budget": attribution_budget(rows),
     }
-    run = config_hash({"evaluation": asdict(ev)})
-    out = artifacts / "mask_eval"
-    write_parquet(frame, out / "per_question.parquet", Provenance("mask_eval", 1, run))
-    write_parquet(clue_frame, out / "clue_masking.parquet", Provenance("clue_masking", 1, run))
-    write_json(json_safe(metrics), out / "metrics.json")
+    effects = artifact("mask_effects")
+    write_parquet(frame, effects.at(cfg.paths), effects.provenance(stage_hash("mask_eval", cfg)))
+    clue = artifact("clue_masking")
+    write_parquet(clue_frame, clue.at(cfg.paths), clue.provenance(stage_hash("mask_eval", cfg)))
+    write_json(json_safe(metrics), artifact("mask_metrics").at(cfg.paths))
     for fn, m in metrics["targets"].items():
         log.info("mask_eval %s: %d questions, mean advantage %.4f [%.4f, %.4f]", fn, m["questions"],
                  m["mean_advantage"], m["ci_low"], m["ci_high"])  # fmt: skip

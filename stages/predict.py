@@ -11,29 +11,28 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
 
 import pandas as pd
 from accelerate import PartialState
 
 from stages._common import log, run_stage
 from xurs_pipeline.config import RootConfig, configuration_label, train_run_hash
+from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.dataset import data_config_hash
-from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
-from xurs_pipeline.io import ArtifactError, Provenance, config_hash, write_json, write_parquet
+from xurs_pipeline.data.schema import read_prompts
+from xurs_pipeline.io import ArtifactError, config_hash, write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
 from xurs_pipeline.train.metrics import correction_audit, prediction_metrics
-from xurs_pipeline.train.predict import PREDICTION_COLUMNS, classifier_outputs, prediction_frame
+from xurs_pipeline.train.predict import classifier_outputs, prediction_frame
 from xurs_pipeline.train.prompts import split_examples
 
 
 def body(cfg: RootConfig) -> None:
-    artifacts = Path(cfg.paths.artifacts)
-    prompts_path = artifacts / "prepared" / PROMPTS_FILE
+    prompts_path = artifact("prompts").at(cfg.paths)
     try:
         prompts = read_prompts(prompts_path, data_config_hash(cfg.data))
         classifier, tokenizer = load_classifier(
-            artifacts / "train" / "classifier", config_hash=train_run_hash(cfg)
+            artifact("classifier").at(cfg.paths), config_hash=train_run_hash(cfg)
         )
         head_only = classifier.meta["adaptation"] == "head_only"
         device = PartialState().device
@@ -61,14 +60,14 @@ def body(cfg: RootConfig) -> None:
     except (ArtifactError, ValueError, FloatingPointError) as err:  # nothing is written
         log.error("predict: %s", err)
         raise SystemExit(1) from err
-    out_dir = artifacts / "predict"
     run = config_hash({"model": asdict(cfg.model), "train": asdict(cfg.train), "data": asdict(cfg.data)})
+    predictions = artifact("predictions")
     write_parquet(
-        pd.concat(frames, ignore_index=True), out_dir / "predictions.parquet",
-        Provenance("predictions", 1, run), required_columns=(*PREDICTION_COLUMNS, "split"),
+        pd.concat(frames, ignore_index=True), predictions.at(cfg.paths), predictions.provenance(run),
+        required_columns=predictions.columns,
     )  # fmt: skip
-    write_json(metrics, out_dir / "metrics.json", Provenance("prediction_metrics", 1, run))
-    write_json(audit, out_dir / "correction_audit.json", Provenance("correction_audit", 1, run))
+    for name, payload in (("prediction_metrics", metrics), ("correction_audit", audit)):
+        write_json(payload, artifact(name).at(cfg.paths), artifact(name).provenance(run))
 
 
 if __name__ == "__main__":

@@ -7,10 +7,9 @@ Bad input stops the stage with a message naming the file and line (or record id)
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from stages._common import log, run_stage
 from xurs_pipeline.config import RootConfig
+from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.dataset import data_config_hash, prepare_dataset
 from xurs_pipeline.data.records import DataError
 from xurs_pipeline.io import ArtifactError
@@ -19,16 +18,16 @@ from xurs_pipeline.io import ArtifactError
 def body(cfg: RootConfig) -> None:
     from transformers import AutoTokenizer
 
-    artifacts = Path(cfg.paths.artifacts)
-    backbone = artifacts / "backbone"
+    backbone = artifact("backbone").at(cfg.paths)
     if not (backbone / "tokenizer_config.json").is_file():
         log.error(
             "prepare: no tokenizer in %s; run the backbone stage first (`dvc repro backbone`)", backbone
         )
         raise SystemExit(1)
+    out = artifact("prompts").at(cfg.paths).parent
     tokenizer = AutoTokenizer.from_pretrained(str(backbone), local_files_only=True)
     try:
-        summary = prepare_dataset(cfg.data, tokenizer, artifacts / "prepared", data_config_hash(cfg.data))
+        summary = prepare_dataset(cfg.data, tokenizer, out, data_config_hash(cfg.data))
     except (DataError, ArtifactError) as err:  # bad input, or an output that cannot be written
         log.error("prepare: %s", err)
         raise SystemExit(1) from err

@@ -10,17 +10,16 @@ Multi-GPU: ``accelerate launch -m stages.train`` runs the same code.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from accelerate import PartialState
 
 from stages._common import log, run_stage
 from xurs_pipeline.attribution.inputs import check_record_ids
 from xurs_pipeline.config import RootConfig, train_run_hash
+from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.dataset import data_config_hash
-from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
+from xurs_pipeline.data.schema import read_prompts
 from xurs_pipeline.fingerprint import ContentKey, code_version, sha256_file
-from xurs_pipeline.io import ArtifactError, Provenance, write_json
+from xurs_pipeline.io import ArtifactError, write_json
 from xurs_pipeline.models.adapters import LoraSpec
 from xurs_pipeline.models.backbone import load_backbone_dir
 from xurs_pipeline.models.checkpoint import build_classifier, save_classifier
@@ -34,19 +33,16 @@ FIT_KEYS = tuple(FitSettings.__dataclass_fields__)
 
 def body(cfg: RootConfig) -> None:
     m, t = cfg.model, cfg.train
-    artifacts = Path(cfg.paths.artifacts)
+    prompts_path = artifact("prompts").at(cfg.paths)
     try:
-        backbone = load_backbone_dir(artifacts / "backbone")
-        prompts_file = artifacts / "prepared" / PROMPTS_FILE
-        prompts = read_prompts(prompts_file, data_config_hash(cfg.data))
+        backbone = load_backbone_dir(artifact("backbone").at(cfg.paths))
+        prompts = read_prompts(prompts_path, data_config_hash(cfg.data))
         check_record_ids(prompts, cfg.attribution.record_ids)  # before hours of training, not after
         key = ContentKey({"config": train_run_hash(cfg), "backbone": backbone.info["weights_sha256"],
-                          "prompts": sha256_file(prompts_file), "code": code_version()})  # fmt: skip
+                          "prompts": sha256_file(prompts_path), "code": code_version()})  # fmt: skip
         vocab, mass15 = backbone.model.config.vocab_size, m.output_kind == "mass15"
-        train = split_examples(
-            prompts, "train", vocab, mass15, where=str(artifacts / "prepared" / PROMPTS_FILE)
-        )
-        dev = split_examples(prompts, "dev", vocab, mass15, where=str(artifacts / "prepared" / PROMPTS_FILE))
+        train = split_examples(prompts, "train", vocab, mass15, where=str(prompts_path))
+        dev = split_examples(prompts, "dev", vocab, mass15, where=str(prompts_path))
         classifier = build_classifier(
             backbone, m.output_kind, m.head, m.head_hidden, m.conversion, seed=t.seed,
             feature_layers=m.feature_layers, pooling=m.pooling, head_depth=m.head_depth,
@@ -65,7 +61,6 @@ def body(cfg: RootConfig) -> None:
         log.error("train: %s", err)
         raise SystemExit(1) from err
     if PartialState().is_main_process:
-        out = artifacts / "train"
         summary = {
             **outcome.fit.to_dict(),
             "feature_cache_hits": outcome.feature_cache_hits,
@@ -74,11 +69,11 @@ def body(cfg: RootConfig) -> None:
         }
         try:
             save_classifier(
-                classifier, out / "classifier", backbone.tokenizer, config_hash=train_run_hash(cfg)
-            )
-            write_json(
-                summary, out / "train_metrics.json", Provenance("train_metrics", 1, train_run_hash(cfg))
-            )
+                classifier, artifact("classifier").at(cfg.paths), backbone.tokenizer,
+                config_hash=train_run_hash(cfg),
+            )  # fmt: skip
+            metrics = artifact("train_metrics")
+            write_json(summary, metrics.at(cfg.paths), metrics.provenance(train_run_hash(cfg)))
         except ArtifactError as err:  # e.g. a read-only output directory
             log.error("train: %s", err)
             raise SystemExit(1) from err

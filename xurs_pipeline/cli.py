@@ -9,7 +9,8 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("params", "explain", "tables", "report", "gates-sweep")  # module: name with "_" for "-"
+# Module of each command: its name with "_" for "-".
+COMMANDS = ("params", "dvc-yaml", "explain", "tables", "report", "gates-sweep")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,9 +33,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from xurs_pipeline.errors import XursError
+
     try:
         return int(args.run(args) or 0)
-    except (ValueError, FileNotFoundError, RuntimeError) as err:
+    # Project errors, and the ValueError / FileNotFoundError commands raise on bad arguments, become one
+    # line; anything else (a torch RuntimeError, a bug) keeps its traceback.
+    except (XursError, ValueError, FileNotFoundError) as err:
         print(f"xurs {args.command}: error: {err}", file=sys.stderr)
         return 2
 

@@ -22,12 +22,13 @@ from omegaconf.errors import OmegaConfBaseException
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.data.config import DataConfig
+from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation.config import EvaluationConfig
 from xurs_pipeline.models.config import ModelConfig
 from xurs_pipeline.train.config import TrainConfig
 
 
-class ConfigError(ValueError):
+class ConfigError(XursError, ValueError):
     """A config is malformed: names the key and what is allowed."""
 
 

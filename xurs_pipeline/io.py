@@ -31,11 +31,13 @@ import safetensors.torch
 import torch
 from safetensors import SafetensorError, safe_open
 
+from xurs_pipeline.errors import XursError
+
 PROVENANCE_KEY = b"xurs_provenance"
 CHECKSUM_KEY = "xurs_sha256"  # safetensors metadata: hex SHA-256 of the tensor bytes
 
 
-class ArtifactError(RuntimeError):
+class ArtifactError(XursError, RuntimeError):
     """An artifact is missing, corrupt, or was made under another schema or config."""
 
 

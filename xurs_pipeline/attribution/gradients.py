@@ -34,11 +34,12 @@ from xurs_pipeline.attribution.model import Objective, WidthModel, frozen
 from xurs_pipeline.attribution.plan import SamplingPlan
 from xurs_pipeline.attribution.prefix import SharedPrefix, shared_prefix
 from xurs_pipeline.attribution.references import PreparedReferences
+from xurs_pipeline.errors import XursError
 
 log = logging.getLogger("xurs")
 
 
-class AttributionMemoryError(RuntimeError):
+class AttributionMemoryError(XursError, RuntimeError):
     """Out of memory even at one gradient sample per call."""
 
 

@@ -13,9 +13,10 @@ import pandas as pd
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.question import Question
+from xurs_pipeline.errors import XursError
 
 
-class AttributionInputError(ValueError):
+class AttributionInputError(XursError, ValueError):
     """The questions or references asked for cannot be attributed; says which and what is allowed."""
 
 

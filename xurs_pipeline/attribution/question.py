@@ -23,9 +23,10 @@ from xurs_pipeline.attribution.references import (
     prepare_training,
     prepare_zero,
 )
+from xurs_pipeline.errors import XursError
 
 
-class NonFiniteError(FloatingPointError):
+class NonFiniteError(XursError, FloatingPointError):
     """Non-finite widths or gradients, raised when ``attribution.on_nonfinite='raise'``."""
 
 

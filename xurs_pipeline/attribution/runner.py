@@ -28,14 +28,15 @@ from xurs_pipeline.attribution.model import WidthModel, model_device, model_dtyp
 from xurs_pipeline.attribution.question import Question, QuestionResult, ReferencePool, attribute_question
 from xurs_pipeline.attribution.records import COLUMNS, provenance
 from xurs_pipeline.attribution.store import PartStore
+from xurs_pipeline.contracts import artifact
 from xurs_pipeline.fingerprint import ContentKey, code_version, sha256_dir, sha256_file
 from xurs_pipeline.io import ArtifactError, Provenance, unwritable, write_json, write_parquet
 
-ATTRIBUTIONS_FILE = "attributions.parquet"
-COORDS_DIR = "coords"
-NONFINITE_FILE = "nonfinite.json"
+ATTRIBUTIONS_FILE = Path(artifact("attributions").path).name  # names under the output directory
+COORDS_DIR = Path(artifact("coords").path).name
+NONFINITE_FILE = Path(artifact("nonfinite").path).name
 log = logging.getLogger("xurs")
-METRICS_FILE = "metrics.json"
+METRICS_FILE = Path(artifact("attribution_metrics").path).name
 
 
 @dataclass

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from xurs_pipeline.errors import XursError
+
 DESCRIPTION = """\
 Compare a sweep of training configurations on the controlled-model gates (App. D.3) and pick one before
 spending time on attribution. Each configuration is a DVC experiment run up to the `gates` stage, which
@@ -69,9 +71,9 @@ def exp_show_json(cwd: str | Path = ".", all_commits: bool = False) -> list[dict
     try:
         result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
     except OSError as err:
-        raise RuntimeError(f"could not run `dvc exp show --json` ({err}); is DVC installed?") from err
+        raise XursError(f"could not run `dvc exp show --json` ({err}); is DVC installed?") from err
     if result.returncode != 0:
-        raise RuntimeError(
+        raise XursError(
             f"`dvc exp show --json` failed (exit {result.returncode}): {result.stderr[-2000:]}"
         )
     return _parse(result.stdout, "`dvc exp show --json` output")

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import yaml
 
+from xurs_pipeline.commands.dvc_yaml import write as write_dvc_yaml
 from xurs_pipeline.config import check_inside, compose, validate
+from xurs_pipeline.dvc_yaml import is_project
 from xurs_pipeline.io import atomic_path
 
 
@@ -25,6 +27,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--conf", default="conf", help="config directory (default: conf)")
     p.add_argument("--out", default="params.yaml", help="file to write (default: params.yaml)")
     p.add_argument("--check", action="store_true", help="do not write; exit 1 if --out differs from conf/")
+    p.add_argument(
+        "--no-dvc-yaml", action="store_true",
+        help="do not regenerate dvc.yaml (by default it is, when --out is in the project root)",
+    )  # fmt: skip
     p.set_defaults(run=run)
 
 
@@ -49,4 +55,6 @@ def run(args: argparse.Namespace) -> int:
     with atomic_path(out) as tmp:
         tmp.write_text(render(composed))
     print(f"wrote {out} ({'experiment ' + str(composed.get('experiment_name'))})")
-    return 0
+    if args.no_dvc_yaml or not is_project(out.resolve().parent):
+        return 0
+    return write_dvc_yaml(composed, out.resolve().parent / "dvc.yaml")

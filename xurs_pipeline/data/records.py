@@ -12,10 +12,11 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from xurs_pipeline.errors import XursError
 from xurs_pipeline.data.schema import SOURCES, SPLITS
 
 
-class DataError(ValueError):
+class DataError(XursError, ValueError):
     """Bad input data: names the file and line (or the record id) and what is allowed."""
 
 

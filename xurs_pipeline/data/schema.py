@@ -19,17 +19,19 @@ without the distinguishing result), ``variant``, ``detail`` (V2's irrelevant det
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pandas as pd
 
+from xurs_pipeline.contracts import artifact
 from xurs_pipeline.io import Provenance, read_parquet
 
 PROMPTS_SCHEMA = "prompts"
 PROMPTS_SCHEMA_VERSION = 1
 SUMMARY_SCHEMA = "prepare_summary"
 SUMMARY_SCHEMA_VERSION = 1
-PROMPTS_FILE = "prompts.parquet"  # under <artifacts>/prepared/
-SUMMARY_FILE = "summary.json"
+PROMPTS_FILE = Path(artifact("prompts").path).name  # under <artifacts>/prepared/
+SUMMARY_FILE = Path(artifact("prepare_summary").path).name
 
 SPLITS = ("train", "dev", "test")
 SOURCES = ("medqa", "synthetic_v1", "synthetic_v2", "synthetic_direct")
@@ -46,21 +48,7 @@ SECTION_NAMES = (
 )
 CONTENT_SECTIONS = ("question", *OPTION_SECTIONS)  # the only sections whose tokens can be eligible
 
-PROMPT_COLUMNS = (
-    "record_id",
-    "split",
-    "source",
-    "question",
-    "options",
-    "answer_idx",
-    "prompt",
-    "input_ids",
-    "token_start",
-    "token_end",
-    "sections",
-    "eligible",
-    "truncated",
-)
+PROMPT_COLUMNS = artifact("prompts").columns
 TOKEN_COLUMNS = ("input_ids", "token_start", "token_end", "sections", "eligible")
 SYNTHETIC_COLUMNS = (
     "family",

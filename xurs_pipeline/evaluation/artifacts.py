@@ -14,18 +14,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from xurs_pipeline.contracts import artifact
 from xurs_pipeline.evaluation.comparisons import RunRecord, token_magnitude
-from xurs_pipeline.io import ArtifactError, Provenance, read_parquet, read_safetensors
+from xurs_pipeline.io import ArtifactError, read_parquet, read_safetensors
 
-ATTRIBUTIONS_FILE = "attributions.parquet"
-COORDS_DIR = "coords"
-ATTRIBUTION_COLUMNS = (
-    "record_id", "target", "method", "reference", "token_signed", "token_magnitude", "width_input",
-    "residual", "reference_residual", "width_reference_natural", "width_reference_prepared",
-    "prepared_input_ids", "grad_evals", "coords_file",
-)  # fmt: skip
-PROMPT_COLUMNS = ("record_id", "split", "input_ids", "sections", "eligible", "answer_idx")
-PREDICTION_COLUMNS = ("record_id", "masses")
+ATTRIBUTIONS, COORDS = artifact("attributions"), artifact("coords")
+PROMPTS, PREDICTIONS = artifact("prompts"), artifact("predictions")
+# Names inside a run directory (<artifacts>/attribute, or a comparison run).
+ATTRIBUTIONS_FILE, COORDS_DIR = Path(ATTRIBUTIONS.path).name, Path(COORDS.path).name
+# The columns evaluation uses: subsets of the declared ones (tests/foundation/test_foundation_contracts.py).
+PROMPT_COLUMNS_USED = ("record_id", "split", "input_ids", "sections", "eligible", "answer_idx")
+PREDICTION_COLUMNS_USED = ("record_id", "masses")
 
 
 def read_attributions(directory: str | os.PathLike[str], config_hash: str = "") -> pd.DataFrame:
@@ -33,18 +32,18 @@ def read_attributions(directory: str | os.PathLike[str], config_hash: str = "") 
     fingerprint) also its config. Runs of other configs are read without it, to be compared."""
     return read_parquet(
         Path(directory) / ATTRIBUTIONS_FILE,
-        Provenance("attributions", 1, config_hash),
-        required_columns=ATTRIBUTION_COLUMNS,
+        ATTRIBUTIONS.provenance(config_hash),
+        required_columns=ATTRIBUTIONS.columns,
     )
 
 
 def read_prompts(path: str | os.PathLike[str], config_hash: str = "") -> pd.DataFrame:
     """The prepared prompts; with ``config_hash`` (of the ``data`` section) also their config."""
-    return read_parquet(path, Provenance("prompts", 1, config_hash), required_columns=PROMPT_COLUMNS)
+    return read_parquet(path, PROMPTS.provenance(config_hash), required_columns=PROMPT_COLUMNS_USED)
 
 
 def read_predictions(path: str | os.PathLike[str]) -> pd.DataFrame:
-    return read_parquet(path, Provenance("predictions", 1), required_columns=PREDICTION_COLUMNS)
+    return read_parquet(path, PREDICTIONS.provenance(), required_columns=PREDICTION_COLUMNS_USED)
 
 
 def prompts_by_id(prompts: pd.DataFrame, record_ids: list[str], what: str) -> pd.DataFrame:

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation.agreement import cosine, relative_distance, spearman, topk_overlap
 from xurs_pipeline.evaluation.sections import compare_sections, section_shares
 
 
-class RunMismatchError(ValueError):
+class RunMismatchError(XursError, ValueError):
     """Two attribution runs do not cover the same questions, targets or references."""
 
 

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation.targets import get_target
 
 
@@ -35,7 +36,7 @@ class MassFn(Protocol):
         ...
 
 
-class InsufficientEligibleError(ValueError):
+class InsufficientEligibleError(XursError, ValueError):
     """A question has fewer eligible tokens than the masking protocol needs."""
 
 

@@ -11,18 +11,12 @@ import numpy as np
 import pandas as pd
 import torch
 
+from xurs_pipeline.contracts import PREDICTION_COLUMNS  # one split's frame; the stage adds "split"
 from xurs_pipeline.credal import belief, correction_stats, credal_width, pignistic, plausibility
-from xurs_pipeline.io import Provenance
 from xurs_pipeline.models.classifier import RandomSetClassifier
 from xurs_pipeline.models.collate import pad_batch
 from xurs_pipeline.models.feature_cache import cached_features
 from xurs_pipeline.models.heads import ClassifierOutput
-
-PREDICTIONS_PROVENANCE = Provenance("predictions", 1)
-PREDICTION_COLUMNS = (
-    "record_id", "answer_idx", "beliefs", "intermediate", "masses", "bel", "pl", "width", "betp",
-    "predicted", "correct", "s", "r", "rescaled", "n_negative", "total_adjustment",
-)  # fmt: skip
 
 
 @torch.no_grad()

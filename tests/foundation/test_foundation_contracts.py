@@ -1,0 +1,187 @@
+"""dvc.yaml is the generation of the declarations; every stage depends on every file it imports, on the
+MedQA data it reads and on exactly the params keys it reads; every project error derives from XursError."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+import yaml
+
+from stages._common import check_declared_inputs
+from xurs_pipeline.attribution.records import COLUMNS as ATTRIBUTION_RECORD_COLUMNS
+from xurs_pipeline.config import compose, validate
+from xurs_pipeline.contracts import ARTIFACTS, STAGES, param_keys, stage_hash
+from xurs_pipeline.dvc_yaml import import_closure, missing_code_deps, render
+from xurs_pipeline.errors import XursError
+from xurs_pipeline.evaluation import artifacts as evaluation_artifacts
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMITTED = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
+
+
+def test_dvc_yaml_is_the_generation_of_the_declarations():
+    assert (ROOT / "dvc.yaml").read_text() == render(PARAMS, ROOT), "dvc.yaml drifted: run `xurs dvc-yaml`"
+
+
+def test_every_stage_depends_on_every_project_file_it_imports():
+    assert missing_code_deps(COMMITTED, ROOT) == {}
+    # ...and the check finds a file left out (io.py, which every stage imports), also behind a folder dep.
+    pruned = {"stages": {n: {**s, "deps": [d for d in s["deps"] if d != "xurs_pipeline/io.py"]}
+                         for n, s in COMMITTED["stages"].items()}}  # fmt: skip
+    assert set(missing_code_deps(pruned, ROOT)) == set(STAGES)
+    assert all(m == ["xurs_pipeline/io.py"] for m in missing_code_deps(pruned, ROOT).values())
+    pruned["stages"]["gates"]["deps"].append("xurs_pipeline")
+    assert "gates" not in missing_code_deps(pruned, ROOT)
+
+
+_LOADED = """
+import importlib, json, sys
+out = {}
+for stage in sys.argv[1:]:
+    for name in [m for m in sys.modules if m.split(".")[0] in ("stages", "xurs_pipeline")]:
+        del sys.modules[name]
+    importlib.import_module("stages." + stage)
+    out[stage] = sorted({m.__file__ for n, m in sys.modules.items()
+                         if n.split(".")[0] in ("stages", "xurs_pipeline") and getattr(m, "__file__", None)})
+print(json.dumps(out))
+"""
+
+
+def test_the_static_closure_covers_every_module_importing_a_stage_loads():
+    """An independent computation: the project modules Python actually loads when it imports each
+    stage module (imports inside functions run later, so the static closure may hold more)."""
+    result = subprocess.run([sys.executable, "-c", _LOADED, *STAGES], cwd=ROOT, capture_output=True,
+                            text=True, check=True, env={"PYTHONPATH": str(ROOT), "PATH": ""})  # fmt: skip
+    loaded = json.loads(result.stdout)
+    for name, stage in STAGES.items():
+        files = {str(Path(f).resolve().relative_to(ROOT)) for f in loaded[name]}
+        closure = set(import_closure(stage.module, ROOT))
+        assert files <= closure, (name, sorted(files - closure))
+        assert files, name
+
+
+def test_an_added_import_becomes_a_dep(tmp_path: Path):
+    for name in ("stages", "xurs_pipeline"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    gates = tmp_path / "stages" / "gates.py"
+    assert "xurs_pipeline/reporting/html.py" not in import_closure("stages.gates", tmp_path)
+    gates.write_text(gates.read_text() + "\n\ndef _later():\n    from xurs_pipeline.reporting import html\n")
+    assert "xurs_pipeline/reporting/html.py" in import_closure("stages.gates", tmp_path)
+    missing = missing_code_deps(COMMITTED, tmp_path)
+    assert set(missing) == {"gates"}
+    assert "xurs_pipeline/reporting/html.py" in missing["gates"]
+
+
+def test_mask_eval_reads_no_gate_threshold_and_gates_read_only_gate_keys():
+    keys = param_keys("mask_eval", PARAMS)
+    assert keys
+    assert not [k for k in keys if k.startswith(("evaluation.gate", "evaluation.numerics"))]
+    assert param_keys("gates", PARAMS) == ["evaluation.gates", "evaluation.gate_splits"]
+    cfg = validate(PARAMS)
+    moved = asdict(cfg)
+    moved["evaluation"]["gates"]["accuracy_min"] -= 0.01
+    assert stage_hash("mask_eval", validate(moved)) == stage_hash("mask_eval", cfg)
+    moved["evaluation"]["n_random"] += 1
+    assert stage_hash("mask_eval", validate(moved)) != stage_hash("mask_eval", cfg)
+
+
+@pytest.mark.parametrize("experiment", sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml")))
+def test_every_declared_param_key_exists_in_every_experiment(experiment: str):
+    composed = compose([f"experiment={experiment}"], conf_dir=ROOT / "conf")
+    for name in STAGES:
+        for key in param_keys(name, composed):
+            node = composed
+            for part in key.split("."):
+                assert isinstance(node, dict), (name, key)
+                assert part in node, (name, key)
+                node = node[part]
+
+
+def test_medqa_files_are_a_dep_of_prepare_only_for_local_medqa_data(tmp_path: Path):
+    def prepare_deps(**data: object) -> list[str]:
+        composed = {**PARAMS, "data": {**PARAMS["data"], **data}}
+        return yaml.safe_load(render(composed, ROOT))["stages"]["prepare"]["deps"]
+
+    assert "${data.medqa_path}" in prepare_deps(source="medqa", medqa_hub="")
+    assert "${data.medqa_path}" not in prepare_deps(source="synthetic_v1")
+    assert "${data.medqa_path}" not in prepare_deps(source="medqa", medqa_hub="GBaker/MedQA-USMLE-4-options")
+    # A stage refuses to run when dvc.yaml lacks an input the config makes it read.
+    medqa = {**PARAMS, "data": {**PARAMS["data"], "source": "medqa"}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(medqa))
+    (tmp_path / "dvc.yaml").write_text((ROOT / "dvc.yaml").read_text())
+    with pytest.raises(XursError, match=r"data\.medqa_path.*xurs dvc-yaml"):
+        check_declared_inputs("prepare", tmp_path)
+    (tmp_path / "dvc.yaml").write_text(render(medqa, ROOT))
+    check_declared_inputs("prepare", tmp_path)
+
+
+def test_comparison_runs_are_deps_of_checks():
+    composed = {**PARAMS, "evaluation": {**PARAMS["evaluation"], "comparison_runs": ["attribute_ig"]}}
+    deps = yaml.safe_load(render(composed, ROOT))["stages"]["checks"]["deps"]
+    assert "${paths.artifacts}/attribute_ig" in deps
+
+
+def test_declared_columns_agree_with_writers_and_readers():
+    assert set(ARTIFACTS["attributions"].columns) <= set(ATTRIBUTION_RECORD_COLUMNS)
+    assert set(evaluation_artifacts.PROMPT_COLUMNS_USED) <= set(ARTIFACTS["prompts"].columns)
+    assert set(evaluation_artifacts.PREDICTION_COLUMNS_USED) <= set(ARTIFACTS["predictions"].columns)
+    writers = {a.writer for a in ARTIFACTS.values()}
+    assert writers == set(STAGES)
+    for stage in STAGES.values():
+        assert all(name in ARTIFACTS and ARTIFACTS[name].writer != stage.name for name in stage.reads)
+
+
+def test_every_project_error_derives_from_xurs_error():
+    import xurs_pipeline.attribution.gradients as gradients
+    import xurs_pipeline.attribution.inputs as inputs
+    import xurs_pipeline.attribution.question as question
+    import xurs_pipeline.config as config
+    import xurs_pipeline.data.records as records
+    import xurs_pipeline.evaluation.comparisons as comparisons
+    import xurs_pipeline.evaluation.masking as masking
+    import xurs_pipeline.io as io
+
+    errors = [gradients.AttributionMemoryError, inputs.AttributionInputError, question.NonFiniteError,
+              config.ConfigError, records.DataError, comparisons.RunMismatchError,
+              masking.InsufficientEligibleError, io.ArtifactError]  # fmt: skip
+    assert all(issubclass(e, XursError) for e in errors)
+    assert not issubclass(RuntimeError, XursError)
+
+
+def test_data_readme_lists_every_artifact_and_git_ignores_them():
+    readme = (ROOT / "data" / "README.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`") for line in readme.splitlines() if line.startswith("| `")}
+    declared = {a.path + ("/" if "." not in Path(a.path).name else "") for a in ARTIFACTS.values()
+                if a.root == "artifacts"}  # fmt: skip
+    assert declared <= rows, sorted(declared - rows)
+    paths = ["data/prepared/prompts.parquet", "data/README.md"]
+    check = subprocess.run(["git", "check-ignore", *paths], cwd=ROOT, capture_output=True, text=True)
+    ignored = check.stdout.split()
+    assert ignored == ["data/prepared/prompts.parquet"]
+
+
+def test_the_cli_prints_a_project_error_in_one_line_and_keeps_a_bugs_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    from xurs_pipeline.cli import main
+    from xurs_pipeline.commands import dvc_yaml
+
+    assert main(["dvc-yaml", "--params", str(tmp_path / "missing.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"xurs dvc-yaml: error: {tmp_path / 'missing.yaml'}: not found")
+    assert "\n" not in err
+
+    def bug(*_: object) -> int:
+        raise RuntimeError("CUDA error: an illegal memory access")
+
+    monkeypatch.setattr(dvc_yaml, "write", bug)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(PARAMS))
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        main(["dvc-yaml", "--params", str(tmp_path / "params.yaml"), "--out", str(tmp_path / "dvc.yaml")])

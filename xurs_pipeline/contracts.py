@@ -1,0 +1,333 @@
+"""The pipeline's contracts, declared once: every artifact (path, schema, columns, writer) and every stage
+(module, what it reads and writes, the exact params keys it reads).
+
+``dvc.yaml`` is generated from these declarations (``xurs dvc-yaml``, see :mod:`xurs_pipeline.dvc_yaml`);
+writers and readers take paths, schema names and column lists from here instead of repeating them.
+This module is a leaf: it imports nothing of the project but :mod:`xurs_pipeline.io`, so every package
+can use it without an import circle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, is_dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from xurs_pipeline.io import Provenance, config_hash
+
+Root = Literal["artifacts", "results"]
+Kind = Literal["out", "metric"]
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One file or directory a stage writes.
+
+    path: relative to ``paths.<root>``; schema/version: the provenance header's (``""`` for directories
+    and files without one); columns: the columns of a Parquet artifact readers rely on and check (its
+    writer may add more: the attribute stage writes every ``attribution.records.COLUMNS``);
+    writer: the stage that writes it; kind: ``metric`` files are small JSON DVC shows (not cached).
+    """
+
+    name: str
+    path: str
+    writer: str
+    root: Root = "artifacts"
+    schema: str = ""
+    version: int = 1
+    columns: tuple[str, ...] = ()
+    kind: Kind = "out"
+
+    def at(self, paths: Any) -> Path:
+        """The artifact's path under ``paths`` (a ``PathsConfig`` or mapping with artifacts/results)."""
+        root = paths[self.root] if isinstance(paths, Mapping) else getattr(paths, self.root)
+        return Path(root) / self.path
+
+    def provenance(self, hash_: str = "") -> Provenance:
+        """The provenance header written with (and expected of) this artifact."""
+        if not self.schema:
+            raise ValueError(f"artifact {self.name!r} ({self.path}) has no provenance header")
+        return Provenance(self.schema, self.version, hash_)
+
+    @property
+    def dvc_path(self) -> str:
+        return f"${{paths.{self.root}}}/{self.path}"
+
+
+PROMPT_COLUMNS = (
+    "record_id",
+    "split",
+    "source",
+    "question",
+    "options",
+    "answer_idx",
+    "prompt",
+    "input_ids",
+    "token_start",
+    "token_end",
+    "sections",
+    "eligible",
+    "truncated",
+)
+PREDICTION_COLUMNS = (
+    "record_id",
+    "answer_idx",
+    "beliefs",
+    "intermediate",
+    "masses",
+    "bel",
+    "pl",
+    "width",
+    "betp",
+    "predicted",
+    "correct",
+    "s",
+    "r",
+    "rescaled",
+    "n_negative",
+    "total_adjustment",
+)
+ATTRIBUTION_COLUMNS = (
+    "record_id",
+    "target",
+    "method",
+    "reference",
+    "token_signed",
+    "token_magnitude",
+    "width_input",
+    "residual",
+    "reference_residual",
+    "width_reference_natural",
+    "width_reference_prepared",
+    "prepared_input_ids",
+    "grad_evals",
+    "coords_file",
+)
+
+_ARTIFACTS = (
+    Artifact("backbone", "backbone", "backbone", schema="backbone"),
+    Artifact("prompts", "prepared/prompts.parquet", "prepare", schema="prompts", columns=PROMPT_COLUMNS),
+    Artifact("prepare_summary", "prepared/summary.json", "prepare", schema="prepare_summary", kind="metric"),
+    Artifact("classifier", "train/classifier", "train", schema="classifier"),
+    Artifact("train_metrics", "train/train_metrics.json", "train", schema="train_metrics", kind="metric"),
+    Artifact(
+        "predictions",
+        "predict/predictions.parquet",
+        "predict",
+        schema="predictions",
+        columns=(*PREDICTION_COLUMNS, "split"),
+    ),
+    Artifact(
+        "prediction_metrics", "predict/metrics.json", "predict", schema="prediction_metrics", kind="metric"
+    ),
+    Artifact(
+        "correction_audit",
+        "predict/correction_audit.json",
+        "predict",
+        schema="correction_audit",
+        kind="metric",
+    ),
+    Artifact("gates", "gates/gates.parquet", "gates", schema="gates"),  # columns: gate_results.GATE_COLUMNS
+    Artifact("gate_metrics", "gates/gates.json", "gates", schema="gate_metrics", kind="metric"),
+    Artifact(
+        "attributions",
+        "attribute/attributions.parquet",
+        "attribute",
+        schema="attributions",
+        columns=ATTRIBUTION_COLUMNS,
+    ),
+    Artifact("coords", "attribute/coords", "attribute"),
+    Artifact("nonfinite", "attribute/nonfinite.json", "attribute", schema="attribution_nonfinite"),
+    Artifact(
+        "attribution_metrics",
+        "attribute/metrics.json",
+        "attribute",
+        schema="attribution_metrics",
+        kind="metric",
+    ),
+    Artifact("mask_effects", "mask_eval/per_question.parquet", "mask_eval", schema="mask_eval"),
+    Artifact("mask_metrics", "mask_eval/metrics.json", "mask_eval", kind="metric"),
+    Artifact("clue_masking", "mask_eval/clue_masking.parquet", "mask_eval", schema="clue_masking"),
+    Artifact("checks", "checks/checks.parquet", "checks", schema="checks"),
+    Artifact("check_details", "checks/details", "checks"),
+    Artifact("check_summary", "checks/checks.json", "checks", kind="metric"),
+    Artifact("tables", "tables", "tables", root="results"),
+    Artifact("plots", "plots", "tables", root="results"),
+    Artifact("html", "html", "report", root="results"),
+)
+ARTIFACTS: dict[str, Artifact] = {a.name: a for a in _ARTIFACTS}
+
+# Plots DVC renders (`dvc plots show`), all written by the tables stage under <results>/plots.
+PLOTS = (
+    "width_by_correctness",
+    "surviving_total",
+    "advantage_per_question",
+    "topk_curve",
+    "residual_vs_evaluations",
+)
+
+ALL = "*"  # a params entry: every key of the composed config (stages stamping the whole config's hash)
+_BACKBONE_KEYS = (
+    "backbone",
+    "source",
+    "gguf_package",
+    "gguf_file",
+    "dtype",
+    "local_files_only",
+    "pad_token",
+    "padding_side",
+    "keep_layers",
+    "tiny_vocab_size",
+    "tiny_hidden_size",
+    "tiny_layers",
+    "tiny_heads",
+    "tiny_seed",
+)
+_MASK_KEYS = (
+    "seed",
+    "n_random",
+    "top_k_max",
+    "mask_batch_size",
+    "bootstrap_resamples",
+    "confidence",
+    "bootstrap_method",
+    "max_questions",
+    "device",
+    "targets",
+)
+_CHECK_KEYS = (
+    "seed",
+    "numerics",
+    "ig",
+    "ranking",
+    "comparison_runs",
+    "reference_shift_warning",
+    "randomisation_questions",
+    "randomisation_blocks",
+)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One DVC stage. reads/writes: artifact names; params: dotted keys (``section.key``), ``section.*``
+    for every key of a section (stages that hash or pass on the whole section), or :data:`ALL`;
+    comment: a line above the stage in ``dvc.yaml``."""
+
+    name: str
+    reads: tuple[str, ...]
+    params: tuple[str, ...]
+    comment: str = ""
+
+    @property
+    def module(self) -> str:
+        return f"stages.{self.name}"
+
+    @property
+    def writes(self) -> tuple[Artifact, ...]:
+        return tuple(a for a in _ARTIFACTS if a.writer == self.name)
+
+
+_STAGES = (
+    Stage("backbone", (), tuple(f"model.{k}" for k in _BACKBONE_KEYS)),
+    Stage(
+        "prepare",
+        ("backbone",),
+        ("data.*",),
+        "MedQA experiments (data.source=medqa, no hub) also depend on the data directory.",
+    ),
+    Stage("train", ("backbone", "prompts"), ("data.*", "model.*", "train.*")),
+    Stage("predict", ("classifier", "prompts"), ("data.*", "model.*", "train.*")),
+    Stage(
+        "gates",
+        ("prompts", "predictions"),
+        ("evaluation.gates", "evaluation.gate_splits"),
+        "App. D.3 controlled-model gates from predictions alone: select swept training configs on dev gates.",
+    ),
+    Stage(
+        "attribute",
+        ("classifier", "prompts"),
+        ("data.*", "attribution.*"),
+        "Several processes or GPUs: torchrun --nproc_per_node N -m stages.attribute (or accelerate launch).",
+    ),
+    Stage(
+        "mask_eval", ("classifier", "prompts", "attributions"), tuple(f"evaluation.{k}" for k in _MASK_KEYS)
+    ),
+    Stage(
+        "checks",
+        ("classifier", "prompts", "attributions", "coords"),
+        (*(f"evaluation.{k}" for k in _CHECK_KEYS), "attribution.*"),
+        "Also reads ${paths.artifacts}/<run> for each evaluation.comparison_runs entry.",
+    ),
+    Stage(
+        "tables",
+        (
+            "prompts",
+            "predictions",
+            "correction_audit",
+            "prediction_metrics",
+            "attributions",
+            "mask_effects",
+            "mask_metrics",
+            "gates",
+            "checks",
+            "check_details",
+        ),
+        (ALL,),
+        "Tables carry the hash of the whole composed config, hence every key as a param.",
+    ),
+    Stage(
+        "report",
+        ("backbone", "prompts", "predictions", "attributions", "mask_effects"),
+        (ALL,),
+        "The report carries the hash of the whole composed config, hence every key as a param.",
+    ),
+)
+STAGES: dict[str, Stage] = {s.name: s for s in _STAGES}
+
+
+def artifact(name: str) -> Artifact:
+    """The declaration of artifact ``name`` (KeyError naming the known ones)."""
+    try:
+        return ARTIFACTS[name]
+    except KeyError:
+        raise KeyError(f"no artifact {name!r}; declared: {sorted(ARTIFACTS)}") from None
+
+
+def param_keys(stage: str, composed: Mapping[str, Any]) -> list[str]:
+    """The dotted params keys ``stage`` reads, expanded against a composed config (``section.*`` and
+    :data:`ALL` become every key of the section / config, in the config's order)."""
+    keys: list[str] = []
+    for entry in STAGES[stage].params:
+        if entry == ALL:
+            for section, value in composed.items():
+                keys += [f"{section}.{k}" for k in value] if isinstance(value, Mapping) else [section]
+        elif entry.endswith(".*"):
+            section = entry[:-2]
+            keys += [f"{section}.{k}" for k in composed[section]]
+        else:
+            keys.append(entry)
+    return keys
+
+
+def stage_inputs(stage: str, composed: Mapping[str, Any]) -> list[str]:
+    """Input paths of ``stage`` that depend on the config (DVC templates): the MedQA directory of
+    ``prepare`` for local MedQA data, and the comparison runs ``checks`` reads."""
+    data, evaluation = composed.get("data", {}), composed.get("evaluation", {})
+    if stage == "prepare" and data.get("source") == "medqa" and not data.get("medqa_hub"):
+        return ["${data.medqa_path}"]
+    if stage == "checks":
+        return [f"${{paths.artifacts}}/{run}" for run in evaluation.get("comparison_runs", [])]
+    return []
+
+
+def stage_hash(stage: str, cfg: Any) -> str:
+    """Hash of exactly the params ``stage`` reads (stamped into its outputs' provenance headers)."""
+    composed = asdict(cfg) if is_dataclass(cfg) else dict(cfg)
+    values = {}
+    for key in param_keys(stage, composed):
+        node: Any = composed
+        for part in key.split("."):
+            node = node[part]
+        values[key] = node
+    return config_hash(values)
