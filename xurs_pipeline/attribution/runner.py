@@ -28,7 +28,7 @@ from xurs_pipeline.attribution.model import WidthModel, model_device, model_dtyp
 from xurs_pipeline.attribution.question import Question, QuestionResult, ReferencePool, attribute_question
 from xurs_pipeline.attribution.records import COLUMNS, provenance
 from xurs_pipeline.attribution.store import PartStore
-from xurs_pipeline.io import ArtifactError, Provenance, write_json, write_parquet
+from xurs_pipeline.io import ArtifactError, Provenance, ordinary_mode, write_json, write_parquet
 
 ATTRIBUTIONS_FILE = "attributions.parquet"
 COORDS_DIR = "coords"
@@ -178,6 +178,7 @@ def merge(store: PartStore, record_ids: list[str], out_dir: str | Path) -> dict[
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(COLUMNS))
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".coords.", dir=out))
+    ordinary_mode(staging, directory=True)
     try:
         for name in table["coords_file"]:
             shutil.copyfile(store.coords / name, staging / name)

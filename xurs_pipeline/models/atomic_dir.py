@@ -9,6 +9,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from xurs_pipeline.io import ordinary_mode
+
 
 @contextlib.contextmanager
 def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
@@ -20,6 +22,7 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    ordinary_mode(tmp, directory=True)
     old = final.parent / f".{final.name}.old"
     try:
         yield tmp
