@@ -22,7 +22,7 @@ from omegaconf.errors import OmegaConfBaseException
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.data.config import DataConfig
 from xurs_pipeline.evaluation.config import EvaluationConfig
-from xurs_pipeline.models.config import ModelConfig
+from xurs_pipeline.models.config import ModelConfig, model_name
 from xurs_pipeline.train.config import TrainConfig
 
 
@@ -123,11 +123,7 @@ def compose(overrides: list[str] | None = None, conf_dir: str | os.PathLike[str]
 
 def configuration_label(cfg: RootConfig) -> str:
     """Row label of a configuration in tables (e.g. ``smoke/tiny/head_only/seed7``)."""
-    if cfg.model.source:
-        source = Path(cfg.model.source).stem
-    else:
-        source = Path(cfg.model.gguf_file).stem if cfg.model.backbone == "gguf" else cfg.model.backbone
-    return f"{cfg.experiment_name}/{source}/{cfg.train.adaptation}/seed{cfg.train.seed}"
+    return f"{cfg.experiment_name}/{model_name(cfg.model)}/{cfg.train.adaptation}/seed{cfg.train.seed}"
 
 
 def train_run_hash(cfg: RootConfig) -> str:

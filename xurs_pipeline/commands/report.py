@@ -7,6 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from xurs_pipeline.config import RootConfig, load_params
+from xurs_pipeline.models.config import model_name
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -44,7 +45,7 @@ def run(cfg: RootConfig) -> int:
         method=f"{a.method.upper()} {a.route} route, {a.precision}",
         references=f"{a.n_collections} x {a.refs_per_collection} {a.reference} references",
         samples=a.n_samples if a.method == "eg" else a.ig_points,
-        extra=(("seed", str(a.seed)), ("model", cfg.model.source or cfg.model.backbone)),
+        extra=(("seed", str(a.seed)), ("model", model_name(cfg.model))),
     )
     views = explanation_views(
         prompts,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 BACKBONE_KINDS = ("tiny", "hf", "gguf")
 HEAD_KINDS = ("linear", "mlp")
@@ -94,3 +95,11 @@ def check_feature_layers(layers: object) -> None:
         )
     if len(set(values)) != len(values):
         raise ValueError(f"model.feature_layers={values}: must not repeat a layer")
+
+
+def model_name(model: ModelConfig) -> str:
+    """A readable name of the backbone: the source's last path part (hub id or directory), the GGUF
+    file's stem (``SmolLM2-135M-Instruct.Q4_1``), or ``tiny`` for the random test model."""
+    if model.backbone == "gguf":
+        return PurePath(model.source or model.gguf_file).stem
+    return PurePath(model.source.rstrip("/")).name if model.source else model.backbone

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xurs_pipeline.io import atomic_path
-from xurs_pipeline.reporting.html_explanation import render_explanation
+from xurs_pipeline.reporting.html_explanation import TOP_TOKENS, render_explanation
 from xurs_pipeline.reporting.html_index import IndexEntry, index_entry, page_name, render_index
 from xurs_pipeline.reporting.html_view import (
     ADVANTAGE_CHECK,
@@ -90,9 +90,9 @@ def write_report(
     return written
 
 
-def write_explanation(view: ExplanationView, path: str | os.PathLike[str]) -> Path:
-    """Write one standalone page (no link to an index) atomically to ``path``; returns the path."""
-    text = render_explanation(view, index_href=None)
+def write_explanation(view: ExplanationView, path: str | os.PathLike[str], top_k: int = TOP_TOKENS) -> Path:
+    """Write one standalone page (no link to an index, ``top_k`` top tokens) atomically to ``path``."""
+    text = render_explanation(view, index_href=None, top_k=top_k)
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return Path(path)
