@@ -106,23 +106,27 @@ def test_defaults_are_the_pipelines_and_the_page_goes_to_the_results_folder(proj
     assert saved.grad_evals == a["n_samples"] * a["n_collections"] == N_SAMPLES  # params, not 64
     assert (saved.method, saved.precision, saved.seed) == (a["method"], a["precision"], a["seed"])
     page = project / "results" / "explain" / f"{record.record_id}.html"
-    assert page.is_file() and f"wrote {Path('results') / 'explain' / page.name}" in out
+    assert page.is_file()
+    assert f"wrote {Path('results') / 'explain' / page.name}" in out
     assert not list(project.glob("explain_*.html"))  # nothing in the working directory itself
-    assert saved.experiment == "smoke" and saved.model == "tiny"
+    assert saved.experiment == "smoke"
+    assert saved.model == "tiny"
     # a command-line flag overrides the params
     rc, _, _ = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--samples", "2",
                     "--save", "e2.json")  # fmt: skip
-    assert rc == 0 and Explanation.load(project / "e2.json").grad_evals == 2
+    assert rc == 0
+    assert Explanation.load(project / "e2.json").grad_evals == 2
 
 
-def test_prints_explained_predicted_and_correct_answers_and_the_residual_verdict(project, monkeypatch, capsys):
+def test_prints_explained_predicted_and_correct_answers_and_residual_verdict(project, monkeypatch, capsys):
     record = _test_record(project)
     rc, out, _ = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--explain", "B",
                       "--save", "b.json")  # fmt: skip
     expl = Explanation.load(project / "b.json")
     gold, predicted = "ABCD"[int(record.answer_idx)], "ABCD"[int(np.argmax(expl.betp))]
-    assert rc == 0 and expl.correct == int(record.answer_idx)
-    assert f"explained answer B (" in out
+    assert rc == 0
+    assert expl.correct == int(record.answer_idx)
+    assert "explained answer B (" in out
     assert f"predicted {predicted}; correct {gold}" in out
     threshold = _params(project)["evaluation"]["numerics"]["max_residual_max"]
     verdict = "pass" if expl.residual <= threshold else "FAIL"
@@ -136,13 +140,16 @@ def test_residual_verdict_uses_the_reports_threshold(project, monkeypatch, capsy
     strict = tmp_path / "params.yaml"
     strict.write_text(yaml.safe_dump(params, sort_keys=False))
     record = _test_record(project)
-    rc, out, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--params", str(strict))
+    argv = ("--record-id", record.record_id, "--params", str(strict))
+    rc, out, err = _run(project, monkeypatch, capsys, *argv)
     assert rc == 0
     if threshold < 1:
         assert f"FAIL (report threshold R <= {threshold:g})" in out
-        assert "warning: residual R" in err and "max_residual_max" in err
+        assert "warning: residual R" in err
+        assert "max_residual_max" in err
     else:
-        assert "pass (report threshold" in out and "warning" not in err
+        assert "pass (report threshold" in out
+        assert "warning" not in err
     page = (project / "results" / "explain" / f"{record.record_id}.html").read_text()
     assert ("FAIL" in page) == (threshold < 1)
 
@@ -177,7 +184,8 @@ def test_default_page_name_never_leaves_the_results_folder(project, monkeypatch,
     assert rc == 0
     written = Path(re.search(r"^wrote (.+)$", out, re.MULTILINE).group(1))
     assert (project / written).resolve().parent == (project / "results" / "explain").resolve()
-    assert not (project.parent / "outside").exists() and not (project / "outside").exists()
+    assert not (project.parent / "outside").exists()
+    assert not (project / "outside").exists()
 
 
 @pytest.mark.parametrize("top", ["-5", "0", "x"])
@@ -193,7 +201,8 @@ def test_top_must_be_a_positive_integer(project, monkeypatch, capsys, top):
 def test_invalid_utf8_question_is_a_message_not_a_traceback(project):
     """Item 7: undecodable bytes on the command line (as a shell passes them)."""
     argv = [sys.executable, "-m", "xurs_pipeline.cli", "explain", "--question", b"fever \xff rash",
-            "--option", "a", "--option", "b", "--option", "c", "--option", "d", "--reference", "zero"]  # fmt: skip
+            "--option", "a", "--option", "b", "--option", "c", "--option", "d",
+            "--reference", "zero"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 2
@@ -206,7 +215,8 @@ def test_html_directory_is_refused_before_any_work(project, monkeypatch, capsys)
     record = _test_record(project)
     (project / "pages").mkdir(exist_ok=True)
     rc, out, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--html", "pages")
-    assert rc == 2 and out == ""
+    assert rc == 2
+    assert out == ""
     assert "--html pages: is a directory; give a file name such as pages/" in err
 
 

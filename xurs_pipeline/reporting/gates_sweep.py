@@ -18,6 +18,7 @@ of that split passed, and how many failed; fewest failures first.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,17 +80,25 @@ def _params(data: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def readable_error(error: Any, path: str) -> str:
+    """DVC's error record of a metrics file or experiment as a sentence, not raw errno text."""
+    msg = str(error.get("msg", error) if isinstance(error, Mapping) else error)
+    if "Errno 2]" in msg or "No such file" in msg:
+        return f"{path} not found (its stage did not run in this experiment, or the run failed before it)"
+    return re.sub(r"^\[Errno \d+\]\s*", "", msg) or "unreadable"
+
+
 def _split_gates(state: Mapping[str, Any], split: str) -> tuple[dict[str, Any] | None, str]:
     """The ``split`` entry of the state's gates metrics, or None and why there is none."""
     if state.get("error"):
-        return None, f"dvc: {state['error'].get('msg', state['error'])}"
+        return None, f"dvc: {readable_error(state['error'], 'the experiment')}"
     metrics = (state.get("data") or {}).get("metrics") or {}
     found = [p for p in metrics if p == GATES_METRICS or p.endswith(f"/{GATES_METRICS}")]
     if not found:
         return None, f"no {GATES_METRICS} metrics (did the gates stage run?)"
     result = metrics[found[0]]
     if "data" not in result:
-        return None, f"{found[0]}: {result.get('error', {}).get('msg', 'unreadable')}"
+        return None, readable_error(result.get("error", {}), found[0])
     gates = result["data"]
     if "skipped" in gates:
         return None, f"gates skipped: {gates['skipped']}"
