@@ -29,6 +29,7 @@ from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
 from xurs_pipeline.io import ArtifactError
 from xurs_pipeline.models.checkpoint import load_classifier
+from xurs_pipeline.reporting.headline import HEADLINE_FILE, attribute_headline, write_headline
 
 
 def body(cfg: RootConfig) -> None:
@@ -52,6 +53,7 @@ def body(cfg: RootConfig) -> None:
         log.error("attribute: %s", err)
         raise SystemExit(1) from err
     if metrics is not None:
+        write_headline(attribute_headline(metrics), artifacts / "attribute" / HEADLINE_FILE)
         log.info("attribute: %s", metrics)
 
 

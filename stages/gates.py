@@ -27,6 +27,7 @@ from xurs_pipeline.evaluation.gate_results import (
     gate_summary,
 )
 from xurs_pipeline.io import ArtifactError, Provenance, config_hash, write_json, write_parquet
+from xurs_pipeline.reporting.headline import HEADLINE_FILE, verdict_headline, write_headline
 
 
 def body(cfg: RootConfig) -> None:
@@ -46,6 +47,7 @@ def body(cfg: RootConfig) -> None:
     )
     summary = {"skipped": skipped} if skipped else gate_summary(frame)
     write_json(summary, out / "gates.json", Provenance("gate_metrics", 1, run))
+    write_headline(verdict_headline("gates", frame["passed"].tolist()), out / HEADLINE_FILE)
     if skipped:
         log.info("gates: skipped: %s", skipped)
         return

@@ -32,6 +32,7 @@ from xurs_pipeline.evaluation.masking import MaskingSpec, classifier_mass_fn
 from xurs_pipeline.evaluation.verdicts import json_safe
 from xurs_pipeline.io import ArtifactError, Provenance, config_hash, write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
+from xurs_pipeline.reporting.headline import HEADLINE_FILE, mask_headline, write_headline
 
 
 def body(cfg: RootConfig) -> None:
@@ -57,6 +58,7 @@ def body(cfg: RootConfig) -> None:
     out = artifacts / "mask_eval"
     write_parquet(frame, out / "per_question.parquet", Provenance("mask_eval", 1, run))
     write_json(json_safe(metrics), out / "metrics.json")
+    write_headline(json_safe(mask_headline(metrics["targets"])), out / HEADLINE_FILE)
     for fn, m in metrics["targets"].items():
         log.info("mask_eval %s: %d questions, mean advantage %.4f [%.4f, %.4f]", fn, m["questions"],
                  m["mean_advantage"], m["ci_low"], m["ci_high"])  # fmt: skip

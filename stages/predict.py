@@ -22,7 +22,8 @@ from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
 from xurs_pipeline.io import ArtifactError, Provenance, config_hash, write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
-from xurs_pipeline.train.metrics import correction_audit, prediction_metrics
+from xurs_pipeline.reporting.headline import HEADLINE_FILE, predict_headline, write_headline
+from xurs_pipeline.train.metrics import correction_audit, prediction_metrics, with_result_flags
 from xurs_pipeline.train.predict import PREDICTION_COLUMNS, classifier_outputs, prediction_frame
 from xurs_pipeline.train.prompts import split_examples
 
@@ -55,7 +56,7 @@ def body(cfg: RootConfig) -> None:
             )
             frame.insert(1, "split", split)
             frames.append(frame)
-            metrics[split] = prediction_metrics(frame)
+            metrics[split] = prediction_metrics(with_result_flags(frame, prompts))
             audit[split] = correction_audit(frame, configuration_label(cfg))
             log.info("predict %s: %s", split, metrics[split])
     except (ArtifactError, ValueError, FloatingPointError) as err:  # nothing is written
@@ -68,6 +69,7 @@ def body(cfg: RootConfig) -> None:
         Provenance("predictions", 1, run), required_columns=(*PREDICTION_COLUMNS, "split"),
     )  # fmt: skip
     write_json(metrics, out_dir / "metrics.json", Provenance("prediction_metrics", 1, run))
+    write_headline(predict_headline(metrics, cfg.train.predict_splits), out_dir / HEADLINE_FILE)
     write_json(audit, out_dir / "correction_audit.json", Provenance("correction_audit", 1, run))
 
 

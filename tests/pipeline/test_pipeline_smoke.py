@@ -60,6 +60,9 @@ def test_every_stage_leaves_its_outputs_and_a_second_repro_runs_nothing(project:
                  "data/checks/checks.parquet", "results/tables/table1_effects.tex",
                  "results/plots/topk_curve.png", "results/html/index.html"):  # fmt: skip
         assert (project / path).is_file(), path
+    shown = _run([str(BIN / "dvc"), "metrics", "show"], project).stdout  # headline metrics only
+    assert max(len(line) for line in shown.splitlines()) <= 200, shown
+    assert {"accuracy", "chance", "advantage", "checks_failed", "gates_failed"} <= set(shown.split())
     again = _run([str(BIN / "dvc"), "repro"], project).stdout
     assert "Running stage" not in again
     assert "Data and pipelines are up to date" in again

@@ -99,6 +99,8 @@ def test_all_commits_asks_dvc_for_every_commits_experiments(tmp_path, monkeypatc
     calls = []
 
     def fake_run(command, **kwargs):
+        if command[0] == "git":  # the gates detail of experiments whose metrics lack it: not committed
+            return subprocess.CompletedProcess(command, 128, stdout="", stderr="fatal: path not in rev")
         calls.append(command)
         return subprocess.CompletedProcess(command, 0, stdout=FIXTURE.read_text(), stderr="")
 
@@ -138,3 +140,40 @@ def test_missing_files_are_named_in_words_not_errno(show, tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"--from {missing}: not found; save one with `dvc exp show --json > FILE`" in err
     assert "Errno" not in err
+
+
+def test_gates_detail_is_read_from_the_experiments_commit_when_dvc_shows_only_the_headline(
+    show, tmp_path, monkeypatch, capsys
+):
+    """gates.json is a detail file (not a DVC metric): the sweep reads it from each experiment's commit."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                              check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
+
+    git("init", "-q")
+    states = experiments(show)
+    commits, trimmed = {}, copy.deepcopy(show)
+    for name in ("seed7", "seed17"):
+        (tmp_path / "data" / "gates").mkdir(parents=True, exist_ok=True)
+        (tmp_path / GATES).write_text(json.dumps(states[name]["data"]["metrics"][GATES]["data"]))
+        git("add", "-A")
+        git("commit", "-qm", name)
+        commits[name] = git("rev-parse", "HEAD")
+    (tmp_path / GATES).unlink()  # the workspace has none
+    for name, state in experiments(trimmed).items():
+        state["data"]["metrics"] = {"data/gates/headline.json": {"data": {"gates": 12, "gates_failed": 5}}}
+        state["rev"] = commits.get(name, "0" * 40)
+    saved = tmp_path / "show.json"
+    saved.write_text(json.dumps(trimmed))
+    monkeypatch.chdir(tmp_path)
+    assert xurs(["gates-sweep", "--from", str(saved), "--out", str(tmp_path / "out")]) == 0
+    csv = pd.read_csv(tmp_path / "out" / "gates_sweep.csv").set_index("name")
+    assert sorted(csv.index) == ["seed17", "seed7"]
+    assert "train.lr_head" not in csv.columns  # the same in both rows: lr05 is left out
+    for name in ("seed17", "seed7"):
+        for key, value in expected_row(states[name], "dev").items():
+            assert key == "train.lr_head" or csv.loc[name, key] == value, (name, key)
+    err = capsys.readouterr().err
+    assert f"left out lr05: {GATES} not found" in err

@@ -84,6 +84,29 @@ def exp_show_json(cwd: str | Path = ".", all_commits: bool = False) -> list[dict
     return _parse(result.stdout, "`dvc exp show --json` output")
 
 
+def gates_detail(state: dict[str, Any], cwd: str | Path = ".") -> tuple[dict[str, Any] | None, str]:
+    """An experiment's ``<paths.artifacts>/gates/gates.json``: the workspace's file, or the copy in the
+    experiment's commit (``git show <rev>:<path>``; DVC commits untracked-by-cache outputs with it)."""
+    from xurs_pipeline.reporting.gates_sweep import experiment_params
+
+    path = f"{experiment_params(state).get('paths.artifacts', 'data')}/gates/gates.json"
+    missing = f"{path} not found (its stage did not run in this experiment, or the run failed before it)"
+    if state.get("rev") == "workspace":
+        file = Path(cwd) / path
+        if not file.is_file():
+            return None, missing
+        return _parse(file.read_text(encoding="utf-8"), str(file)), path
+    try:
+        shown = subprocess.run(["git", "show", f"{state['rev']}:{path}"], cwd=cwd, capture_output=True,
+                               text=True, check=False)  # fmt: skip
+    except OSError as err:
+        return None, f"could not run git to read {path} ({err.strerror})"
+    if shown.returncode != 0:
+        return None, missing
+    found = _parse(shown.stdout, f"{state['rev'][:7]}:{path}")
+    return (found, path) if isinstance(found, dict) else (None, f"{path}: not a JSON object")
+
+
 def _parse(text: str, where: str) -> list[dict[str, Any]]:
     try:
         return json.loads(text)
@@ -116,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     from xurs_pipeline.reporting.render import write_table
 
     show = read_saved(args.source) if args.source else exp_show_json(all_commits=args.all_commits)
-    sweep = sweep_frame(show, split=args.split, workspace=args.workspace)
+    sweep = sweep_frame(show, split=args.split, workspace=args.workspace, detail=gates_detail)
     for name, why in sweep.left_out.items():
         print(f"left out {name}: {why}", file=sys.stderr)
     if sweep.frame.empty:
