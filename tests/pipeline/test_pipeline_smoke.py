@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -60,6 +61,14 @@ def test_every_stage_leaves_its_outputs_and_a_second_repro_runs_nothing(project:
                  "data/checks/checks.parquet", "results/tables/table1_effects.tex",
                  "results/plots/topk_curve.png", "results/html/index.html"):  # fmt: skip
         assert (project / path).is_file(), path
+    front = (project / "results/html/index.html").read_text()
+    for fact in ("Accuracy against chance", "Table 1: zero-masking advantage", "Checks: ", "Plots"):
+        assert fact in front, fact
+    links = re.findall(r'(?:href|src)="([^"#]+)"', front)
+    assert any(link.startswith("tables/") for link in links)
+    assert any(link.startswith("../plots/") for link in links)
+    for link in links:  # every table, plot and explanation page the front page links exists
+        assert (project / "results/html" / link).is_file(), link
     shown = _run([str(BIN / "dvc"), "metrics", "show"], project).stdout  # headline metrics only
     assert max(len(line) for line in shown.splitlines()) <= 200, shown
     assert {"accuracy", "chance", "advantage", "checks_failed", "gates_failed"} <= set(shown.split())

@@ -68,7 +68,7 @@ def surviving_total(s: np.ndarray, path: str | Path) -> Path:
     """Histogram of the surviving total s (Eq. 5) with the s = 1 line where rescaling starts."""
     s = np.asarray(s, float)
     fig, ax = plt.subplots(figsize=(5.5, 3.4))
-    ax.hist(s, bins=30, color="#4c72b0")
+    ax.hist(s, bins=np.histogram_bin_edges(s, bins="auto") if s.size else 10, color="#4c72b0")
     ax.axvline(1.0, color="crimson", linestyle="--", label="s = 1")
     ax.set_xlabel("surviving total s (Eq. 5)")
     ax.set_ylabel("questions")
