@@ -22,6 +22,7 @@ from xurs_pipeline.models.adapters import LoraSpec
 from xurs_pipeline.models.backbone import load_backbone_dir
 from xurs_pipeline.models.checkpoint import build_classifier, save_classifier
 from xurs_pipeline.reporting.headline import HEADLINE_FILE, train_headline, write_headline
+from xurs_pipeline.train.live import log_history
 from xurs_pipeline.train.loop import FitSettings
 from xurs_pipeline.train.prompts import split_examples
 from xurs_pipeline.train.runner import Adaptation, train_classifier
@@ -68,6 +69,7 @@ def body(cfg: RootConfig) -> None:
         }
         write_json(summary, out / "train_metrics.json", Provenance("train_metrics", 1, train_run_hash(cfg)))
         write_headline(train_headline(summary), out / HEADLINE_FILE)
+        log_history(summary["history"], out / "dvclive")  # learning curves for dvc plots
     best = outcome.fit
     log.info("train: best epoch %d of %d, dev score %.4f", best.best_epoch, best.epochs_run, best.best_score)
 
