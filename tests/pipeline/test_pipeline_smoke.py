@@ -130,16 +130,19 @@ def test_table_cells_equal_the_artifacts(project: Path) -> None:
 
 
 @pytest.mark.slow
-def test_explain_prints_top_tokens_and_writes_html(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    record = pd.read_parquet(project / "data/attribute/attributions.parquet")["record_id"].iloc[0]
-    html = project / "explain.html"
-    code = xurs([
-        "explain", "--record-id", record, "--classifier", str(project / "data/train/classifier"),
-        "--prompts", str(project / "data/prepared/prompts.parquet"), "--refs", "4", "--samples", "8",
-        "--top", "3", "--html", str(html),
-    ])  # fmt: skip
+def test_explain_uses_the_pipelines_settings_and_matches_the_report(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from the project with no settings: params.yaml's attribution section, the pipeline's classifier
+    and prompts, so the explanation is the attribute stage's for that question; the page goes to results/."""
+    attributions = pd.read_parquet(project / "data/attribute/attributions.parquet")
+    row = attributions.iloc[0]
+    monkeypatch.chdir(project)
+    assert xurs(["explain", "--record-id", row.record_id, "--top", "3", "--save", "explain.json"]) == 0
     out = capsys.readouterr().out
-    assert code == 0
-    assert f"{record}: answer" in out
+    assert f"{row.record_id}: explained answer {'ABCD'[int(row.target)]}" in out
     assert len([line for line in out.splitlines() if line.strip().startswith(("1 ", "2 ", "3 "))]) == 3
-    assert "<svg" in html.read_text()
+    saved = json.loads((project / "explain.json").read_text())
+    assert saved["residual"] == pytest.approx(float(row.residual), rel=1e-4, abs=1e-7)
+    assert np.allclose(saved["token_magnitude"], np.asarray(row.token_magnitude), rtol=1e-4, atol=1e-9)
+    assert "<svg" in (project / "results/explain" / f"{row.record_id}.html").read_text()
