@@ -66,7 +66,7 @@ def run(cfg: RootConfig) -> int:
     )
     front, markdown = front_page(cfg)
     pages = build_report(views, Path(cfg.paths.results) / "html", cfg.experiment_name, front, markdown)
-    print(f"report: {len(pages) - 1} pages; open {pages[-1]}")
+    print(f"report: {len(views)} explanation pages, {len(markdown)} tables; open {pages[-1]}")
     return 0
 
 
