@@ -87,10 +87,10 @@ def test_changing_one_attribution_parameter_invalidates_only_downstream_stages(p
     finally:
         params.write_text(original)
     # dvc status lists the stages whose own params changed (mask_eval follows once attributions change);
-    # nothing upstream of attribute is touched.
+    # nothing upstream of attribute is touched except `check`, which watches every key and reruns first.
     assert "attribute" in status
     assert set(status) <= DOWNSTREAM_OF_ATTRIBUTE
-    assert set(status) == {"attribute", "checks", "tables", "report"}
+    assert set(status) == {"check", "attribute", "checks", "tables", "report"}
 
 
 @pytest.mark.slow
