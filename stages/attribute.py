@@ -31,6 +31,7 @@ from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import read_prompts
 from xurs_pipeline.io import ArtifactError
 from xurs_pipeline.models.checkpoint import load_classifier
+from xurs_pipeline.reporting.headline import attribute_headline, write_headline
 
 
 def body(cfg: RootConfig) -> None:
@@ -55,6 +56,7 @@ def body(cfg: RootConfig) -> None:
         log.error("attribute: %s", err)
         raise SystemExit(1) from err
     if metrics is not None:
+        write_headline(attribute_headline(metrics), artifact("attribute_headline").at(cfg.paths))
         log.info("attribute: %s", metrics)
 
 

@@ -31,6 +31,7 @@ from xurs_pipeline.evaluation.run_checks import (
 from xurs_pipeline.evaluation.verdicts import Check, checks_frame, checks_summary, json_safe
 from xurs_pipeline.io import ArtifactError, Provenance, write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
+from xurs_pipeline.reporting.headline import verdict_headline, write_headline
 
 
 def _randomisation(cfg: RootConfig, prompts: pd.DataFrame, main: Run) -> pd.DataFrame:
@@ -85,6 +86,8 @@ def body(cfg: RootConfig) -> None:
         moved = details["randomisation"].groupby("randomised", sort=False)[["spearman", "relative_distance"]]
         summary["randomisation"] = json_safe(moved.median().to_dict(orient="index"))
     write_json(summary, artifact("check_summary").at(cfg.paths))
+    headline = verdict_headline("checks", [c.passed for c in checks])
+    write_headline(headline, artifact("checks_headline").at(cfg.paths))
     log.info("checks: %d of %d passed", summary["n_passed"], summary["n_checks"])
     for c in checks:
         if not c.passed:

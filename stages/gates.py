@@ -27,6 +27,7 @@ from xurs_pipeline.evaluation.gate_results import (
     gate_summary,
 )
 from xurs_pipeline.io import ArtifactError, config_hash, write_json, write_parquet
+from xurs_pipeline.reporting.headline import verdict_headline, write_headline
 
 
 def body(cfg: RootConfig) -> None:
@@ -44,6 +45,8 @@ def body(cfg: RootConfig) -> None:
     write_parquet(frame, gates.at(cfg.paths), gates.provenance(run), required_columns=tuple(GATE_COLUMNS))
     summary = {"skipped": skipped} if skipped else gate_summary(frame)
     write_json(summary, gate_metrics.at(cfg.paths), gate_metrics.provenance(run))
+    headline = verdict_headline("gates", frame["passed"].tolist())
+    write_headline(headline, artifact("gates_headline").at(cfg.paths))
     if skipped:
         log.info("gates: skipped: %s", skipped)
         return

@@ -34,6 +34,7 @@ from xurs_pipeline.evaluation.masking import MaskingSpec, classifier_mass_fn
 from xurs_pipeline.evaluation.verdicts import json_safe
 from xurs_pipeline.io import ArtifactError, write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
+from xurs_pipeline.reporting.headline import mask_headline, write_headline
 
 
 def body(cfg: RootConfig) -> None:
@@ -70,6 +71,7 @@ def body(cfg: RootConfig) -> None:
     clue = artifact("clue_masking")
     write_parquet(clue_frame, clue.at(cfg.paths), clue.provenance(stage_hash("mask_eval", cfg)))
     write_json(json_safe(metrics), artifact("mask_metrics").at(cfg.paths))
+    write_headline(json_safe(mask_headline(metrics["targets"])), artifact("mask_eval_headline").at(cfg.paths))
     for fn, m in metrics["targets"].items():
         log.info("mask_eval %s: %d questions, mean advantage %.4f [%.4f, %.4f]", fn, m["questions"],
                  m["mean_advantage"], m["ci_low"], m["ci_high"])  # fmt: skip

@@ -22,7 +22,8 @@ from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import read_prompts
 from xurs_pipeline.io import ArtifactError, config_hash, write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
-from xurs_pipeline.train.metrics import correction_audit, prediction_metrics
+from xurs_pipeline.reporting.headline import predict_headline, write_headline
+from xurs_pipeline.train.metrics import correction_audit, prediction_metrics, with_result_flags
 from xurs_pipeline.train.predict import classifier_outputs, prediction_frame
 from xurs_pipeline.train.prompts import split_examples
 
@@ -54,7 +55,7 @@ def body(cfg: RootConfig) -> None:
             )
             frame.insert(1, "split", split)
             frames.append(frame)
-            metrics[split] = prediction_metrics(frame)
+            metrics[split] = prediction_metrics(with_result_flags(frame, prompts))
             audit[split] = correction_audit(frame, configuration_label(cfg))
             log.info("predict %s: %s", split, metrics[split])
     except (ArtifactError, ValueError, FloatingPointError) as err:  # nothing is written
@@ -68,6 +69,8 @@ def body(cfg: RootConfig) -> None:
     )  # fmt: skip
     for name, payload in (("prediction_metrics", metrics), ("correction_audit", audit)):
         write_json(payload, artifact(name).at(cfg.paths), artifact(name).provenance(run))
+    headline = predict_headline(metrics, cfg.train.predict_splits)
+    write_headline(headline, artifact("predict_headline").at(cfg.paths))
 
 
 if __name__ == "__main__":

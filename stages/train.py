@@ -23,6 +23,8 @@ from xurs_pipeline.io import ArtifactError, write_json
 from xurs_pipeline.models.adapters import LoraSpec
 from xurs_pipeline.models.backbone import load_backbone_dir
 from xurs_pipeline.models.checkpoint import build_classifier, save_classifier
+from xurs_pipeline.reporting.headline import train_headline, write_headline
+from xurs_pipeline.train.live import log_history
 from xurs_pipeline.train.loop import FitSettings
 from xurs_pipeline.train.prompts import split_examples
 from xurs_pipeline.train.runner import Adaptation, train_classifier
@@ -74,6 +76,8 @@ def body(cfg: RootConfig) -> None:
             )  # fmt: skip
             metrics = artifact("train_metrics")
             write_json(summary, metrics.at(cfg.paths), metrics.provenance(train_run_hash(cfg)))
+            write_headline(train_headline(summary), artifact("train_headline").at(cfg.paths))
+            log_history(summary["history"], artifact("train_live").at(cfg.paths))  # curves for dvc plots
         except ArtifactError as err:  # e.g. a read-only output directory
             log.error("train: %s", err)
             raise SystemExit(1) from err

@@ -24,7 +24,7 @@ from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.data.config import DataConfig
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation.config import EvaluationConfig
-from xurs_pipeline.models.config import ModelConfig
+from xurs_pipeline.models.config import ModelConfig, model_name
 from xurs_pipeline.train.config import TrainConfig
 
 
@@ -181,11 +181,7 @@ def check_inside(cfg: RootConfig, root: str | os.PathLike[str], source: str = "c
 
 def configuration_label(cfg: RootConfig) -> str:
     """Row label of a configuration in tables (e.g. ``smoke/tiny/head_only/seed7``)."""
-    if cfg.model.source:
-        source = Path(cfg.model.source).stem
-    else:
-        source = Path(cfg.model.gguf_file).stem if cfg.model.backbone == "gguf" else cfg.model.backbone
-    return f"{cfg.experiment_name}/{source}/{cfg.train.adaptation}/seed{cfg.train.seed}"
+    return f"{cfg.experiment_name}/{model_name(cfg.model)}/{cfg.train.adaptation}/seed{cfg.train.seed}"
 
 
 def train_run_hash(cfg: RootConfig) -> str:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from xurs_pipeline.io import Provenance, config_hash
 
 Root = Literal["artifacts", "results"]
-Kind = Literal["out", "metric"]
+Kind = Literal["out", "detail", "metric"]
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,9 @@ class Artifact:
     path: relative to ``paths.<root>``; schema/version: the provenance header's (``""`` for directories
     and files without one); columns: the columns of a Parquet artifact readers rely on and check (its
     writer may add more: the attribute stage writes every ``attribution.records.COLUMNS``);
-    writer: the stage that writes it; kind: ``metric`` files are small JSON DVC shows (not cached).
+    writer: the stage that writes it; kind: ``metric`` files are the small headline JSON DVC shows
+    (``dvc metrics show``), ``detail`` files are outputs DVC does not cache (detail metrics the tables and
+    report read, curves for ``dvc plots``), ``out`` the cached outputs.
     """
 
     name: str
@@ -108,9 +110,9 @@ ATTRIBUTION_COLUMNS = (
 _ARTIFACTS = (
     Artifact("backbone", "backbone", "backbone", schema="backbone"),
     Artifact("prompts", "prepared/prompts.parquet", "prepare", schema="prompts", columns=PROMPT_COLUMNS),
-    Artifact("prepare_summary", "prepared/summary.json", "prepare", schema="prepare_summary", kind="metric"),
+    Artifact("prepare_summary", "prepared/summary.json", "prepare", schema="prepare_summary", kind="detail"),
     Artifact("classifier", "train/classifier", "train", schema="classifier"),
-    Artifact("train_metrics", "train/train_metrics.json", "train", schema="train_metrics", kind="metric"),
+    Artifact("train_metrics", "train/train_metrics.json", "train", schema="train_metrics", kind="detail"),
     Artifact(
         "predictions",
         "predict/predictions.parquet",
@@ -119,17 +121,17 @@ _ARTIFACTS = (
         columns=(*PREDICTION_COLUMNS, "split"),
     ),
     Artifact(
-        "prediction_metrics", "predict/metrics.json", "predict", schema="prediction_metrics", kind="metric"
+        "prediction_metrics", "predict/metrics.json", "predict", schema="prediction_metrics", kind="detail"
     ),
     Artifact(
         "correction_audit",
         "predict/correction_audit.json",
         "predict",
         schema="correction_audit",
-        kind="metric",
+        kind="detail",
     ),
     Artifact("gates", "gates/gates.parquet", "gates", schema="gates"),  # columns: gate_results.GATE_COLUMNS
-    Artifact("gate_metrics", "gates/gates.json", "gates", schema="gate_metrics", kind="metric"),
+    Artifact("gate_metrics", "gates/gates.json", "gates", schema="gate_metrics", kind="detail"),
     Artifact(
         "attributions",
         "attribute/attributions.parquet",
@@ -144,14 +146,27 @@ _ARTIFACTS = (
         "attribute/metrics.json",
         "attribute",
         schema="attribution_metrics",
-        kind="metric",
+        kind="detail",
     ),
     Artifact("mask_effects", "mask_eval/per_question.parquet", "mask_eval", schema="mask_eval"),
-    Artifact("mask_metrics", "mask_eval/metrics.json", "mask_eval", kind="metric"),
+    Artifact("mask_metrics", "mask_eval/metrics.json", "mask_eval", kind="detail"),
     Artifact("clue_masking", "mask_eval/clue_masking.parquet", "mask_eval", schema="clue_masking"),
     Artifact("checks", "checks/checks.parquet", "checks", schema="checks"),
     Artifact("check_details", "checks/details", "checks"),
-    Artifact("check_summary", "checks/checks.json", "checks", kind="metric"),
+    Artifact("check_summary", "checks/checks.json", "checks", kind="detail"),
+    Artifact("train_live", "train/dvclive", "train", kind="detail"),  # per-epoch curves (DVCLive)
+    *(
+        Artifact(f"{stage}_headline", f"{folder}/headline.json", stage, kind="metric")
+        for stage, folder in (
+            ("train", "train"),
+            ("predict", "predict"),
+            ("gates", "gates"),
+            ("attribute", "attribute"),
+            ("mask_eval", "mask_eval"),
+            ("checks", "checks"),
+        )
+    ),
+    Artifact("config_check", "check.json", "check", kind="detail"),
     Artifact("tables", "tables", "tables", root="results"),
     Artifact("plots", "plots", "tables", root="results"),
     Artifact("html", "html", "report", root="results"),
@@ -229,7 +244,13 @@ class Stage:
 
 
 _STAGES = (
-    Stage("backbone", (), tuple(f"model.{k}" for k in _BACKBONE_KEYS)),
+    Stage(
+        "check",
+        (),
+        (ALL,),
+        "Validates the whole config first: a bad key fails here, before any stage deletes an output.",
+    ),
+    Stage("backbone", ("config_check",), tuple(f"model.{k}" for k in _BACKBONE_KEYS)),
     Stage(
         "prepare",
         ("backbone",),
@@ -278,7 +299,18 @@ _STAGES = (
     ),
     Stage(
         "report",
-        ("backbone", "prompts", "predictions", "attributions", "mask_effects"),
+        (
+            "backbone",
+            "prompts",
+            "prepare_summary",
+            "predictions",
+            "prediction_metrics",
+            "attributions",
+            "mask_effects",
+            "mask_metrics",
+            "tables",
+            "plots",
+        ),
         (ALL,),
         "The report carries the hash of the whole composed config, hence every key as a param.",
     ),

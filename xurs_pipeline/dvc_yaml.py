@@ -110,16 +110,21 @@ def render(composed: Mapping[str, Any], root: Path | None = None) -> str:
         lines += [f"      - {dep}" for dep in stage_deps(name, composed, root)]
         lines.append("    params:")
         lines += [f"      - {key}" for key in param_keys(name, composed)]
-        outs = [a for a in stage.writes if a.kind == "out"]
+        outs = [a for a in stage.writes if a.kind in ("out", "detail")]
         metrics = [a for a in stage.writes if a.kind == "metric"]
         if outs:
             lines.append("    outs:")
-            lines += [f"      - {a.dvc_path}" for a in outs]
+            for a in outs:
+                lines += (
+                    [f"      - {a.dvc_path}"]
+                    if a.kind == "out"
+                    else [f"      - {a.dvc_path}:", "          cache: false"]
+                )
         if metrics:
             lines.append("    metrics:")
             for a in metrics:
                 lines += [f"      - {a.dvc_path}:", "          cache: false"]
-    lines += ["", "plots:"]
+    lines += ["", "plots:", f"  - {ARTIFACTS['train_live'].dvc_path}/plots/metrics:", "      x: step"]
     lines += [f"  - {ARTIFACTS['plots'].dvc_path}/{plot}.png" for plot in PLOTS]
     return "\n".join(lines) + "\n"
 

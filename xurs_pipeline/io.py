@@ -66,11 +66,20 @@ def config_hash(section: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def ordinary_mode(path: str | os.PathLike[str], directory: bool = False) -> None:
+    """Give a temporary file (``mkstemp``: 0600) or directory (``mkdtemp``: 0700) the mode an ordinary
+    ``open``/``mkdir`` would (0666/0777 less the umask), so results are readable by others as usual."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(path, (0o777 if directory else 0o666) & ~mask)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds.
 
-    A directory that cannot be written (read-only, not a directory) raises ArtifactError naming it.
+    A directory that cannot be written (read-only, not a directory) raises ArtifactError naming it. The file
+    gets the ordinary mode (0644 under the usual umask 022), not ``mkstemp``'s 0600.
     """
     final = Path(path)
     try:
@@ -80,6 +89,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         raise unwritable(final, err) from err
     os.close(fd)
     tmp = Path(tmp_name)
+    ordinary_mode(tmp)
     try:
         yield tmp
         os.replace(tmp, final)

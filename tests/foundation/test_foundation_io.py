@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import pandas as pd
 import pytest
@@ -79,6 +81,23 @@ def test_atomic_path_leaves_nothing_on_failure(tmp_path):
         interrupted_write()
     assert target.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_written_files_and_directories_get_the_ordinary_mode_not_0600(tmp_path):
+    from xurs_pipeline.models.atomic_dir import atomic_directory
+
+    old = os.umask(0o022)
+    try:
+        write_json({"a": 1}, tmp_path / "m.json", PROV)
+        with atomic_directory(tmp_path / "d") as tmp:
+            (tmp / "x").write_text("x")
+        os.umask(0o077)  # a stricter umask is honoured, not overridden
+        write_json({"a": 1}, tmp_path / "private.json", PROV)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "m.json").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "d").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "private.json").stat().st_mode) == 0o600
 
 
 def test_json_round_trip_and_corruption(tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,7 +29,7 @@ from xurs_pipeline.dvc_yaml import import_closure
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-DOWNSTREAM_OF_ATTRIBUTE = {"attribute", "mask_eval", "checks", "tables", "report"}
+DOWNSTREAM_OF_ATTRIBUTE = {"check", "attribute", "mask_eval", "checks", "tables", "report"}  # check: first
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -55,8 +56,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_every_stage_leaves_its_outputs_and_a_second_repro_runs_nothing(project: Path) -> None:
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
-    assert set(stages) == {"backbone", "prepare", "train", "predict", "gates", "attribute", "mask_eval",
-                           "checks", "tables", "report"}  # fmt: skip
+    assert set(stages) == {"check", "backbone", "prepare", "train", "predict", "gates", "attribute",
+                           "mask_eval", "checks", "tables", "report"}  # fmt: skip
     for path in ("data/backbone/model.safetensors", "data/prepared/prompts.parquet",
                  "data/train/classifier/classifier.json", "data/predict/predictions.parquet",
                  "data/gates/gates.parquet", "data/gates/gates.json",
@@ -64,6 +65,17 @@ def test_every_stage_leaves_its_outputs_and_a_second_repro_runs_nothing(project:
                  "data/checks/checks.parquet", "results/tables/table1_effects.tex",
                  "results/plots/topk_curve.png", "results/html/index.html"):  # fmt: skip
         assert (project / path).is_file(), path
+    front = (project / "results/html/index.html").read_text()
+    for fact in ("Accuracy against chance", "Table 1: zero-masking advantage", "Checks: ", "Plots"):
+        assert fact in front, fact
+    links = re.findall(r'(?:href|src)="([^"#]+)"', front)
+    assert any(link.startswith("tables/") for link in links)
+    assert any(link.startswith("../plots/") for link in links)
+    for link in links:  # every table, plot and explanation page the front page links exists
+        assert (project / "results/html" / link).is_file(), link
+    shown = _run([str(BIN / "dvc"), "metrics", "show"], project).stdout  # headline metrics only
+    assert max(len(line) for line in shown.splitlines()) <= 200, shown
+    assert {"accuracy", "chance", "advantage", "checks_failed", "gates_failed"} <= set(shown.split())
     again = _run([str(BIN / "dvc"), "repro"], project).stdout
     assert "Running stage" not in again
     assert "Data and pipelines are up to date" in again
@@ -79,10 +91,10 @@ def test_changing_one_attribution_parameter_invalidates_only_downstream_stages(p
     finally:
         params.write_text(original)
     # dvc status lists the stages whose own params changed (mask_eval follows once attributions change);
-    # nothing upstream of attribute is touched.
+    # nothing upstream of attribute is touched except `check`, which watches every key and reruns first.
     assert "attribute" in status
     assert set(status) <= DOWNSTREAM_OF_ATTRIBUTE
-    assert set(status) == {"attribute", "checks", "tables", "report"}
+    assert set(status) == {"check", "attribute", "checks", "tables", "report"}
 
 
 def _status(project: Path) -> dict[str, list]:
@@ -192,16 +204,19 @@ def test_table_cells_equal_the_artifacts(project: Path) -> None:
 
 
 @pytest.mark.slow
-def test_explain_prints_top_tokens_and_writes_html(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    record = pd.read_parquet(project / "data/attribute/attributions.parquet")["record_id"].iloc[0]
-    html = project / "explain.html"
-    code = xurs([
-        "explain", "--record-id", record, "--classifier", str(project / "data/train/classifier"),
-        "--prompts", str(project / "data/prepared/prompts.parquet"), "--refs", "4", "--samples", "8",
-        "--top", "3", "--html", str(html),
-    ])  # fmt: skip
+def test_explain_uses_the_pipelines_settings_and_matches_the_report(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from the project with no settings: params.yaml's attribution section, the pipeline's classifier
+    and prompts, so the explanation is the attribute stage's for that question; the page goes to results/."""
+    attributions = pd.read_parquet(project / "data/attribute/attributions.parquet")
+    row = attributions.iloc[0]
+    monkeypatch.chdir(project)
+    assert xurs(["explain", "--record-id", row.record_id, "--top", "3", "--save", "explain.json"]) == 0
     out = capsys.readouterr().out
-    assert code == 0
-    assert f"{record}: answer" in out
+    assert f"{row.record_id}: explained answer {'ABCD'[int(row.target)]}" in out
     assert len([line for line in out.splitlines() if line.strip().startswith(("1 ", "2 ", "3 "))]) == 3
-    assert "<svg" in html.read_text()
+    saved = json.loads((project / "explain.json").read_text())
+    assert saved["residual"] == pytest.approx(float(row.residual), rel=1e-4, abs=1e-7)
+    assert np.allclose(saved["token_magnitude"], np.asarray(row.token_magnitude), rtol=1e-4, atol=1e-9)
+    assert "<svg" in (project / "results/explain" / f"{row.record_id}.html").read_text()

@@ -53,7 +53,7 @@ def test_one_row_per_finished_experiment_with_the_fixtures_gate_values(show, spl
     assert sweep.params == ["train.lr_head", "train.seed"]  # the only params that differ
     assert sweep.gates[0] == "valid_share"
     assert set(sweep.left_out) == {"master", "queued23"}
-    assert "gates.json: [Errno 2]" in sweep.left_out["master"]
+    assert sweep.left_out["master"].startswith(f"{GATES} not found")
     assert sweep.left_out["queued23"].startswith("experiment queued")
     for row in sweep.frame.to_dict(orient="records"):
         expected = expected_row(states[row["name"]], split)
@@ -99,6 +99,8 @@ def test_all_commits_asks_dvc_for_every_commits_experiments(tmp_path, monkeypatc
     calls = []
 
     def fake_run(command, **kwargs):
+        if command[0] == "git":  # the gates detail of experiments whose metrics lack it: not committed
+            return subprocess.CompletedProcess(command, 128, stdout="", stderr="fatal: path not in rev")
         calls.append(command)
         return subprocess.CompletedProcess(command, 0, stdout=FIXTURE.read_text(), stderr="")
 
@@ -106,3 +108,72 @@ def test_all_commits_asks_dvc_for_every_commits_experiments(tmp_path, monkeypatc
     assert xurs(["gates-sweep", *flags, "--out", str(tmp_path)]) == 0
     assert calls[0][1:] == ["exp", "show", "--json", *expected]
     assert "| seed17 |" in (tmp_path / "gates_sweep.md").read_text()
+
+
+def test_a_second_sweep_goes_to_a_new_file_unless_overwrite(tmp_path, capsys):
+    """Issue 19: the default run never replaces an earlier (committed) sweep table."""
+    assert xurs(["gates-sweep", "--from", str(FIXTURE), "--out", str(tmp_path)]) == 0
+    (tmp_path / "gates_sweep.md").write_text("committed sweep\n")
+    assert xurs(["gates-sweep", "--from", str(FIXTURE), "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert (tmp_path / "gates_sweep.md").read_text() == "committed sweep\n"
+    assert "| seed17 |" in (tmp_path / "gates_sweep_2.md").read_text()
+    assert f"wrote {tmp_path / 'gates_sweep_2.md'}" in err
+    assert {p.name for p in tmp_path.iterdir()} == {
+        f"gates_sweep{n}.{s}" for n in ("", "_2") for s in ("md", "tex", "csv")
+    }
+    assert xurs(["gates-sweep", "--from", str(FIXTURE), "--out", str(tmp_path), "--overwrite"]) == 0
+    assert "| seed17 |" in (tmp_path / "gates_sweep.md").read_text()
+    assert not (tmp_path / "gates_sweep_3.md").exists()
+
+
+def test_missing_files_are_named_in_words_not_errno(show, tmp_path, capsys):
+    """A commit whose gates never ran, and a --from file that does not exist: no raw ``[Errno 2]``."""
+    master = next(b for b in show if b.get("name") == "master")
+    assert "[Errno 2]" in master["data"]["metrics"][GATES]["error"]["msg"]  # what DVC reports
+    sweep = sweep_frame(show, split="dev")
+    assert sweep.left_out["master"] == (
+        f"{GATES} not found (its stage did not run in this experiment, or the run failed before it)"
+    )
+    missing = tmp_path / "nope.json"
+    assert xurs(["gates-sweep", "--from", str(missing), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"--from {missing}: not found; save one with `dvc exp show --json > FILE`" in err
+    assert "Errno" not in err
+
+
+def test_gates_detail_is_read_from_the_experiments_commit_when_dvc_shows_only_the_headline(
+    show, tmp_path, monkeypatch, capsys
+):
+    """gates.json is a detail file (not a DVC metric): the sweep reads it from each experiment's commit."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                              check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
+
+    git("init", "-q")
+    states = experiments(show)
+    commits, trimmed = {}, copy.deepcopy(show)
+    for name in ("seed7", "seed17"):
+        (tmp_path / "data" / "gates").mkdir(parents=True, exist_ok=True)
+        (tmp_path / GATES).write_text(json.dumps(states[name]["data"]["metrics"][GATES]["data"]))
+        git("add", "-A")
+        git("commit", "-qm", name)
+        commits[name] = git("rev-parse", "HEAD")
+    (tmp_path / GATES).unlink()  # the workspace has none
+    for name, state in experiments(trimmed).items():
+        state["data"]["metrics"] = {"data/gates/headline.json": {"data": {"gates": 12, "gates_failed": 5}}}
+        state["rev"] = commits.get(name, "0" * 40)
+    saved = tmp_path / "show.json"
+    saved.write_text(json.dumps(trimmed))
+    monkeypatch.chdir(tmp_path)
+    assert xurs(["gates-sweep", "--from", str(saved), "--out", str(tmp_path / "out")]) == 0
+    csv = pd.read_csv(tmp_path / "out" / "gates_sweep.csv").set_index("name")
+    assert sorted(csv.index) == ["seed17", "seed7"]
+    assert "train.lr_head" not in csv.columns  # the same in both rows: lr05 is left out
+    for name in ("seed17", "seed7"):
+        for key, value in expected_row(states[name], "dev").items():
+            assert key == "train.lr_head" or csv.loc[name, key] == value, (name, key)
+    err = capsys.readouterr().err
+    assert f"left out lr05: {GATES} not found" in err

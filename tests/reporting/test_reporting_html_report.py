@@ -43,8 +43,8 @@ def test_index_links_every_page_widest_first(tmp_path):
     assert sorted(hrefs) == sorted(p.name for p in paths[:-1])
     cells = [[td.all_text() for td in row.find("td")] for row in rows]
     assert cells == [
-        ["q/1", "C", "0.8000", "0.00400", "-0.0200", "pass"],
-        ["q3", "B", "0.7000", "0.200", "—", "FAIL"],
+        ["q/1", "C", "0.8000", "0.00400", "-0.0200", "pass: Completeness residual R (Eq. 9)"],
+        ["q3", "B", "0.7000", "0.200", "—", "FAIL: R"],  # names the check that failed
         ["q2", "A", "0.6000", "—", "—", "—"],
     ]
     for path in paths[:-1]:  # every page links back to the index

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from hypothesis import given, settings
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from xurs_pipeline.credal import beliefs_to_masses, closed_form_width, correction_stats
 from xurs_pipeline.models.heads import ClassifierOutput
-from xurs_pipeline.train.metrics import auroc, correction_audit, prediction_metrics
+from xurs_pipeline.train.metrics import auroc, correction_audit, prediction_metrics, with_result_flags
 from xurs_pipeline.train.predict import PREDICTION_COLUMNS, prediction_frame
 
 
@@ -72,6 +73,25 @@ def test_metrics_and_audit_from_a_frame() -> None:
     assert audit["rescaling_pct"] == pytest.approx(100 * (frame["s"] > 1 + 1e-6).mean())
     assert audit["negative_share"] == pytest.approx((frame["n_negative"] > 0).mean())
     assert audit["mean_total_adjustment"] == pytest.approx(frame["total_adjustment"].mean())
+
+
+def test_accuracy_comes_with_chance_majority_and_the_controlled_split() -> None:
+    answers = [0] * 25 + [1] * 10 + [2] * 5  # majority answer A: 25 of 40
+    ids = [f"q{i}" for i in range(40)]
+    frame = prediction_frame(_belief_output(1, 40), "belief14", answers, ids)
+    plain = prediction_metrics(frame)
+    assert plain["chance"] == 0.25
+    assert plain["majority"] == 25 / 40
+    assert "accuracy_with_result" not in plain  # data without has_result (MedQA)
+    prompts = pd.DataFrame({"record_id": ids[::-1], "has_result": [i % 3 == 0 for i in range(40)][::-1]})
+    flagged = with_result_flags(frame, prompts)
+    shown = np.array([i % 3 == 0 for i in range(40)])
+    metrics = prediction_metrics(flagged)
+    correct = frame["correct"].to_numpy(dtype=bool)
+    assert metrics["accuracy_with_result"] == pytest.approx(correct[shown].mean())
+    assert metrics["accuracy_without_result"] == pytest.approx(correct[~shown].mean())
+    medqa = pd.DataFrame({"record_id": ids, "has_result": [None] * 40})
+    assert "has_result" not in with_result_flags(frame, medqa).columns
 
 
 def test_mass15_frame_has_no_correction() -> None:

@@ -11,7 +11,7 @@ A question is a record of the prepared data or inline text with four options (to
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +23,20 @@ from xurs_pipeline.attribution.endpoints import natural_widths, prompt_of
 from xurs_pipeline.attribution.inputs import AttributionInputError, reference_pool, select_questions
 from xurs_pipeline.attribution.model import DTYPES, WidthModel, frozen, model_device
 from xurs_pipeline.attribution.question import NonFiniteError, ReferencePool, attribute_question
-from xurs_pipeline.credal import belief, credal_width, pignistic, plausibility
+from xurs_pipeline.credal import belief, check_masses, credal_width, pignistic, plausibility
 from xurs_pipeline.data.schema import OPTION_LETTERS as LETTERS
 from xurs_pipeline.io import Provenance, read_json, write_json
 from xurs_pipeline.reporting.html import (
     RESIDUAL_CHECK,
+    TOP_TOKENS,
     CheckRow,
     ExplanationView,
     ReportProvenance,
     write_explanation,
 )
+from xurs_pipeline.reporting.html_explanation import top_tokens
 
-EXPLANATION = Provenance("explanation", 1)
+EXPLANATION = Provenance("explanation", 2)
 INLINE_ID = "inline"
 
 
@@ -76,6 +78,10 @@ class Explanation:
     grad_evals: int
     seed: int
 
+    correct: int | None = None  # the correct option, if known (inline questions: --answer)
+    experiment: str = ""
+    model: str = ""
+
     def top_tokens(self, k: int = 10, eligible_only: bool = True) -> list[TokenScore]:
         """The ``k`` tokens with the largest magnitude a_i (eligible tokens only by default, Sec. 5.2)."""
         order = sorted(range(len(self.tokens)), key=lambda i: (-self.token_magnitude[i], i))
@@ -83,40 +89,64 @@ class Explanation:
         return [TokenScore(i, self.tokens[i], self.sections[i], self.token_magnitude[i], self.token_signed[i])
                 for i in keep]  # fmt: skip
 
-    def format_top(self, k: int = 10) -> str:
-        """A printable summary: the explained answer's [Bel, Pl], width, and the top-k tokens."""
+    def residual_verdict(self, residual_max: float | None) -> str:
+        """``pass``/``FAIL`` of the completeness check R <= ``residual_max`` (the report's rule), or ``—``."""
+        if residual_max is None:
+            return "—"
+        return "pass" if self.residual <= residual_max else "FAIL"
+
+    def format_top(self, k: int = 10, residual_max: float | None = None) -> str:
+        """A printable summary: explained, predicted and correct answers, the explained answer's [Bel, Pl]
+        and width, the residual R with its verdict, and the same top-k tokens as the HTML page."""
         c = self.target
+        correct = LETTERS[self.correct] if self.correct is not None else "not given"
+        rule = "argmax BetP" if c == self.predicted else "chosen with --explain"
+        verdict = self.residual_verdict(residual_max)
+        check = "" if residual_max is None else f": {verdict} (report threshold R <= {residual_max:g})"
         lines = [
-            f"{self.record_id}: answer {LETTERS[c]} (predicted {LETTERS[self.predicted]}), width "
-            f"{self.width[c]:.4f} in [Bel, Pl] = [{self.belief[c]:.4f}, {self.plausibility[c]:.4f}], "
-            f"residual R = {self.residual:.2e}",
-            f"{'rank':>4} {'pos':>5} {'magnitude':>10} {'signed':>10}  section       token",
+            f"{self.record_id}: explained answer {LETTERS[c]} ({rule}); predicted {LETTERS[self.predicted]}; "
+            f"correct {correct}",
+            f"width W_{LETTERS[c]} = {self.width[c]:.4f} in [Bel, Pl] = [{self.belief[c]:.4f}, "
+            f"{self.plausibility[c]:.4f}]",
+            f"completeness residual R (Eq. 9) = {self.residual:.3g}{check}",
+            f"top {k} tokens by magnitude (as on the HTML page):",
+            f"{'rank':>4} {'pos':>5} {'magnitude':>10} {'signed':>10}  {'section':<13} {'eligible':<8} token",
         ]
-        for rank, t in enumerate(self.top_tokens(k), start=1):
+        for rank, t in enumerate(top_tokens(self.to_view(residual_max), k), start=1):
             lines.append(f"{rank:>4} {t.position:>5} {t.magnitude:>10.3e} {t.signed:>+10.3e}  "
-                         f"{t.section:<13} {t.token!r}")  # fmt: skip
+                         f"{t.section:<13} {'yes' if t.eligible else 'no':<8} {t.text!r}")  # fmt: skip
         return "\n".join(lines)
 
-    def to_view(self) -> ExplanationView:
-        """The report's page model of this explanation (same page as the pipeline's HTML report)."""
-        checks = (CheckRow(RESIDUAL_CHECK, "Completeness residual R (Eq. 9)", self.residual),)
+    def to_view(self, residual_max: float | None = None) -> ExplanationView:
+        """The report's page model of this explanation (same page as the pipeline's HTML report); with
+        ``residual_max`` the completeness check carries the report's threshold and verdict."""
+        label = "Completeness residual R (Eq. 9)"
+        if residual_max is None:
+            checks = (CheckRow(RESIDUAL_CHECK, label, self.residual),)
+        else:
+            passed = self.residual <= residual_max
+            checks = (CheckRow(RESIDUAL_CHECK, label, self.residual, residual_max, "<=", passed),)
+        extra = (("seed", str(self.seed)),) + ((("model", self.model),) if self.model else ())
         return ExplanationView(
             record_id=self.record_id, question=self.prompt, options=tuple(self.options),
             tokens=tuple(self.tokens), signed=tuple(self.token_signed), magnitude=tuple(self.token_magnitude),
             sections=tuple(self.sections), eligible=tuple(self.eligible), explained=self.target,
             explained_rule="argmax BetP" if self.target == self.predicted else "chosen option",
             bel=tuple(self.belief), pl=tuple(self.plausibility), betp=tuple(self.betp),
-            masses=tuple(self.masses), checks=checks, token_scheme="plain",
+            masses=tuple(self.masses), checks=checks, token_scheme="plain", gold=self.correct,
             reference_width=self.width_input - self.width_difference,
             provenance=ReportProvenance(
-                experiment="xurs explain", config_hash="", method=f"{self.method.upper()}, {self.precision}",
-                references=self.reference, samples=self.grad_evals, extra=(("seed", str(self.seed)),),
+                experiment=f"xurs explain ({self.experiment})" if self.experiment else "xurs explain",
+                config_hash="", method=f"{self.method.upper()}, {self.precision}",
+                references=self.reference, samples=self.grad_evals, extra=extra,
             ),
         )  # fmt: skip
 
-    def to_html(self, path: str | os.PathLike[str]) -> Path:
+    def to_html(
+        self, path: str | os.PathLike[str], top_k: int = TOP_TOKENS, residual_max: float | None = None
+    ) -> Path:
         """Write the self-contained HTML page (token heatmaps, [Bel, Pl] intervals) atomically."""
-        return write_explanation(self.to_view(), path)
+        return write_explanation(self.to_view(residual_max), path, top_k)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         return write_json(asdict(self), path, EXPLANATION)
@@ -124,7 +154,7 @@ class Explanation:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Explanation:
         payload = read_json(path, EXPLANATION)
-        return cls(**{f.name: payload[f.name] for f in fields(cls)})
+        return cls(**{f.name: payload[f.name] for f in fields(cls) if f.name in payload})
 
 
 def inline_prompts(
@@ -174,14 +204,19 @@ def explain_row(
     (row,) = result.rows
     prompt = prompt_of(model, question.input_ids, model_device(model))  # type: ignore[arg-type]
     with torch.no_grad(), frozen(model):  # type: ignore[arg-type]
-        masses = model(prompt.embeds, prompt.attention_mask, prompt.position_ids).masses.float()
+        native = model(prompt.embeds, prompt.attention_mask, prompt.position_ids).masses
+    check_masses(native)  # at the model's precision, with that dtype's tolerance on |sum m - 1|
+    masses = native.float()  # the credal part in float32, as the attribute stage does
     record = prompts.set_index("record_id", drop=False).loc[record_id]
     return Explanation(
         record_id=record_id, prompt=str(record["prompt"]), options=[str(o) for o in record["options"]],
         tokens=_token_texts(record, tokenizer), sections=[str(s) for s in record["sections"]],
         eligible=[bool(v) for v in record["eligible"]], target=row.target, predicted=row.predicted,
-        belief=belief(masses)[0].tolist(), plausibility=plausibility(masses)[0].tolist(),
-        width=credal_width(masses)[0].tolist(), betp=pignistic(masses)[0].tolist(), masses=masses[0].tolist(),
+        belief=belief(masses, validate=False)[0].tolist(),
+        plausibility=plausibility(masses, validate=False)[0].tolist(),
+        width=credal_width(masses, validate=False)[0].tolist(),
+        betp=pignistic(masses, validate=False)[0].tolist(),
+        masses=masses[0].tolist(), correct=int(record["answer_idx"]),
         token_signed=row.token_signed, token_magnitude=row.token_magnitude, width_input=row.width_input,
         width_difference=row.width_difference, signed_sum=row.signed_sum, residual=row.residual,
         method=row.method, reference=row.reference, precision=row.precision, grad_evals=row.grad_evals,
@@ -232,4 +267,5 @@ def explain(
         raise AttributionInputError(
             "explain: attribution.reference='train' needs prompts_path with a train split"
         )
-    return explain_row(model, tokenizer, prepared, record_id, cfg, option, max_positions)
+    result = explain_row(model, tokenizer, prepared, record_id, cfg, option, max_positions)
+    return result if question is None else replace(result, correct=answer)

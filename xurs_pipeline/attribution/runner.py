@@ -30,7 +30,7 @@ from xurs_pipeline.attribution.records import COLUMNS, provenance
 from xurs_pipeline.attribution.store import PartStore
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.fingerprint import ContentKey, code_version, sha256_dir, sha256_file
-from xurs_pipeline.io import ArtifactError, Provenance, unwritable, write_json, write_parquet
+from xurs_pipeline.io import ArtifactError, Provenance, ordinary_mode, unwritable, write_json, write_parquet
 
 ATTRIBUTIONS_FILE = Path(artifact("attributions").path).name  # names under the output directory
 COORDS_DIR = Path(artifact("coords").path).name
@@ -186,6 +186,7 @@ def merge(
         staging = Path(tempfile.mkdtemp(prefix=".coords.", dir=out))
     except OSError as err:
         raise unwritable(out / COORDS_DIR, err) from err
+    ordinary_mode(staging, directory=True)
     try:
         for name in table["coords_file"]:
             shutil.copyfile(store.coords / name, staging / name)

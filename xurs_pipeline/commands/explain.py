@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from dataclasses import replace
 from pathlib import Path
+
+from xurs_pipeline.attribution.config import AttributionConfig
 
 LETTERS = "ABCD"
 
@@ -13,15 +17,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "explain",
         help="attribute one question's credal width to its tokens (prints top tokens, writes HTML)",
         description=(
-            "Attribute the credal width W_c = Pl({c}) - Bel({c}) of one answer to the input tokens with "
-            "Expected Gradients (Eq. 3) or Integrated Gradients, print the highest-ranked tokens and write "
-            "an "
-            "HTML page (tokens shaded by attribution, the [Bel, Pl] interval of every option). The question "
-            "is a record of the prepared data (--record-id) or given inline (--question and four --option)."
+            "Attribute the credal width W_c = Pl({c}) - Bel({c}) of one answer to the input tokens with\n"
+            "Expected Gradients (Eq. 3) or Integrated Gradients. Prints the explained, predicted, correct\n"
+            "answers, the completeness residual R (Eq. 9) with the report's verdict and the highest-ranked\n"
+            "tokens; writes an HTML page (tokens shaded by attribution, the [Bel, Pl] interval of every\n"
+            "option) under <paths.results>/explain/. The question is a record of the prepared data\n"
+            "(--record-id) or given inline (--question and four --option). Settings, classifier and\n"
+            "references are the pipeline's (params.yaml: attribution section, paths.artifacts), so a test\n"
+            "record's page matches the report's; the flags below override them."
         ),
         epilog=(
             "examples:\n"
-            "  xurs explain --record-id family000_case00_resolved\n"
+            "  xurs explain --record-id family000_case00_resolved   # a test record of the default data\n"
             "  xurs explain --question 'A man has a fever and a rash.' --option Measles --option Mumps \\\n"
             "      --option Rubella --option Flu --reference zero --samples 64\n"
         ),
@@ -32,68 +39,141 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--question", help="inline question text")
     src.add_argument("--option", action="append", default=[], metavar="TEXT", help="inline option (give 4)")
     src.add_argument("--answer", choices=list(LETTERS), help="correct option of an inline question")
-    paths = p.add_argument_group("inputs and outputs")
-    paths.add_argument("--classifier", default="data/train/classifier", help="trained classifier directory")
-    paths.add_argument(
-        "--prompts", default="data/prepared/prompts.parquet", help="prepared prompts (references)"
+    paths = p.add_argument_group(
+        "inputs and outputs (defaults: the pipeline's, from --params)"
     )
-    paths.add_argument("--html", help="HTML page to write (default: explain_<record>.html)")
+    paths.add_argument(
+        "--params", default="params.yaml",
+        help="composed pipeline config: attribution settings, paths.artifacts, paths.results and the "
+        "report's residual threshold (default: params.yaml)",
+    )  # fmt: skip
+    paths.add_argument("--classifier", help="classifier directory (default <artifacts>/train/classifier)")
+    paths.add_argument(
+        "--prompts", help="prepared prompts: records and references (default <artifacts>/prepared/...)"
+    )
+    paths.add_argument("--html", help="HTML page to write (default: <results>/explain/<record>.html)")
     paths.add_argument("--save", help="also save the explanation as JSON here")
-    how = p.add_argument_group("attribution")
-    how.add_argument("--explain", choices=list(LETTERS), help="option to explain (default: argmax BetP)")
-    how.add_argument("--method", choices=["eg", "ig"], default="eg", help="Expected or Integrated Gradients")
-    how.add_argument("--reference", choices=["train", "zero"], default="train", help="reference prompts")
-    how.add_argument("--refs", type=int, default=32, help="training reference prompts (default 32)")
-    how.add_argument("--samples", type=int, default=64, help="EG samples (default 64)")
-    how.add_argument("--points", type=int, default=64, help="IG points per reference (default 64)")
-    how.add_argument("--samples-per-call", type=int, default=8, help="gradient samples per batch (default 8)")
-    how.add_argument("--precision", choices=["float32", "bfloat16", "float16"], default="float32")
-    how.add_argument("--seed", type=int, default=11)
-    how.add_argument("--top", type=int, default=10, help="tokens to print (default 10)")
+    how = p.add_argument_group("attribution (defaults: the params' attribution section)")
+    how.add_argument("--explain", choices=list(LETTERS), help="option to explain (attribution.target)")
+    how.add_argument("--method", choices=["eg", "ig"], help="Expected or Integrated Gradients")
+    how.add_argument("--reference", choices=["train", "zero"], help="reference prompts")
+    how.add_argument("--refs", type=positive_int, help="training reference prompts per collection")
+    how.add_argument("--samples", type=positive_int, help="EG samples per collection")
+    how.add_argument("--points", type=positive_int, help="IG points per reference")
+    how.add_argument("--samples-per-call", type=positive_int, help="gradient samples per batch")
+    how.add_argument("--precision", choices=["float32", "bfloat16", "float16"])
+    how.add_argument("--seed", type=int)
+    how.add_argument("--top", type=positive_int, help="tokens listed here and on the page (default 10)")
     p.set_defaults(run=run)
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (``--top -5`` is refused, not read as "all but the last five")."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be a positive integer")
+    return value
+
+
+def checked_text(flag: str, text: str) -> str:
+    """Refuse text that is not valid UTF-8 (undecodable argv bytes arrive as lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raw = text.encode("utf-8", "surrogateescape")
+        raise ValueError(
+            f"{flag}: not valid UTF-8 (byte {raw[err.start : err.start + 1]!r} at character {err.start}); "
+            "pass the text UTF-8 encoded"
+        ) from None
+    return text
+
+
+def html_target(html: str | None, results: Path, record_id: str) -> Path:
+    """Where the page goes: ``--html`` as given, else ``<results>/explain/<page_name(record_id)>``
+    (the report's file-name rule, so an id like ``../../x`` never leaves the results folder)."""
+    from xurs_pipeline.reporting.html import page_name
+
+    path = Path(html) if html else results / "explain" / page_name(record_id)
+    if path.is_dir():
+        example = path / page_name(record_id)
+        raise ValueError(f"--html {path}: is a directory; give a file name such as {example}")
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            raise ValueError(f"--html {path}: {parent} is a file, not a directory")
+    return path
+
+
+def attribution_config(base: AttributionConfig, args: argparse.Namespace) -> AttributionConfig:
+    """The params' attribution settings with the command-line overrides; one question, progress shown."""
+    reference = args.reference or base.reference
+    overrides = {
+        "method": args.method, "reference": args.reference, "refs_per_collection": args.refs,
+        "n_samples": args.samples, "ig_points": args.points, "samples_per_call": args.samples_per_call,
+        "precision": args.precision, "seed": args.seed,
+    }  # fmt: skip
+    changed = {key: value for key, value in overrides.items() if value is not None}
+    if reference != "train":  # zero and aligned references: one per question
+        changed |= {"n_collections": 1, "refs_per_collection": 1}
+    target = "predicted" if base.target == "all" else base.target
+    return replace(base, **changed, target=target, record_ids=[], max_questions=0, progress=True)
+
+
 def run(args: argparse.Namespace) -> int:
-    from xurs_pipeline.attribution.config import AttributionConfig
-    from xurs_pipeline.attribution.explain import explain
+    from xurs_pipeline.attribution.explain import INLINE_ID, explain
+    from xurs_pipeline.config import load_params
+    from xurs_pipeline.models.config import model_name
+    from xurs_pipeline.reporting.html_explanation import TOP_TOKENS
 
     inline = args.question is not None
     if inline == (args.record_id is not None):
         raise ValueError("give either --record-id, or --question with four --option")
     if inline and len(args.option) != 4:
         raise ValueError(f"--option: an inline question needs exactly 4 options, got {len(args.option)}")
-    prompts = Path(args.prompts)
-    needs_prompts = args.reference == "train" or not inline
+    question = checked_text("--question", args.question) if inline else None
+    options = [checked_text("--option", o) for o in args.option]
+    cfg = load_params(args.params)
+    artifacts = Path(cfg.paths.artifacts)
+    config = attribution_config(cfg.attribution, args)
+    prompts = Path(args.prompts or artifacts / "prepared" / "prompts.parquet")
+    needs_prompts = config.reference != "zero" or not inline
     if needs_prompts and not prompts.is_file():
         raise FileNotFoundError(
             f"--prompts {prompts}: not found; run `dvc repro prepare` first, or use --reference zero "
             "with an inline question"
         )
-    config = AttributionConfig(
-        method=args.method,
-        reference=args.reference,
-        refs_per_collection=args.refs if args.reference == "train" else 1,
-        n_samples=args.samples,
-        ig_points=args.points,
-        samples_per_call=args.samples_per_call,
-        precision=args.precision,
-        seed=args.seed,
-        progress=True,
-    )
+    html = html_target(args.html, Path(cfg.paths.results), args.record_id or INLINE_ID)
+    residual_max, top = cfg.evaluation.numerics.max_residual_max, args.top or TOP_TOKENS
     explanation = explain(
-        args.classifier,
+        args.classifier or artifacts / "train" / "classifier",
         record_id=args.record_id,
-        question=args.question,
-        options=args.option or None,
+        question=question,
+        options=options or None,
         answer=LETTERS.index(args.answer) if args.answer else None,
         prompts_path=prompts if needs_prompts else None,
         config=config,
         option=LETTERS.index(args.explain) if args.explain else None,
+        max_tokens=cfg.data.max_tokens,
     )
-    print(explanation.format_top(args.top))
-    html = Path(args.html or f"explain_{explanation.record_id}.html")
-    explanation.to_html(html)
-    print(f"wrote {html}")
+    explanation = replace(explanation, experiment=cfg.experiment_name, model=model_name(cfg.model))
+    print(explanation.format_top(top, residual_max))  # printed first: a failed write loses nothing
+    if explanation.residual_verdict(residual_max) == "FAIL":
+        print(
+            f"xurs explain: warning: residual R = {explanation.residual:.3g} > {residual_max:g} "
+            "(evaluation.numerics.max_residual_max): the attribution does not add up to the width "
+            "difference; raise --samples (or --points)",
+            file=sys.stderr,
+        )
     if args.save:
         print(f"saved {explanation.save(args.save)}")
+    try:
+        explanation.to_html(html, top, residual_max)
+    except OSError as err:
+        raise ValueError(
+            f"--html {html}: could not write the page ({err.strerror}); the explanation is printed above"
+            + ("" if args.save else " (add --save FILE to keep it as JSON)")
+        ) from err
+    print(f"wrote {html}")
     return 0

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ needs only prepare, train and predict:
 This command reads `dvc exp show --json` (run here, or a saved copy with --from FILE) and writes one row per
 experiment: its name, the params that differ between experiments, every gate value of the chosen split
 (valid_share; familiar.* and unseen.* per wording-template group), whether all gates passed, and how many
-failed (fewest first). The table goes to <out>/gates_sweep.{md,tex,csv} and the Markdown is printed.
+failed (fewest first). The table goes to <out>/gates_sweep.{md,tex,csv}, or to the first free
+<out>/gates_sweep_<n>.{md,tex,csv} when those exist (--overwrite replaces them), and the Markdown is printed.
 Experiments without gate metrics (queued, failed, MedQA where gates do not apply) are listed on stderr.
 Then `dvc exp apply <name>` and `dvc repro` run the rest of the pipeline on the chosen configuration.
 """
@@ -61,6 +63,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="results/sweeps",
         help="directory for gates_sweep.{md,tex,csv} (default: results/sweeps)",
     )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing gates_sweep.{md,tex,csv} (default: write gates_sweep_<n>.* beside it)",
+    )
     p.set_defaults(run=run)
 
 
@@ -79,6 +86,29 @@ def exp_show_json(cwd: str | Path = ".", all_commits: bool = False) -> list[dict
     return _parse(result.stdout, "`dvc exp show --json` output")
 
 
+def gates_detail(state: dict[str, Any], cwd: str | Path = ".") -> tuple[dict[str, Any] | None, str]:
+    """An experiment's ``<paths.artifacts>/gates/gates.json``: the workspace's file, or the copy in the
+    experiment's commit (``git show <rev>:<path>``; DVC commits untracked-by-cache outputs with it)."""
+    from xurs_pipeline.reporting.gates_sweep import experiment_params
+
+    path = f"{experiment_params(state).get('paths.artifacts', 'data')}/gates/gates.json"
+    missing = f"{path} not found (its stage did not run in this experiment, or the run failed before it)"
+    if state.get("rev") == "workspace":
+        file = Path(cwd) / path
+        if not file.is_file():
+            return None, missing
+        return _parse(file.read_text(encoding="utf-8"), str(file)), path
+    try:
+        shown = subprocess.run(["git", "show", f"{state['rev']}:{path}"], cwd=cwd, capture_output=True,
+                               text=True, check=False)  # fmt: skip
+    except OSError as err:
+        return None, f"could not run git to read {path} ({err.strerror})"
+    if shown.returncode != 0:
+        return None, missing
+    found = _parse(shown.stdout, f"{state['rev'][:7]}:{path}")
+    return (found, path) if isinstance(found, dict) else (None, f"{path}: not a JSON object")
+
+
 def _parse(text: str, where: str) -> list[dict[str, Any]]:
     try:
         return json.loads(text)
@@ -86,28 +116,50 @@ def _parse(text: str, where: str) -> list[dict[str, Any]]:
         raise ValueError(f"{where}: not JSON ({err})") from err
 
 
+def free_stem(out: Path, stem: str, suffixes: tuple[str, ...] = (".md", ".tex", ".csv")) -> str:
+    """``stem`` if none of ``<out>/<stem><suffix>`` exists, else the first ``<stem>_<n>`` (n = 2, 3, ...)
+    with none existing, so a sweep never replaces an earlier (possibly committed) one unasked."""
+    candidates = (stem if n == 1 else f"{stem}_{n}" for n in range(1, 10_000))
+    for name in candidates:
+        if not any((out / f"{name}{suffix}").exists() for suffix in suffixes):
+            return name
+    raise ValueError(f"{out}: no free name {stem}_<n> below 10000; use --overwrite or another --out")
+
+
+def read_saved(source: str) -> list[dict[str, Any]]:
+    """A saved ``dvc exp show --json`` file, with a message naming it instead of errno text."""
+    path = Path(source)
+    if not path.is_file():
+        what = "is a directory" if path.is_dir() else "not found"
+        raise ValueError(f"--from {source}: {what}; save one with `dvc exp show --json > FILE`")
+    return _parse(path.read_text(encoding="utf-8"), source)
+
+
 def run(args: argparse.Namespace) -> int:
     from xurs_pipeline.io import config_hash
     from xurs_pipeline.reporting.gates_sweep import sweep_frame, sweep_spec
     from xurs_pipeline.reporting.render import write_table
 
-    if args.source:
-        show = _parse(Path(args.source).read_text(encoding="utf-8"), args.source)
-    else:
-        show = exp_show_json(all_commits=args.all_commits)
-    sweep = sweep_frame(show, split=args.split, workspace=args.workspace)
+    show = read_saved(args.source) if args.source else exp_show_json(all_commits=args.all_commits)
+    sweep = sweep_frame(show, split=args.split, workspace=args.workspace, detail=gates_detail)
     for name, why in sweep.left_out.items():
         print(f"left out {name}: {why}", file=sys.stderr)
     if sweep.frame.empty:
         raise ValueError(
             f"no experiment has {args.split!r} gate metrics; run e.g. `dvc exp run gates -S train.seed=17`"
         )
+    spec = sweep_spec(sweep)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out}: is a file, not a directory")
+    spec = spec if args.overwrite else replace(spec, name=free_stem(out, spec.name))
     paths = write_table(
         sweep.frame,
-        sweep_spec(sweep),
-        args.out,
+        spec,
+        out,
         f"gates sweep ({len(sweep.frame)} experiments)",
         config_hash(sweep.frame.to_dict(orient="records")),
     )
     print(paths[0].read_text(), end="")
+    print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
     return 0

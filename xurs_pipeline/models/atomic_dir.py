@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from xurs_pipeline.io import unwritable
+from xurs_pipeline.io import ordinary_mode, unwritable
 
 
 @contextlib.contextmanager
@@ -25,6 +25,7 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
     except OSError as err:
         raise unwritable(final, err) from err
+    ordinary_mode(tmp, directory=True)
     old = final.parent / f".{final.name}.old"
     try:
         yield tmp

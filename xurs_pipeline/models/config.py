@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 BACKBONE_KINDS = ("tiny", "hf", "gguf")
 HEAD_KINDS = ("linear", "mlp")
@@ -118,3 +119,9 @@ def resolve_layers(feature_layers: Sequence[int], n_layers: int) -> tuple[int, .
             f"of 0..{n_layers})"
         )
     return resolved
+def model_name(model: ModelConfig) -> str:
+    """A readable name of the backbone: the source's last path part (hub id or directory), the GGUF
+    file's stem (``SmolLM2-135M-Instruct.Q4_1``), or ``tiny`` for the random test model."""
+    if model.backbone == "gguf":
+        return PurePath(model.source or model.gguf_file).stem
+    return PurePath(model.source.rstrip("/")).name if model.source else model.backbone

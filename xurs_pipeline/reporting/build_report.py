@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from xurs_pipeline.evaluation.sections import SHARE_SECTIONS, section_shares
+from xurs_pipeline.reporting.front_page import FrontPage, render_front, table_page
 from xurs_pipeline.reporting.html import (
     ADVANTAGE_CHECK,
     RESIDUAL_CHECK,
@@ -91,11 +92,22 @@ def explanation_views(
     return views
 
 
-def build_report(views: Sequence[ExplanationView], out_dir: Path, experiment: str) -> list[Path]:
-    """Write the pages and ``index.html`` under ``out_dir`` (all rendered before any is written)."""
+def build_report(
+    views: Sequence[ExplanationView],
+    out_dir: Path,
+    experiment: str,
+    front: FrontPage | None = None,
+    table_markdown: Mapping[str, str] | None = None,
+) -> list[Path]:
+    """Write the pages, each table of ``table_markdown`` (name -> Markdown) as ``tables/<name>.html`` and
+    ``index.html`` (the ``front`` page above the explanation list) under ``out_dir`` (all rendered before
+    any is written)."""
+    tables = {f"tables/{name}.html": table_page(name, text) for name, text in (table_markdown or {}).items()}
     return write_report(
         views,
         out_dir,
-        title=f"XU-RS explanations: {experiment}",
-        subtitle="Why is the model uncertain? Token attributions of the explained answer's credal width.",
+        title=f"XU-RS report: {experiment}",
+        subtitle="Why is the model uncertain? Token attributions of the explained answer's credal width",
+        front=render_front(front) if front is not None else None,
+        extra_pages=tables,
     )

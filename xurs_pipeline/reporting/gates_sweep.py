@@ -18,7 +18,8 @@ of that split passed, and how many failed; fewest failures first.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +72,11 @@ def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def experiment_params(state: Mapping[str, Any]) -> dict[str, Any]:
+    """Dotted params of one experiment state of ``dvc exp show --json``."""
+    return _params(state.get("data") or {})
+
+
 def _params(data: Mapping[str, Any]) -> dict[str, Any]:
     """Dotted param keys of every params file (``params.yaml`` keys bare, others ``<file>:key`` as DVC)."""
     out: dict[str, Any] = {}
@@ -79,23 +85,43 @@ def _params(data: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _split_gates(state: Mapping[str, Any], split: str) -> tuple[dict[str, Any] | None, str]:
-    """The ``split`` entry of the state's gates metrics, or None and why there is none."""
+def readable_error(error: Any, path: str) -> str:
+    """DVC's error record of a metrics file or experiment as a sentence, not raw errno text."""
+    msg = str(error.get("msg", error) if isinstance(error, Mapping) else error)
+    if "Errno 2]" in msg or "No such file" in msg:
+        return f"{path} not found (its stage did not run in this experiment, or the run failed before it)"
+    return re.sub(r"^\[Errno \d+\]\s*", "", msg) or "unreadable"
+
+
+Detail = Callable[[Mapping[str, Any]], tuple[Mapping[str, Any] | None, str]]
+
+
+def _split_gates(
+    state: Mapping[str, Any], split: str, detail: Detail | None = None
+) -> tuple[dict[str, Any] | None, str]:
+    """The ``split`` entry of the state's gates metrics, or None and why there is none. Where the gates
+    file is not among the state's DVC metrics (it is a detail file; DVC shows only the headline),
+    ``detail(state)`` reads it: (content, path) or (None, why)."""
     if state.get("error"):
-        return None, f"dvc: {state['error'].get('msg', state['error'])}"
+        return None, f"dvc: {readable_error(state['error'], 'the experiment')}"
     metrics = (state.get("data") or {}).get("metrics") or {}
     found = [p for p in metrics if p == GATES_METRICS or p.endswith(f"/{GATES_METRICS}")]
-    if not found:
+    if found:
+        result, where = metrics[found[0]], found[0]
+        if "data" not in result:
+            return None, readable_error(result.get("error", {}), where)
+        gates = result["data"]
+    elif detail is not None:
+        gates, where = detail(state)
+        if gates is None:
+            return None, where
+    else:
         return None, f"no {GATES_METRICS} metrics (did the gates stage run?)"
-    result = metrics[found[0]]
-    if "data" not in result:
-        return None, f"{found[0]}: {result.get('error', {}).get('msg', 'unreadable')}"
-    gates = result["data"]
     if "skipped" in gates:
         return None, f"gates skipped: {gates['skipped']}"
     if split not in gates:
         splits = sorted(k for k in gates if not k.startswith("_"))
-        return None, f"no {split!r} gates in {found[0]} (has {splits}; see evaluation.gate_splits)"
+        return None, f"no {split!r} gates in {where} (has {splits}; see evaluation.gate_splits)"
     return gates[split], ""
 
 
@@ -115,13 +141,19 @@ def _differing(rows: list[dict[str, Any]]) -> list[str]:
     return [k for k in keys if len({json.dumps(row.get(k, MISSING), sort_keys=True) for row in rows}) > 1]
 
 
-def sweep_frame(show: Sequence[Mapping[str, Any]], split: str = "dev", workspace: bool = False) -> Sweep:
-    """The sweep table of ``dvc exp show --json`` output ``show`` on ``split`` (see the module docstring)."""
+def sweep_frame(
+    show: Sequence[Mapping[str, Any]],
+    split: str = "dev",
+    workspace: bool = False,
+    detail: Detail | None = None,
+) -> Sweep:
+    """The sweep table of ``dvc exp show --json`` output ``show`` on ``split`` (see the module docstring);
+    ``detail`` reads an experiment's gates file where DVC's output does not carry it."""
     if not isinstance(show, Sequence) or not all(isinstance(s, Mapping) and "rev" in s for s in show):
         raise ValueError("not `dvc exp show --json` output: expected a list of objects with a 'rev' key")
     names, params, gates, counts, left_out = [], [], [], [], {}
     for name, state, executor in _states(show, workspace):
-        entry, why = _split_gates(state, split)
+        entry, why = _split_gates(state, split, detail)
         if entry is None:
             left_out[name] = why if executor in ("", "success") else f"experiment {executor}: {why}"
             continue

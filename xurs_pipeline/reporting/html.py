@@ -14,11 +14,13 @@ Public API (pure rendering over plain typed inputs; the report stage builds the 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from markupsafe import Markup
+
 from xurs_pipeline.io import atomic_path
-from xurs_pipeline.reporting.html_explanation import render_explanation
+from xurs_pipeline.reporting.html_explanation import TOP_TOKENS, render_explanation
 from xurs_pipeline.reporting.html_index import IndexEntry, index_entry, page_name, render_index
 from xurs_pipeline.reporting.html_view import (
     ADVANTAGE_CHECK,
@@ -68,8 +70,12 @@ def write_report(
     out_dir: str | os.PathLike[str],
     title: str = "XU-RS explanations",
     subtitle: str = "",
+    front: Markup | None = None,
+    extra_pages: Mapping[str, str] | None = None,
 ) -> list[Path]:
-    """Write one page per view and ``index.html`` under ``out_dir``; returns the page paths, index last.
+    """Write one page per view, ``extra_pages`` (relative path -> HTML, e.g. rendered tables) and
+    ``index.html`` (with the ``front`` sections above the list) under ``out_dir``; returns the page
+    paths, index last.
 
     Every page is rendered before anything is written: an error in any view (or a duplicate record id)
     raises with nothing written. Each file is then written atomically (``io.atomic_path``).
@@ -80,7 +86,8 @@ def write_report(
     named = list(zip(names, views, strict=True))
     pages = {name: render_explanation(view, index_href=INDEX_FILE) for name, view in named}
     entries = [index_entry(view, href=name) for name, view in named]
-    pages[INDEX_FILE] = render_index(entries, title=title, subtitle=subtitle)
+    pages.update(extra_pages or {})
+    pages[INDEX_FILE] = render_index(entries, title=title, subtitle=subtitle, front=front)
     written = []
     for name, text in pages.items():
         target = Path(out_dir) / name
@@ -90,9 +97,9 @@ def write_report(
     return written
 
 
-def write_explanation(view: ExplanationView, path: str | os.PathLike[str]) -> Path:
-    """Write one standalone page (no link to an index) atomically to ``path``; returns the path."""
-    text = render_explanation(view, index_href=None)
+def write_explanation(view: ExplanationView, path: str | os.PathLike[str], top_k: int = TOP_TOKENS) -> Path:
+    """Write one standalone page (no link to an index, ``top_k`` top tokens) atomically to ``path``."""
+    text = render_explanation(view, index_href=None, top_k=top_k)
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return Path(path)

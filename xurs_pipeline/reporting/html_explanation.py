@@ -124,6 +124,7 @@ def option_rows(view: ExplanationView) -> list[OptionRow]:
 
 @dataclass(frozen=True)
 class TopToken:
+    position: int
     text: str
     section: str
     eligible: bool
@@ -138,15 +139,18 @@ def top_tokens(view: ExplanationView, k: int = TOP_TOKENS) -> list[TopToken]:
     order = sorted(shaded, key=lambda i: (-view.magnitude[i], i))[:k]
     return [
         TopToken(
-            visible(texts[i])[0].replace(" ", SPACE_MARK), view.sections[i], view.eligible[i], view.signed[i],
-            view.magnitude[i],
+            i, visible(texts[i])[0].replace(" ", SPACE_MARK), view.sections[i], view.eligible[i],
+            view.signed[i], view.magnitude[i],
         )
         for i in order
     ]
 
 
-def render_explanation(view: ExplanationView, index_href: str | None = "index.html") -> str:
-    """The HTML page of one explained question; ``index_href`` is the back link (None: no link)."""
+def render_explanation(
+    view: ExplanationView, index_href: str | None = "index.html", top_k: int = TOP_TOKENS
+) -> str:
+    """The HTML page of one explained question; ``index_href`` is the back link (None: no link);
+    ``top_k`` tokens in the table of highest-ranked tokens (:func:`top_tokens`)."""
     signed_scale, magnitude_scale = scales(view)
     masses, n_dropped, dropped_total = mass_rows(view)
     heading = view.title or f"Why is answer {view.letter} uncertain? · {view.record_id}"
@@ -171,6 +175,6 @@ def render_explanation(view: ExplanationView, index_href: str | None = "index.ht
         n_dropped=n_dropped,
         dropped_total=dropped_total,
         share_rows=share_rows(view),
-        top_rows=top_tokens(view),
+        top_rows=top_tokens(view, top_k),
         check_rows=[check_line(row) for row in view.checks],
     )

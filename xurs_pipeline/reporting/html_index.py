@@ -68,6 +68,7 @@ class IndexEntry:
     residual: float | None
     advantage: float | None
     verdict: str  # "pass", "FAIL" or "—" (no check with a verdict)
+    checks: str = ""  # which checks: the failed ones if any failed, else those that passed
 
 
 def index_entry(view: ExplanationView, href: str | None = None) -> IndexEntry:
@@ -77,6 +78,7 @@ def index_entry(view: ExplanationView, href: str | None = None) -> IndexEntry:
     """
     verdicts = [row.passed for row in view.checks if row.passed is not None]
     verdict = "FAIL" if False in verdicts else ("pass" if verdicts else "—")
+    named = [row.label for row in view.checks if row.passed is (verdict == "pass")]
     residual, advantage = view.check(RESIDUAL_CHECK), view.check(ADVANTAGE_CHECK)
     return IndexEntry(
         record_id=view.record_id,
@@ -86,6 +88,7 @@ def index_entry(view: ExplanationView, href: str | None = None) -> IndexEntry:
         residual=None if residual is None else residual.value,
         advantage=None if advantage is None else advantage.value,
         verdict=verdict,
+        checks="; ".join(named) if verdict != "—" else "",
     )
 
 
@@ -94,8 +97,10 @@ def render_index(
     title: str = "XU-RS explanations",
     subtitle: str = "",
     scripted: bool = True,
+    front: Markup | None = None,
 ) -> str:
-    """The index page linking every entry's page, rows by width (largest first, then record id)."""
+    """The index page linking every entry's page, rows by width (largest first, then record id);
+    ``front`` (the report's front-page sections, ``front_page.render_front``) goes above the list."""
     ordered = sorted(entries, key=lambda e: (-e.width, e.record_id))
     return environment().get_template("index.html").render(
         page_title=title,
@@ -104,6 +109,7 @@ def render_index(
         css=CSS,
         entries=ordered,
         scripted=scripted,
+        front=front,
         sort_script=SORT_SCRIPT,
         verdict_class=lambda verdict: {"pass": "pass", "FAIL": "fail"}.get(verdict, "none"),
     )

@@ -205,13 +205,15 @@ INDEX = """{% extends "base.html" %}
 <p class="muted">{{ entries | length }} explained questions{% if subtitle %} · {{ subtitle }}{% endif %}.
 Sorted by width, widest first{% if scripted %}; click a column heading to sort by it{% endif %}.</p>
 </header>
+{% if front %}{{ front }}{% endif %}
 <section>
 <table id="index-table">
 <thead><tr>
 <th class="sortable" data-kind="text">Record</th><th class="sortable" data-kind="text">Explained</th>
 <th class="num sortable sorted-desc" data-kind="num">Width</th>
 <th class="num sortable" data-kind="num">Residual</th>
-<th class="num sortable" data-kind="num">Advantage</th><th class="sortable" data-kind="text">Verdict</th>
+<th class="num sortable" data-kind="num">Advantage</th>
+<th class="sortable" data-kind="text">Checks on the question</th>
 </tr></thead>
 <tbody>
 {% for e in entries %}
@@ -221,7 +223,8 @@ Sorted by width, widest first{% if scripted %}; click a column heading to sort b
 <td class="num" data-sort="{{ e.width }}">{{ f4(e.width) }}</td>
 <td class="num" data-sort="{{ num(e.residual) }}">{{ g3(e.residual) }}</td>
 <td class="num" data-sort="{{ num(e.advantage) }}">{{ sf4(e.advantage) }}</td>
-<td data-sort="{{ e.verdict }}" class="{{ verdict_class(e.verdict) }}">{{ e.verdict }}</td>
+<td data-sort="{{ e.verdict }}" class="{{ verdict_class(e.verdict) }}">{{ e.verdict }}
+{%- if e.checks %}: {{ e.checks }}{% endif %}</td>
 </tr>
 {% endfor %}
 </tbody>

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import mannwhitneyu
 
+from xurs_pipeline.credal import N_OPTIONS
+
 
 def auroc(scores: np.ndarray, positive: np.ndarray) -> float | None:
     """P(score of a positive > score of a negative) + 1/2 P(tie); None if either class is empty."""
@@ -42,13 +44,40 @@ def prediction_metrics(frame: pd.DataFrame) -> dict[str, Any]:
     answer_betp = betp[np.arange(len(frame)), frame["answer_idx"].to_numpy()]
     width_selected = _selected(frame, "width")
     betp_selected = _selected(frame, "betp")
+    answers = frame["answer_idx"].to_numpy(dtype=int)
     return {
         "n": len(frame),
         "accuracy": float(correct.mean()),
+        "chance": 1.0 / N_OPTIONS,  # a uniform guess among the options
+        "majority": float(np.bincount(answers, minlength=N_OPTIONS).max() / len(frame)),  # most common answer
+        **with_and_without_result(frame),
         "answer_nll": float(-np.log(np.clip(answer_betp, 1e-12, None)).mean()),
         "mean_width_selected": float(width_selected.mean()),
         "auroc_width": auroc(width_selected, ~correct),
         "auroc_low_probability": auroc(1.0 - betp_selected, ~correct),
+    }
+
+
+def with_result_flags(frame: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` plus the prompts' ``has_result`` per record, where the data has it (controlled data)."""
+    flags = prompts.set_index("record_id")["has_result"] if "has_result" in prompts.columns else None
+    if flags is None or flags.isna().any():
+        return frame
+    return frame.assign(has_result=frame["record_id"].map(flags).astype(bool))
+
+
+def with_and_without_result(frame: pd.DataFrame) -> dict[str, float]:
+    """Accuracy on the controlled questions with the result (clue) shown and on those without, where the
+    frame has a boolean ``has_result`` column (synthetic data); empty otherwise. Without the result the
+    answer is not determined, so accuracy there near chance is expected (App. C, D)."""
+    if "has_result" not in frame.columns:
+        return {}
+    shown = frame["has_result"].to_numpy(dtype=bool)
+    correct = frame["correct"].to_numpy(dtype=bool)
+    return {
+        f"accuracy_{name}": float(correct[rows].mean())
+        for name, rows in (("with_result", shown), ("without_result", ~shown))
+        if rows.any()
     }
 
 

@@ -1,0 +1,235 @@
+"""``xurs explain`` as a user runs it: the pipeline's config and artifacts by default, what it prints, where
+it writes, and clear messages for bad arguments (issue 15 items 5, 6, 7, 11; issue 19)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import transformers
+import yaml
+
+from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.explain import Explanation, explain
+from xurs_pipeline.cli import main
+from xurs_pipeline.config import compose
+from xurs_pipeline.data.config import DataConfig
+from xurs_pipeline.data.dataset import load_records
+from xurs_pipeline.data.prepare import prepare_records
+from xurs_pipeline.data.schema import PROMPT_COLUMNS, prompts_provenance
+from xurs_pipeline.io import write_parquet
+from xurs_pipeline.models.backbone import load_backbone_dir, materialize_backbone
+from xurs_pipeline.models.checkpoint import build_classifier, save_classifier
+
+transformers.utils.logging.disable_progress_bar()
+REPO = Path(__file__).resolve().parents[2]
+ESCAPING_ID = "../../outside/x"
+N_SAMPLES, REFS = 6, 3
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A pipeline workspace: params.yaml (smoke, small budget) and the artifacts explain reads from
+    paths.artifacts; one test record renamed to an id that looks like a path."""
+    root = tmp_path_factory.mktemp("explain_project") / "work"
+    data = root / "data"
+    materialize_backbone(data / "backbone", "tiny")
+    backbone = load_backbone_dir(data / "backbone")
+    classifier = build_classifier(backbone, seed=3)
+    with torch.no_grad():  # beliefs growing with set size, so pairs and triples keep mass (W_c > 0)
+        classifier.head.net.bias.copy_(torch.tensor([-3.0] * 4 + [-1.2] * 6 + [0.3] * 4))
+    save_classifier(classifier, data / "train" / "classifier")
+    records = load_records(DataConfig(source="synthetic_v1", families=[2, 1, 1], cases_per_family=2))
+    frame = prepare_records(records, backbone.tokenizer, 512).frame
+    test_rows = frame.index[frame.split == "test"]
+    frame.loc[test_rows[-1], "record_id"] = ESCAPING_ID
+    write_parquet(frame, data / "prepared" / "prompts.parquet", prompts_provenance(), PROMPT_COLUMNS)
+    params = compose(
+        ["experiment=smoke", f"attribution.n_samples={N_SAMPLES}", f"attribution.refs_per_collection={REFS}"],
+        REPO / "conf",
+    )
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return root
+
+
+def _params(project: Path) -> dict:
+    return yaml.safe_load((project / "params.yaml").read_text())
+
+
+def _test_record(project: Path) -> pd.Series:
+    prompts = pd.read_parquet(project / "data" / "prepared" / "prompts.parquet")
+    return prompts[(prompts.split == "test") & (prompts.record_id != ESCAPING_ID)].iloc[0]
+
+
+def _run(project: Path, monkeypatch: pytest.MonkeyPatch, capsys, *argv: str) -> tuple[int, str, str]:
+    monkeypatch.chdir(project)
+    rc = main(["explain", *argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+class _TopTable(HTMLParser):
+    """The token column of the page's top-token table (section#top-tokens)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_section = self.in_code = False
+        self.tokens: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "section":
+            self.in_section = dict(attrs).get("id") == "top-tokens"
+        self.in_code = self.in_section and tag == "code"
+
+    def handle_endtag(self, tag):
+        self.in_code = False if tag == "code" else self.in_code
+
+    def handle_data(self, data):
+        if self.in_code:
+            self.tokens.append(data)
+
+
+def test_defaults_are_the_pipelines_and_the_page_goes_to_the_results_folder(project, monkeypatch, capsys):
+    record = _test_record(project)
+    rc, out, _ = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--save", "e.json")
+    assert rc == 0
+    saved = Explanation.load(project / "e.json")
+    a = _params(project)["attribution"]
+    assert saved.grad_evals == a["n_samples"] * a["n_collections"] == N_SAMPLES  # params, not 64
+    assert (saved.method, saved.precision, saved.seed) == (a["method"], a["precision"], a["seed"])
+    page = project / "results" / "explain" / f"{record.record_id}.html"
+    assert page.is_file()
+    assert f"wrote {Path('results') / 'explain' / page.name}" in out
+    assert not list(project.glob("explain_*.html"))  # nothing in the working directory itself
+    assert saved.experiment == "smoke"
+    assert saved.model == "tiny"
+    # a command-line flag overrides the params
+    rc, _, _ = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--samples", "2",
+                    "--save", "e2.json")  # fmt: skip
+    assert rc == 0
+    assert Explanation.load(project / "e2.json").grad_evals == 2
+
+
+def test_prints_explained_predicted_and_correct_answers_and_residual_verdict(project, monkeypatch, capsys):
+    record = _test_record(project)
+    rc, out, _ = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--explain", "B",
+                      "--save", "b.json")  # fmt: skip
+    expl = Explanation.load(project / "b.json")
+    gold, predicted = "ABCD"[int(record.answer_idx)], "ABCD"[int(np.argmax(expl.betp))]
+    assert rc == 0
+    assert expl.correct == int(record.answer_idx)
+    assert "explained answer B (" in out
+    assert f"predicted {predicted}; correct {gold}" in out
+    threshold = _params(project)["evaluation"]["numerics"]["max_residual_max"]
+    verdict = "pass" if expl.residual <= threshold else "FAIL"
+    assert f"R (Eq. 9) = {expl.residual:.3g}: {verdict} (report threshold R <= {threshold:g})" in out
+
+
+@pytest.mark.parametrize("threshold", [1e-12, 1e3])
+def test_residual_verdict_uses_the_reports_threshold(project, monkeypatch, capsys, tmp_path, threshold):
+    params = _params(project)
+    params["evaluation"]["numerics"]["max_residual_max"] = threshold
+    strict = tmp_path / "params.yaml"
+    strict.write_text(yaml.safe_dump(params, sort_keys=False))
+    record = _test_record(project)
+    argv = ("--record-id", record.record_id, "--params", str(strict))
+    rc, out, err = _run(project, monkeypatch, capsys, *argv)
+    assert rc == 0
+    if threshold < 1:
+        assert f"FAIL (report threshold R <= {threshold:g})" in out
+        assert "warning: residual R" in err
+        assert "max_residual_max" in err
+    else:
+        assert "pass (report threshold" in out
+        assert "warning" not in err
+    page = (project / "results" / "explain" / f"{record.record_id}.html").read_text()
+    assert ("FAIL" in page) == (threshold < 1)
+
+
+def test_printed_top_tokens_are_the_pages(project, monkeypatch, capsys):
+    record = _test_record(project)
+    for top in ("3", "12"):
+        rc, out, _ = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--top", top)
+        assert rc == 0
+        printed = re.findall(r"^\s+\d+\s+\d+\s+\S+\s+\S+\s+\S+\s+(?:yes|no)\s+'(.*)'$", out, re.MULTILINE)
+        table = _TopTable()
+        table.feed((project / "results" / "explain" / f"{record.record_id}.html").read_text())
+        assert len(printed) == int(top) == len(table.tokens)
+        assert [t.replace(" ", "␣") for t in printed] == table.tokens
+
+
+@pytest.mark.parametrize("precision", ["float16", "bfloat16"])
+def test_half_precision_explains(project, precision):
+    """Item 5: the masses of a half-precision forward are checked with their dtype's tolerance."""
+    cfg = AttributionConfig(refs_per_collection=REFS, n_samples=4, precision=precision, progress=False)
+    record = _test_record(project)
+    expl = explain(project / "data" / "train" / "classifier", record_id=record.record_id,
+                   prompts_path=project / "data" / "prepared" / "prompts.parquet", config=cfg)  # fmt: skip
+    assert expl.precision == precision
+    assert abs(sum(expl.masses) - 1) < 5e-2
+    assert np.allclose(np.array(expl.plausibility) - np.array(expl.belief), expl.width, atol=1e-6)
+
+
+def test_default_page_name_never_leaves_the_results_folder(project, monkeypatch, capsys):
+    """Item 6: an id of ``../../outside/x`` is a name, not a path."""
+    rc, out, _ = _run(project, monkeypatch, capsys, "--record-id", ESCAPING_ID)
+    assert rc == 0
+    written = Path(re.search(r"^wrote (.+)$", out, re.MULTILINE).group(1))
+    assert (project / written).resolve().parent == (project / "results" / "explain").resolve()
+    assert not (project.parent / "outside").exists()
+    assert not (project / "outside").exists()
+
+
+@pytest.mark.parametrize("top", ["-5", "0", "x"])
+def test_top_must_be_a_positive_integer(project, monkeypatch, capsys, top):
+    """Item 11: ``--top -5`` is refused, not read as "all but the last five"."""
+    monkeypatch.chdir(project)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["explain", "--record-id", "r", "--top", top])
+    assert exit_info.value.code == 2
+    assert "argument --top" in capsys.readouterr().err
+
+
+def test_invalid_utf8_question_is_a_message_not_a_traceback(project):
+    """Item 7: undecodable bytes on the command line (as a shell passes them)."""
+    argv = [sys.executable, "-m", "xurs_pipeline.cli", "explain", "--question", b"fever \xff rash",
+            "--option", "a", "--option", "b", "--option", "c", "--option", "d",
+            "--reference", "zero"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert "--question: not valid UTF-8 (byte b'\\xff' at character 6)" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_html_directory_is_refused_before_any_work(project, monkeypatch, capsys):
+    """Item 7: ``--html`` naming a directory fails at once with a message (nothing is computed to lose)."""
+    record = _test_record(project)
+    (project / "pages").mkdir(exist_ok=True)
+    rc, out, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--html", "pages")
+    assert rc == 2
+    assert out == ""
+    assert "--html pages: is a directory; give a file name such as pages/" in err
+
+
+def test_a_failed_page_write_keeps_the_explanation(project, monkeypatch, capsys):
+    """Item 7: if the page cannot be written, the explanation was printed (and saved) first."""
+    record = _test_record(project)
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Explanation, "to_html", refuse)
+    rc, out, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--save", "kept.json")
+    assert rc == 2
+    assert "could not write the page (Permission denied); the explanation is printed above" in err
+    assert f"{record.record_id}: explained answer" in out
+    assert Explanation.load(project / "kept.json").record_id == record.record_id

@@ -1,0 +1,111 @@
+"""The report's front page: experiment, model, data, accuracy against chance, Table 1, every check by name
+with its verdict, links to every table (rendered from Markdown), plot and explanation page."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+from reporting_html_cases import small_view  # the page tests' example view
+
+from xurs_pipeline.reporting.front_page import (
+    AccuracyRow,
+    CheckLine,
+    EffectRow,
+    FrontPage,
+    Link,
+    markdown_title,
+    render_front,
+    table_page,
+)
+from xurs_pipeline.reporting.html_index import index_entry, render_index
+from xurs_pipeline.reporting.html_view import CheckRow
+
+PAGE = FrontPage(
+    experiment="local",
+    model="SmolLM2-135M-Instruct.Q4_1 (head_only, linear head)",
+    data="synthetic_v1: 96 records (train 64, dev 16, test 16)",
+    config_hash="abc123",
+    accuracy=(
+        AccuracyRow("dev", 16, 0.8125, 0.25, 0.3125, 1.0, 0.625, 0.71, 0.69),
+        AccuracyRow("test", 16, 0.25, 0.25, 0.375, 0.25, 0.25, None, None),
+    ),
+    effects=(EffectRow("width", 6, 0.0123, 0.004, 0.02),),
+    checks=(
+        CheckLine("completeness_eg_train", "median_residual", 0.0185, "<= 0.01", False),
+        CheckLine("completeness_eg_train", "max_residual", 0.0227, "<= 0.05", True),
+    ),
+    tables=(Link("table1_effects", "tables/table1_effects.html", "Mean advantage"),),
+    skipped=(Link("table3_endpoints", "", "the experiment has no aligned references"),),
+    plots=(Link("topk curve", "../plots/topk_curve.png", "Mean advantage when masking the top k"),),
+)
+
+
+class _Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.images: list[str] = []
+        self.stack: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "a":
+            self.links.append(a["href"])
+        if tag == "img":
+            self.images.append(a["src"])
+        if tag not in ("img", "meta", "br", "input"):
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.stack.pop() == tag
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def _parse(html: str) -> _Page:
+    page = _Page()
+    page.feed(html)
+    assert page.stack == []  # well nested
+    return page
+
+
+def test_front_page_shows_accuracy_against_chance_table1_checks_and_links():
+    label = "Completeness residual R (Eq. 9)"
+    view_checks = (CheckRow("completeness_residual", label, 0.2, 0.05, "<=", False),)
+    entry = index_entry(small_view(checks=view_checks), href="q1.html")
+    html = render_index([entry], title="XU-RS report: local", front=render_front(PAGE))
+    page = _parse(html)
+    text = re.sub(r"\s+", " ", " ".join(page.text))
+    for fact in ("local", "SmolLM2-135M-Instruct.Q4_1", "96 records", "81.2%", "25.0%", "31.2%", "62.5%",
+                 "+0.0123", "[+0.0040, +0.0200]", "Checks: 1 of 2 passed",
+                 "table3_endpoints: not made (the experiment has no aligned references)"):  # fmt: skip
+        assert fact in text, fact
+    pattern = r"<tr><td>completeness_eg_train · (\w+)</td>.*?<td class=\"(pass|fail)\">(pass|FAIL)"
+    rows = re.findall(pattern, html, re.DOTALL)
+    assert rows == [("median_residual", "fail", "FAIL"), ("max_residual", "pass", "pass")]
+    assert {"tables/table1_effects.html", "../plots/topk_curve.png", "q1.html"} <= set(page.links)
+    assert page.images == ["../plots/topk_curve.png"]
+    assert "Mean advantage when masking the top k" in text  # one line per figure
+    # the explanation list names the failed check, not only "FAIL"
+    assert "FAIL: Completeness residual R (Eq. 9)" in text
+    # dev beats chance and the majority answer; test does not
+    assert re.search(r'class="num pass">81.2%', html)
+    assert re.search(r'class="num fail">25.0%', html)
+
+
+def test_table_page_renders_the_markdown_table_and_escapes_html():
+    markdown = (
+        "**Every check <b>with</b> its verdict.**\n\n| Check | Value |\n|---|---:|\n"
+        "| median_residual | 0.0185 |\n| <script>x</script> | 1 |\n\n_experiment local, config abc_\n"
+    )
+    html = table_page("verdicts", markdown)
+    page = _parse(html)
+    assert "<table>" in html
+    assert "<td>median_residual</td>" in html
+    assert "<script>" not in html
+    assert "../index.html" in page.links
+    assert markdown_title(markdown, "x") == "Every check <b>with</b> its verdict."
+    assert markdown_title("| a |\n", "fallback") == "fallback"

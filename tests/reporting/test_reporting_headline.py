@@ -1,0 +1,51 @@
+"""Headline metrics: few flat numbers per stage with names unique across stages (what DVC shows)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from xurs_pipeline.reporting.headline import (
+    attribute_headline,
+    mask_headline,
+    predict_headline,
+    train_headline,
+    verdict_headline,
+    write_headline,
+)
+
+PREDICT = {
+    "dev": {"accuracy": 0.5, "chance": 0.25, "auroc_width": 0.7, "auroc_low_probability": 0.6},
+    "test": {"accuracy": 0.4, "chance": 0.25, "auroc_width": 0.8, "auroc_low_probability": 0.9},
+}
+
+
+def test_each_headline_picks_its_numbers_from_the_detail_metrics():
+    assert predict_headline(PREDICT, ["dev", "test"]) == {
+        "accuracy": 0.4, "chance": 0.25, "auroc_width": 0.8, "auroc_lowp": 0.9
+    }  # fmt: skip
+    assert predict_headline({"dev": PREDICT["dev"]}, ["dev", "test"])["accuracy"] == 0.5  # no test: dev
+    assert predict_headline({}, ["dev"]) == {}
+    assert train_headline({"best_epoch": 4, "history": [1, 2]}) == {"best_epoch": 4}
+    assert attribute_headline({"residual_max": 0.03, "residual_median": 0.01}) == {"R_max": 0.03}
+    targets = {"bel": {"mean_advantage": 9, "ci_low": 8, "ci_high": 10},
+               "width": {"mean_advantage": 0.2, "ci_low": 0.1, "ci_high": 0.3}}  # fmt: skip
+    assert mask_headline(targets) == {"advantage": 0.2, "ci_low": 0.1, "ci_high": 0.3}  # Table 1's width row
+    assert verdict_headline("checks", [True, False, False]) == {"checks": 3, "checks_failed": 2}
+    assert verdict_headline("gates", []) == {"gates": 0, "gates_failed": 0}
+
+
+def test_headline_keys_are_unique_across_stages_and_files_are_flat(tmp_path):
+    """DVC puts every key of every metrics file into one table: a shared key would be path-prefixed."""
+    targets = {"width": {"mean_advantage": 0.2, "ci_low": 0.1, "ci_high": 0.3}}
+    files = [predict_headline(PREDICT, ["test"]), train_headline({"best_epoch": 1}),
+             attribute_headline({"residual_max": 0.0}), mask_headline(targets),
+             verdict_headline("checks", [True]), verdict_headline("gates", [True])]  # fmt: skip
+    keys = [k for f in files for k in f]
+    assert len(keys) == len(set(keys))
+    assert len(keys) <= 13
+    path = write_headline(files[0], tmp_path / "headline.json")
+    assert json.loads(path.read_text()) == files[0]  # no provenance header: it would add DVC columns
+    with pytest.raises(ValueError, match="must be flat numbers"):
+        write_headline({"test": {"accuracy": 1.0}}, tmp_path / "nested.json")

@@ -1,0 +1,216 @@
+"""The report's front page (``<results>/html/index.html``): what was run, how well the model did, which
+checks passed, and links to every table, plot and explanation page.
+
+Pure rendering over typed inputs (``commands/report.py`` reads them from artifacts and ``results/``):
+:class:`FrontPage` -> an HTML section placed above the explanation index by :func:`render_front`;
+:func:`table_page` renders one Markdown table of ``results/tables`` as a standalone HTML page.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+from xurs_pipeline.reporting.html_style import CSS
+from xurs_pipeline.reporting.html_templates import environment
+
+
+@dataclass(frozen=True)
+class AccuracyRow:
+    """One split's accuracy against what guessing gets: ``chance`` (1/4) and ``majority`` (always the most
+    common correct letter); with/without the result (clue) on controlled data, else None."""
+
+    split: str
+    n: int
+    accuracy: float
+    chance: float
+    majority: float
+    with_result: float | None = None
+    without_result: float | None = None
+    auroc_width: float | None = None
+    auroc_lowp: float | None = None
+
+    @property
+    def beats_guessing(self) -> bool:
+        """Accuracy above both chance and the majority answer (where known)."""
+        majority = self.majority if math.isfinite(self.majority) else 0.0
+        return self.accuracy > max(self.chance, majority)
+
+
+@dataclass(frozen=True)
+class EffectRow:
+    """Table 1's row of one target function: mean zero-masking advantage (Eq. 8) and its bootstrap CI."""
+
+    target: str
+    questions: int
+    advantage: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class CheckLine:
+    """One check or gate as the verdicts table lists it."""
+
+    group: str
+    name: str
+    value: float
+    rule: str
+    passed: bool
+
+
+@dataclass(frozen=True)
+class Link:
+    title: str
+    href: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class FrontPage:
+    experiment: str
+    model: str
+    data: str
+    config_hash: str
+    accuracy: tuple[AccuracyRow, ...]
+    effects: tuple[EffectRow, ...]
+    checks: tuple[CheckLine, ...]
+    tables: tuple[Link, ...]
+    skipped: tuple[Link, ...]  # tables not made: title and reason
+    plots: tuple[Link, ...]  # image href and what it shows
+
+
+FRONT = """
+<section id="summary">
+<h2>Experiment</h2>
+<table class="kv">
+<tr><th>Experiment</th><td>{{ p.experiment }}</td></tr>
+<tr><th>Model</th><td>{{ p.model }}</td></tr>
+<tr><th>Data</th><td>{{ p.data }}</td></tr>
+<tr><th>Config hash</th><td><code>{{ p.config_hash }}</code></td></tr>
+</table>
+</section>
+
+<section id="accuracy">
+<h2>Accuracy against chance</h2>
+{% if p.accuracy %}
+<table>
+<thead><tr><th>Split</th><th class="num">Questions</th><th class="num">Accuracy</th>
+<th class="num">Chance</th><th class="num">Majority answer</th>
+{% if has_result %}<th class="num">With result</th><th class="num">Without result</th>{% endif %}
+<th class="num">AUROC (width)</th><th class="num">AUROC (1 - BetP)</th></tr></thead>
+<tbody>
+{% for a in p.accuracy %}
+<tr><td>{{ a.split }}</td><td class="num">{{ a.n }}</td>
+<td class="num {{ 'pass' if a.beats_guessing else 'fail' }}">{{ pct(a.accuracy) }}</td>
+<td class="num">{{ pct(a.chance) }}</td><td class="num">{{ pct(a.majority) }}</td>
+{% if has_result %}<td class="num">{{ pct(a.with_result) }}</td>
+<td class="num">{{ pct(a.without_result) }}</td>{% endif %}
+<td class="num">{{ f3(a.auroc_width) }}</td><td class="num">{{ f3(a.auroc_lowp) }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+<p class="note">Chance is a uniform guess among four options; "majority answer" always picks the most common
+correct letter of the split. Accuracy is green when it beats both.
+{% if has_result %}On controlled questions the answer is determined only when the result (clue) is shown:
+accuracy without it should stay near chance.{% endif %}
+AUROC: how well the width (or low probability) of the predicted answer separates wrong from right answers
+(0.5 = no better than chance; "—" when a split has no wrong or no right answers). The two AUROCs coincide
+when the width and 1 - BetP order the questions the same way, as a head-only model often does.</p>
+{% else %}<p class="note">No predictions.</p>{% endif %}
+</section>
+
+<section id="table1">
+<h2>Table 1: zero-masking advantage</h2>
+{% if p.effects %}
+<table>
+<thead><tr><th>Target</th><th class="num">Questions</th><th class="num">Mean advantage</th>
+<th class="num">95% CI</th></tr></thead>
+<tbody>
+{% for e in p.effects %}
+<tr><td>{{ e.target }}</td><td class="num">{{ e.questions }}</td><td class="num">{{ sf4(e.advantage) }}</td>
+<td class="num">[{{ sf4(e.ci_low) }}, {{ sf4(e.ci_high) }}]</td></tr>
+{% endfor %}
+</tbody>
+</table>
+<p class="note">Change in the explained width when the highest-ranked token is zero-masked, minus the change
+for a random eligible token (Eq. 8). An interval above zero: the attribution found a token that matters.</p>
+{% else %}<p class="note">No zero-masking results.</p>{% endif %}
+</section>
+
+<section id="checks">
+<h2>Checks: {{ n_passed }} of {{ p.checks | length }} passed</h2>
+{% if p.checks %}
+<table>
+<thead><tr><th>Check</th><th class="num">Value</th><th>Required</th><th>Verdict</th></tr></thead>
+<tbody>
+{% for c in p.checks %}
+<tr><td>{{ c.group }} · {{ c.name }}</td><td class="num">{{ g(c.value) }}</td><td>{{ c.rule }}</td>
+<td class="{{ 'pass' if c.passed else 'fail' }}">{{ 'pass' if c.passed else 'FAIL' }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+{% else %}<p class="note">No checks were run.</p>{% endif %}
+</section>
+
+<section id="tables">
+<h2>Tables</h2>
+<ul>
+{% for t in p.tables %}<li><a href="{{ t.href }}">{{ t.title }}</a>
+{%- if t.note %}: {{ t.note }}{% endif %}</li>
+{% endfor %}
+{% for t in p.skipped %}<li>{{ t.title }}: not made ({{ t.note }})</li>
+{% endfor %}
+</ul>
+</section>
+
+<section id="plots">
+<h2>Plots</h2>
+{% for f in p.plots %}
+<figure><a href="{{ f.href }}"><img src="{{ f.href }}" alt="{{ f.title }}" width="440"></a>
+<figcaption><b>{{ f.title }}</b>: {{ f.note }}</figcaption></figure>
+{% endfor %}
+</section>
+
+<h2 id="explanations">Explained questions</h2>
+"""
+
+TABLE_PAGE = """{% extends "base.html" %}
+{% block body %}
+<header><p><a href="{{ back }}">← report</a></p><h1>{{ heading }}</h1></header>
+<section class="md-table">{{ body }}</section>
+{% endblock %}
+"""
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None or not math.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def _f3(x: float | None) -> str:
+    return "—" if x is None or not math.isfinite(x) else f"{x:.3f}"
+
+
+def render_front(page: FrontPage) -> Markup:
+    """The front page's sections (experiment, accuracy, Table 1, checks, tables, plots), as markup."""
+    template = environment().from_string(FRONT)
+    has_result = any(a.with_result is not None or a.without_result is not None for a in page.accuracy)
+    n_passed = sum(c.passed for c in page.checks)
+    return Markup(template.render(p=page, has_result=has_result, n_passed=n_passed, pct=_pct, f3=_f3))
+
+
+def markdown_title(text: str, fallback: str) -> str:
+    """A table's caption: the first line of its Markdown when bold (``**...**``), else ``fallback``."""
+    first = text.strip().splitlines()[0].strip() if text.strip() else ""
+    return first.strip("*").strip() if first.startswith("**") else fallback
+
+
+def table_page(name: str, markdown: str, back: str = "../index.html") -> str:
+    """One Markdown table (pipe table, caption, footer) as a standalone HTML page; raw HTML is escaped."""
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown)
+    return environment().from_string(TABLE_PAGE).render(
+        page_title=f"XU-RS table · {name}", css=CSS, heading=name, back=back, body=Markup(body)
+    )

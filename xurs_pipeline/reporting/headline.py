@@ -1,0 +1,71 @@
+"""Headline metrics: the few numbers per stage that DVC shows (``dvc metrics show``, ``dvc exp show``).
+
+Each stage writes its full metrics to a detail file (read by the tables, the report and people) and a
+flat ``headline.json`` of at most four numbers, declared as the stage's DVC metric. Key names are short
+and unique across stages, so DVC's table (one column per key, the union over files) stays within 200
+characters on the default experiment and ``dvc exp show --keep`` can name each column.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from xurs_pipeline.io import write_json
+
+HEADLINE_FILE = "headline.json"
+
+
+def _split(metrics: Mapping[str, Any], splits: Sequence[str]) -> str | None:
+    """The split a headline reports: test if present, else the last of ``splits`` present."""
+    present = [s for s in splits if s in metrics]
+    return "test" if "test" in present else (present[-1] if present else None)
+
+
+def predict_headline(metrics: Mapping[str, Mapping[str, Any]], splits: Sequence[str]) -> dict[str, Any]:
+    """Accuracy against chance (1/4) and both error-detection AUROCs (Sec. 6.1) of the test split."""
+    split = _split(metrics, splits)
+    if split is None:
+        return {}
+    m = metrics[split]
+    return {
+        "accuracy": m["accuracy"],
+        "chance": m["chance"],
+        "auroc_width": m["auroc_width"],
+        "auroc_lowp": m["auroc_low_probability"],
+    }
+
+
+def train_headline(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The selected epoch (its dev score is in the detail file with the per-epoch history)."""
+    return {"best_epoch": summary["best_epoch"]}
+
+
+def attribute_headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """The largest completeness residual R (Eq. 9) over the explained questions (median: detail file)."""
+    return {"R_max": metrics["residual_max"]}
+
+
+def mask_headline(targets: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Table 1's width row: mean zero-masking advantage A (Eq. 8) and its 95% bootstrap interval."""
+    key = "width" if "width" in targets else next(iter(targets), None)
+    if key is None:
+        return {}
+    t = targets[key]
+    return {"advantage": t["mean_advantage"], "ci_low": t["ci_low"], "ci_high": t["ci_high"]}
+
+
+def verdict_headline(kind: str, passed: Sequence[bool]) -> dict[str, int]:
+    """How many ``kind`` (checks, gates) there are and how many failed: ``<kind>`` and ``<kind>_failed``
+    (distinct names: DVC prefixes a key shared by two files with the file's path, a wide column)."""
+    return {kind: len(passed), f"{kind}_failed": sum(not p for p in passed)}
+
+
+def write_headline(values: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write a flat headline file atomically (no provenance header: it would add three DVC columns)."""
+    flat = [k for k, v in values.items() if isinstance(v, Mapping)]
+    if flat:
+        raise ValueError(f"{path}: headline values must be flat numbers; {flat} are sections")
+    return write_json(values, path)
