@@ -43,7 +43,7 @@ def test_every_stage_runs_after_check_and_check_watches_every_section():
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     check = stages["check"]
     sections = set(yaml.safe_load((ROOT / "params.yaml").read_text()))
-    assert set(check["params"]) == sections  # any changed key reruns check first
+    assert {key.split(".")[0] for key in check["params"]} == sections  # any changed key reruns check first
     (stamp,) = [next(iter(o)) if isinstance(o, dict) else o for o in check["outs"]]
     producers = {
         (next(iter(o)) if isinstance(o, dict) else o): name
