@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from stages._common import log, run_stage
+from xurs_pipeline.attribution.model import DTYPES, set_precision
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.evaluation.artifacts import prompts_by_id, read_attributions, read_prompts
@@ -45,7 +46,8 @@ def body(cfg: RootConfig) -> None:
         prompts_by_id(prompts, list(rows["record_id"]), str(artifacts / "attribute"))
         classifier, _ = load_classifier(artifacts / "train" / "classifier", config_hash=train_run_hash(cfg))
         classifier.to(device)
-        spec = MaskingSpec(ev.n_random, ev.top_k_max, ev.seed, ev.mask_batch_size)
+        set_precision(classifier, DTYPES[ev.precision])
+        spec = MaskingSpec(ev.n_random, ev.top_k_max, ev.seed, ev.mask_batch_size, ev.mask_reuse_prefix)
         effects = mask_run(classifier_mass_fn(classifier), classifier.embed, prompts, rows, spec, device)
     except (ArtifactError, ValueError, KeyError) as err:
         log.error("mask_eval: %s", err)
