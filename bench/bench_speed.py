@@ -105,8 +105,8 @@ def _cast(model: RandomSetClassifier, precision: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------- mask
-def section_mask(model: RandomSetClassifier, prompts: pd.DataFrame, n_questions: int) -> None:
-    spec = MaskingSpec(n_random=20, k_max=5, seed=0, batch_size=16)
+def section_mask(model: RandomSetClassifier, prompts: pd.DataFrame, n_questions: int, n_random: int) -> None:
+    spec = MaskingSpec(n_random=n_random, k_max=5, seed=0, batch_size=16)
     rows = prompts[prompts["split"] == "test"].head(n_questions)
     passes = 1 + spec.k_max * (1 + spec.n_random)
     variants = {
@@ -280,11 +280,75 @@ def section_estimator(model: RandomSetClassifier, prompts: pd.DataFrame, pad_id:
                             "meets App. B.4"], rows))  # fmt: skip
 
 
+# ------------------------------------------------------------------------------------------ medqa
+def _medqa_path(model, frame, pad_id, cfg: AttributionConfig, reuse: bool, precision: str) -> float:
+    """Seconds for ``run_attribution`` on the frame's test questions + ``mask_run`` on its rows."""
+    from xurs_pipeline.attribution.runner import run_attribution
+    from xurs_pipeline.evaluation.mask_eval import mask_run
+
+    _cast(model, precision)
+    spec = MaskingSpec(n_random=20, k_max=5, seed=0, batch_size=16, reuse_prefix=reuse)
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        run_attribution(model, frame, cfg, pad_id=pad_id, max_positions=None, out_dir=out, fingerprint="b")
+        rows = pd.read_parquet(Path(out) / "attributions.parquet").assign(target_fn="width")
+        mask_run(classifier_mass_fn(model), model.embed, frame, rows, spec, CPU)
+        return time.perf_counter() - start
+
+
+def section_medqa(model, prompts, pad_id, n_questions: int, rounds: int, new: AttributionConfig) -> None:
+    test_ids = list(prompts[prompts["split"] == "test"]["record_id"].head(n_questions))
+    train_ids = list(prompts[prompts["split"] == "train"]["record_id"].head(N_REFS))
+    frame = prompts[prompts["record_id"].isin(test_ids + train_ids)]
+    base = dict(refs_per_collection=N_REFS, max_questions=n_questions, samples_per_call=8, progress=False)
+    today = AttributionConfig(method="eg", n_samples=16, precision="float32", **base)
+    new = replace(new, **base)
+    label = f"now: {new.method} {new.precision} + prefix-cache masking {new.precision}"
+    variants = {
+        "today: EG 16 fp32 + full-length masking fp32": lambda: _medqa_path(
+            model, frame, pad_id, today, False, "float32"
+        ),
+        label: lambda: _medqa_path(model, frame, pad_id, new, True, new.precision),
+    }
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    for r in range(rounds):
+        for name in list(variants) if r % 2 == 0 else list(variants)[::-1]:
+            times[name].append(variants[name]())
+            print(f"round {r}: {name}: {times[name][-1]:.0f} s for {n_questions} questions", flush=True)
+    _cast(model, "float32")
+    names = list(times)
+    ratio = np.asarray(times[names[0]]) / np.asarray(times[names[1]])
+    rows = [
+        [n, float(np.median(t)) / n_questions, 3600 * n_questions / float(np.median(t))]
+        for n, t in times.items()
+    ]
+    print(C.markdown_table(["path", "s / question", "questions / hour"], rows))
+    print(f"\nnow / today throughput: {np.median(ratio):.2f}x (per round {C.spread(ratio)})")
+
+
+def _local_attribution() -> dict[str, object]:
+    """The estimator keys of ``conf/attribution/local.yaml`` (composed over ``default.yaml``)."""
+    import yaml
+
+    conf = C.ROOT / "conf" / "attribution"
+    merged = {
+        **yaml.safe_load((conf / "default.yaml").read_text()),
+        **yaml.safe_load((conf / "local.yaml").read_text()),
+    }
+    keys = ("method", "n_samples", "ig_points", "ig_quadrature", "ig_adaptive", "ig_tolerance",
+            "ig_refine_factor", "ig_max_points", "precision")  # fmt: skip
+    return {k: merged[k] for k in keys}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--section", choices=["mask", "precision", "estimator"], required=True)
+    parser.add_argument("--section", choices=["mask", "precision", "estimator", "medqa"], required=True)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--n-random", type=int, default=20, help="mask: random draws per question (local: 20)"
+    )
     parser.add_argument("--questions", type=int, default=4)
     parser.add_argument("--precision", default="bfloat16")
     parser.add_argument("--estimators", default="eg:16,eg:64,ig:4,ig:8,igA:4")
@@ -295,9 +359,12 @@ def main() -> None:
     model, pad_id, tokenizer = smollm2()
     prompts = medqa_prompts(tokenizer)
     if args.section == "mask":
-        section_mask(model, prompts, args.questions)
+        section_mask(model, prompts, args.questions, args.n_random)
     elif args.section == "precision":
         section_precision(model, prompts, pad_id, args.questions)
+    elif args.section == "medqa":
+        new = AttributionConfig(**_local_attribution())
+        section_medqa(model, prompts, pad_id, args.questions, args.rounds, new)
     else:
         section_estimator(model, prompts, pad_id, args.precision, args.questions, args.estimators.split(","))
     C.print_footer(started)
