@@ -132,5 +132,6 @@ def test_prefix_chunks_cover_every_set_once_within_the_token_budget() -> None:
         first = [min([LENGTH - 1, *sets[i]]) for i in chunk]
         assert p <= min(first)  # no masked position inside the reused prefix
         assert p == 0 or p >= MIN_TOKENS
+        assert len(chunk) <= 6
         assert len(chunk) == 1 or len(chunk) * (LENGTH - min(first)) <= 6 * LENGTH
     assert any(p > 0 for _, p in chunks)

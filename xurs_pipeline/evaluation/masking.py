@@ -19,7 +19,7 @@ A :class:`PrefixMassFn` (``classifier_mass_fn`` of a ``RandomSetClassifier``, th
 ``prefix_cache`` / ``forward_after_prefix``, the same route as ``attribution/prefix.py``) runs the
 unmasked prompt once into its key/value cache, and each batch of variants only from the smallest first
 masked position of the batch on. Variants are sorted by that position, so a batch shares a long prefix,
-and a batch holds up to ``batch_size`` x L suffix tokens. Results equal the full-length path to rounding.
+and a batch holds up to ``batch_size`` variants. Results equal the full-length path to rounding.
 """
 
 from __future__ import annotations
@@ -238,9 +238,9 @@ def prefix_chunks(
     question: MaskingQuestion, position_sets: Sequence[Sequence[int]], batch_size: int
 ) -> list[tuple[list[int], int]]:
     """Batches of set indices with the prefix p each shares: sets sorted by their first masked position
-    (longest prefix first), at most ``batch_size`` x L suffix tokens per batch; p is the batch's smallest
-    first position, at most the prompt's last real token (kept in every suffix), and 0 below
-    ``MIN_TOKENS`` (then the batch runs full length)."""
+    (longest prefix first), at most ``batch_size`` sets (and ``batch_size`` x L suffix tokens) per batch;
+    p is the batch's smallest first position, at most the prompt's last real token (kept in every
+    suffix), and 0 below ``MIN_TOKENS`` (then the batch runs full length)."""
     length = question.embeds.shape[0]
     last = int(question.attention_mask.nonzero().max())
     starts = np.array([min([last, *map(int, s)]) for s in position_sets], dtype=np.int64)
@@ -248,7 +248,8 @@ def prefix_chunks(
     chunks: list[tuple[list[int], int]] = []
     current: list[int] = []
     for i in order.tolist():
-        if current and (len(current) + 1) * (length - starts[i]) > batch_size * length:
+        full = len(current) == batch_size or (len(current) + 1) * (length - starts[i]) > batch_size * length
+        if current and full:
             chunks.append((current, int(starts[current[-1]])))
             current = []
         current.append(i)
