@@ -22,7 +22,7 @@ from accelerate import PartialState
 from stages._common import log, run_stage
 from xurs_pipeline.attribution.gradients import AttributionMemoryError
 from xurs_pipeline.attribution.inputs import AttributionInputError
-from xurs_pipeline.attribution.model import DTYPES
+from xurs_pipeline.attribution.model import DTYPES, set_precision
 from xurs_pipeline.attribution.question import NonFiniteError
 from xurs_pipeline.attribution.runner import input_hashes, run_attribution
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
@@ -44,7 +44,8 @@ def body(cfg: RootConfig) -> None:
         classifier, tokenizer = load_classifier(
             artifact("classifier").at(cfg.paths), config_hash=train_run_hash(cfg)
         )
-        classifier.to(device=state.device, dtype=DTYPES[at.precision])
+        classifier.to(device=state.device)
+        set_precision(classifier, DTYPES[at.precision])
         max_positions = getattr(classifier.backbone.config, "max_position_embeddings", None)
         metrics = run_attribution(
             classifier, prompts, at, pad_id=tokenizer.pad_token_id, max_positions=max_positions,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 
 from stages._common import log, run_stage
+from xurs_pipeline.attribution.model import DTYPES, set_precision
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
 from xurs_pipeline.contracts import artifact, stage_hash
 from xurs_pipeline.data.dataset import data_config_hash
@@ -48,7 +49,8 @@ def body(cfg: RootConfig) -> None:
         prompts_by_id(prompts, list(rows["record_id"]), str(attribute_dir))
         classifier, _ = load_classifier(artifact("classifier").at(cfg.paths), config_hash=train_run_hash(cfg))
         classifier.to(device)
-        spec = MaskingSpec(ev.n_random, ev.top_k_max, ev.seed, ev.mask_batch_size)
+        set_precision(classifier, DTYPES[ev.precision])
+        spec = MaskingSpec(ev.n_random, ev.top_k_max, ev.seed, ev.mask_batch_size, ev.mask_reuse_prefix)
         effects = mask_run(classifier_mass_fn(classifier), classifier.embed, prompts, rows, spec, device)
         clue_effects = clue_masking_run(
             classifier_mass_fn(classifier), classifier.embed, prompts, rows, ev.mask_batch_size, device

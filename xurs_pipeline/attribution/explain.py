@@ -21,7 +21,7 @@ import torch
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import natural_widths, prompt_of
 from xurs_pipeline.attribution.inputs import AttributionInputError, reference_pool, select_questions
-from xurs_pipeline.attribution.model import DTYPES, WidthModel, frozen, model_device
+from xurs_pipeline.attribution.model import DTYPES, WidthModel, frozen, model_device, set_precision
 from xurs_pipeline.attribution.question import NonFiniteError, ReferencePool, attribute_question
 from xurs_pipeline.credal import belief, check_masses, credal_width, pignistic, plausibility
 from xurs_pipeline.data.schema import OPTION_LETTERS as LETTERS
@@ -254,7 +254,8 @@ def explain(
         raise AttributionInputError("explain: target='correct' on an inline question needs answer=0..3")
     model, tokenizer = load_classifier(classifier_dir)
     device = "cuda" if cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available()) else "cpu"
-    model.to(device=device, dtype=DTYPES[cfg.precision])
+    model.to(device=device)
+    set_precision(model, DTYPES[cfg.precision])
     max_positions = getattr(model.backbone.config, "max_position_embeddings", None)
     prepared = read_prompts(prompts_path) if prompts_path is not None else None
     if record_id is None:

@@ -137,6 +137,20 @@ def frozen(model: nn.Module) -> Iterator[None]:
         model.train(was_training)
 
 
+def set_precision(model: nn.Module, dtype: torch.dtype) -> None:
+    """Cast a ``RandomSetClassifier``'s backbone to ``dtype`` in place and keep its head (which casts its
+    input features to its own dtype) in float32, so masses, widths and the float32 accumulators follow
+    half-precision passes, as the paper attributes in FP16/BF16 with FP32 averaging (Table 5). Any
+    other model is cast whole."""
+    from xurs_pipeline.models.classifier import RandomSetClassifier  # lazy: keeps transformers optional
+
+    if isinstance(model, RandomSetClassifier):
+        model.backbone.to(dtype)
+        model.head.to(torch.float32)
+    else:
+        model.to(dtype)
+
+
 def model_dtype(model: nn.Module) -> torch.dtype:
     """The floating dtype of the model's first floating parameter (float32 if it has none)."""
     for param in model.parameters():

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import natural_widths
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
-from xurs_pipeline.attribution.model import WidthModel, model_device, model_dtype
+from xurs_pipeline.attribution.model import WidthModel, model_device, model_dtype, set_precision
 from xurs_pipeline.attribution.question import Question, QuestionResult, ReferencePool, attribute_question
 from xurs_pipeline.attribution.records import COLUMNS, provenance
 from xurs_pipeline.attribution.store import PartStore
@@ -137,7 +137,7 @@ def retry_in_float32(
     assert failed.failure is not None
     log.warning("attribute: %s Retrying this question in float32.", failed.failure.message())
     dtype = model_dtype(model)  # type: ignore[arg-type]
-    model.to(torch.float32)  # type: ignore[attr-defined]
+    set_precision(model, torch.float32)  # type: ignore[arg-type]
     try:
         if pool is not None and not wide_pool:
             device = model_device(model)  # type: ignore[arg-type]
@@ -152,7 +152,7 @@ def retry_in_float32(
             on_batch,
         )
     finally:
-        model.to(dtype)  # type: ignore[attr-defined]
+        set_precision(model, dtype)  # type: ignore[arg-type]
 
 
 def merge(

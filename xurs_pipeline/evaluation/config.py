@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# Names of the target functions (``evaluation.targets``): the registry in ``targets.py`` is built from
+# these, so validating a config never imports torch (stage start-up, issue 18).
+TARGET_NAMES = ("width", "entropy", "betp")
+
 
 def _require(ok: bool, key: str, value: object, allowed: str) -> None:
     if not ok:
@@ -131,6 +135,8 @@ class EvaluationConfig:
     n_random: int = 20
     top_k_max: int = 10
     mask_batch_size: int = 16
+    mask_reuse_prefix: bool = True  # run the unmasked prompt once into the key/value cache (same results)
+    precision: str = "float32"  # backbone arithmetic of the zero-masking passes: float32 | bfloat16 | float16
     bootstrap_resamples: int = 10_000
     confidence: float = 0.95
     bootstrap_method: str = "percentile"  # percentile | BCa (scipy.stats.bootstrap)
@@ -168,16 +174,20 @@ class EvaluationConfig:
             "'percentile' or 'BCa'",
         )
         _require(self.device in ("auto", "cpu", "cuda"), "device", self.device, "'auto', 'cpu' or 'cuda'")
+        _require(
+            self.precision in ("float32", "bfloat16", "float16"),
+            "precision",
+            self.precision,
+            "'float32', 'bfloat16' or 'float16'",
+        )
         _require(self.max_questions >= 0, "max_questions", self.max_questions, ">= 0 (0 = all)")
-        from xurs_pipeline.evaluation.targets import TARGETS  # lazy: the registry imports torch
-
         _require(
             len(self.targets) >= 1
-            and set(self.targets) <= set(TARGETS)
+            and set(self.targets) <= set(TARGET_NAMES)
             and len(set(self.targets)) == len(self.targets),
             "targets",
             self.targets,
-            f"a non-empty list of distinct names from {sorted(TARGETS)}",
+            f"a non-empty list of distinct names from {sorted(TARGET_NAMES)}",
         )
         _require(
             self.reference_shift_warning >= 0,

@@ -155,11 +155,14 @@ def summarise(frame: pd.DataFrame, boot: BootstrapSpec) -> dict[str, dict[str, o
 
 
 def attribution_budget(attributions: pd.DataFrame) -> dict[str, object]:
-    """The attribution budget behind the ranking (Table 5 terms): method, references, gradient evaluations."""
+    """The attribution budget behind the ranking (Table 5 terms): method (IG: its quadrature), precision,
+    references, gradient evaluations."""
     per_q = attributions.drop_duplicates("record_id")
     refs = per_q["reference_record_ids"].map(len) if "reference_record_ids" in per_q else pd.Series([0])
     return {
         "method": sorted(set(attributions["method"])),
+        "quadrature": sorted({str(q) for q in attributions.get("quadrature", pd.Series(dtype=str)) if q}),
+        "precision": sorted({str(p) for p in attributions.get("precision", pd.Series(dtype=str))}),
         "reference": sorted(set(attributions["reference"])),
         "references_per_question": int(refs.median()),
         "grad_evals_per_question": float(np.median(per_q["grad_evals"])),

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import torch
 
 from xurs_pipeline import credal
+from xurs_pipeline.evaluation.config import TARGET_NAMES
 
 TargetFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -38,7 +39,9 @@ def entropy_target(masses: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     return -(torch.special.xlogy(p, p)).sum(-1)
 
 
-TARGETS: dict[str, TargetFn] = {"width": width_target, "entropy": entropy_target, "betp": betp_target}
+TARGETS: dict[str, TargetFn] = dict(
+    zip(TARGET_NAMES, (width_target, entropy_target, betp_target), strict=True)
+)
 
 
 def get_target(name: str) -> TargetFn:

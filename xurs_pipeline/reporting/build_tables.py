@@ -26,7 +26,8 @@ TRAINING_KEYS = ["adaptation", "lora_rank", "lora_alpha", "lora_dropout", "lr_ad
                  "weight_decay", "warmup_fraction", "max_epochs", "patience", "seed", "batch_size",
                  "grad_accum", "max_grad_norm", "set_loss_weight", "select_by"]  # fmt: skip
 ATTRIBUTION_KEYS = ["method", "reference", "route", "target", "n_collections", "refs_per_collection",
-                    "reference_order", "n_samples", "seed", "samples_per_call", "precision",
+                    "reference_order", "n_samples", "ig_quadrature", "ig_points", "ig_adaptive",
+                    "ig_tolerance", "ig_max_points", "seed", "samples_per_call", "precision",
                     "max_questions"]  # fmt: skip
 
 

@@ -156,8 +156,10 @@ VERDICTS = TableSpec(
 def effects_frame(mask_metrics: Mapping[str, Any], configuration: str) -> pd.DataFrame:
     """Table 1 rows from ``mask_eval/metrics.json``: one per target function."""
     budget = mask_metrics.get("budget", {})
+    method = "/".join(budget.get("method", []))
+    detail = ", ".join(budget.get("quadrature", []) + budget.get("precision", []))  # the estimator made it
     text = (
-        f"{'/'.join(budget.get('method', []))}, {budget.get('references_per_question', '?')} refs, "
+        f"{method}{f' ({detail})' if detail else ''}, {budget.get('references_per_question', '?')} refs, "
         f"{budget.get('grad_evals_per_question', float('nan')):g} gradient evaluations"
     )
     rows = [
