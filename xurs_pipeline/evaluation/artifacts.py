@@ -22,7 +22,7 @@ COORDS_DIR = "coords"
 ATTRIBUTION_COLUMNS = (
     "record_id", "target", "method", "reference", "token_signed", "token_magnitude", "width_input",
     "residual", "reference_residual", "width_reference_natural", "width_reference_prepared",
-    "prepared_input_ids", "grad_evals", "coords_file",
+    "prepared_input_ids", "changed_positions", "grad_evals", "coords_file",
 )  # fmt: skip
 PROMPT_COLUMNS = ("record_id", "split", "input_ids", "sections", "eligible", "answer_idx")
 PREDICTION_COLUMNS = ("record_id", "masses")
@@ -92,6 +92,7 @@ def run_records(
         else:
             signed = load_coords(directory, row.coords_file, key)
             magnitude = token_magnitude(signed)
+        changed = tuple(int(i) for i in row.changed_positions)
         out.append(RunRecord(str(row.record_id), int(row.target), str(row.reference), magnitude, signed,
-                             float(row.width_input), sections))  # fmt: skip
+                             float(row.width_input), sections, changed))  # fmt: skip
     return out

@@ -47,8 +47,9 @@ def attribution_callable(
                 raise FloatingPointError(result.failure.message())
             for row in result.rows:
                 e = row.coords["e"].double().numpy()
+                changed = tuple(row.changed_positions)
                 out.append(RunRecord(row.record_id, row.target, row.reference, token_magnitude(e), e,
-                                     row.width_input))  # fmt: skip
+                                     row.width_input, changed_positions=changed))  # fmt: skip
         return out
 
     return attribute
