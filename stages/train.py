@@ -21,17 +21,22 @@ from xurs_pipeline.io import ArtifactError, Provenance, write_json
 from xurs_pipeline.models.adapters import LoraSpec
 from xurs_pipeline.models.backbone import load_backbone_dir
 from xurs_pipeline.models.checkpoint import build_classifier, save_classifier
+from xurs_pipeline.train.config import accumulation_steps
 from xurs_pipeline.train.loop import FitSettings
 from xurs_pipeline.train.prompts import split_examples
 from xurs_pipeline.train.runner import Adaptation, train_classifier
 
-FIT_KEYS = tuple(FitSettings.__dataclass_fields__)
+FIT_KEYS = tuple(k for k in FitSettings.__dataclass_fields__ if k != "grad_accum")  # derived below
 
 
 def body(cfg: RootConfig) -> None:
     m, t = cfg.model, cfg.train
     artifacts = Path(cfg.paths.artifacts)
+    processes = PartialState().num_processes
     try:
+        grad_accum = accumulation_steps(t.global_batch, t.batch_size, processes)
+        log.info("train: global batch %d = %d per process x %d processes x %d accumulation steps",
+                 t.global_batch, t.batch_size, processes, grad_accum)  # fmt: skip
         backbone = load_backbone_dir(artifacts / "backbone")
         prompts = read_prompts(artifacts / "prepared" / PROMPTS_FILE, data_config_hash(cfg.data))
         vocab, mass15 = backbone.model.config.vocab_size, m.output_kind == "mass15"
@@ -48,7 +53,7 @@ def body(cfg: RootConfig) -> None:
             classifier, train.data, dev.data, backbone.tokenizer.pad_token_id,
             Adaptation(t.adaptation, t.partial_layers, LoraSpec(t.lora_rank, t.lora_alpha, t.lora_dropout,
                                                                 list(t.lora_targets))),
-            FitSettings(**{k: getattr(t, k) for k in FIT_KEYS}),
+            FitSettings(**{k: getattr(t, k) for k in FIT_KEYS}, grad_accum=grad_accum),
             feature_cache_dir=t.feature_cache_dir, feature_batch_size=t.feature_batch_size,
             state_dir=Path(t.state_dir) / train_run_hash(cfg), resume=t.resume,
             init_head_from=t.init_head_from or None,
@@ -64,6 +69,10 @@ def body(cfg: RootConfig) -> None:
             "feature_cache_hits": outcome.feature_cache_hits,
             "n_train": len(train.record_ids),
             "n_dev": len(dev.record_ids),
+            "global_batch": t.global_batch,
+            "batch_size": t.batch_size,
+            "processes": processes,
+            "grad_accum": grad_accum,
         }
         write_json(summary, out / "train_metrics.json", Provenance("train_metrics", 1, train_run_hash(cfg)))
     best = outcome.fit

@@ -57,6 +57,8 @@ def test_backbone_train_predict_end_to_end(tmp_path) -> None:
     summary = read_json(data / "train" / "train_metrics.json")
     assert (summary["n_train"], summary["n_dev"], summary["epochs_run"]) == (24, 8, 2)
     assert summary["feature_cache_hits"] == [False, False]
+    # global batch 32 (the default, Table 4) in one process of batch 8: 4 accumulation steps
+    assert (summary["global_batch"], summary["processes"], summary["grad_accum"]) == (32, 1, 4)
     predict_stage.body(cfg)
     predictions = read_parquet(data / "predict" / "predictions.parquet")
     assert predictions.groupby("split").size().to_dict() == {"dev": 8, "test": 12}

@@ -24,7 +24,7 @@ from xurs_pipeline.reporting.render import TableSpec, write_table
 # Table 4 and Table 5 rows: the settings the paper reports (operational keys such as cache paths left out).
 TRAINING_KEYS = ["adaptation", "lora_rank", "lora_alpha", "lora_dropout", "lr_adapter", "lr_head",
                  "weight_decay", "warmup_fraction", "max_epochs", "patience", "seed", "batch_size",
-                 "grad_accum", "max_grad_norm", "set_loss_weight", "select_by"]  # fmt: skip
+                 "global_batch", "max_grad_norm", "set_loss_weight", "select_by"]  # fmt: skip
 ATTRIBUTION_KEYS = ["method", "reference", "route", "target", "n_collections", "refs_per_collection",
                     "reference_order", "n_samples", "seed", "samples_per_call", "precision",
                     "max_questions"]  # fmt: skip

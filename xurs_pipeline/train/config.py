@@ -12,8 +12,9 @@ DEFAULT_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up
 
 @dataclass
 class TrainConfig:
-    """Training settings (App. B.1, Table 4). ``batch_size`` is per device; the effective batch is
-    ``batch_size * grad_accum * processes``."""
+    """Training settings (App. B.1, Table 4). ``global_batch`` is the number of examples per optimiser
+    step whatever the number of processes; ``batch_size`` is per process, and the gradient accumulation
+    steps follow from both and the world size (:func:`accumulation_steps`)."""
 
     adaptation: str = "head_only"
     partial_layers: int = 2
@@ -28,7 +29,7 @@ class TrainConfig:
     max_epochs: int = 5
     patience: int = 2
     batch_size: int = 8
-    grad_accum: int = 1
+    global_batch: int = 32
     max_grad_norm: float = 1.0
     set_loss_weight: float = 0.1
     select_by: str = "answer_nll"
@@ -55,7 +56,7 @@ class TrainConfig:
             "lora_rank",
             "max_epochs",
             "batch_size",
-            "grad_accum",
+            "global_batch",
             "feature_batch_size",
             "eval_batch_size",
         ):
@@ -82,3 +83,18 @@ class TrainConfig:
             )
         if not self.lora_targets:
             raise ValueError("train.lora_targets=[]: name at least one module (e.g. q_proj)")
+
+
+def accumulation_steps(global_batch: int, batch_size: int, processes: int) -> int:
+    """Gradient accumulation steps so that ``batch_size * steps * processes == global_batch``.
+
+    Table 4 / App. B.1: 8 workers x batch 1 x 4 steps = 32; one process runs the same 32 as 1 x 32.
+    Raises naming ``train.global_batch`` when it is not a multiple of ``batch_size * processes``.
+    """
+    per_step = batch_size * processes
+    if processes < 1 or global_batch % per_step:
+        raise ValueError(
+            f"train.global_batch={global_batch} is not a multiple of train.batch_size={batch_size} x "
+            f"{processes} processes; choose a batch_size that divides global_batch / processes"
+        )
+    return global_batch // per_step
