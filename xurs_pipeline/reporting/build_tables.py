@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from xurs_pipeline.data.medqa import split_deviation
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_predictions, read_prompts
 from xurs_pipeline.evaluation.gate_results import GATE_COLUMNS
 from xurs_pipeline.io import config_hash, read_json, read_parquet, write_json
@@ -83,12 +84,15 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
             measured.assign(clue_share_pct=100 * measured["clue_share"]),
         )
 
+    data = params["data"]
+    note = split_deviation(data["source"], data["medqa_carve"], data["medqa_train_fraction"])
     index: dict[str, Any] = {"experiment": experiment, "config_hash": digest, "tables": {}, "skipped": {}}
+    index["deviations"] = [note] if note else []
     for spec, frame in frames.values():
         if frame.empty:
             index["skipped"][spec.name] = "no rows in this experiment's artifacts"
             continue
-        paths = write_table(frame, spec, out_tables, experiment, digest)
+        paths = write_table(frame, spec, out_tables, experiment, digest, note)
         index["tables"][spec.name] = [p.name for p in paths]
     for spec in (tables.ENDPOINTS, tables.LOCALISATION):
         if spec.name not in index["tables"]:
