@@ -25,6 +25,7 @@ from xurs_pipeline.evaluation.mask_eval import (
     attribution_budget,
     effects_frame,
     mask_run,
+    masking_precision,
     select_rows,
     summarise,
 )
@@ -52,7 +53,8 @@ def body(cfg: RootConfig) -> None:
         raise SystemExit(1) from err
     frame = effects_frame(effects)
     boot = BootstrapSpec(ev.bootstrap_resamples, ev.confidence, ev.bootstrap_method, ev.seed)
-    metrics = {"targets": summarise(frame, boot), "budget": attribution_budget(rows)}
+    budget = {**attribution_budget(rows), "masking_precision": masking_precision(classifier.backbone)}
+    metrics = {"targets": summarise(frame, boot), "budget": budget}
     run = config_hash({"evaluation": asdict(ev)})
     out = artifacts / "mask_eval"
     write_parquet(frame, out / "per_question.parquet", Provenance("mask_eval", 1, run))

@@ -23,6 +23,7 @@ from xurs_pipeline.evaluation.artifacts import read_attributions
 from xurs_pipeline.io import read_parquet
 from xurs_pipeline.models.backbone import TinySpec, load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.checkpoint import build_classifier, load_classifier, save_classifier
+from xurs_pipeline.reporting.tables import effects_frame
 
 
 def make_cfg(artifacts: Path, **evaluation: object) -> RootConfig:
@@ -66,6 +67,11 @@ def test_mask_eval_stage_writes_per_question_table_and_metrics(artifacts: Path):
     assert width["ci_low"] <= width["mean_advantage"] <= width["ci_high"]
     assert set(width["curve"]) == {"k1", "k2", "k3"}
     assert metrics["budget"]["grad_evals_per_question"] > 0
+    # Table 1 says in which precision attribution and zero-masking ran (here both float32)
+    budget = metrics["budget"]
+    assert (budget["precision"], budget["masking_precision"]) == (["float32"], "float32")
+    budget_text = effects_frame(metrics, "unit")["budget"].iloc[0]
+    assert "attribution in float32, zero-masking in float32" in budget_text
 
     # independent recomputation of D_{i*} for the first row: zero the top token's embedding
     row = table.iloc[0]

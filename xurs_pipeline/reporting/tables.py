@@ -46,7 +46,8 @@ NUMERICS = TableSpec(
     "table2_numerics",
     "NumericsRows",
     "Numerical checks; entries are medians. R is the completeness residual (Eq. 9); rank correlation and "
-    "relative vector difference compare against a repeated run (other seed and sample count).",
+    "relative vector difference compare against a repeated run (other seed and sample count); a median over "
+    "comparisons of which any is undefined (constant ranking, zero vector) is shown as a dash (a failure).",
     [
         Column("reference", "Reference", align="l"),
         Column("method", "Method", align="l"),
@@ -158,7 +159,9 @@ def effects_frame(mask_metrics: Mapping[str, Any], configuration: str) -> pd.Dat
     budget = mask_metrics.get("budget", {})
     text = (
         f"{'/'.join(budget.get('method', []))}, {budget.get('references_per_question', '?')} refs, "
-        f"{budget.get('grad_evals_per_question', float('nan')):g} gradient evaluations"
+        f"{budget.get('grad_evals_per_question', float('nan')):g} gradient evaluations; attribution in "
+        f"{'/'.join(budget.get('precision', [])) or '?'}, "
+        f"zero-masking in {budget.get('masking_precision', '?')}"
     )
     rows = [
         {
@@ -182,9 +185,10 @@ def numerics_frame(attributions: pd.DataFrame, comparisons: pd.DataFrame | None)
         row = {"reference": reference, "method": method, "residual": float(np.median(group["residual"]))}
         if comparisons is not None and not comparisons.empty:
             same = comparisons[comparisons["reference"] == reference]
-            row["spearman"] = float(np.nanmedian(same["spearman"])) if len(same) else float("nan")
+            # NaN-propagating medians: an undefined comparison fails the median, as in `checks`
+            row["spearman"] = float(np.median(same["spearman"])) if len(same) else float("nan")
             row["relative_distance"] = (
-                float(np.nanmedian(same["relative_distance"])) if len(same) else float("nan")
+                float(np.median(same["relative_distance"])) if len(same) else float("nan")
             )
         else:
             row["spearman"] = row["relative_distance"] = float("nan")
