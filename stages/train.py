@@ -29,10 +29,15 @@ from xurs_pipeline.train.runner import Adaptation, train_classifier
 FIT_KEYS = tuple(k for k in FitSettings.__dataclass_fields__ if k != "grad_accum")  # derived below
 
 
-def body(cfg: RootConfig) -> None:
+HEAD_FIRST_DIR = "train_head"  # the train_head stage's output under paths.artifacts
+
+
+def fit_into(cfg: RootConfig, out: Path, init_head_from: str | None) -> None:
+    """Train ``cfg.train`` on the prepared prompts and save the classifier and its metrics under ``out``."""
     m, t = cfg.model, cfg.train
     artifacts = Path(cfg.paths.artifacts)
     processes = PartialState().num_processes
+    run_hash = train_run_hash(cfg)
     try:
         grad_accum = accumulation_steps(t.global_batch, t.batch_size, processes)
         log.info("train: global batch %d = %d per process x %d processes x %d accumulation steps",
@@ -55,28 +60,35 @@ def body(cfg: RootConfig) -> None:
                                                                 list(t.lora_targets))),
             FitSettings(**{k: getattr(t, k) for k in FIT_KEYS}, grad_accum=grad_accum),
             feature_cache_dir=t.feature_cache_dir, feature_batch_size=t.feature_batch_size,
-            state_dir=Path(t.state_dir) / train_run_hash(cfg), resume=t.resume,
-            init_head_from=t.init_head_from or None,
+            state_dir=Path(t.state_dir) / run_hash, resume=t.resume, init_head_from=init_head_from,
         )  # fmt: skip
     except (ArtifactError, ValueError, FileNotFoundError, FloatingPointError) as err:
         log.error("train: %s", err)
         raise SystemExit(1) from err
     if PartialState().is_main_process:
-        out = artifacts / "train"
-        save_classifier(classifier, out / "classifier", backbone.tokenizer, config_hash=train_run_hash(cfg))
+        save_classifier(classifier, out / "classifier", backbone.tokenizer, config_hash=run_hash)
         summary = {
             **outcome.fit.to_dict(),
             "feature_cache_hits": outcome.feature_cache_hits,
             "n_train": len(train.record_ids),
             "n_dev": len(dev.record_ids),
+            "adaptation": t.adaptation,
+            "init_head_from": init_head_from or "",
             "global_batch": t.global_batch,
             "batch_size": t.batch_size,
             "processes": processes,
             "grad_accum": grad_accum,
         }
-        write_json(summary, out / "train_metrics.json", Provenance("train_metrics", 1, train_run_hash(cfg)))
+        write_json(summary, out / "train_metrics.json", Provenance("train_metrics", 1, run_hash))
     best = outcome.fit
     log.info("train: best epoch %d of %d, dev score %.4f", best.best_epoch, best.epochs_run, best.best_score)
+
+
+def body(cfg: RootConfig) -> None:
+    """The configured run; with ``train.head_first`` its head starts from the train_head stage's model."""
+    artifacts, t = Path(cfg.paths.artifacts), cfg.train
+    init = str(artifacts / HEAD_FIRST_DIR / "classifier") if t.head_first else t.init_head_from or None
+    fit_into(cfg, artifacts / "train", init)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ def test_paper_experiments_compose_to_the_papers_settings(experiment: str):
     assert accumulation_steps(cfg.train.global_batch, cfg.train.batch_size, 1) == 32  # one process
     assert (cfg.data.source, cfg.data.medqa_carve) == ("medqa", "")
     assert split_deviation(cfg.data.source, cfg.data.medqa_carve, cfg.data.medqa_train_fraction) == ""
+    assert (cfg.train.adaptation, cfg.train.head_first) == ("lora", True)  # head from the train_head stage
 
 
 def test_the_local_medqa_experiment_carves_and_states_it():

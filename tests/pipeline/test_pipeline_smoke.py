@@ -51,8 +51,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_every_stage_leaves_its_outputs_and_a_second_repro_runs_nothing(project: Path) -> None:
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
-    assert set(stages) == {"backbone", "prepare", "train", "predict", "gates", "attribute", "mask_eval",
-                           "checks", "tables", "report"}  # fmt: skip
+    assert set(stages) == {"backbone", "prepare", "train_head", "train", "predict", "gates", "attribute",
+                           "mask_eval", "checks", "tables", "report"}  # fmt: skip
     for path in ("data/backbone/model.safetensors", "data/prepared/prompts.parquet",
                  "data/train/classifier/classifier.json", "data/predict/predictions.parquet",
                  "data/gates/gates.parquet", "data/gates/gates.json",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 ADAPTATIONS = ("head_only", "partial", "lora")
 SELECT_BY = ("answer_nll", "loss")
@@ -36,6 +36,13 @@ class TrainConfig:
     seed: int = 7
     mixed_precision: str = "no"
     init_head_from: str = ""  # warm start: directory of a saved classifier whose head to copy
+    # App. B.1: the LoRA runs begin with a trained output layer. head_first trains a head-only model on the
+    # frozen backbone first (DVC stage train_head, these head_first_* settings) and starts this run's head
+    # from it.
+    head_first: bool = False
+    head_first_lr: float = 1e-3
+    head_first_epochs: int = 30
+    head_first_patience: int = 5
     resume: bool = False
     state_dir: str = ".cache/xurs/train_state"
     feature_cache_dir: str = ".cache/xurs/features"
@@ -81,6 +88,20 @@ class TrainConfig:
                 f"train.predict_splits={list(self.predict_splits)}: must be a non-empty subset of "
                 "['train', 'dev', 'test']"
             )
+        if self.head_first and self.adaptation == "head_only":
+            raise ValueError(
+                "train.head_first=true: only adaptation lora or partial starts from a head-only run"
+            )
+        if self.head_first and self.init_head_from:
+            raise ValueError(
+                f"train.head_first=true and train.init_head_from={self.init_head_from!r}: "
+                "choose one warm start"
+            )
+        if self.head_first_epochs < 1 or self.head_first_patience < 0 or not self.head_first_lr > 0:
+            raise ValueError(
+                f"train.head_first_epochs={self.head_first_epochs} (>= 1), train.head_first_patience="
+                f"{self.head_first_patience} (>= 0), train.head_first_lr={self.head_first_lr} (> 0)"
+            )
         if not self.lora_targets:
             raise ValueError("train.lora_targets=[]: name at least one module (e.g. q_proj)")
 
@@ -98,3 +119,14 @@ def accumulation_steps(global_batch: int, batch_size: int, processes: int) -> in
             f"{processes} processes; choose a batch_size that divides global_batch / processes"
         )
     return global_batch // per_step
+
+
+def head_first_settings(t: TrainConfig) -> TrainConfig:
+    """The head-only run that ``t`` (``head_first``) starts from: same data, seed and global batch, the
+    ``head_first_*`` learning rate, epochs and patience, the whole global batch per step (cached frozen
+    features make that cheap)."""
+    return replace(
+        t, adaptation="head_only", lr_head=t.head_first_lr, max_epochs=t.head_first_epochs,
+        patience=t.head_first_patience, batch_size=t.global_batch,
+        mixed_precision="no", head_first=False, init_head_from="",
+    )  # fmt: skip
