@@ -31,7 +31,8 @@ from xurs_pipeline.io import ArtifactError
 from xurs_pipeline.models.checkpoint import load_classifier
 
 
-def body(cfg: RootConfig) -> None:
+def attribute_into(cfg: RootConfig, out_dir: Path) -> None:
+    """Attribute ``cfg.attribution`` with the trained classifier into ``out_dir`` (this process's shard)."""
     at, artifacts = cfg.attribution, Path(cfg.paths.artifacts)
     cpu = at.device == "cpu" or (at.device == "auto" and not torch.cuda.is_available())
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun / accelerate launch
@@ -45,7 +46,7 @@ def body(cfg: RootConfig) -> None:
         max_positions = getattr(classifier.backbone.config, "max_position_embeddings", None)
         metrics = run_attribution(
             classifier, prompts, at, pad_id=tokenizer.pad_token_id, max_positions=max_positions,
-            out_dir=artifacts / "attribute", fingerprint=attribution_fingerprint(cfg),
+            out_dir=out_dir, fingerprint=attribution_fingerprint(cfg),
             shard_index=state.process_index, shard_count=state.num_processes, barrier=state.wait_for_everyone,
         )  # fmt: skip
     except (ArtifactError, AttributionInputError, NonFiniteError, AttributionMemoryError) as err:
@@ -53,6 +54,10 @@ def body(cfg: RootConfig) -> None:
         raise SystemExit(1) from err
     if metrics is not None:
         log.info("attribute: %s", metrics)
+
+
+def body(cfg: RootConfig) -> None:
+    attribute_into(cfg, Path(cfg.paths.artifacts) / "attribute")
 
 
 if __name__ == "__main__":

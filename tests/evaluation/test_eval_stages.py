@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from stages import attribute_repeats as repeats_stage
 from stages import checks as checks_stage
 from stages import mask_eval as mask_stage
 from xurs_pipeline.attribution.runner import run_attribution
@@ -23,7 +24,7 @@ from xurs_pipeline.evaluation.artifacts import read_attributions
 from xurs_pipeline.io import read_parquet
 from xurs_pipeline.models.backbone import TinySpec, load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.checkpoint import build_classifier, load_classifier, save_classifier
-from xurs_pipeline.reporting.tables import effects_frame
+from xurs_pipeline.reporting.tables import effects_frame, numerics_frame
 
 
 def make_cfg(artifacts: Path, **evaluation: object) -> RootConfig:
@@ -35,7 +36,7 @@ def make_cfg(artifacts: Path, **evaluation: object) -> RootConfig:
                         "n_samples": 8, "samples_per_call": 8, "max_questions": 3, "split": "test",
                         "progress": False},
         "evaluation": {"bootstrap_resamples": 200, "top_k_max": 3, "randomisation_questions": 1,
-                       "randomisation_blocks": 1, "device": "cpu", **evaluation},
+                       "randomisation_blocks": 1, "device": "cpu", "repeat_seeds": [], **evaluation},
     })  # fmt: skip
 
 
@@ -133,3 +134,29 @@ def test_comparing_a_run_with_itself_passes_every_agreement_check(artifacts: Pat
     assert values["median_spearman"] == pytest.approx(1.0)
     assert values["median_cosine"] == pytest.approx(1.0)
     assert values["median_relative_distance"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_repeated_runs_are_made_in_the_pipeline_and_fill_table2(artifacts: Path, caplog):
+    """App. B.3 / Table 7: attribute_repeats reruns the main attribution with another seed; checks compares
+    it with the main run, so Table 2's rank and vector columns are defined."""
+    cfg = make_cfg(artifacts, repeat_seeds=[17], randomisation_questions=0)
+    repeats_stage.body(cfg)
+    repeat = read_attributions(artifacts / "repeats" / "seed17")
+    main = read_attributions(artifacts / "attribute")
+    assert set(repeat["seed"]) == {17}
+    assert sorted(repeat["record_id"]) == sorted(main["record_id"])
+    assert not (artifacts / "repeats" / "seed17" / "parts").exists()
+    assert json.loads((artifacts / "repeats" / "index.json").read_text())["repeats"] == {
+        "seed17": {"seed": 17, "n_samples": 8}
+    }
+    checks_stage.body(cfg)
+    table = read_parquet(artifacts / "checks" / "checks.parquet")
+    assert {"values_main_vs_seed17", "ranking_main_vs_seed17"} <= set(table["group"])
+    details = read_parquet(artifacts / "checks" / "details" / "compare_seed17.parquet")
+    row = numerics_frame(main, details).iloc[0]
+    assert np.isfinite(row["spearman"])
+    assert np.isfinite(row["relative_distance"])
+    assert row["relative_distance"] > 0  # another seed: not the same vectors
+    with pytest.raises(SystemExit):  # a repeat equal to the main run is refused, naming the keys
+        repeats_stage.body(make_cfg(artifacts, repeat_seeds=[cfg.attribution.seed]))
+    assert "evaluation.repeat_seeds contains attribution.seed" in caplog.text

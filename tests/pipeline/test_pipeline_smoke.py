@@ -24,7 +24,7 @@ from xurs_pipeline.cli import main as xurs
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-DOWNSTREAM_OF_ATTRIBUTE = {"attribute", "mask_eval", "checks", "tables", "report"}
+DOWNSTREAM_OF_ATTRIBUTE = {"attribute", "attribute_repeats", "mask_eval", "checks", "tables", "report"}
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -52,7 +52,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_stage_leaves_its_outputs_and_a_second_repro_runs_nothing(project: Path) -> None:
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
     assert set(stages) == {"backbone", "prepare", "train_head", "train", "predict", "gates", "attribute",
-                           "mask_eval", "checks", "tables", "report"}  # fmt: skip
+                           "attribute_repeats", "mask_eval", "checks", "tables", "report"}  # fmt: skip
     for path in ("data/backbone/model.safetensors", "data/prepared/prompts.parquet",
                  "data/train/classifier/classifier.json", "data/predict/predictions.parquet",
                  "data/gates/gates.parquet", "data/gates/gates.json",
@@ -78,7 +78,7 @@ def test_changing_one_attribution_parameter_invalidates_only_downstream_stages(p
     # nothing upstream of attribute is touched.
     assert "attribute" in status
     assert set(status) <= DOWNSTREAM_OF_ATTRIBUTE
-    assert set(status) == {"attribute", "checks", "tables", "report"}
+    assert set(status) == {"attribute", "attribute_repeats", "checks", "tables", "report"}
 
 
 @pytest.mark.slow
@@ -106,6 +106,11 @@ def test_table_cells_equal_the_artifacts(project: Path) -> None:
     attributions = pd.read_parquet(project / "data/attribute/attributions.parquet")
     numerics = pd.read_csv(tables / "table2_numerics.csv")
     assert numerics.loc[0, "residual"] == pytest.approx(np.median(attributions["residual"]))
+    # the repeated run (attribute_repeats, seed 17) fills Table 2's rank and vector columns
+    repeat = pd.read_parquet(project / "data/checks/details/compare_seed17.parquet")
+    assert numerics.loc[0, "spearman"] == pytest.approx(np.median(repeat["spearman"]))
+    assert numerics.loc[0, "relative_distance"] == pytest.approx(np.median(repeat["relative_distance"]))
+    assert not numerics[["spearman", "residual", "relative_distance"]].isna().any().any()
     checks = pd.read_parquet(project / "data/checks/checks.parquet")
     gates = pd.read_parquet(project / "data/gates/gates.parquet")
     assert {"dev", "test"} == set(gates["split"])  # V1 smoke data: familiar templates only
