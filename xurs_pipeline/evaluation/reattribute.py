@@ -39,7 +39,10 @@ def attribution_callable(
         if refs is not None:
             device = model_device(model)
             pool = ReferencePool(*refs)
-            pool.natural = [natural_widths(model, ids, cfg.eval_batch_size, device) for ids in pool.token_ids]
+            pool.natural = [
+                natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn)
+                for ids in pool.token_ids
+            ]
         out = []
         for q in questions:
             result = attribute_question(model, q, pool, cfg, pad_id)  # type: ignore[arg-type]
