@@ -13,6 +13,7 @@ resumes. Several processes split the questions: ``torchrun --nproc_per_node N -m
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import torch
@@ -27,7 +28,7 @@ from xurs_pipeline.attribution.runner import run_attribution
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
-from xurs_pipeline.io import ArtifactError
+from xurs_pipeline.io import ArtifactError, write_json
 from xurs_pipeline.models.checkpoint import load_classifier
 
 
@@ -54,6 +55,18 @@ def attribute_into(cfg: RootConfig, out_dir: Path) -> None:
         raise SystemExit(1) from err
     if metrics is not None:
         log.info("attribute: %s", metrics)
+
+
+def attribute_variants(out: Path, variants: dict[str, RootConfig], what: str) -> None:
+    """Attribute each named variant of the run into ``out/<name>/`` (resume parts removed after the merge,
+    so they are no DVC output) and write ``out/index.json`` with each variant's seed, samples and target."""
+    for name, variant in variants.items():
+        log.info("%s: %s", what, name)
+        attribute_into(variant, out / name)
+        shutil.rmtree(out / name / "parts", ignore_errors=True)
+    index = {n: {"seed": v.attribution.seed, "n_samples": v.attribution.n_samples,
+                 "target_fn": v.attribution.target_fn} for n, v in variants.items()}  # fmt: skip
+    write_json({what: index}, out / "index.json")
 
 
 def body(cfg: RootConfig) -> None:

@@ -8,13 +8,11 @@ compares each repeat with the main run (Tables 2, 6 and 7). With no seeds it wri
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from pathlib import Path
 
 from stages._common import log, run_stage
-from stages.attribute import attribute_into
+from stages.attribute import attribute_variants
 from xurs_pipeline.config import RootConfig
-from xurs_pipeline.io import write_json
 
 REPEATS_DIR = "repeats"
 
@@ -36,19 +34,12 @@ def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
 
 
 def body(cfg: RootConfig) -> None:
-    out = Path(cfg.paths.artifacts) / REPEATS_DIR
     try:
-        configs = {repeat_name(s): repeat_config(cfg, s) for s in cfg.evaluation.repeat_seeds}
+        variants = {repeat_name(s): repeat_config(cfg, s) for s in cfg.evaluation.repeat_seeds}
     except ValueError as err:
         log.error("attribute_repeats: %s", err)
         raise SystemExit(2) from err
-    for name, repeat in configs.items():
-        log.info("attribute_repeats: %s (seed %d, %d samples)", name, repeat.attribution.seed,
-                 repeat.attribution.n_samples)  # fmt: skip
-        attribute_into(repeat, out / name)
-        shutil.rmtree(out / name / "parts", ignore_errors=True)  # resume state only; not an artifact
-    write_json({"repeats": {n: {"seed": c.attribution.seed, "n_samples": c.attribution.n_samples}
-                            for n, c in configs.items()}}, out / "index.json")  # fmt: skip
+    attribute_variants(Path(cfg.paths.artifacts) / REPEATS_DIR, variants, "repeats")
 
 
 if __name__ == "__main__":

@@ -14,9 +14,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 from stages._common import log, run_stage
+from stages.attribute_targets import TARGETS_DIR, comparison_targets, target_config
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.evaluation.artifacts import prompts_by_id, read_attributions, read_prompts
@@ -41,7 +43,11 @@ def body(cfg: RootConfig) -> None:
                           else "cpu")  # fmt: skip
     try:
         prompts = read_prompts(artifacts / "prepared" / "prompts.parquet", data_config_hash(cfg.data))
-        attributions = read_attributions(artifacts / "attribute", attribution_fingerprint(cfg))
+        runs = [read_attributions(artifacts / "attribute", attribution_fingerprint(cfg))]
+        for fn in comparison_targets(cfg):  # the attribute_targets stage's runs (issue 17)
+            fingerprint = attribution_fingerprint(target_config(cfg, fn))
+            runs.append(read_attributions(artifacts / TARGETS_DIR / fn, fingerprint))
+        attributions = pd.concat(runs, ignore_index=True)
         rows = select_rows(attributions, ev.targets, ev.max_questions)
         prompts_by_id(prompts, list(rows["record_id"]), str(artifacts / "attribute"))
         classifier, _ = load_classifier(artifacts / "train" / "classifier", config_hash=train_run_hash(cfg))

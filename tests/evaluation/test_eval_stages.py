@@ -10,10 +10,12 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 from stages import attribute_repeats as repeats_stage
+from stages import attribute_targets as targets_stage
 from stages import checks as checks_stage
 from stages import mask_eval as mask_stage
 from xurs_pipeline.attribution.runner import run_attribution
@@ -24,7 +26,7 @@ from xurs_pipeline.evaluation.artifacts import read_attributions
 from xurs_pipeline.io import read_parquet
 from xurs_pipeline.models.backbone import TinySpec, load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.checkpoint import build_classifier, load_classifier, save_classifier
-from xurs_pipeline.reporting.tables import effects_frame, numerics_frame
+from xurs_pipeline.reporting.tables import effects_frame, numerics_frame, targets_frame
 
 
 def make_cfg(artifacts: Path, **evaluation: object) -> RootConfig:
@@ -117,7 +119,7 @@ def test_stages_fail_clearly_on_missing_or_mismatched_artifacts(artifacts: Path,
     assert "prompts.parquet: missing artifact" in caplog.text
     with pytest.raises(SystemExit):
         mask_stage.body(make_cfg(artifacts, targets=["width", "entropy"]))
-    assert "target functions ['width']" in caplog.text
+    assert "targets/entropy/attributions.parquet: missing artifact" in caplog.text  # not attributed yet
     caplog.clear()
     with pytest.raises(SystemExit):
         checks_stage.body(make_cfg(artifacts, comparison_runs=["attribute_seed17"]))
@@ -147,7 +149,7 @@ def test_repeated_runs_are_made_in_the_pipeline_and_fill_table2(artifacts: Path,
     assert sorted(repeat["record_id"]) == sorted(main["record_id"])
     assert not (artifacts / "repeats" / "seed17" / "parts").exists()
     assert json.loads((artifacts / "repeats" / "index.json").read_text())["repeats"] == {
-        "seed17": {"seed": 17, "n_samples": 8}
+        "seed17": {"seed": 17, "n_samples": 8, "target_fn": "width"}
     }
     checks_stage.body(cfg)
     table = read_parquet(artifacts / "checks" / "checks.parquet")
@@ -160,3 +162,29 @@ def test_repeated_runs_are_made_in_the_pipeline_and_fill_table2(artifacts: Path,
     with pytest.raises(SystemExit):  # a repeat equal to the main run is refused, naming the keys
         repeats_stage.body(make_cfg(artifacts, repeat_seeds=[cfg.attribution.seed]))
     assert "evaluation.repeat_seeds contains attribution.seed" in caplog.text
+
+
+def test_comparison_targets_are_attributed_zero_masked_and_compared(artifacts: Path):
+    """Issue 17 item 6: entropy and BetP are attributed with the main run's engine and budget, zero-masked
+    like the width, and compared with it (mean advantage, CI, rank agreement of token orders)."""
+    cfg = make_cfg(artifacts, targets=["width", "entropy", "betp"])
+    targets_stage.body(cfg)
+    main = read_attributions(artifacts / "attribute")
+    runs = {fn: read_attributions(artifacts / "targets" / fn) for fn in ("entropy", "betp")}
+    for fn, run in runs.items():
+        assert set(run["target_fn"]) == {fn}
+        ours, theirs = (r.set_index(["record_id", "target"])["grad_evals"].sort_index() for r in (run, main))
+        pd.testing.assert_series_equal(ours, theirs)  # the same questions and options, the same budget
+    # BetP at the input is the row's betp entry of the explained answer: the engine explained BetP
+    betp = runs["betp"].iloc[0]
+    assert betp["width_input"] == pytest.approx(betp["betp"][betp["target"]], abs=1e-6)
+    mask_stage.body(cfg)
+    metrics = json.loads((artifacts / "mask_eval" / "metrics.json").read_text())
+    assert set(metrics["targets"]) == {"width", "entropy", "betp"}
+    table = targets_frame(metrics, pd.concat([main, *runs.values()]), topk=3).set_index("target_fn")
+    assert table.loc["width", "spearman_vs_width"] == pytest.approx(1.0)
+    assert table.loc["width", "overlap_vs_width"] == pytest.approx(1.0)
+    for fn in ("entropy", "betp"):
+        assert table.loc[fn, "mean_advantage"] == pytest.approx(metrics["targets"][fn]["mean_advantage"])
+        assert -1 <= table.loc[fn, "spearman_vs_width"] < 1  # a different function, a different order
+    assert targets_frame(metrics, main, topk=3).empty  # one target function: nothing to compare

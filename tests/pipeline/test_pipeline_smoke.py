@@ -24,7 +24,8 @@ from xurs_pipeline.cli import main as xurs
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-DOWNSTREAM_OF_ATTRIBUTE = {"attribute", "attribute_repeats", "mask_eval", "checks", "tables", "report"}
+DOWNSTREAM_OF_ATTRIBUTE = {"attribute", "attribute_repeats", "attribute_targets", "mask_eval", "checks",
+                           "tables", "report"}  # fmt: skip
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -52,7 +53,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_stage_leaves_its_outputs_and_a_second_repro_runs_nothing(project: Path) -> None:
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
     assert set(stages) == {"backbone", "prepare", "train_head", "train", "predict", "gates", "attribute",
-                           "attribute_repeats", "mask_eval", "checks", "tables", "report"}  # fmt: skip
+                           "attribute_repeats", "attribute_targets", "mask_eval", "checks", "tables",
+                           "report"}  # fmt: skip
     for path in ("data/backbone/model.safetensors", "data/prepared/prompts.parquet",
                  "data/train/classifier/classifier.json", "data/predict/predictions.parquet",
                  "data/gates/gates.parquet", "data/gates/gates.json",
@@ -78,7 +80,8 @@ def test_changing_one_attribution_parameter_invalidates_only_downstream_stages(p
     # nothing upstream of attribute is touched.
     assert "attribute" in status
     assert set(status) <= DOWNSTREAM_OF_ATTRIBUTE
-    assert set(status) == {"attribute", "attribute_repeats", "checks", "tables", "report"}
+    assert set(status) == {"attribute", "attribute_repeats", "attribute_targets", "checks", "tables",
+                           "report"}  # fmt: skip
 
 
 @pytest.mark.slow
@@ -120,6 +123,10 @@ def test_table_cells_equal_the_artifacts(project: Path) -> None:
     gate_table = pd.read_csv(tables / "gates.csv")
     assert gate_table["value"].to_numpy() == pytest.approx(gates["value"].to_numpy(), nan_ok=True)
     assert (verdicts["config_hash"] == effects.loc[0, "config_hash"]).all()
+    targets = pd.read_csv(tables / "targets_comparison.csv").set_index("target_fn")
+    masked = json.loads((project / "data/mask_eval/metrics.json").read_text())["targets"]
+    assert set(targets.index) == {"width", "entropy", "betp"} == set(masked)
+    assert targets.loc["entropy", "mean_advantage"] == pytest.approx(masked["entropy"]["mean_advantage"])
 
 
 @pytest.mark.slow

@@ -75,6 +75,13 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
         "gates": (tables.GATES, tables.gates_frame(gates)),
         "verdicts": (tables.VERDICTS, tables.verdicts_frame(checks, gates)),
     }
+    target_runs = [read_attributions(d) for d in sorted((artifacts / "targets").glob("*")) if d.is_dir()]
+    frames["targets"] = (
+        tables.TARGETS,
+        tables.targets_frame(
+            mask_metrics, pd.concat([attributions, *target_runs]), int(params["evaluation"]["top_k_max"])
+        ),
+    )
     if endpoints is not None and not endpoints.empty:
         frames["endpoints"] = (tables.ENDPOINTS, endpoints)
     if localisation is not None and "clue_share" in localisation.columns:
