@@ -29,3 +29,22 @@ def test_the_local_medqa_experiment_carves_and_states_it():
     cfg = validate(compose(["experiment=medqa_local"], conf_dir=CONF), source="medqa_local")
     assert cfg.data.medqa_carve == "dev"
     assert split_deviation(cfg.data.source, cfg.data.medqa_carve, cfg.data.medqa_train_fraction)
+
+
+@pytest.mark.parametrize(
+    ("experiment", "source", "head"),
+    [("controlled_v1_paper", "synthetic_v1", "linear"), ("controlled_v2_paper", "synthetic_v2", "mlp")],
+)
+def test_controlled_experiments_with_the_papers_model(experiment: str, source: str, head: str):
+    """Sec. 5.4 / App. D: a softmax over the 15 sets on frozen SmolLM3-3B, 100 epochs (Tables 3 and 9)."""
+    cfg = validate(compose([f"experiment={experiment}"], conf_dir=CONF), source=experiment)
+    assert (cfg.data.source, cfg.model.source) == (source, "HuggingFaceTB/SmolLM3-3B")
+    assert (cfg.model.output_kind, cfg.model.head, cfg.train.adaptation) == ("mass15", head, "head_only")
+    assert cfg.train.max_epochs == 100
+    assert cfg.train.patience >= cfg.train.max_epochs  # the whole schedule runs
+    if experiment == "controlled_v1_paper":  # Table 3 and 9: FP32 IG with aligned paired references
+        assert (cfg.attribution.method, cfg.attribution.reference, cfg.attribution.precision) == (
+            "ig", "aligned", "float32"
+        )
+    else:
+        assert cfg.model.head_hidden == 128
