@@ -9,7 +9,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("params", "explain", "tables", "report", "gates-sweep")  # module: name with "_" for "-"
+COMMANDS = ("params", "explain", "tables", "report", "gates-sweep", "sweep")  # module: name with "_" for "-"
 
 
 def build_parser() -> argparse.ArgumentParser:
