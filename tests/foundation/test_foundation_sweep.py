@@ -27,6 +27,13 @@ def test_a_sweep_expands_into_one_dvc_experiment_per_point(capsys, monkeypatch, 
         ["exp", "run", "--temp", "-n", f"seeds-{i}", "-S", "experiment=smoke", "-S", f"train.seed={seed}"]
         for i, seed in enumerate((7, 17))
     ]
+    # Table 8's correction sweep needs predictions only: --stage stops each point there
+    sweep = ["sweep", "--dry-run", "--stage", "predict", "experiment=smoke", "train=head_only,partial"]
+    assert xurs(sweep) == 0
+    commands = [line.split() for line in capsys.readouterr().out.splitlines() if " exp run " in line]
+    assert [c[1:5] + c[-1:] for c in commands] == [
+        ["exp", "run", "predict", "--temp", f"train={t}"] for t in ("head_only", "partial")
+    ]
     # a bad point stops the sweep before its experiment runs, naming the key
     assert xurs(["sweep", "--dry-run", "experiment=smoke", "train.seed=7,-1"]) == 2
     assert "train.seed=-1" in capsys.readouterr().err

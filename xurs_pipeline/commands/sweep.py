@@ -35,14 +35,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("overrides", nargs="+", help="Hydra overrides and sweeps, e.g. train.seed=7,17")
     p.add_argument("--conf", default="conf", help="config directory (default: conf)")
     p.add_argument("--name", default="sweep", help="experiment name prefix (default: sweep)")
+    p.add_argument("--stage", default="", help="run each point up to this stage only (e.g. predict)")
     p.add_argument("--dry-run", action="store_true", help="print each job's dvc command, run nothing")
     p.set_defaults(run=run)
 
 
-def dvc_command(name: str, overrides: list[str]) -> list[str]:
-    """The command that runs one sweep point as a DVC experiment (its Hydra integration composes conf/)."""
+def dvc_command(name: str, overrides: list[str], stage: str = "") -> list[str]:
+    """The command that runs one sweep point (up to ``stage``, default every stage) as a DVC experiment;
+    DVC's Hydra integration composes conf/ with the overrides."""
     dvc = shutil.which("dvc") or "dvc"
-    return [dvc, "exp", "run", "--temp", "-n", name, *[arg for o in overrides for arg in ("-S", o)]]
+    target = [stage] if stage else []
+    return [dvc, "exp", "run", *target, "--temp", "-n", name, *[arg for o in overrides for arg in ("-S", o)]]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         overrides = list(hc.overrides.task)
         validate(cfg, source=f"sweep point {overrides}")  # before any work, naming the bad key
         name = f"{args.name}-{hc.job.num}"
-        command = dvc_command(name, overrides)
+        command = dvc_command(name, overrides, args.stage)
         print(" ".join(command), flush=True)
         if not args.dry_run:
             subprocess.run(command, cwd=project, check=True)
