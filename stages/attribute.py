@@ -15,6 +15,8 @@ process 0 merges.
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 import torch
 from accelerate import PartialState
@@ -29,12 +31,14 @@ from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import read_prompts
-from xurs_pipeline.io import ArtifactError
+from xurs_pipeline.io import ArtifactError, write_json
 from xurs_pipeline.models.checkpoint import load_classifier
 from xurs_pipeline.reporting.headline import attribute_headline, write_headline
 
 
-def body(cfg: RootConfig) -> None:
+def attribute_into(cfg: RootConfig, out_dir: Path) -> dict | None:
+    """Attribute ``cfg.attribution`` with the trained classifier into ``out_dir`` (this process's shard);
+    the merged metrics on the main process, else None."""
     at = cfg.attribution
     cpu = at.device == "cpu" or (at.device == "auto" and not torch.cuda.is_available())
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun / accelerate launch
@@ -49,7 +53,7 @@ def body(cfg: RootConfig) -> None:
         max_positions = getattr(classifier.backbone.config, "max_position_embeddings", None)
         metrics = run_attribution(
             classifier, prompts, at, pad_id=tokenizer.pad_token_id, max_positions=max_positions,
-            out_dir=artifact("attributions").at(cfg.paths).parent, fingerprint=attribution_fingerprint(cfg),
+            out_dir=out_dir, fingerprint=attribution_fingerprint(cfg),
             inputs=input_hashes(artifact("classifier").at(cfg.paths), artifact("prompts").at(cfg.paths)),
             shard_index=state.process_index, shard_count=state.num_processes, barrier=state.wait_for_everyone,
         )  # fmt: skip
@@ -57,8 +61,26 @@ def body(cfg: RootConfig) -> None:
         log.error("attribute: %s", err)
         raise SystemExit(1) from err
     if metrics is not None:
-        write_headline(attribute_headline(metrics), artifact("attribute_headline").at(cfg.paths))
         log.info("attribute: %s", metrics)
+    return metrics
+
+
+def attribute_variants(out: Path, variants: dict[str, RootConfig], what: str) -> None:
+    """Attribute each named variant of the run into ``out/<name>/`` (resume parts removed after the merge,
+    so they are no DVC output) and write ``out/index.json`` with each variant's seed, samples and target."""
+    for name, variant in variants.items():
+        log.info("%s: %s", what, name)
+        attribute_into(variant, out / name)
+        shutil.rmtree(out / name / "parts", ignore_errors=True)
+    index = {n: {"seed": v.attribution.seed, "n_samples": v.attribution.n_samples,
+                 "target_fn": v.attribution.target_fn} for n, v in variants.items()}  # fmt: skip
+    write_json({what: index}, out / "index.json")
+
+
+def body(cfg: RootConfig) -> None:
+    metrics = attribute_into(cfg, artifact("attributions").at(cfg.paths).parent)
+    if metrics is not None:
+        write_headline(attribute_headline(metrics), artifact("attribute_headline").at(cfg.paths))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """DVC stage ``checks``: every App. E check with value, threshold and verdict -> ``<artifacts>/checks/``:
 
 - ``checks.parquet`` (schema ``checks``) and ``checks.json`` (metrics): completeness (Eq. 9, Table 7 /
-  App. B.4), comparisons with ``evaluation.comparison_runs`` (Tables 6, 7), leave-one-collection-out
+  App. B.4), comparisons with the repeated runs of ``evaluation.repeat_seeds`` (stage attribute_repeats)
+  and with ``evaluation.comparison_runs`` (Tables 2, 6, 7), leave-one-collection-out
   (Table 6), reference endpoints (Eq. 10; a shift above ``evaluation.reference_shift_warning`` fails and
   warns); the controlled-model gates (App. D.3) are the ``gates`` stage's, which needs no attributions;
 - ``details/``: per-question comparisons, endpoints (Table 3), clue localisation (Table 9) and the
@@ -15,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from stages._common import log, run_stage
+from stages.attribute_repeats import REPEATS_DIR, repeat_config, repeat_name
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
 from xurs_pipeline.contracts import artifact, stage_hash
 from xurs_pipeline.data.dataset import data_config_hash
@@ -60,9 +62,13 @@ def body(cfg: RootConfig) -> None:
         checks = completeness_checks(main, ev.numerics, ev.ig)
         details["leave_one_out"], loo = leave_one_out_checks(main, prompts, ev.ranking)
         checks += loo
-        for name in ev.comparison_runs:
-            other = Run(name, read_attributions(artifacts / name), artifacts / name)
-            details[f"compare_{name}"], more = comparison_checks(
+        others = [Run(n, read_attributions(artifacts / n), artifacts / n) for n in ev.comparison_runs]
+        for seed in ev.repeat_seeds:  # the attribute_repeats stage's runs, each checked against its config
+            repeat = artifacts / REPEATS_DIR / repeat_name(seed)
+            fingerprint = attribution_fingerprint(repeat_config(cfg, seed))
+            others.append(Run(repeat_name(seed), read_attributions(repeat, fingerprint), repeat))
+        for other in others:
+            details[f"compare_{other.name}"], more = comparison_checks(
                 main, other, prompts, ev.numerics, ev.ig, ev.ranking
             )
             checks += more

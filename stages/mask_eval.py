@@ -14,9 +14,11 @@ Reads ``<artifacts>/train/classifier``, ``<artifacts>/prepared/prompts.parquet``
 
 from __future__ import annotations
 
+import pandas as pd
 import torch
 
 from stages._common import log, run_stage
+from stages.attribute_targets import TARGETS_DIR, comparison_targets, target_config
 from xurs_pipeline.attribution.model import DTYPES, set_precision
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
 from xurs_pipeline.contracts import artifact, stage_hash
@@ -28,6 +30,7 @@ from xurs_pipeline.evaluation.mask_eval import (
     attribution_budget,
     effects_frame,
     mask_run,
+    masking_precision,
     select_rows,
     summarise,
 )
@@ -44,7 +47,11 @@ def body(cfg: RootConfig) -> None:
                           else "cpu")  # fmt: skip
     try:
         prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
-        attributions = read_attributions(attribute_dir, attribution_fingerprint(cfg))
+        runs = [read_attributions(attribute_dir, attribution_fingerprint(cfg))]
+        for fn in comparison_targets(cfg):  # the attribute_targets stage's runs (issue 17)
+            fingerprint = attribution_fingerprint(target_config(cfg, fn))
+            runs.append(read_attributions(attribute_dir.parent / TARGETS_DIR / fn, fingerprint))
+        attributions = pd.concat(runs, ignore_index=True)
         rows = select_rows(attributions, ev.targets, ev.max_questions)
         prompts_by_id(prompts, list(rows["record_id"]), str(attribute_dir))
         classifier, _ = load_classifier(artifact("classifier").at(cfg.paths), config_hash=train_run_hash(cfg))
@@ -66,14 +73,15 @@ def body(cfg: RootConfig) -> None:
         "clue_masking": summarise_clue_masking(
             clue_frame, boot.resamples, boot.confidence, boot.method, boot.seed
         ),
-        "budget": attribution_budget(rows),
+        "budget": {**attribution_budget(rows), "masking_precision": masking_precision(classifier.backbone)},
     }
     effects = artifact("mask_effects")
     write_parquet(frame, effects.at(cfg.paths), effects.provenance(stage_hash("mask_eval", cfg)))
     clue = artifact("clue_masking")
     write_parquet(clue_frame, clue.at(cfg.paths), clue.provenance(stage_hash("mask_eval", cfg)))
     write_json(json_safe(metrics), artifact("mask_metrics").at(cfg.paths))
-    write_headline(json_safe(mask_headline(metrics["targets"])), artifact("mask_eval_headline").at(cfg.paths))
+    headline = json_safe(mask_headline(metrics["targets"]))
+    write_headline(headline, artifact("mask_eval_headline").at(cfg.paths))
     for fn, m in metrics["targets"].items():
         log.info("mask_eval %s: %d questions, mean advantage %.4f [%.4f, %.4f]", fn, m["questions"],
                  m["mean_advantage"], m["ci_low"], m["ci_high"])  # fmt: skip

@@ -140,6 +140,9 @@ _ARTIFACTS = (
         columns=ATTRIBUTION_COLUMNS,
     ),
     Artifact("coords", "attribute/coords", "attribute"),
+    Artifact("head_first", "train_head", "train_head"),  # issue 17: the head-only model LoRA starts from
+    Artifact("repeats", "repeats", "attribute_repeats"),  # the main run repeated per evaluation.repeat_seeds
+    Artifact("target_runs", "targets", "attribute_targets"),  # the comparison targets' attributions
     Artifact("nonfinite", "attribute/nonfinite.json", "attribute", schema="attribution_nonfinite"),
     Artifact(
         "attribution_metrics",
@@ -210,6 +213,8 @@ _MASK_KEYS = (
     "max_questions",
     "device",
     "targets",
+    "precision",
+    "mask_reuse_prefix",
 )
 _CHECK_KEYS = (
     "seed",
@@ -220,6 +225,7 @@ _CHECK_KEYS = (
     "reference_shift_warning",
     "randomisation_questions",
     "randomisation_blocks",
+    "repeat_seeds",
 )
 
 
@@ -257,7 +263,17 @@ _STAGES = (
         ("data.*",),
         "MedQA experiments (data.source=medqa, no hub) also depend on the data directory.",
     ),
-    Stage("train", ("backbone", "prompts"), ("data.*", "model.*", "train.*")),
+    Stage(
+        "train_head",
+        ("backbone", "prompts"),
+        ("data.*", "model.*", "train.*", "attribution.record_ids"),
+        "App. B.1: with train.head_first the LoRA/partial run starts from a head-only model trained here.",
+    ),
+    Stage(
+        "train",
+        ("backbone", "prompts", "head_first"),
+        ("data.*", "model.*", "train.*", "attribution.record_ids"),
+    ),
     Stage("predict", ("classifier", "prompts"), ("data.*", "model.*", "train.*")),
     Stage(
         "gates",
@@ -272,11 +288,25 @@ _STAGES = (
         "Several processes or GPUs: torchrun --nproc_per_node N -m stages.attribute (or accelerate launch).",
     ),
     Stage(
-        "mask_eval", ("classifier", "prompts", "attributions"), tuple(f"evaluation.{k}" for k in _MASK_KEYS)
+        "attribute_repeats",
+        ("classifier", "prompts"),
+        ("data.*", "attribution.*", "evaluation.repeat_seeds", "evaluation.repeat_n_samples"),
+        "App. B.3, Tables 2 and 7: the main attribution repeated with each evaluation.repeat_seeds seed.",
+    ),
+    Stage(
+        "attribute_targets",
+        ("classifier", "prompts"),
+        ("data.*", "attribution.*", "evaluation.targets"),
+        "The comparison targets (predictive entropy, BetP) attributed with the main run's engine and budget.",
+    ),
+    Stage(
+        "mask_eval",
+        ("classifier", "prompts", "attributions", "target_runs"),
+        (*(f"evaluation.{k}" for k in _MASK_KEYS), "attribution.*"),
     ),
     Stage(
         "checks",
-        ("classifier", "prompts", "attributions", "coords"),
+        ("classifier", "prompts", "attributions", "coords", "repeats"),
         (*(f"evaluation.{k}" for k in _CHECK_KEYS), "attribution.*"),
         "Also reads ${paths.artifacts}/<run> for each evaluation.comparison_runs entry.",
     ),
@@ -293,6 +323,7 @@ _STAGES = (
             "gates",
             "checks",
             "check_details",
+            "target_runs",
         ),
         (ALL,),
         "Tables carry the hash of the whole composed config, hence every key as a param.",

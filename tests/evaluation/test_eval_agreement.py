@@ -80,17 +80,24 @@ def test_section_shares_and_comparison_hand_case():
         "option_D",
         "answer_prefix",
     ]
-    mag = np.array([0.0, 1.0, 2.0, 2.0, 1.0, 3.0, 0.5, 0.5, 0.0])  # total 10
+    # the template token's magnitude 1 is in no text section: the denominator is the sections' 9, not 10
+    mag = np.array([0.0, 1.0, 2.0, 2.0, 1.0, 3.0, 0.5, 0.5, 0.0])
     shares = section_shares(mag, sections)
-    np.testing.assert_allclose(shares, [0.4, 0.1, 0.3, 0.05, 0.05, 0.0])
+    np.testing.assert_allclose(shares, np.array([4.0, 1.0, 3.0, 0.5, 0.5, 0.0]) / 9)
+    assert shares.sum() == pytest.approx(1.0)
+    louder_template = mag.copy()
+    louder_template[1] = 50.0
+    np.testing.assert_allclose(section_shares(louder_template, sections), shares)
     assert SHARE_SECTIONS[0] == "question"
     assert top_option(shares) == 1
     other = np.array([0.4, 0.3, 0.1, 0.05, 0.05, 0.1])
     cmp = compare_sections(shares, other)
     assert cmp["top_option_agree"] == 0.0
-    assert cmp["share_difference"] == pytest.approx((0 + 0.2 + 0.2 + 0 + 0 + 0.1) / 6)
+    assert cmp["share_difference"] == pytest.approx(np.abs(shares - other).mean())
     assert cmp["section_spearman"] == pytest.approx(stats.spearmanr(shares, other).statistic)
     with pytest.raises(ValueError, match=r"'r9'.*section labels"):
         section_shares(mag[:-1], sections, record_id="r9")
     with pytest.raises(ValueError, match="positive total"):
         section_shares(np.zeros(9), sections)
+    with pytest.raises(ValueError, match=r"text sections.*positive total"):
+        section_shares(np.eye(9)[1], sections)  # magnitude on the template only

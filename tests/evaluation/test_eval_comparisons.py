@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -130,3 +131,39 @@ def test_ranking_checks_table6():
     assert list(out.columns) == ["group", "name", "value", "threshold", "direction", "n", "passed"]
     assert out["passed"].tolist() == [True, False, True, True, True]
     assert Check("g", "x", 1e-5, 1e-6, "<=", 1).passed is False
+
+
+def _spearman_closed_form(ranks_a: np.ndarray, ranks_b: np.ndarray) -> float:
+    """1 - 6 sum d^2 / (n (n^2 - 1)) for two rankings without ties (independent of scipy)."""
+    n = len(ranks_a)
+    return 1 - 6 * float(((ranks_a - ranks_b) ** 2).sum()) / (n * (n * n - 1))
+
+
+NINE = np.arange(1.0, 10.0)  # magnitudes of the nine positions alignment changed, in rank order
+
+
+@pytest.mark.parametrize(
+    "changed_b",
+    [
+        NINE[::-1],  # the order of the nine changed positions reversed: Spearman -1
+        np.concatenate([NINE[:6][::-1], NINE[6:]]),  # top three kept, the other six reversed: 0.417
+    ],
+    ids=["nine_reversed", "top3_kept_rest_reversed"],
+)
+def test_aligned_reference_ranks_only_the_changed_positions(changed_b: np.ndarray):
+    """App. B.4: for aligned paired references the ranking checks concern the positions alignment changed;
+    every other position is exactly 0 in both runs and must not make the rankings look alike."""
+    seq, changed = 40, tuple(range(12, 21))
+    coords_a, coords_b = np.zeros((seq, 2)), np.zeros((seq, 2))
+    coords_a[list(changed), 0], coords_b[list(changed), 0] = NINE, changed_b
+    sections = ("question",) * seq
+    run_a = [RunRecord("q", 0, "aligned", token_magnitude(coords_a), coords_a, 0.3, sections, changed)]
+    run_b = [RunRecord("q", 0, "aligned", token_magnitude(coords_b), coords_b, 0.3, sections, changed)]
+    row = compare_runs(run_b, run_a, topks=(3,)).iloc[0]
+    assert row["spearman"] == pytest.approx(_spearman_closed_form(NINE, changed_b))
+    assert row["spearman"] < 0.95
+    checks = numerics_checks(compare_runs(run_b, run_a, topks=(3,)), NumericsThresholds(topk=3), "g")
+    assert not next(c for c in checks if c.name == "median_spearman").passed
+    # the same vectors ranked over all 40 positions (a non-aligned reference) look almost identical
+    a, b = (dataclasses.replace(r[0], reference="train", changed_positions=()) for r in (run_a, run_b))
+    assert compare_runs([b], [a]).iloc[0]["spearman"] > 0.95

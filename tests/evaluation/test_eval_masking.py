@@ -8,6 +8,7 @@ import torch
 from eval_cases import LinearWidthModel, linear_question_embeds
 from torch import nn
 
+from xurs_pipeline.evaluation.mask_eval import BootstrapSpec, effects_frame, summarise
 from xurs_pipeline.evaluation.masking import (
     InsufficientEligibleError,
     MaskingQuestion,
@@ -120,13 +121,40 @@ def test_several_targets_share_random_sets_but_use_their_own_rankings_and_functi
     np.testing.assert_allclose(betp.random_delta, 0.75 * width.random_delta, atol=1e-12)
 
 
-def test_too_few_eligible_tokens_and_bad_rankings_raise():
+def test_a_question_with_fewer_eligible_tokens_than_top_k_max_stops_its_curve_there():
+    """Eq. 8 needs one eligible token; the top-k curve stops at the question's eligible count."""
     few = np.zeros(SEQ, dtype=bool)
     few[[1, 2]] = True
-    with pytest.raises(InsufficientEligibleError, match=r"'short'.*2 eligible.*evaluation\.top_k_max"):
+    contrib = WEIGHTS * VALUES
+    (eff,) = zero_masking_effects(
+        LinearWidthModel(WEIGHTS), question("short", few), {"width": contrib}, MaskingSpec(k_max=10)
+    )
+    assert eff.top_positions.tolist() == [1, 2]  # contrib[1] > contrib[2]
+    assert (eff.top_delta.shape, eff.random_delta.shape) == ((2,), (20, 2))
+    np.testing.assert_allclose(eff.top_delta, np.cumsum(contrib[[1, 2]]), atol=1e-12)
+    np.testing.assert_allclose(eff.random_delta[:, 1], contrib[[1, 2]].sum(), atol=1e-12)  # both masked
+    with pytest.raises(InsufficientEligibleError, match=r"'none'.*no eligible token"):
         zero_masking_effects(
-            LinearWidthModel(WEIGHTS), question("short", few), {"width": WEIGHTS}, MaskingSpec()
-        )
+            LinearWidthModel(WEIGHTS), question("none", np.zeros(SEQ, dtype=bool)), {"width": WEIGHTS},
+            MaskingSpec(),
+        )  # fmt: skip
+
+
+def test_the_curve_averages_at_each_k_over_the_questions_that_reach_it():
+    few = np.zeros(SEQ, dtype=bool)
+    few[[1, 2]] = True
+    contrib = WEIGHTS * VALUES
+    spec = MaskingSpec(n_random=5, k_max=3, seed=2)
+    effects = [
+        *zero_masking_effects(LinearWidthModel(WEIGHTS), question("long"), {"width": contrib}, spec),
+        *zero_masking_effects(LinearWidthModel(WEIGHTS), question("short", few), {"width": contrib}, spec),
+    ]
+    summary = summarise(effects_frame(effects), BootstrapSpec(resamples=200))["width"]
+    long, short = effects
+    assert summary["curve"]["k2"]["questions"] == 2
+    assert summary["curve"]["k2"]["mean"] == pytest.approx((long.advantage[1] + short.advantage[1]) / 2)
+    assert summary["curve"]["k3"]["questions"] == 1
+    assert summary["curve"]["k3"]["mean"] == pytest.approx(long.advantage[2])
     with pytest.raises(ValueError, match="shape"):
         top_eligible(np.ones(5), ELIGIBLE, 1, "q")
     with pytest.raises(ValueError, match="NaN"):

@@ -33,7 +33,8 @@ def frame(**overrides: object) -> pd.DataFrame:
         "token_signed": [[0.0] * L], "token_magnitude": [[0.0, 1, 2, 3, 0.5, 0.5, 0.5, 0.1]],
         "width_input": [0.4], "residual": [0.02], "reference_residual": [[0.001, 0.03]],
         "width_reference_natural": [[0.9]], "width_reference_prepared": [[0.398]],
-        "prepared_input_ids": [[]], "grad_evals": [64], "coords_file": ["q1.c0.safetensors"],
+        "prepared_input_ids": [[]], "changed_positions": [[]], "grad_evals": [64],
+        "coords_file": ["q1.c0.safetensors"],
     }  # fmt: skip
     base.update({k: [v] for k, v in overrides.items()})
     return pd.DataFrame(base)

@@ -10,9 +10,12 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
+from stages import attribute_repeats as repeats_stage
+from stages import attribute_targets as targets_stage
 from stages import checks as checks_stage
 from stages import mask_eval as mask_stage
 from xurs_pipeline.attribution.runner import run_attribution
@@ -23,6 +26,7 @@ from xurs_pipeline.evaluation.artifacts import read_attributions
 from xurs_pipeline.io import read_parquet
 from xurs_pipeline.models.backbone import TinySpec, load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.checkpoint import build_classifier, load_classifier, save_classifier
+from xurs_pipeline.reporting.tables import effects_frame, numerics_frame, targets_frame
 
 
 def make_cfg(artifacts: Path, **evaluation: object) -> RootConfig:
@@ -34,7 +38,7 @@ def make_cfg(artifacts: Path, **evaluation: object) -> RootConfig:
                         "n_samples": 8, "samples_per_call": 8, "max_questions": 3, "split": "test",
                         "progress": False},
         "evaluation": {"bootstrap_resamples": 200, "top_k_max": 3, "randomisation_questions": 1,
-                       "randomisation_blocks": 1, "device": "cpu", **evaluation},
+                       "randomisation_blocks": 1, "device": "cpu", "repeat_seeds": [], **evaluation},
     })  # fmt: skip
 
 
@@ -66,6 +70,11 @@ def test_mask_eval_stage_writes_per_question_table_and_metrics(artifacts: Path):
     assert width["ci_low"] <= width["mean_advantage"] <= width["ci_high"]
     assert set(width["curve"]) == {"k1", "k2", "k3"}
     assert metrics["budget"]["grad_evals_per_question"] > 0
+    # Table 1 says in which precision attribution and zero-masking ran (here both float32)
+    budget = metrics["budget"]
+    assert (budget["precision"], budget["masking_precision"]) == (["float32"], "float32")
+    budget_text = effects_frame(metrics, "unit")["budget"].iloc[0]
+    assert "attribution in float32, zero-masking in float32" in budget_text
 
     # independent recomputation of D_{i*} for the first row: zero the top token's embedding
     row = table.iloc[0]
@@ -110,7 +119,7 @@ def test_stages_fail_clearly_on_missing_or_mismatched_artifacts(artifacts: Path,
     assert "prompts.parquet: missing artifact" in caplog.text
     with pytest.raises(SystemExit):
         mask_stage.body(make_cfg(artifacts, targets=["width", "entropy"]))
-    assert "target functions ['width']" in caplog.text
+    assert "targets/entropy/attributions.parquet: missing artifact" in caplog.text  # not attributed yet
     caplog.clear()
     with pytest.raises(SystemExit):
         checks_stage.body(make_cfg(artifacts, comparison_runs=["attribute_seed17"]))
@@ -127,3 +136,55 @@ def test_comparing_a_run_with_itself_passes_every_agreement_check(artifacts: Pat
     assert values["median_spearman"] == pytest.approx(1.0)
     assert values["median_cosine"] == pytest.approx(1.0)
     assert values["median_relative_distance"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_repeated_runs_are_made_in_the_pipeline_and_fill_table2(artifacts: Path, caplog):
+    """App. B.3 / Table 7: attribute_repeats reruns the main attribution with another seed; checks compares
+    it with the main run, so Table 2's rank and vector columns are defined."""
+    cfg = make_cfg(artifacts, repeat_seeds=[17], randomisation_questions=0)
+    repeats_stage.body(cfg)
+    repeat = read_attributions(artifacts / "repeats" / "seed17")
+    main = read_attributions(artifacts / "attribute")
+    assert set(repeat["seed"]) == {17}
+    assert sorted(repeat["record_id"]) == sorted(main["record_id"])
+    assert not (artifacts / "repeats" / "seed17" / "parts").exists()
+    assert json.loads((artifacts / "repeats" / "index.json").read_text())["repeats"] == {
+        "seed17": {"seed": 17, "n_samples": 8, "target_fn": "width"}
+    }
+    checks_stage.body(cfg)
+    table = read_parquet(artifacts / "checks" / "checks.parquet")
+    assert {"values_main_vs_seed17", "ranking_main_vs_seed17"} <= set(table["group"])
+    details = read_parquet(artifacts / "checks" / "details" / "compare_seed17.parquet")
+    row = numerics_frame(main, details).iloc[0]
+    assert np.isfinite(row["spearman"])
+    assert np.isfinite(row["relative_distance"])
+    assert row["relative_distance"] > 0  # another seed: not the same vectors
+    with pytest.raises(SystemExit):  # a repeat equal to the main run is refused, naming the keys
+        repeats_stage.body(make_cfg(artifacts, repeat_seeds=[cfg.attribution.seed]))
+    assert "evaluation.repeat_seeds contains attribution.seed" in caplog.text
+
+
+def test_comparison_targets_are_attributed_zero_masked_and_compared(artifacts: Path):
+    """Issue 17 item 6: entropy and BetP are attributed with the main run's engine and budget, zero-masked
+    like the width, and compared with it (mean advantage, CI, rank agreement of token orders)."""
+    cfg = make_cfg(artifacts, targets=["width", "entropy", "betp"])
+    targets_stage.body(cfg)
+    main = read_attributions(artifacts / "attribute")
+    runs = {fn: read_attributions(artifacts / "targets" / fn) for fn in ("entropy", "betp")}
+    for fn, run in runs.items():
+        assert set(run["target_fn"]) == {fn}
+        ours, theirs = (r.set_index(["record_id", "target"])["grad_evals"].sort_index() for r in (run, main))
+        pd.testing.assert_series_equal(ours, theirs)  # the same questions and options, the same budget
+    # BetP at the input is the row's betp entry of the explained answer: the engine explained BetP
+    betp = runs["betp"].iloc[0]
+    assert betp["width_input"] == pytest.approx(betp["betp"][betp["target"]], abs=1e-6)
+    mask_stage.body(cfg)
+    metrics = json.loads((artifacts / "mask_eval" / "metrics.json").read_text())
+    assert set(metrics["targets"]) == {"width", "entropy", "betp"}
+    table = targets_frame(metrics, pd.concat([main, *runs.values()]), topk=3).set_index("target_fn")
+    assert table.loc["width", "spearman_vs_width"] == pytest.approx(1.0)
+    assert table.loc["width", "overlap_vs_width"] == pytest.approx(1.0)
+    for fn in ("entropy", "betp"):
+        assert table.loc[fn, "mean_advantage"] == pytest.approx(metrics["targets"][fn]["mean_advantage"])
+        assert -1 <= table.loc[fn, "spearman_vs_width"] < 1  # a different function, a different order
+    assert targets_frame(metrics, main, topk=3).empty  # one target function: nothing to compare

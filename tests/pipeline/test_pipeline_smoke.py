@@ -29,7 +29,8 @@ from xurs_pipeline.dvc_yaml import import_closure
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-DOWNSTREAM_OF_ATTRIBUTE = {"check", "attribute", "mask_eval", "checks", "tables", "report"}  # check: first
+DOWNSTREAM_OF_ATTRIBUTE = {"check", "attribute", "attribute_repeats", "attribute_targets", "mask_eval",
+                           "checks", "tables", "report"}  # fmt: skip
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -56,8 +57,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_every_stage_leaves_its_outputs_and_a_second_repro_runs_nothing(project: Path) -> None:
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
-    assert set(stages) == {"check", "backbone", "prepare", "train", "predict", "gates", "attribute",
-                           "mask_eval", "checks", "tables", "report"}  # fmt: skip
+    assert set(stages) == {"check", "backbone", "prepare", "train_head", "train", "predict", "gates",
+                           "attribute", "attribute_repeats", "attribute_targets", "mask_eval", "checks",
+                           "tables", "report"}  # fmt: skip
     for path in ("data/backbone/model.safetensors", "data/prepared/prompts.parquet",
                  "data/train/classifier/classifier.json", "data/predict/predictions.parquet",
                  "data/gates/gates.parquet", "data/gates/gates.json",
@@ -94,7 +96,8 @@ def test_changing_one_attribution_parameter_invalidates_only_downstream_stages(p
     # nothing upstream of attribute is touched except `check`, which watches every key and reruns first.
     assert "attribute" in status
     assert set(status) <= DOWNSTREAM_OF_ATTRIBUTE
-    assert set(status) == {"check", "attribute", "checks", "tables", "report"}
+    assert set(status) == {"check", "attribute", "attribute_repeats", "attribute_targets", "checks", "tables",
+                           "report"}  # fmt: skip
 
 
 def _status(project: Path) -> dict[str, list]:
@@ -192,6 +195,11 @@ def test_table_cells_equal_the_artifacts(project: Path) -> None:
     attributions = pd.read_parquet(project / "data/attribute/attributions.parquet")
     numerics = pd.read_csv(tables / "table2_numerics.csv")
     assert numerics.loc[0, "residual"] == pytest.approx(np.median(attributions["residual"]))
+    # the repeated run (attribute_repeats, seed 17) fills Table 2's rank and vector columns
+    repeat = pd.read_parquet(project / "data/checks/details/compare_seed17.parquet")
+    assert numerics.loc[0, "spearman"] == pytest.approx(np.median(repeat["spearman"]))
+    assert numerics.loc[0, "relative_distance"] == pytest.approx(np.median(repeat["relative_distance"]))
+    assert not numerics[["spearman", "residual", "relative_distance"]].isna().any().any()
     checks = pd.read_parquet(project / "data/checks/checks.parquet")
     gates = pd.read_parquet(project / "data/gates/gates.parquet")
     assert {"dev", "test"} == set(gates["split"])  # V1 smoke data: familiar templates only
@@ -201,6 +209,10 @@ def test_table_cells_equal_the_artifacts(project: Path) -> None:
     gate_table = pd.read_csv(tables / "gates.csv")
     assert gate_table["value"].to_numpy() == pytest.approx(gates["value"].to_numpy(), nan_ok=True)
     assert (verdicts["config_hash"] == effects.loc[0, "config_hash"]).all()
+    targets = pd.read_csv(tables / "targets_comparison.csv").set_index("target_fn")
+    masked = json.loads((project / "data/mask_eval/metrics.json").read_text())["targets"]
+    assert set(targets.index) == {"width", "entropy", "betp"} == set(masked)
+    assert targets.loc["entropy", "mean_advantage"] == pytest.approx(masked["entropy"]["mean_advantage"])
 
 
 @pytest.mark.slow

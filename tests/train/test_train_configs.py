@@ -8,7 +8,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from xurs_pipeline.train.config import TrainConfig
+from xurs_pipeline.train.config import TrainConfig, accumulation_steps
 from xurs_pipeline.train.loop import FitSettings
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -29,7 +29,8 @@ def test_the_train_options_exist() -> None:
 @pytest.mark.parametrize("name", OPTIONS)
 def test_train_option_validates_and_maps_onto_fit_settings(name: str) -> None:
     cfg = load_train_option(name)
-    FitSettings(**{k: getattr(cfg, k) for k in FitSettings.__dataclass_fields__})
+    FitSettings(**{k: getattr(cfg, k) for k in FitSettings.__dataclass_fields__ if k != "grad_accum"},
+                grad_accum=accumulation_steps(cfg.global_batch, cfg.batch_size, 1))  # fmt: skip
     assert cfg.max_grad_norm == 1.0
     assert cfg.set_loss_weight == 0.1
     assert cfg.select_by == "answer_nll"
@@ -49,7 +50,9 @@ def test_lora_options_match_table_4(name: str, expected: dict) -> None:
     assert {k: getattr(cfg, k) for k in expected} == expected
     assert cfg.adaptation == "lora"
     assert cfg.lora_targets == PROJECTIONS
-    assert cfg.batch_size * cfg.grad_accum * 8 == 32  # 8 workers x 1 example x 4 accumulated batches
+    assert cfg.global_batch == 32  # Table 4: 8 workers x 1 example x 4 accumulated batches
+    assert accumulation_steps(cfg.global_batch, cfg.batch_size, 8) == 4  # the paper's 8 workers
+    assert accumulation_steps(cfg.global_batch, cfg.batch_size, 1) == 32  # one process (dvc repro)
 
 
 @pytest.mark.parametrize(
@@ -58,7 +61,10 @@ def test_lora_options_match_table_4(name: str, expected: dict) -> None:
         ({"lr_head": -1.0}, r"train\.lr_head=-1\.0: must be positive"),
         ({"adaptation": "full"}, r"train\.adaptation='full'"),
         ({"warmup_fraction": 1.0}, r"train\.warmup_fraction=1\.0"),
-        ({"grad_accum": 0}, r"train\.grad_accum=0"),
+        ({"global_batch": 0}, r"train\.global_batch=0"),
+        ({"head_first": True}, r"train\.head_first=true: only adaptation lora or partial"),
+        ({"head_first": True, "adaptation": "lora", "init_head_from": "x"}, r"choose one warm start"),
+        ({"head_first_epochs": 0}, r"train\.head_first_epochs=0"),
         ({"patience": -1}, r"train\.patience=-1"),
         ({"lora_targets": []}, r"train\.lora_targets=\[\]"),
         ({"predict_splits": ["val"]}, r"train\.predict_splits=\['val'\]"),
@@ -68,3 +74,19 @@ def test_lora_options_match_table_4(name: str, expected: dict) -> None:
 def test_bad_train_values_name_the_key(changes: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TrainConfig(**changes)
+
+
+@pytest.mark.parametrize(
+    ("global_batch", "batch_size", "processes", "steps"),
+    [(32, 1, 8, 4), (32, 1, 1, 32), (32, 4, 2, 4), (8, 8, 1, 1)],
+)
+def test_accumulation_keeps_the_global_batch(global_batch: int, batch_size: int, processes: int, steps: int):
+    assert accumulation_steps(global_batch, batch_size, processes) == steps
+    assert batch_size * processes * steps == global_batch
+
+
+def test_a_global_batch_the_processes_cannot_split_names_the_key():
+    with pytest.raises(ValueError, match=r"train\.global_batch=32 .* train\.batch_size=3 x 1 processes"):
+        accumulation_steps(32, 3, 1)
+    with pytest.raises(ValueError, match=r"train\.global_batch=32 .* x 3 processes"):
+        accumulation_steps(32, 1, 3)

@@ -13,10 +13,11 @@ from rs_fixtures import make_prompts
 from stages import backbone as backbone_stage
 from stages import predict as predict_stage
 from stages import train as train_stage
+from stages import train_head as train_head_stage
 from xurs_pipeline.config import RootConfig, validate
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import PROMPTS_FILE, prompts_provenance
-from xurs_pipeline.io import read_json, read_parquet, write_parquet
+from xurs_pipeline.io import read_json, read_parquet, read_safetensors, write_parquet
 from xurs_pipeline.models.backbone import load_backbone_dir
 from xurs_pipeline.models.checkpoint import load_classifier
 from xurs_pipeline.train.predict import classifier_outputs
@@ -57,6 +58,8 @@ def test_backbone_train_predict_end_to_end(tmp_path) -> None:
     summary = read_json(data / "train" / "train_metrics.json")
     assert (summary["n_train"], summary["n_dev"], summary["epochs_run"]) == (24, 8, 2)
     assert summary["feature_cache_hits"] == [False, False]
+    # global batch 32 (the default, Table 4) in one process of batch 8: 4 accumulation steps
+    assert (summary["global_batch"], summary["processes"], summary["grad_accum"]) == (32, 1, 4)
     predict_stage.body(cfg)
     predictions = read_parquet(data / "predict" / "predictions.parquet")
     assert predictions.groupby("split").size().to_dict() == {"dev": 8, "test": 12}
@@ -105,3 +108,32 @@ def test_stages_exit_cleanly_on_bad_input(tmp_path) -> None:
 
 def _as_dict(cfg: RootConfig) -> dict:
     return asdict(cfg)
+
+
+def test_head_first_trains_the_head_only_model_first_and_starts_from_it(tmp_path) -> None:
+    """App. B.1: the adapted run's head starts from the train_head stage's head-only model. With learning
+    rates of 1e-12 the partial run keeps its starting head, so it must equal the head-only one."""
+    cfg = _config(tmp_path, adaptation="partial", partial_layers=1, global_batch=8, max_epochs=1,
+                  lr_head=1e-12, lr_adapter=1e-12, head_first=True, head_first_epochs=2)  # fmt: skip
+    data = Path(cfg.paths.artifacts)
+    backbone_stage.body(cfg)
+    _write_prompts(cfg)
+    train_head_stage.body(cfg)
+    head_run = read_json(data / "train_head" / "train_metrics.json")
+    assert (head_run["adaptation"], head_run["epochs_run"]) == ("head_only", 2)
+    assert head_run["init_head_from"] == ""
+    train_stage.body(cfg)
+    run = read_json(data / "train" / "train_metrics.json")
+    assert (run["adaptation"], run["init_head_from"]) == ("partial", str(data / "train_head" / "classifier"))
+    start = read_safetensors(data / "train_head" / "classifier" / "head.safetensors")
+    end = read_safetensors(data / "train" / "classifier" / "head.safetensors")
+    for name, weights in start.items():
+        np.testing.assert_allclose(end[name].numpy(), weights.numpy(), atol=1e-6)
+    # without head_first the stage only says it was skipped, and the run starts from a fresh head
+    cold = _config(tmp_path, adaptation="partial", partial_layers=1, global_batch=8, max_epochs=1,
+                   lr_head=1e-12, lr_adapter=1e-12, seed=8)  # fmt: skip
+    train_head_stage.body(cold)
+    assert "skipped" in read_json(data / "train_head" / "train_metrics.json")
+    train_stage.body(cold)
+    fresh = read_safetensors(data / "train" / "classifier" / "head.safetensors")
+    assert any(not np.allclose(fresh[n].numpy(), w.numpy(), atol=1e-3) for n, w in start.items())

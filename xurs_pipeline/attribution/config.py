@@ -59,6 +59,7 @@ class AttributionConfig:
     method: str = "eg"
     reference: str = "train"
     route: str = "direct"
+    target_fn: str = "width"  # the function explained: width (the paper's), entropy or betp (Sec. 7)
     target: str = "predicted"
     split: str = "test"
     max_questions: int = 0
@@ -87,6 +88,11 @@ class AttributionConfig:
         _one_of("method", self.method, METHODS)
         _one_of("reference", self.reference, REFERENCE_KINDS)
         _one_of("route", self.route, ROUTES)
+        _one_of("target_fn", self.target_fn, ("width", "entropy", "betp"))
+        if self.route == "answer_set" and self.target_fn != "width":
+            raise ValueError(
+                f"attribution.route='answer_set' decomposes the width only, not target_fn={self.target_fn!r}"
+            )
         _one_of("target", self.target, TARGET_RULES)
         _one_of("split", self.split, ("train", "dev", "test"))
         _one_of("reference_order", self.reference_order, REFERENCE_ORDERS)

@@ -34,17 +34,19 @@ def prompt_of(model: WidthModel, ids: Sequence[int], device: torch.device) -> Pr
 
 
 @torch.no_grad()
-def input_width(model: WidthModel, prompt: Prompt) -> tuple[torch.Tensor, torch.Tensor]:
-    """(W (4,), BetP (4,)) of the original prompt, float32 on the prompt's device."""
+def input_width(
+    model: WidthModel, prompt: Prompt, target_fn: str = "width"
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(W (4,), BetP (4,)) of the original prompt, float32 on the prompt's device (W: ``target_fn``)."""
     with frozen(model):  # type: ignore[arg-type]
         out = model(prompt.embeds, prompt.attention_mask, prompt.position_ids)
-    width, betp = widths_and_betp(out.masses)
+    width, betp = widths_and_betp(out.masses, target_fn)
     return width[0], betp[0]
 
 
 @torch.no_grad()
 def prepared_widths(
-    model: WidthModel, prompt: Prompt, refs: PreparedReferences, batch_size: int
+    model: WidthModel, prompt: Prompt, refs: PreparedReferences, batch_size: int, target_fn: str = "width"
 ) -> torch.Tensor:
     """F(B) of every prepared reference under the original mask and positions, (M, 4) float32."""
     device = prompt.embeds.device
@@ -55,13 +57,17 @@ def prepared_widths(
             size = idx.numel()
             embeds = refs.embeds(model.embed, idx, prompt.embeds)
             out = model(embeds, prompt.attention_mask.expand(size, -1), prompt.position_ids.expand(size, -1))
-            rows.append(widths_and_betp(out.masses)[0])
+            rows.append(widths_and_betp(out.masses, target_fn)[0])
     return torch.cat(rows)
 
 
 @torch.no_grad()
 def natural_widths(
-    model: WidthModel, prompts: Sequence[Sequence[int]], batch_size: int, device: torch.device
+    model: WidthModel,
+    prompts: Sequence[Sequence[int]],
+    batch_size: int,
+    device: torch.device,
+    target_fn: str = "width",
 ) -> torch.Tensor:
     """Widths of prompts as normally processed (own ids, mask, positions), (M, 4) float32.
 
@@ -81,5 +87,5 @@ def natural_widths(
                 mask = torch.ones_like(ids)
                 positions = torch.arange(length, device=device).expand(len(chosen), -1)
                 out = model(model.embed(ids), mask, positions)
-                result[torch.tensor(chosen, device=device)] = widths_and_betp(out.masses)[0]
+                result[torch.tensor(chosen, device=device)] = widths_and_betp(out.masses, target_fn)[0]
     return result

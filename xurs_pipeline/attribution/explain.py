@@ -196,7 +196,10 @@ def explain_row(
     if cfg.reference == "train":
         pool = ReferencePool(*reference_pool(prompts, cfg, max_positions))
         device = model_device(model)  # type: ignore[arg-type]
-        pool.natural = [natural_widths(model, ids, cfg.eval_batch_size, device) for ids in pool.token_ids]
+        pool.natural = [
+            natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn)
+            for ids in pool.token_ids
+        ]
     result = attribute_question(model, question, pool, cfg, tokenizer.pad_token_id,
                                 targets=None if option is None else (option,))  # fmt: skip
     if result.failure is not None:

@@ -17,7 +17,8 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import nn
 
-from xurs_pipeline.credal import FOCAL_SETS, N_OPTIONS, credal_width, pignistic
+from xurs_pipeline.credal import FOCAL_SETS, N_OPTIONS, pignistic
+from xurs_pipeline.evaluation.targets import option_values
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -84,15 +85,18 @@ class Objective:
     route: str
     column_index: tuple[int, ...]  # direct: option c per column; answer_set: focal-set index per column
     groups: tuple[tuple[int, ...], ...]
+    target_fn: str = "width"  # direct route: the function of the masses explained (evaluation.targets)
 
     @classmethod
-    def build(cls, targets: tuple[int, ...], route: str) -> Objective:
+    def build(cls, targets: tuple[int, ...], route: str, target_fn: str = "width") -> Objective:
         if not targets:
             raise ValueError("no target option to explain")
         if route == "direct":
-            return cls(targets, route, tuple(targets), tuple((i,) for i in range(len(targets))))
+            return cls(targets, route, tuple(targets), tuple((i,) for i in range(len(targets))), target_fn)
         if route != "answer_set":
             raise ValueError(f"route={route!r}: must be 'direct' or 'answer_set'")
+        if target_fn != "width":
+            raise ValueError(f"route='answer_set' decomposes the width only, not target_fn={target_fn!r}")
         columns: list[int] = []
         groups: list[tuple[int, ...]] = []
         for target in targets:
@@ -106,9 +110,9 @@ class Objective:
         return len(self.column_index)
 
     def __call__(self, masses: torch.Tensor) -> torch.Tensor:
-        """masses (b, 15) -> (b, K) functions to differentiate (W_c via credal_width, Eq. 2; or m(S))."""
+        """masses (b, 15) -> (b, K) functions to differentiate (F_c, by default W_c (Eq. 2); or m(S))."""
         index = torch.tensor(self.column_index, device=masses.device)
-        source = credal_width(masses, validate=False) if self.route == "direct" else masses
+        source = option_values(self.target_fn, masses, validate=False) if self.route == "direct" else masses
         return source.index_select(-1, index)
 
     def group(self, per_column: torch.Tensor) -> torch.Tensor:
@@ -116,9 +120,11 @@ class Objective:
         return torch.stack([per_column[list(cols)].sum(0) for cols in self.groups])
 
 
-def widths_and_betp(masses: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """masses (b, 15) -> (W (b, 4), BetP (b, 4)) in float32, from credal (Eq. 2)."""
-    return credal_width(masses, validate=False).float(), pignistic(masses, validate=False).float()
+def widths_and_betp(masses: torch.Tensor, target_fn: str = "width") -> tuple[torch.Tensor, torch.Tensor]:
+    """masses (b, 15) -> (F (b, 4), BetP (b, 4)) in float32, from credal; F is the explained target
+    function per option (the width W, Eq. 2, unless ``target_fn`` names another)."""
+    values = option_values(target_fn, masses, validate=False)
+    return values.float(), pignistic(masses, validate=False).float()
 
 
 @contextlib.contextmanager

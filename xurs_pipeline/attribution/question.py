@@ -81,7 +81,7 @@ def _collections(
         if q.paired_ids is None or q.paired_id is None:
             raise ValueError(f"record {q.record_id}: attribution.reference='aligned' needs a paired prompt")
         refs = prepare_aligned(q.input_ids, q.paired_ids, q.paired_id, pad_id, device)
-        return [(refs, natural_widths(model, [q.paired_ids], 1, device))]
+        return [(refs, natural_widths(model, [q.paired_ids], 1, device, cfg.target_fn))]
     if pool is None:
         raise ValueError("attribution.reference='train' needs a ReferencePool of training prompts")
     return [
@@ -119,18 +119,18 @@ def attribute_question(
     """
     device = model_device(model)  # type: ignore[arg-type]
     prompt = prompt_of(model, q.input_ids, device)
-    w_x, betp = input_width(model, prompt)
+    w_x, betp = input_width(model, prompt, cfg.target_fn)
     predicted = int(betp.argmax())
     targets = targets if targets is not None else explained_targets(cfg.target, predicted, q.answer_idx)
     if not bool(torch.isfinite(w_x).all() & torch.isfinite(betp).all()):
         return QuestionResult([], _nonfinite(q, targets, "input width", -1, [], cfg))
-    objective = Objective.build(targets, cfg.route)
+    objective = Objective.build(targets, cfg.route, cfg.target_fn)
     results: list[CollectionResult] = []
     prepared_all: list[torch.Tensor] = []
     collections = _collections(model, q, pool, cfg, pad_id)
     forward_evals = 1
     for k, (refs, natural) in enumerate(collections):
-        prep = prepared_widths(model, prompt, refs, cfg.eval_batch_size)
+        prep = prepared_widths(model, prompt, refs, cfg.eval_batch_size, cfg.target_fn)
         forward_evals += len(refs) * (2 if cfg.reference == "aligned" else 1)  # + natural width of the pair
         checks = [("prepared reference width", prep)]
         if natural is not None:

@@ -69,6 +69,7 @@ class TargetAttribution:
     method: str
     reference: str
     route: str
+    target_fn: str
     precision: str
     quadrature: str
     seed: int
@@ -134,6 +135,7 @@ class TargetAttribution:
             method=cfg.method,
             reference=cfg.reference,
             route=cfg.route,
+            target_fn=cfg.target_fn,
             precision=cfg.precision,
             quadrature=cfg.ig_quadrature if cfg.method == "ig" else "",
             seed=cfg.seed,

@@ -74,7 +74,10 @@ def run_shard(
     pending = [q for q in mine if not store.done(q.record_id)]
     if pending and pool is not None and not pool.natural:
         device = model_device(model)  # type: ignore[arg-type]
-        pool.natural = [natural_widths(model, ids, cfg.eval_batch_size, device) for ids in pool.token_ids]
+        pool.natural = [
+            natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn)
+            for ids in pool.token_ids
+        ]
     bar = tqdm(
         total=len(pending) * _samples_per_question(cfg),
         unit="sample",
@@ -141,7 +144,10 @@ def retry_in_float32(
     try:
         if pool is not None and not wide_pool:
             device = model_device(model)  # type: ignore[arg-type]
-            natural = [natural_widths(model, ids, cfg.eval_batch_size, device) for ids in pool.token_ids]
+            natural = [
+                natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn)
+                for ids in pool.token_ids
+            ]
             wide_pool.append(ReferencePool(pool.record_ids, pool.token_ids, natural))
         return attribute_question(
             model,

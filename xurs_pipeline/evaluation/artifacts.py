@@ -91,6 +91,7 @@ def run_records(
         else:
             signed = load_coords(directory, row.coords_file, key)
             magnitude = token_magnitude(signed)
+        changed = tuple(int(i) for i in row.changed_positions)
         out.append(RunRecord(str(row.record_id), int(row.target), str(row.reference), magnitude, signed,
-                             float(row.width_input), sections))  # fmt: skip
+                             float(row.width_input), sections, changed))  # fmt: skip
     return out

@@ -27,7 +27,10 @@ class RunRecord:
     """One explained (record_id, option c) of one run.
 
     magnitude (seq,): token magnitudes a_i; signed: coordinate-level contributions (seq, hidden), or the
-    per-token signed sums (seq,) when coordinates are not kept; width: F_c(X) at the input.
+    per-token signed sums (seq,) when coordinates are not kept; width: F_c(X) at the input;
+    changed_positions: for an aligned paired reference, the positions alignment changed (App. B.4: the
+    token-ranking comparisons concern only these; elsewhere input and reference agree, so every
+    attribution is exactly 0 there); empty for other references.
     """
 
     record_id: str
@@ -37,6 +40,7 @@ class RunRecord:
     signed: np.ndarray
     width: float
     sections: tuple[str, ...] = ()
+    changed_positions: tuple[int, ...] = ()
 
     @property
     def key(self) -> tuple[str, int]:
@@ -77,6 +81,11 @@ def match_runs(
             raise RunMismatchError(
                 f"{key}: token counts differ ({ra.magnitude.shape[0]} vs {rb.magnitude.shape[0]})"
             )
+        if tuple(ra.changed_positions) != tuple(rb.changed_positions):
+            raise RunMismatchError(
+                f"{key}: the aligned references changed different positions ({list(ra.changed_positions)} "
+                f"vs {list(rb.changed_positions)})"
+            )
         pairs.append((ra, rb))
     return pairs
 
@@ -94,22 +103,26 @@ def compare_runs(
     """One row per matched (record_id, c): spearman, overlap_top{k}, cosine, relative_distance (to the
     reference run's vector), width_difference and, when sections are known, the section-level metrics.
 
+    Token rankings (spearman, overlap_top{k}) of records with ``changed_positions`` (aligned paired
+    references) compare those positions only (App. B.4); values and sections use every position.
     Undefined values (an all-zero vector's cosine, a constant ranking's Spearman) are NaN, which every
     check counts as a failure.
     """
     rows = []
     for a, b in match_runs(run, reference_run, names):
+        ranked = list(a.changed_positions) or slice(None)
+        rank_a, rank_b = a.magnitude[ranked], b.magnitude[ranked]
         row: dict[str, float | str | int] = {
             "record_id": a.record_id,
             "c": a.c,
             "reference": a.reference,
-            "spearman": spearman(a.magnitude, b.magnitude),
+            "spearman": spearman(rank_a, rank_b),
             "cosine": cosine(a.signed, b.signed) if _nonzero(a, b) else float("nan"),
             "relative_distance": relative_distance(a.signed, b.signed) if _nonzero(b) else float("nan"),
             "width_difference": abs(a.width - b.width),
         }
         for k in topks:
-            row[f"overlap_top{k}"] = topk_overlap(a.magnitude, b.magnitude, k)
+            row[f"overlap_top{k}"] = topk_overlap(rank_a, rank_b, k)
         if a.sections and _nonzero(a, b):
             shares = [section_shares(r.magnitude, r.sections, r.record_id) for r in (a, b)]
             row.update(compare_sections(*shares))
@@ -151,6 +164,7 @@ def leave_one_out_runs(
                     coords,
                     first.width,
                     first.sections,
+                    first.changed_positions,
                 )
             )
         return out

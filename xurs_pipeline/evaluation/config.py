@@ -157,6 +157,11 @@ class EvaluationConfig:
     # Other attribution runs (directories under paths.artifacts, e.g. a second seed or sample count)
     # compared with the main run by the Table 6 and Table 7 criteria.
     comparison_runs: list[str] = field(default_factory=list)
+    # Repeated attribution runs made inside the pipeline (stage attribute_repeats; App. B.3 seeds 17 and
+    # 23, Table 7, Table 2's rank and vector columns): the main run's settings with each of these seeds and
+    # ``repeat_n_samples`` samples (0 = the main run's n_samples), compared with the main run in ``checks``.
+    repeat_seeds: list[int] = field(default_factory=lambda: [17, 23])
+    repeat_n_samples: int = 0
     # Splits of the controlled data on which the App. D.3 gates are evaluated (those present are used).
     gate_splits: list[str] = field(default_factory=lambda: ["dev", "test"])
 
@@ -181,6 +186,15 @@ class EvaluationConfig:
             "'float32', 'bfloat16' or 'float16'",
         )
         _require(self.max_questions >= 0, "max_questions", self.max_questions, ">= 0 (0 = all)")
+        _require(
+            all(0 <= s < 2**32 for s in self.repeat_seeds)
+            and len(set(self.repeat_seeds)) == len(self.repeat_seeds),
+            "repeat_seeds",
+            self.repeat_seeds,
+            "distinct seeds in [0, 2**32 - 1]",
+        )
+        _require(self.repeat_n_samples >= 0, "repeat_n_samples", self.repeat_n_samples, ">= 0 (0 = the run)")
+
         _require(
             len(self.targets) >= 1
             and set(self.targets) <= set(TARGET_NAMES)

@@ -123,22 +123,23 @@ def effects_frame(effects: Sequence[MaskingEffect]) -> pd.DataFrame:
 
 
 def summarise(frame: pd.DataFrame, boot: BootstrapSpec) -> dict[str, dict[str, object]]:
-    """Per target function: questions, mean advantage with its bootstrap interval, and the top-k curve."""
+    """Per target function: questions, mean advantage with its bootstrap interval, and the top-k curve.
+
+    A question's curve stops at its number of eligible tokens, so point k of the curve is over the
+    questions with at least k (its ``questions`` count says how many)."""
     out: dict[str, dict[str, object]] = {}
     for fn, rows in frame.groupby("target_fn", sort=True):
         per_q = rows.groupby("record_id", sort=False)
-        top = np.stack(
-            per_q["top_delta_k"].apply(lambda s: np.mean(np.stack(s.to_numpy()), axis=0)).to_numpy()
-        )
-        rnd = np.stack(
-            per_q["random_mean_k"].apply(lambda s: np.mean(np.stack(s.to_numpy()), axis=0)).to_numpy()
-        )
+        top = _padded(per_q["top_delta_k"].apply(lambda s: np.mean(np.stack(s.to_numpy()), axis=0)))
+        rnd = _padded(per_q["random_mean_k"].apply(lambda s: np.mean(np.stack(s.to_numpy()), axis=0)))
         curve = {}
         for k in range(top.shape[1]):
+            has = ~np.isnan(top[:, k])
             ci = mean_advantage_interval(
-                top[:, k], rnd[:, k], boot.resamples, boot.confidence, boot.method, boot.seed
+                top[has, k], rnd[has, k], boot.resamples, boot.confidence, boot.method, boot.seed
             )
-            curve[f"k{k + 1}"] = {"mean": ci.mean, "low": ci.low, "high": ci.high}
+            n_k = int(has.sum())
+            curve[f"k{k + 1}"] = {"mean": ci.mean, "low": ci.low, "high": ci.high, "questions": n_k}
         first = curve["k1"]
         out[str(fn)] = {
             "questions": int(top.shape[0]),
@@ -154,6 +155,13 @@ def summarise(frame: pd.DataFrame, boot: BootstrapSpec) -> dict[str, dict[str, o
     return out
 
 
+def _padded(curves: pd.Series) -> np.ndarray:
+    """Per-question curves of different lengths -> (questions, longest), NaN past a question's end."""
+    longest = max(len(c) for c in curves)
+    rows = [np.pad(np.asarray(c, float), (0, longest - len(c)), constant_values=np.nan) for c in curves]
+    return np.stack(rows)
+
+
 def attribution_budget(attributions: pd.DataFrame) -> dict[str, object]:
     """The attribution budget behind the ranking (Table 5 terms): method (IG: its quadrature), precision,
     references, gradient evaluations."""
@@ -167,3 +175,8 @@ def attribution_budget(attributions: pd.DataFrame) -> dict[str, object]:
         "references_per_question": int(refs.median()),
         "grad_evals_per_question": float(np.median(per_q["grad_evals"])),
     }
+
+
+def masking_precision(model: torch.nn.Module) -> str:
+    """The arithmetic of the zero-masking passes: the dtype of the backbone's input embeddings."""
+    return str(model.get_input_embeddings().weight.dtype).removeprefix("torch.")

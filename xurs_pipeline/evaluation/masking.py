@@ -8,7 +8,8 @@ may be drawn), and ``A(x) = D_{i*} - mean_b D_{j_b}``.
 
 Beyond the paper, the top-k curve masks the k highest-ranked eligible tokens together against ``n_random``
 random eligible k-sets. Each control row is a random ordering of distinct eligible positions and its
-k-set is the row's first k entries, so for k = 1 the controls are exactly Eq. 8's draws.
+k-set is the row's first k entries, so for k = 1 the controls are exactly Eq. 8's draws. Eq. 8 needs one
+eligible token; a question with fewer eligible tokens than ``k_max`` has a curve that stops at its count.
 
 The model is any :data:`MassFn` (``inputs_embeds, attention_mask, position_ids -> masses``), so the
 functions here run on analytic test models as well as on a ``RandomSetClassifier``.
@@ -142,8 +143,8 @@ class MaskingQuestion:
 class MaskingEffect:
     """Zero-masking result of one question and one target function.
 
-    top_positions (k_max,), random_positions (n_random, k_max), top_delta (k_max,) and
-    random_delta (n_random, k_max): entry [.., k-1] masks k tokens together.
+    top_positions (k,), random_positions (n_random, k), top_delta (k,) and random_delta (n_random, k),
+    k = min(k_max, eligible tokens): entry [.., k-1] masks k tokens together.
     """
 
     record_id: str
@@ -157,12 +158,12 @@ class MaskingEffect:
 
     @property
     def random_mean(self) -> np.ndarray:
-        """mean_b D_{j_b} for each k, (k_max,)."""
+        """mean_b D_{j_b} for each k, (k,)."""
         return self.random_delta.mean(axis=0)
 
     @property
     def advantage(self) -> np.ndarray:
-        """A_k(x) = D_top-k - mean_b D_random-k for k = 1..k_max, (k_max,); entry 0 is Eq. 8's A(x)."""
+        """A_k(x) = D_top-k - mean_b D_random-k for k = 1..k, (k,); entry 0 is Eq. 8's A(x)."""
         return self.top_delta - self.random_mean
 
 
@@ -171,19 +172,20 @@ def question_rng(seed: int, record_id: str) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(record_id.encode())]))
 
 
-def eligible_positions(eligible: np.ndarray, record_id: str, needed: int) -> np.ndarray:
-    """Indices of eligible tokens (n_eligible,); raises if fewer than ``needed``."""
+def eligible_positions(eligible: np.ndarray, record_id: str) -> np.ndarray:
+    """Indices of eligible tokens (n_eligible,); raises if there is none (Eq. 8 masks one)."""
     positions = np.flatnonzero(np.asarray(eligible, dtype=bool))
-    if positions.size < needed:
+    if positions.size == 0:
         raise InsufficientEligibleError(
-            f"record {record_id!r}: {positions.size} eligible tokens, zero-masking with top-k up to "
-            f"{needed} needs at least {needed} (config key evaluation.top_k_max)"
+            f"record {record_id!r}: no eligible token to zero-mask (Sec. 5.2 eligibility: see the "
+            "prepared prompt's sections)"
         )
     return positions
 
 
 def top_eligible(magnitude: np.ndarray, eligible: np.ndarray, k_max: int, record_id: str) -> np.ndarray:
-    """The k_max highest-magnitude eligible positions, best first (ties: lower position first), (k_max,)."""
+    """The k_max highest-magnitude eligible positions, best first (ties: lower position first),
+    (min(k_max, n_eligible),)."""
     magnitude = np.asarray(magnitude, dtype=np.float64)
     if magnitude.shape != np.shape(eligible):
         raise ValueError(
@@ -192,7 +194,7 @@ def top_eligible(magnitude: np.ndarray, eligible: np.ndarray, k_max: int, record
         )
     if not np.all(np.isfinite(magnitude)):
         raise ValueError(f"record {record_id!r}: token magnitudes contain NaN or inf")
-    positions = eligible_positions(eligible, record_id, k_max)
+    positions = eligible_positions(eligible, record_id)
     order = np.argsort(-magnitude[positions], kind="stable")
     return positions[order[:k_max]]
 
@@ -293,15 +295,15 @@ def zero_masking_effects(
     The random control sets are drawn once per question and shared by all targets; each target's top
     sets come from its own ranking and its D values from its own function of the masses.
     """
-    positions = eligible_positions(question.eligible, question.record_id, spec.k_max)
-    random_sets = draw_random_sets(
-        positions, spec.n_random, spec.k_max, question_rng(spec.seed, question.record_id)
-    )
+    positions = eligible_positions(question.eligible, question.record_id)
+    k_max = min(spec.k_max, positions.size)  # the curve stops at the number of eligible tokens
+    rng = question_rng(spec.seed, question.record_id)
+    random_sets = draw_random_sets(positions, spec.n_random, k_max, rng)
     tops = {
-        name: top_eligible(mag, question.eligible, spec.k_max, question.record_id)
+        name: top_eligible(mag, question.eligible, k_max, question.record_id)
         for name, mag in rankings.items()
     }
-    ks = range(1, spec.k_max + 1)
+    ks = range(1, k_max + 1)
     random_list = [list(row[:k]) for row in random_sets for k in ks]
     top_list = [list(top[:k]) for top in tops.values() for k in ks]
     masses = masked_masses(
@@ -313,9 +315,9 @@ def zero_masking_effects(
     for t, (name, top) in enumerate(tops.items()):
         values = get_target(name)(masses, c).double().cpu().numpy()  # (1 + n_rand + n_targets * k_max,)
         f_x = values[0]
-        random_delta = np.abs(values[1 : 1 + n_rand] - f_x).reshape(spec.n_random, spec.k_max)
-        lo = 1 + n_rand + t * spec.k_max
-        top_delta = np.abs(values[lo : lo + spec.k_max] - f_x)
+        random_delta = np.abs(values[1 : 1 + n_rand] - f_x).reshape(spec.n_random, k_max)
+        lo = 1 + n_rand + t * k_max
+        top_delta = np.abs(values[lo : lo + k_max] - f_x)
         effects.append(
             MaskingEffect(
                 question.record_id, name, question.c, float(f_x), top, random_sets, top_delta, random_delta

@@ -39,7 +39,10 @@ def attribution_callable(
         if refs is not None:
             device = model_device(model)
             pool = ReferencePool(*refs)
-            pool.natural = [natural_widths(model, ids, cfg.eval_batch_size, device) for ids in pool.token_ids]
+            pool.natural = [
+                natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn)
+                for ids in pool.token_ids
+            ]
         out = []
         for q in questions:
             result = attribute_question(model, q, pool, cfg, pad_id)  # type: ignore[arg-type]
@@ -47,8 +50,9 @@ def attribution_callable(
                 raise FloatingPointError(result.failure.message())
             for row in result.rows:
                 e = row.coords["e"].double().numpy()
+                changed = tuple(row.changed_positions)
                 out.append(RunRecord(row.record_id, row.target, row.reference, token_magnitude(e), e,
-                                     row.width_input))  # fmt: skip
+                                     row.width_input, changed_positions=changed))  # fmt: skip
         return out
 
     return attribute

@@ -1,8 +1,9 @@
 """Section-level summaries of token magnitudes (App. B.3).
 
 Magnitudes are summed within the question, each of the four options and the ``Answer:`` prefix, and
-each sum is divided by the total magnitude of the prompt (every position), so the six shares need not
-add to one when template or label tokens carry magnitude. The highest-attributed option is the option
+each sum is divided by the total magnitude of these six text sections (App. B.3's "share of total
+magnitude" is over the sections compared), so the six shares add to one; template and option-label
+tokens are in no section and change no share. The highest-attributed option is the option
 whose text has the largest share, not necessarily the predicted answer.
 """
 
@@ -26,19 +27,24 @@ OPTION_SLICE = slice(1, 5)
 
 
 def section_shares(magnitude: np.ndarray, sections: Sequence[str], record_id: str = "?") -> np.ndarray:
-    """Shares of total magnitude per :data:`SHARE_SECTIONS`, (6,). magnitude (seq,), sections (seq,)."""
+    """Shares of the six text sections' total magnitude per :data:`SHARE_SECTIONS`, (6,), summing to 1.
+
+    magnitude (seq,), sections (seq,); positions of other sections (template, labels) are left out of
+    numerator and denominator alike."""
     mag = np.asarray(magnitude, dtype=np.float64)
     if mag.shape != (len(sections),):
         raise ValueError(
             f"record {record_id!r}: {mag.shape} token magnitudes but {len(sections)} section labels"
         )
-    total = mag.sum()
+    labels = np.asarray(sections)
+    sums = np.array([mag[labels == name].sum() for name in SHARE_SECTIONS])
+    total = sums.sum()
     if not np.isfinite(total) or total <= 0:
         raise ValueError(
-            f"record {record_id!r}: total token magnitude is {total}; shares need a positive total"
+            f"record {record_id!r}: total token magnitude of the text sections {SHARE_SECTIONS} is {total}; "
+            "shares need a positive total"
         )
-    labels = np.asarray(sections)
-    return np.array([mag[labels == name].sum() for name in SHARE_SECTIONS]) / total
+    return sums / total
 
 
 def top_option(shares: np.ndarray) -> int:

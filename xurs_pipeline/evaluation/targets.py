@@ -23,20 +23,42 @@ def _pick(values: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     return values.gather(-1, c.long().reshape(-1, 1)).squeeze(-1)
 
 
+def _entropy_per_option(masses: torch.Tensor, validate: bool = True) -> torch.Tensor:
+    """Predictive entropy ``-sum_k BetP(k) log BetP(k)`` (nats, 0 log 0 = 0), the same for every option.
+    masses (batch, 15) -> (batch, 4)."""
+    p = credal.pignistic(masses, validate=validate)
+    return (-(torch.special.xlogy(p, p)).sum(-1, keepdim=True)).expand(-1, p.shape[-1])
+
+
+# name -> fn(masses (batch, 15), validate) -> (batch, 4): the target's value for each answer option; what
+# attribution differentiates (Eq. 3 with F_c the chosen target) and zero-masking measures.
+PER_OPTION: dict[str, Callable[..., torch.Tensor]] = {
+    "width": credal.credal_width,  # W_c = Pl({c}) - Bel({c}) (Eq. 2)
+    "entropy": _entropy_per_option,
+    "betp": credal.pignistic,  # BetP(c) (Eq. 2)
+}
+
+
+def option_values(name: str, masses: torch.Tensor, validate: bool = True) -> torch.Tensor:
+    """Target ``name`` for each option, (batch, 15) -> (batch, 4); KeyError naming the valid names."""
+    if name not in PER_OPTION:
+        raise KeyError(f"unknown target function {name!r}; valid: {sorted(PER_OPTION)}")
+    return PER_OPTION[name](masses, validate=validate)
+
+
 def width_target(masses: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     """Credal width of answer c, ``W_c = Pl({c}) - Bel({c})`` (Eq. 2). masses (batch, 15) -> (batch,)."""
-    return _pick(credal.credal_width(masses), c)
+    return _pick(option_values("width", masses), c)
 
 
 def betp_target(masses: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     """Pignistic probability of answer c, ``BetP(c)`` (Eq. 2). masses (batch, 15) -> (batch,)."""
-    return _pick(credal.pignistic(masses), c)
+    return _pick(option_values("betp", masses), c)
 
 
 def entropy_target(masses: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     """Predictive entropy ``-sum_k BetP(k) log BetP(k)`` (nats, 0 log 0 = 0); c is unused. -> (batch,)."""
-    p = credal.pignistic(masses)
-    return -(torch.special.xlogy(p, p)).sum(-1)
+    return _pick(option_values("entropy", masses), c)
 
 
 TARGETS: dict[str, TargetFn] = dict(

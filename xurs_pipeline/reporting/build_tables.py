@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from xurs_pipeline.data.medqa import split_deviation
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_predictions, read_prompts
 from xurs_pipeline.evaluation.gate_results import GATE_COLUMNS
 from xurs_pipeline.io import config_hash, read_json, read_parquet, write_json
@@ -24,7 +25,7 @@ from xurs_pipeline.reporting.render import TableSpec, write_table
 # Table 4 and Table 5 rows: the settings the paper reports (operational keys such as cache paths left out).
 TRAINING_KEYS = ["adaptation", "lora_rank", "lora_alpha", "lora_dropout", "lr_adapter", "lr_head",
                  "weight_decay", "warmup_fraction", "max_epochs", "patience", "seed", "batch_size",
-                 "grad_accum", "max_grad_norm", "set_loss_weight", "select_by"]  # fmt: skip
+                 "global_batch", "max_grad_norm", "set_loss_weight", "select_by"]  # fmt: skip
 ATTRIBUTION_KEYS = ["method", "reference", "route", "target", "n_collections", "refs_per_collection",
                     "reference_order", "n_samples", "ig_quadrature", "ig_points", "ig_adaptive",
                     "ig_tolerance", "ig_max_points", "seed", "samples_per_call", "precision",
@@ -75,6 +76,13 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
         "gates": (tables.GATES, tables.gates_frame(gates)),
         "verdicts": (tables.VERDICTS, tables.verdicts_frame(checks, gates)),
     }
+    target_runs = [read_attributions(d) for d in sorted((artifacts / "targets").glob("*")) if d.is_dir()]
+    frames["targets"] = (
+        tables.TARGETS,
+        tables.targets_frame(
+            mask_metrics, pd.concat([attributions, *target_runs]), int(params["evaluation"]["top_k_max"])
+        ),
+    )
     if endpoints is not None and not endpoints.empty:
         frames["endpoints"] = (tables.ENDPOINTS, endpoints)
     if localisation is not None and "clue_share" in localisation.columns:
@@ -84,12 +92,15 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
             measured.assign(clue_share_pct=100 * measured["clue_share"]),
         )
 
+    data = params["data"]
+    note = split_deviation(data["source"], data["medqa_carve"], data["medqa_train_fraction"])
     index: dict[str, Any] = {"experiment": experiment, "config_hash": digest, "tables": {}, "skipped": {}}
+    index["deviations"] = [note] if note else []
     for spec, frame in frames.values():
         if frame.empty:
             index["skipped"][spec.name] = "no rows in this experiment's artifacts"
             continue
-        paths = write_table(frame, spec, out_tables, experiment, digest)
+        paths = write_table(frame, spec, out_tables, experiment, digest, note)
         index["tables"][spec.name] = [p.name for p in paths]
     for spec in (tables.ENDPOINTS, tables.LOCALISATION):
         if spec.name not in index["tables"]:

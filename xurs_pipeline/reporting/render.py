@@ -123,11 +123,18 @@ def to_latex(frame: pd.DataFrame, spec: TableSpec, footer: str) -> str:
 
 
 def write_table(
-    frame: pd.DataFrame, spec: TableSpec, out_dir: str | Path, experiment: str, config_hash: str
+    frame: pd.DataFrame,
+    spec: TableSpec,
+    out_dir: str | Path,
+    experiment: str,
+    config_hash: str,
+    note: str = "",
 ) -> list[Path]:
-    """Write ``<name>.md``, ``<name>.tex`` and ``<name>.csv`` atomically; return their paths."""
+    """Write ``<name>.md``, ``<name>.tex`` and ``<name>.csv`` atomically; return their paths.
+
+    ``note`` (e.g. a deviation from the paper's data split) is appended to the footer of every format."""
     out = Path(out_dir)
-    footer = f"experiment {experiment}, config {config_hash}"
+    footer = f"experiment {experiment}, config {config_hash}" + (f"; {note}" if note else "")
     paths = []
     for suffix, text in (
         (".md", to_markdown(frame, spec, footer)),
@@ -139,6 +146,8 @@ def write_table(
     csv = frame[[c.key for c in spec.columns]].copy()
     csv["experiment"] = experiment
     csv["config_hash"] = config_hash
+    if note:
+        csv["note"] = note
     with atomic_path(out / f"{spec.name}.csv") as tmp:
         csv.to_csv(tmp, index=False)
     paths.append(out / f"{spec.name}.csv")

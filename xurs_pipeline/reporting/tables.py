@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from xurs_pipeline.credal import credal_width
+from xurs_pipeline.evaluation.agreement import spearman, topk_overlap
 from xurs_pipeline.evaluation.gate_results import verdict_group
 from xurs_pipeline.reporting.render import (
     Column,
@@ -46,7 +47,8 @@ NUMERICS = TableSpec(
     "table2_numerics",
     "NumericsRows",
     "Numerical checks; entries are medians. R is the completeness residual (Eq. 9); rank correlation and "
-    "relative vector difference compare against a repeated run (other seed and sample count).",
+    "relative vector difference compare against a repeated run (other seed and sample count); a median over "
+    "comparisons of which any is undefined (constant ranking, zero vector) is shown as a dash (a failure).",
     [
         Column("reference", "Reference", align="l"),
         Column("method", "Method", align="l"),
@@ -152,6 +154,50 @@ VERDICTS = TableSpec(
     ],
 )
 
+TARGETS = TableSpec(
+    "targets_comparison",
+    "TargetRows",
+    "Width against the comparison targets (predictive entropy, BetP of the explained answer), each "
+    "attributed with the same engine and budget and zero-masked (Eq. 8): mean advantage with its "
+    "question-level bootstrap interval, and the agreement of each target's token order with the width's "
+    "(median Spearman, mean top-k overlap, k = evaluation.top_k_max).",
+    [
+        Column("target_fn", "Target", align="l"),
+        Column("questions", "Questions"),
+        Column("mean_advantage", "Mean advantage", fmt_float(4)),
+        Column("ci", "95% CI", fmt_interval(4)),
+        Column("spearman_vs_width", "Rank rho vs width", fmt_float(3)),
+        Column("overlap_vs_width", "Top-k overlap vs width", fmt_float(3)),
+    ],
+)
+
+
+def targets_frame(
+    mask_metrics: Mapping[str, Any], attributions: pd.DataFrame, topk: int, reference_fn: str = "width"
+) -> pd.DataFrame:
+    """One row per zero-masked target function: its Table 1 numbers and the agreement of its token
+    magnitudes with ``reference_fn``'s on the same (record_id, target), from ``attributions`` (all target
+    functions' rows, column ``target_fn``). Empty when only one target function was attributed."""
+    fns = sorted(set(attributions["target_fn"])) if "target_fn" in attributions else []
+    if len(fns) < 2 or reference_fn not in fns:
+        return pd.DataFrame()
+    by_fn = {fn: rows.set_index(["record_id", "target"]) for fn, rows in attributions.groupby("target_fn")}
+    base = by_fn[reference_fn]["token_magnitude"]
+    rows = []
+    for fn, m in mask_metrics["targets"].items():
+        other = by_fn[fn]["token_magnitude"] if fn in by_fn else pd.Series(dtype=object)
+        pairs = [(np.asarray(base[k], float), np.asarray(other[k], float))
+                 for k in base.index.intersection(other.index)]  # fmt: skip
+        rho = [spearman(a, b) for a, b in pairs]
+        overlap = [topk_overlap(a, b, topk) for a, b in pairs]
+        rows.append({
+            "target_fn": fn, "questions": m["questions"], "mean_advantage": m["mean_advantage"],
+            "ci": (m["ci_low"], m["ci_high"]),
+            "spearman_vs_width": float(np.median(rho)) if rho else np.nan,
+            "overlap_vs_width": float(np.mean(overlap)) if overlap else np.nan,
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
 
 def effects_frame(mask_metrics: Mapping[str, Any], configuration: str) -> pd.DataFrame:
     """Table 1 rows from ``mask_eval/metrics.json``: one per target function."""
@@ -160,7 +206,8 @@ def effects_frame(mask_metrics: Mapping[str, Any], configuration: str) -> pd.Dat
     detail = ", ".join(budget.get("quadrature", []) + budget.get("precision", []))  # the estimator made it
     text = (
         f"{method}{f' ({detail})' if detail else ''}, {budget.get('references_per_question', '?')} refs, "
-        f"{budget.get('grad_evals_per_question', float('nan')):g} gradient evaluations"
+        f"{budget.get('grad_evals_per_question', float('nan')):g} gradient evaluations; "
+        f"zero-masking in {budget.get('masking_precision', '?')}"
     )
     rows = [
         {
@@ -184,9 +231,10 @@ def numerics_frame(attributions: pd.DataFrame, comparisons: pd.DataFrame | None)
         row = {"reference": reference, "method": method, "residual": float(np.median(group["residual"]))}
         if comparisons is not None and not comparisons.empty:
             same = comparisons[comparisons["reference"] == reference]
-            row["spearman"] = float(np.nanmedian(same["spearman"])) if len(same) else float("nan")
+            # NaN-propagating medians: an undefined comparison fails the median, as in `checks`
+            row["spearman"] = float(np.median(same["spearman"])) if len(same) else float("nan")
             row["relative_distance"] = (
-                float(np.nanmedian(same["relative_distance"])) if len(same) else float("nan")
+                float(np.median(same["relative_distance"])) if len(same) else float("nan")
             )
         else:
             row["spearman"] = row["relative_distance"] = float("nan")

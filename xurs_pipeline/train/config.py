@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 ADAPTATIONS = ("head_only", "partial", "lora")
 SELECT_BY = ("answer_nll", "loss")
@@ -12,8 +12,9 @@ DEFAULT_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up
 
 @dataclass
 class TrainConfig:
-    """Training settings (App. B.1, Table 4). ``batch_size`` is per device; the effective batch is
-    ``batch_size * grad_accum * processes``."""
+    """Training settings (App. B.1, Table 4). ``global_batch`` is the number of examples per optimiser
+    step whatever the number of processes; ``batch_size`` is per process, and the gradient accumulation
+    steps follow from both and the world size (:func:`accumulation_steps`)."""
 
     adaptation: str = "head_only"
     partial_layers: int = 2
@@ -28,13 +29,20 @@ class TrainConfig:
     max_epochs: int = 5
     patience: int = 2
     batch_size: int = 8
-    grad_accum: int = 1
+    global_batch: int = 32
     max_grad_norm: float = 1.0
     set_loss_weight: float = 0.1
     select_by: str = "answer_nll"
     seed: int = 7
     mixed_precision: str = "no"
     init_head_from: str = ""  # warm start: directory of a saved classifier whose head to copy
+    # App. B.1: the LoRA runs begin with a trained output layer. head_first trains a head-only model on the
+    # frozen backbone first (DVC stage train_head, these head_first_* settings) and starts this run's head
+    # from it.
+    head_first: bool = False
+    head_first_lr: float = 1e-3
+    head_first_epochs: int = 30
+    head_first_patience: int = 5
     resume: bool = False
     state_dir: str = ".cache/xurs/train_state"
     feature_cache_dir: str = ".cache/xurs/features"
@@ -55,7 +63,7 @@ class TrainConfig:
             "lora_rank",
             "max_epochs",
             "batch_size",
-            "grad_accum",
+            "global_batch",
             "feature_batch_size",
             "eval_batch_size",
         ):
@@ -80,5 +88,45 @@ class TrainConfig:
                 f"train.predict_splits={list(self.predict_splits)}: must be a non-empty subset of "
                 "['train', 'dev', 'test']"
             )
+        if self.head_first and self.adaptation == "head_only":
+            raise ValueError(
+                "train.head_first=true: only adaptation lora or partial starts from a head-only run"
+            )
+        if self.head_first and self.init_head_from:
+            raise ValueError(
+                f"train.head_first=true and train.init_head_from={self.init_head_from!r}: "
+                "choose one warm start"
+            )
+        if self.head_first_epochs < 1 or self.head_first_patience < 0 or not self.head_first_lr > 0:
+            raise ValueError(
+                f"train.head_first_epochs={self.head_first_epochs} (>= 1), train.head_first_patience="
+                f"{self.head_first_patience} (>= 0), train.head_first_lr={self.head_first_lr} (> 0)"
+            )
         if not self.lora_targets:
             raise ValueError("train.lora_targets=[]: name at least one module (e.g. q_proj)")
+
+
+def accumulation_steps(global_batch: int, batch_size: int, processes: int) -> int:
+    """Gradient accumulation steps so that ``batch_size * steps * processes == global_batch``.
+
+    Table 4 / App. B.1: 8 workers x batch 1 x 4 steps = 32; one process runs the same 32 as 1 x 32.
+    Raises naming ``train.global_batch`` when it is not a multiple of ``batch_size * processes``.
+    """
+    per_step = batch_size * processes
+    if processes < 1 or global_batch % per_step:
+        raise ValueError(
+            f"train.global_batch={global_batch} is not a multiple of train.batch_size={batch_size} x "
+            f"{processes} processes; choose a batch_size that divides global_batch / processes"
+        )
+    return global_batch // per_step
+
+
+def head_first_settings(t: TrainConfig) -> TrainConfig:
+    """The head-only run that ``t`` (``head_first``) starts from: same data, seed and global batch, the
+    ``head_first_*`` learning rate, epochs and patience, the whole global batch per step (cached frozen
+    features make that cheap)."""
+    return replace(
+        t, adaptation="head_only", lr_head=t.head_first_lr, max_epochs=t.head_first_epochs,
+        patience=t.head_first_patience, batch_size=t.global_batch,
+        mixed_precision="no", head_first=False, init_head_from="",
+    )  # fmt: skip

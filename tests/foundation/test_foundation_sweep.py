@@ -1,0 +1,87 @@
+"""``xurs sweep``: a Hydra multirun of whole experiments, each its own DVC experiment (issue 17 item 9)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from xurs_pipeline.cli import main as xurs
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def test_a_sweep_expands_into_one_dvc_experiment_per_point(capsys, monkeypatch, tmp_path):
+    shutil.copytree(ROOT / "conf", tmp_path / "conf")
+    monkeypatch.chdir(tmp_path)
+    assert xurs(["sweep", "--dry-run", "--name", "seeds", "experiment=smoke", "train.seed=7,17"]) == 0
+    commands = [line.split() for line in capsys.readouterr().out.splitlines() if " exp run " in line]
+    assert [c[1:] for c in commands] == [
+        ["exp", "run", "--temp", "-n", f"seeds-{i}", "-S", "experiment=smoke", "-S", f"train.seed={seed}"]
+        for i, seed in enumerate((7, 17))
+    ]
+    # Table 8's correction sweep needs predictions only: --stage stops each point there
+    sweep = ["sweep", "--dry-run", "--stage", "predict", "experiment=smoke", "train=head_only,partial"]
+    assert xurs(sweep) == 0
+    commands = [line.split() for line in capsys.readouterr().out.splitlines() if " exp run " in line]
+    assert [c[1:5] + c[-1:] for c in commands] == [
+        ["exp", "run", "predict", "--temp", f"train={t}"] for t in ("head_only", "partial")
+    ]
+    # a bad point stops the sweep before its experiment runs, naming the key
+    assert xurs(["sweep", "--dry-run", "experiment=smoke", "train.seed=7,-1"]) == 2
+    assert "train.seed=-1" in capsys.readouterr().err
+
+
+def test_the_readme_submitit_launcher_composes():
+    """The README's SLURM route (composition only: no cluster here)."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(
+            config_name="config",
+            overrides=["experiment=smoke", "hydra/launcher=submitit_slurm", "hydra.launcher.partition=gpu",
+                       "hydra.launcher.gpus_per_node=1", "hydra.launcher.timeout_min=240"],
+            return_hydra_config=True,
+        )  # fmt: skip
+    launcher = cfg.hydra.launcher
+    assert launcher._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+    assert (launcher.partition, launcher.gpus_per_node, launcher.timeout_min) == ("gpu", 1, 240)
+    assert cfg.experiment_name == "smoke"
+
+
+def _run(args: list[str], cwd: Path) -> str:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(cwd)}
+    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, f"{' '.join(args)}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result.stdout
+
+
+@pytest.mark.slow
+def test_a_two_point_smoke_sweep_runs_two_dvc_experiments(tmp_path):
+    for name in ("conf", "stages", "xurs_pipeline"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "dvc.yaml", tmp_path / "dvc.yaml")
+    (tmp_path / ".gitignore").write_text("logs/\n")
+    dvc = str(BIN / "dvc")
+    git_commit = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "p"]
+    params = [str(BIN / "xurs"), "params", "experiment=smoke"]
+    for args in (["git", "init", "-q"], [dvc, "init", "-q"], [dvc, "config", "hydra.enabled", "True"],
+                 params, ["git", "add", "-A"], git_commit):  # fmt: skip
+        _run(args, tmp_path)
+    _run([str(BIN / "xurs"), "sweep", "experiment=smoke", "evaluation.bootstrap_resamples=200,300"], tmp_path)
+    shown = json.loads(_run([str(BIN / "dvc"), "exp", "show", "--json"], tmp_path))
+    experiments = {
+        e["name"]: e["revs"][0]["data"] for e in shown[0].get("experiments") or [] if e.get("name")
+    }
+    assert set(experiments) == {"sweep-0", "sweep-1"}
+    for name, resamples in (("sweep-0", 200), ("sweep-1", 300)):
+        params = experiments[name]["params"]["params.yaml"]["data"]
+        assert params["evaluation"]["bootstrap_resamples"] == resamples
+        assert params["experiment_name"] == "smoke"
+        assert "data/mask_eval/metrics.json" in experiments[name]["metrics"]  # the whole pipeline ran
