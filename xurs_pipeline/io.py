@@ -22,16 +22,17 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-import safetensors.torch
-import torch
 from safetensors import SafetensorError, safe_open
 
 from xurs_pipeline.errors import XursError
+
+if TYPE_CHECKING:
+    import torch
 
 PROVENANCE_KEY = b"xurs_provenance"
 CHECKSUM_KEY = "xurs_sha256"  # safetensors metadata: hex SHA-256 of the tensor bytes
@@ -214,6 +215,8 @@ def write_safetensors(
     The header's metadata keys are sorted (safetensors itself writes them in a random order per
     process), so equal tensors and metadata give byte-identical files.
     """
+    import safetensors.torch  # lazy: it imports torch, which config validation must not need
+
     raw = safetensors.torch.save({k: v.contiguous() for k, v in tensors.items()})
     size = int.from_bytes(raw[:8], "little")
     data = memoryview(raw)[8 + size :]
