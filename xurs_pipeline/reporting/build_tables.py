@@ -102,6 +102,11 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
             continue
         paths = write_table(frame, spec, out_tables, experiment, digest, note)
         index["tables"][spec.name] = [p.name for p in paths]
+    if tables.CORRECTION.name in index["skipped"]:
+        index["skipped"][tables.CORRECTION.name] = (
+            "the classifier predicts the 15 masses directly (output_kind mass15): the App. A conversion and "
+            "the Eq. 5 correction apply to belief heads only"
+        )
     for spec in (tables.ENDPOINTS, tables.LOCALISATION):
         if spec.name not in index["tables"]:
             index["skipped"].setdefault(spec.name, "the experiment has no aligned references or clue tokens")

@@ -249,11 +249,14 @@ def settings_frame(section: Mapping[str, Any], keys: list[str] | None = None) ->
 
 
 def correction_frame(audit: Mapping[str, Any], split: str = "test") -> pd.DataFrame:
-    """Table 8 row from ``predict/correction_audit.json`` for one split."""
+    """Table 8 row from ``predict/correction_audit.json`` for one split; no rows when the correction does
+    not apply (a ``mass15`` head predicts masses directly: App. A and Eq. 5 act on belief heads only)."""
     if split not in audit:
         raise KeyError(
             f"correction audit has no split {split!r}; has {sorted(k for k in audit if k[0] != '_')}"
         )
+    if audit[split].get("correction_applies") is False:
+        return pd.DataFrame()
     return pd.DataFrame([audit[split]])
 
 
