@@ -21,8 +21,8 @@ def load_model_option(name: str) -> ModelConfig:
     return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), raw))  # type: ignore[return-value]
 
 
-def test_the_four_model_options_exist() -> None:
-    assert OPTIONS == ["llama2_7b", "smollm2_135m", "smollm3_3b", "tiny"]
+def test_the_model_options_exist() -> None:
+    assert OPTIONS == ["default", "llama2_7b", "smollm2_135m", "smollm2_135m_block20", "smollm3_3b", "tiny"]
 
 
 @pytest.mark.parametrize("name", OPTIONS)

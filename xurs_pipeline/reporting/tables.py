@@ -206,9 +206,10 @@ def effects_frame(mask_metrics: Mapping[str, Any], configuration: str) -> pd.Dat
     detail = ", ".join(budget.get("quadrature", []) + budget.get("precision", []))  # the estimator made it
     text = (
         f"{method}{f' ({detail})' if detail else ''}, {budget.get('references_per_question', '?')} refs, "
-        f"{budget.get('grad_evals_per_question', float('nan')):g} gradient evaluations; "
-        f"zero-masking in {budget.get('masking_precision', '?')}"
+        f"{budget.get('grad_evals_per_question', float('nan')):g} gradient evaluations"
     )
+    if "masking_precision" in budget:  # written by mask_eval since issue 17
+        text += f"; zero-masking in {budget['masking_precision']}"
     rows = [
         {
             "configuration": configuration,
