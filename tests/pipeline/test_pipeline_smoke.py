@@ -176,10 +176,11 @@ def test_editing_a_medqa_question_reruns_prepare(tmp_path: Path) -> None:
 def test_table_cells_equal_the_artifacts(project: Path) -> None:
     tables = project / "results" / "tables"
     mask = json.loads((project / "data/mask_eval/metrics.json").read_text())["targets"]["width"]
-    effects = pd.read_csv(tables / "table1_effects.csv")
-    assert effects.loc[0, "mean_advantage"] == pytest.approx(mask["mean_advantage"], abs=0)
+    effects = pd.read_csv(tables / "table1_effects.csv").set_index("target_fn")  # one row per target
+    assert effects.loc["width", "mean_advantage"] == pytest.approx(mask["mean_advantage"], abs=0)
     per_question = pd.read_parquet(project / "data/mask_eval/per_question.parquet")
-    assert mask["mean_advantage"] == pytest.approx(per_question["advantage"].mean(), rel=1e-12, abs=1e-15)
+    width_rows = per_question[per_question["target_fn"] == "width"]
+    assert mask["mean_advantage"] == pytest.approx(width_rows["advantage"].mean(), rel=1e-12, abs=1e-15)
 
     predictions = pd.read_parquet(project / "data/predict/predictions.parquet")
     test = predictions[predictions["split"] == "test"]
