@@ -76,12 +76,15 @@ def test_a_two_point_smoke_sweep_runs_two_dvc_experiments(tmp_path):
         _run(args, tmp_path)
     _run([str(BIN / "xurs"), "sweep", "experiment=smoke", "evaluation.bootstrap_resamples=200,300"], tmp_path)
     shown = json.loads(_run([str(BIN / "dvc"), "exp", "show", "--json"], tmp_path))
-    experiments = {
-        e["name"]: e["revs"][0]["data"] for e in shown[0].get("experiments") or [] if e.get("name")
+    experiments = {  # entries: the workspace, then the baseline commit holding its experiments
+        e["name"]: e["revs"][0]["data"]
+        for entry in shown
+        for e in entry.get("experiments") or []
+        if e.get("name")
     }
     assert set(experiments) == {"sweep-0", "sweep-1"}
     for name, resamples in (("sweep-0", 200), ("sweep-1", 300)):
         params = experiments[name]["params"]["params.yaml"]["data"]
         assert params["evaluation"]["bootstrap_resamples"] == resamples
         assert params["experiment_name"] == "smoke"
-        assert "data/mask_eval/metrics.json" in experiments[name]["metrics"]  # the whole pipeline ran
+        assert "data/mask_eval/headline.json" in experiments[name]["metrics"]  # the whole pipeline ran

@@ -211,7 +211,7 @@ def test_table_cells_equal_the_artifacts(project: Path) -> None:
     assert verdicts["value"].to_numpy() == pytest.approx(both, nan_ok=True)
     gate_table = pd.read_csv(tables / "gates.csv")
     assert gate_table["value"].to_numpy() == pytest.approx(gates["value"].to_numpy(), nan_ok=True)
-    assert (verdicts["config_hash"] == effects.loc[0, "config_hash"]).all()
+    assert (verdicts["config_hash"] == effects["config_hash"].iloc[0]).all()
     targets = pd.read_csv(tables / "targets_comparison.csv").set_index("target_fn")
     masked = json.loads((project / "data/mask_eval/metrics.json").read_text())["targets"]
     assert set(targets.index) == {"width", "entropy", "betp"} == set(masked)
