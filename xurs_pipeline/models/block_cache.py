@@ -31,7 +31,7 @@ from torch import nn
 from xurs_pipeline.fingerprint import code_version
 from xurs_pipeline.io import atomic_path
 from xurs_pipeline.models.adapters import decoder_blocks
-from xurs_pipeline.models.classifier import RandomSetClassifier, position_ids_from_mask
+from xurs_pipeline.models.classifier import RandomSetClassifier, pool_last_token, position_ids_from_mask
 from xurs_pipeline.models.collate import pad_batch
 from xurs_pipeline.models.heads import ClassifierOutput
 
@@ -82,9 +82,7 @@ class TopBlocks(nn.Module):
             position_ids=position_ids_from_mask(attention_mask),
             use_cache=False,
         )
-        index = attention_mask.shape[1] - 1 - attention_mask.bool().flip(-1).long().argmax(-1)
-        last = out.last_hidden_state[torch.arange(states.shape[0], device=states.device), index]
-        return self.head(last)
+        return self.head(pool_last_token(out.last_hidden_state, attention_mask))
 
 
 @torch.no_grad()
