@@ -22,6 +22,7 @@ import torch
 from accelerate import PartialState
 
 from stages._common import log, run_stage
+from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.gradients import AttributionMemoryError
 from xurs_pipeline.attribution.inputs import AttributionInputError
 from xurs_pipeline.attribution.model import DTYPES, set_precision
@@ -67,14 +68,19 @@ def attribute_into(cfg: RootConfig, out_dir: Path) -> dict | None:
 
 def attribute_variants(out: Path, variants: dict[str, RootConfig], what: str) -> None:
     """Attribute each named variant of the run into ``out/<name>/`` (resume parts removed after the merge,
-    so they are no DVC output) and write ``out/index.json`` with each variant's seed, samples and target."""
+    so they are no DVC output) and write ``out/index.json`` with each variant's seed, budget (EG: samples,
+    IG: starting points) and target."""
     for name, variant in variants.items():
         log.info("%s: %s", what, name)
         attribute_into(variant, out / name)
         shutil.rmtree(out / name / "parts", ignore_errors=True)
-    index = {n: {"seed": v.attribution.seed, "n_samples": v.attribution.n_samples,
-                 "target_fn": v.attribution.target_fn} for n, v in variants.items()}  # fmt: skip
+    index = {n: {"seed": v.attribution.seed, "target_fn": v.attribution.target_fn, **_budget(v.attribution)}
+             for n, v in variants.items()}  # fmt: skip
     write_json({what: index}, out / "index.json")
+
+
+def _budget(at: AttributionConfig) -> dict[str, int]:
+    return {"ig_points": at.ig_points} if at.method == "ig" else {"n_samples": at.n_samples}
 
 
 def body(cfg: RootConfig) -> None:

@@ -21,7 +21,7 @@ from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_
 from xurs_pipeline.contracts import artifact, stage_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_prompts
-from xurs_pipeline.evaluation.evidence import endpoint_checks, localisation_table
+from xurs_pipeline.evaluation.evidence import endpoint_checks, localisation_summary, localisation_table
 from xurs_pipeline.evaluation.randomisation import cascade_names, randomisation_check
 from xurs_pipeline.evaluation.reattribute import attribution_callable
 from xurs_pipeline.evaluation.run_checks import (
@@ -88,6 +88,9 @@ def body(cfg: RootConfig) -> None:
         write_parquet(table, path, Provenance(f"checks_{name}", 1, run))
     write_parquet(checks_frame(checks), checks_table.at(cfg.paths), checks_table.provenance(run))
     summary = checks_summary(checks)
+    summary["localisation"] = json_safe(localisation_summary(
+        details["localisation"], ev.bootstrap_resamples, ev.confidence, ev.bootstrap_method, ev.seed
+    ))  # fmt: skip
     if not details["randomisation"].empty:
         moved = details["randomisation"].groupby("randomised", sort=False)[["spearman", "relative_distance"]]
         summary["randomisation"] = json_safe(moved.median().to_dict(orient="index"))

@@ -322,6 +322,7 @@ _STAGES = (
             "mask_metrics",
             "gates",
             "checks",
+            "check_summary",
             "check_details",
             "target_runs",
         ),

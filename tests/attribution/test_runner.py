@@ -161,33 +161,46 @@ def test_bad_inputs_raise_clear_errors_and_write_nothing(
     assert not (tmp_path / "out").exists()
 
 
-def test_aligned_reference_uses_the_paired_prompt(tmp_path: Path) -> None:
+def _paired_frame(without_result: list[int], with_result: list[int]) -> pd.DataFrame:
+    """One training prompt and one test pair p0: ``p0-with`` (has the result) and ``p0-without``."""
     frame = prompts_frame(n_test=0, n_train=1)
-    base = [1, 5, 6, 7, 8, 4]
-    with_result = [1, 5, 6, 7, 9, 9, 8, 4]
     pairs = pd.DataFrame(
         [
-            {
-                "record_id": "p0-with",
-                "split": "test",
-                "input_ids": with_result,
-                "answer_idx": 1,
-                "eligible": [False] + [True] * 7,
-                "pair_id": "p0",
-                "has_result": True,
-            },
-            {
-                "record_id": "p0-without",
-                "split": "test",
-                "input_ids": base,
-                "answer_idx": 1,
-                "eligible": [False] + [True] * 5,
-                "pair_id": "p0",
-                "has_result": False,
-            },
+            {"record_id": "p0-with", "split": "test", "input_ids": with_result, "answer_idx": 1,
+             "eligible": [False] + [True] * (len(with_result) - 1), "pair_id": "p0", "has_result": True},
+            {"record_id": "p0-without", "split": "test", "input_ids": without_result, "answer_idx": 1,
+             "eligible": [False] + [True] * (len(without_result) - 1), "pair_id": "p0", "has_result": False},
         ]
-    )
-    frame = pd.concat([frame.assign(pair_id="", has_result=False), pairs], ignore_index=True)
+    )  # fmt: skip
+    return pd.concat([frame.assign(pair_id="", has_result=False), pairs], ignore_index=True)
+
+
+def test_result_filter_explains_the_uncertain_member_against_its_partner(tmp_path: Path) -> None:
+    """``result_filter=without_result``: the prompt without the result is the question and its partner
+    with the result, aligned to it, the reference: only the positions the partner lacks get attribution."""
+    with_result = [1, 5, 6, 7, 9, 9, 8, 4]
+    without = [1, 5, 6, 7, 9, 9, 3, 3, 8, 4]  # the uncertain prompt names two things, the other one
+    frame = _paired_frame(without, with_result)
+    model = TinyBeliefClassifier(vocab=40)
+    common = dict(reference="aligned", refs_per_collection=1, method="ig", ig_points=4, target="all")
+    _run(model, frame, tmp_path / "wo", result_filter="without_result", **common)
+    rows = read_parquet(tmp_path / "wo" / ATTRIBUTIONS_FILE)
+    assert set(rows["record_id"]) == {"p0-without"}
+    assert set(rows.iloc[0]["reference_record_ids"]) == {"p0-with"}
+    assert list(rows.iloc[0]["prepared_input_ids"]) == [1, 5, 6, 7, 9, 9, PAD_ID, PAD_ID, 8, 4]
+    assert list(rows.iloc[0]["changed_positions"]) == [6, 7]
+    _run(model, frame, tmp_path / "all", result_filter="all", **common)  # aligned: all = with_result
+    assert set(read_parquet(tmp_path / "all" / ATTRIBUTIONS_FILE)["record_id"]) == {"p0-with"}
+    _run(model, frame, tmp_path / "train", result_filter="without_result", refs_per_collection=1)  # any kind
+    assert set(read_parquet(tmp_path / "train" / ATTRIBUTIONS_FILE)["record_id"]) == {"p0-without"}
+    with pytest.raises(AttributionInputError, match=r"result_filter='with_result'.*has_result"):
+        _run(model, prompts_frame(n_test=2, n_train=3), tmp_path / "medqa", result_filter="with_result")
+
+
+def test_aligned_reference_uses_the_paired_prompt(tmp_path: Path) -> None:
+    base = [1, 5, 6, 7, 8, 4]
+    with_result = [1, 5, 6, 7, 9, 9, 8, 4]
+    frame = _paired_frame(base, with_result)
     model = TinyBeliefClassifier(vocab=40)
     _run(
         model,

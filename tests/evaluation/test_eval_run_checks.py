@@ -11,7 +11,7 @@ import pytest
 from safetensors.numpy import save_file
 
 from xurs_pipeline.evaluation.config import NumericsThresholds, RankingThresholds
-from xurs_pipeline.evaluation.evidence import endpoint_checks, localisation_table
+from xurs_pipeline.evaluation.evidence import endpoint_checks, localisation_summary, localisation_table
 from xurs_pipeline.evaluation.run_checks import Run, completeness_checks, leave_one_out_checks
 
 SECTIONS = [
@@ -107,3 +107,31 @@ def test_localisation_rows_and_forced_zero_from_aligned_ids():
     zero = localisation_table(frame(token_magnitude=[0.0] * L), PROMPTS)
     assert zero["note"].str.contains("all-zero").all()
     assert localisation_table(frame(), PROMPTS.drop(columns="clue_positions")).empty
+
+
+def _localised(clue: list[float], control: list[float], ranks: list[int]) -> pd.DataFrame:
+    return pd.DataFrame({
+        "record_id": [f"q{i}" for i in range(len(clue))], "region": "case_text",
+        "clue_share": clue, "control_mean_share": control, "best_rank": ranks,
+    })  # fmt: skip
+
+
+def test_localisation_summary_is_the_mean_over_questions_with_a_bootstrap_interval():
+    rng = np.random.default_rng(0)
+    clue = rng.uniform(0.4, 0.9, 30)
+    control = rng.uniform(0.0, 0.2, 30)
+    ranks = [1] * 20 + [3] * 10
+    summary = localisation_summary(_localised(clue, control, ranks), 2000, 0.95, "percentile", 0)["case_text"]
+    assert summary["questions"] == 30
+    assert summary["mean_clue_share_pct"] == pytest.approx(100 * clue.mean())
+    assert summary["mean_difference_pp"] == pytest.approx(100 * (clue - control).mean())
+    assert summary["ci_low"] < summary["mean_difference_pp"] < summary["ci_high"]
+    assert summary["ci_low"] > 0  # the clue holds far more than its windows: the interval excludes zero
+    assert (summary["median_best_rank"], summary["best_rank_1_share"]) == (1.0, pytest.approx(2 / 3))
+    # a clue-blind attribution: clue and windows hold the same share up to noise, the interval covers zero
+    blind = rng.uniform(0.1, 0.2, 30)
+    noise = localisation_summary(
+        _localised(blind, blind + rng.normal(0, 0.02, 30), [5] * 30), 2000, 0.95, "percentile", 0
+    )["case_text"]
+    assert noise["ci_low"] < 0 < noise["ci_high"]
+    assert localisation_summary(pd.DataFrame(), 2000, 0.95, "percentile", 0) == {}

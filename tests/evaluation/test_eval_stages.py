@@ -6,6 +6,7 @@ paths; the stage bodies then run on them. One D value is recomputed independentl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -163,6 +164,21 @@ def test_repeated_runs_are_made_in_the_pipeline_and_fill_table2(artifacts: Path,
     with pytest.raises(SystemExit):  # a repeat equal to the main run is refused, naming the keys
         repeats_stage.body(make_cfg(artifacts, repeat_seeds=[cfg.attribution.seed]))
     assert "evaluation.repeat_seeds contains attribution.seed" in caplog.text
+
+
+def test_an_ig_repeat_doubles_the_quadrature_points_instead_of_repeating_the_main_run():
+    """IG draws nothing at random: a repeat with another seed alone would equal the main run, a check that
+    cannot fail. Its repeat starts from twice the points (or evaluation.repeat_n_samples points)."""
+    cfg = make_cfg(Path("unused"), repeat_seeds=[17])
+    ig = dataclasses.replace(cfg, attribution=dataclasses.replace(cfg.attribution, method="ig", ig_points=8))
+    repeat = repeats_stage.repeat_config(ig, 17).attribution
+    assert (repeat.seed, repeat.ig_points, repeat.ig_max_points) == (17, 16, ig.attribution.ig_max_points)
+    chosen = dataclasses.replace(ig, evaluation=dataclasses.replace(ig.evaluation, repeat_n_samples=4096))
+    assert repeats_stage.repeat_config(chosen, 17).attribution.ig_max_points == 4096  # raised to the start
+    same = dataclasses.replace(ig, evaluation=dataclasses.replace(ig.evaluation, repeat_n_samples=8))
+    with pytest.raises(ValueError, match=r"repeat_n_samples=8 equals attribution\.ig_points"):
+        repeats_stage.repeat_config(same, 17)
+    assert repeats_stage.repeat_config(cfg, 17).attribution.n_samples == cfg.attribution.n_samples  # EG
 
 
 def test_comparison_targets_are_attributed_zero_masked_and_compared(artifacts: Path):

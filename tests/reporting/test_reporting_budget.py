@@ -1,11 +1,12 @@
-"""Table 1 names the estimator that made it: method, IG quadrature, precision, references, evaluations."""
+"""Table 1 names the estimator that made it (method, IG quadrature, precision, references, evaluations);
+the clue tables (clue masking, localisation summary) come from the metrics files."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from xurs_pipeline.evaluation.mask_eval import attribution_budget
-from xurs_pipeline.reporting.tables import effects_frame
+from xurs_pipeline.reporting.tables import clue_masking_frame, effects_frame, localisation_summary_frame
 
 
 def _attributions(method: str, quadrature: str, precision: str) -> pd.DataFrame:
@@ -32,9 +33,24 @@ def _budget_text(frame: pd.DataFrame) -> str:
 
 def test_ig_budget_names_quadrature_and_precision() -> None:
     text = _budget_text(_attributions("ig", "gausslegendre", "bfloat16"))
-    assert text == "ig (gausslegendre, bfloat16), 2 refs, 80 gradient evaluations"
+    assert text == "ig (gausslegendre, bfloat16), 2 train refs, 80 gradient evaluations"
 
 
 def test_eg_budget_has_no_quadrature() -> None:
     text = _budget_text(_attributions("eg", "", "float32"))
-    assert text == "eg (float32), 2 refs, 80 gradient evaluations"
+    assert text == "eg (float32), 2 train refs, 80 gradient evaluations"
+
+
+def test_clue_tables_come_from_the_metrics_and_are_empty_without_a_clue() -> None:
+    metrics = {"clue_masking": {"questions": 3, "mean_advantage": 0.2, "ci_low": 0.1, "ci_high": 0.3,
+                                "mean_d_clue": 0.3, "mean_d_window": 0.1}}  # fmt: skip
+    row = clue_masking_frame(metrics, "local").iloc[0]
+    assert (row["configuration"], row["questions"], row["ci"]) == ("local", 3, (0.1, 0.3))
+    assert clue_masking_frame({"clue_masking": {}}, "local").empty
+    summary = {"case_text": {"questions": 3, "mean_clue_share_pct": 50.0, "mean_difference_pp": 30.0,
+                             "ci_low": 20.0, "ci_high": 40.0, "median_best_rank": 1.0,
+                             "best_rank_1_share": 1.0}}
+    rows = localisation_summary_frame(summary)
+    assert list(rows["region"]) == ["case_text"]
+    assert rows["ci"].iloc[0] == (20.0, 40.0)
+    assert localisation_summary_frame({}).empty

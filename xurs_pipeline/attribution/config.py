@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 METHODS = ("eg", "ig")
 REFERENCE_KINDS = ("train", "zero", "aligned")
+RESULT_FILTERS = ("all", "with_result", "without_result")
 ROUTES = ("direct", "answer_set")
 TARGET_RULES = ("predicted", "correct", "all")
 REFERENCE_ORDERS = ("first", "hash")
@@ -39,7 +40,10 @@ class AttributionConfig:
 
     method: ``eg`` (Expected Gradients, Eq. 3) or ``ig`` (Integrated Gradients per reference).
     reference: ``train`` (training prompts), ``zero`` (zero embeddings), ``aligned`` (paired prompt
-      aligned to the question, Sec. 5.4; questions are the rows with ``has_result`` true).
+      aligned to the question, Sec. 5.4: the other member of the question's pair).
+    result_filter: on controlled data, explain ``all`` questions of the split, only those
+      ``with_result`` or only those ``without_result`` (the uncertain ones: why is the model uncertain?).
+      ``aligned`` needs one member of each pair: there ``all`` means ``with_result`` (Sec. 5.4).
     route: ``direct`` (attribute W_c) or ``answer_set`` (attribute each m(S), S ∋ c, |S| > 1; Eq. 4).
     target: explained answer c: ``predicted`` (argmax BetP on the original prompt), ``correct`` or ``all``.
     split / max_questions / record_ids: the questions (``record_ids`` overrides split; 0 = all).
@@ -58,6 +62,7 @@ class AttributionConfig:
 
     method: str = "eg"
     reference: str = "train"
+    result_filter: str = "all"
     route: str = "direct"
     target_fn: str = "width"  # the function explained: width (the paper's), entropy or betp (Sec. 7)
     target: str = "predicted"
@@ -87,6 +92,7 @@ class AttributionConfig:
     def __post_init__(self) -> None:
         _one_of("method", self.method, METHODS)
         _one_of("reference", self.reference, REFERENCE_KINDS)
+        _one_of("result_filter", self.result_filter, RESULT_FILTERS)
         _one_of("route", self.route, ROUTES)
         _one_of("target_fn", self.target_fn, ("width", "entropy", "betp"))
         if self.route == "answer_set" and self.target_fn != "width":

@@ -54,6 +54,14 @@ def _pair(prompts: pd.DataFrame, row: pd.Series) -> pd.Series:
     return mates.iloc[0]
 
 
+def result_filter(cfg: AttributionConfig) -> bool | None:
+    """The ``has_result`` value the explained questions must have (None: any). An aligned reference is
+    the other member of the question's pair, so ``all`` there means the paper's ``with_result``."""
+    if cfg.result_filter == "all":
+        return True if cfg.reference == "aligned" else None
+    return cfg.result_filter == "with_result"
+
+
 def check_record_ids(prompts: pd.DataFrame, record_ids: Sequence[str]) -> None:
     """``attribution.record_ids`` must name prepared records: AttributionInputError naming the others.
     The train stage calls it too, so a typo stops the pipeline before training, not after."""
@@ -75,8 +83,15 @@ def select_questions(
         chosen = prompts[prompts["record_id"].isin(cfg.record_ids)]
     else:
         chosen = prompts[prompts["split"] == cfg.split]
-        if cfg.reference == "aligned" and "has_result" in chosen.columns:
-            chosen = chosen[chosen["has_result"].astype(bool)]
+        wanted = result_filter(cfg)
+        lacks = "has_result" not in chosen.columns
+        if wanted is not None and lacks and cfg.reference != "aligned":  # aligned: _pair names the columns
+            raise AttributionInputError(
+                f"attribution.result_filter={cfg.result_filter!r}: prepared data has no has_result column; "
+                "it applies to controlled synthetic data only (data.source=synthetic_*): set it to 'all'"
+            )
+        if wanted is not None and not lacks:
+            chosen = chosen[chosen["has_result"].astype(bool) == wanted]
         if cfg.max_questions:
             chosen = chosen.iloc[: cfg.max_questions]
     if chosen.empty:

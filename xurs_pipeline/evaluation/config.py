@@ -159,7 +159,8 @@ class EvaluationConfig:
     comparison_runs: list[str] = field(default_factory=list)
     # Repeated attribution runs made inside the pipeline (stage attribute_repeats; App. B.3 seeds 17 and
     # 23, Table 7, Table 2's rank and vector columns): the main run's settings with each of these seeds and
-    # ``repeat_n_samples`` samples (0 = the main run's n_samples), compared with the main run in ``checks``.
+    # ``repeat_n_samples`` samples (0 = the main run's n_samples; IG, which draws nothing at random: that
+    # many starting quadrature points, 0 = twice ig_points), compared with the main run in ``checks``.
     repeat_seeds: list[int] = field(default_factory=lambda: [17, 23])
     repeat_n_samples: int = 0
     # Splits of the controlled data on which the App. D.3 gates are evaluated (those present are used).

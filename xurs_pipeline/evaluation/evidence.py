@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from xurs_pipeline.evaluation.artifacts import prompts_by_id
+from xurs_pipeline.evaluation.bootstrap import mean_advantage_interval
 from xurs_pipeline.evaluation.localisation import clue_localisation
 from xurs_pipeline.evaluation.references import EndpointCheck, endpoint_check
 
@@ -87,3 +88,30 @@ def localisation_table(frame: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFra
             loc = clue_localisation(magnitude, region, clue, name, zero, str(row.record_id))
             rows.append({**key, **loc.to_dict(), "note": ""})
     return pd.DataFrame(rows)
+
+
+def localisation_summary(
+    table: pd.DataFrame, resamples: int, confidence: float, method: str, seed: int
+) -> dict[str, dict[str, float | int]]:
+    """App. C over all explained questions, per region: the mean clue share and the mean difference to
+    the control windows (pp) with its question-level bootstrap interval (``mean_advantage_interval`` on the
+    paired clue and control-window shares), the median best clue rank and the share of questions whose
+    best clue token ranks first. Empty when no row was measured."""
+    if table.empty or "clue_share" not in table.columns:
+        return {}
+    out: dict[str, dict[str, float | int]] = {}
+    for region, rows in table.dropna(subset=["clue_share"]).groupby("region", sort=False):
+        ci = mean_advantage_interval(
+            100 * rows["clue_share"].to_numpy(), 100 * rows["control_mean_share"].to_numpy(),
+            resamples, confidence, method, seed,
+        )  # fmt: skip
+        out[str(region)] = {
+            "questions": ci.n,
+            "mean_clue_share_pct": float(100 * rows["clue_share"].mean()),
+            "mean_difference_pp": ci.mean,
+            "ci_low": ci.low,
+            "ci_high": ci.high,
+            "median_best_rank": float(rows["best_rank"].median()),
+            "best_rank_1_share": float((rows["best_rank"] == 1).mean()),
+        }
+    return out

@@ -26,9 +26,9 @@ from xurs_pipeline.reporting.render import TableSpec, write_table
 TRAINING_KEYS = ["adaptation", "lora_rank", "lora_alpha", "lora_dropout", "lr_adapter", "lr_head",
                  "weight_decay", "warmup_fraction", "max_epochs", "patience", "seed", "batch_size",
                  "global_batch", "max_grad_norm", "set_loss_weight", "select_by"]  # fmt: skip
-ATTRIBUTION_KEYS = ["method", "reference", "route", "target", "n_collections", "refs_per_collection",
-                    "reference_order", "n_samples", "ig_quadrature", "ig_points", "ig_adaptive",
-                    "ig_tolerance", "ig_max_points", "seed", "samples_per_call", "precision",
+ATTRIBUTION_KEYS = ["method", "reference", "result_filter", "route", "target", "n_collections",
+                    "refs_per_collection", "reference_order", "n_samples", "ig_quadrature", "ig_points",
+                    "ig_adaptive", "ig_tolerance", "ig_max_points", "seed", "samples_per_call", "precision",
                     "max_questions"]  # fmt: skip
 
 
@@ -54,6 +54,7 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
     details = artifacts / "checks" / "details"
     comparisons = [read_parquet(p) for p in sorted(details.glob("compare_*.parquet"))]
     localisation = _optional_parquet(details / "localisation.parquet")
+    check_summary = read_json(artifacts / "checks" / "checks.json")
     endpoints = _optional_parquet(details / "endpoints.parquet")
 
     frames: dict[str, tuple[TableSpec, pd.DataFrame]] = {
@@ -92,6 +93,12 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
             measured.assign(clue_share_pct=100 * measured["clue_share"]),
         )
 
+    frames["localisation_summary"] = (
+        tables.LOCALISATION_SUMMARY,
+        tables.localisation_summary_frame(check_summary.get("localisation") or {}),
+    )
+    frames["clue_masking"] = (tables.CLUE_MASKING, tables.clue_masking_frame(mask_metrics, label))
+
     data = params["data"]
     note = split_deviation(data["source"], data["medqa_carve"], data["medqa_train_fraction"])
     index: dict[str, Any] = {"experiment": experiment, "config_hash": digest, "tables": {}, "skipped": {}}
@@ -107,7 +114,7 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
             "the classifier predicts the 15 masses directly (output_kind mass15): the App. A conversion and "
             "the Eq. 5 correction apply to belief heads only"
         )
-    for spec in (tables.ENDPOINTS, tables.LOCALISATION):
+    for spec in (tables.ENDPOINTS, tables.LOCALISATION, tables.LOCALISATION_SUMMARY, tables.CLUE_MASKING):
         if spec.name not in index["tables"]:
             index["skipped"].setdefault(spec.name, "the experiment has no aligned references or clue tokens")
     if gates.empty:

@@ -100,6 +100,36 @@ LOCALISATION = TableSpec(
         Column("best_rank", "Best rank", fmt_float(0)),
     ],
 )
+LOCALISATION_SUMMARY = TableSpec(
+    "table9_localisation_summary",
+    "LocalisationSummaryRows",
+    "Clue localisation over all explained questions (App. C): mean clue share of the region's magnitude, "
+    "mean difference to the equal-length clue-free control windows (pp) with its question-level bootstrap "
+    "interval, median best clue rank and share of questions whose best clue token ranks first.",
+    [
+        Column("region", "Region", align="l"),
+        Column("questions", "Questions"),
+        Column("mean_clue_share_pct", "Clue share (%)", fmt_float(2)),
+        Column("mean_difference_pp", "Difference (pp)", fmt_float(2)),
+        Column("ci", "95% CI", fmt_interval(2)),
+        Column("median_best_rank", "Median best rank", fmt_float(1)),
+        Column("best_rank_1_share", "Rank 1", fmt_percent(0)),
+    ],
+)
+CLUE_MASKING = TableSpec(
+    "table1_clue_masking",
+    "ClueMaskingRows",
+    "Zero-masking the whole clue rather than equal-length clue-free windows of the case text: mean absolute "
+    "width change of each and their mean difference, with its question-level bootstrap interval.",
+    [
+        Column("configuration", "Model", align="l"),
+        Column("questions", "Questions"),
+        Column("mean_d_clue", "Clue", fmt_float(4)),
+        Column("mean_d_window", "Control windows", fmt_float(4)),
+        Column("mean_advantage", "Mean advantage", fmt_float(4)),
+        Column("ci", "95% CI", fmt_interval(4)),
+    ],
+)
 FIT = TableSpec(
     "table10_fit",
     "FitRows",
@@ -205,7 +235,8 @@ def effects_frame(mask_metrics: Mapping[str, Any], configuration: str) -> pd.Dat
     method = "/".join(budget.get("method", []))
     detail = ", ".join(budget.get("quadrature", []) + budget.get("precision", []))  # the estimator made it
     text = (
-        f"{method}{f' ({detail})' if detail else ''}, {budget.get('references_per_question', '?')} refs, "
+        f"{method}{f' ({detail})' if detail else ''}, {budget.get('references_per_question', '?')} "
+        f"{'/'.join(budget.get('reference', []))} refs, "
         f"{budget.get('grad_evals_per_question', float('nan')):g} gradient evaluations"
     )
     if "masking_precision" in budget:  # written by mask_eval since issue 17
@@ -222,6 +253,21 @@ def effects_frame(mask_metrics: Mapping[str, Any], configuration: str) -> pd.Dat
         for name, m in mask_metrics["targets"].items()
     ]
     return pd.DataFrame(rows)
+
+
+def localisation_summary_frame(summary: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Table 9's summary rows from ``checks/checks.json``'s ``localisation`` (one per region)."""
+    return pd.DataFrame(
+        [{**m, "region": region, "ci": (m["ci_low"], m["ci_high"])} for region, m in summary.items()]
+    )
+
+
+def clue_masking_frame(mask_metrics: Mapping[str, Any], configuration: str) -> pd.DataFrame:
+    """The clue-masking row from ``mask_eval/metrics.json``'s ``clue_masking`` (no row without a clue)."""
+    m = mask_metrics.get("clue_masking") or {}
+    if not m:
+        return pd.DataFrame()
+    return pd.DataFrame([{**m, "configuration": configuration, "ci": (m["ci_low"], m["ci_high"])}])
 
 
 def numerics_frame(attributions: pd.DataFrame, comparisons: pd.DataFrame | None) -> pd.DataFrame:
