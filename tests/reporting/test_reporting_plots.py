@@ -67,3 +67,19 @@ def ax_ticks(ax, which: str) -> np.ndarray:
     low, high = ax.get_ylim() if which == "y" else ax.get_xlim()
     ticks = np.asarray(axis.get_majorticklocs())
     return ticks[(ticks >= low) & (ticks <= high)]
+
+
+def test_surviving_total_of_a_mass15_head_says_there_is_none(tmp_path, monkeypatch):
+    """A mass15 head has no Eq. 5 correction, so predictions carry s = NaN: the picture says why instead of
+    failing the tables stage (it did on the default experiment)."""
+    texts = []
+    save = plots._save
+
+    def keep(fig, path):
+        texts.extend(t.get_text() for t in fig.axes[0].texts)
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    path = plots.surviving_total(np.full(12, np.nan), tmp_path / "s.png")
+    assert path.read_bytes().startswith(PNG_MAGIC)
+    assert any("mass15" in t for t in texts)

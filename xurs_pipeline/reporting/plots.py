@@ -65,9 +65,16 @@ def width_by_correctness(width: np.ndarray, correct: np.ndarray, path: str | Pat
 
 
 def surviving_total(s: np.ndarray, path: str | Path) -> Path:
-    """Histogram of the surviving total s (Eq. 5) with the s = 1 line where rescaling starts."""
+    """Histogram of the surviving total s (Eq. 5) with the s = 1 line where rescaling starts. A head that
+    predicts the 15 masses directly (mass15) has no correction, hence no s (NaN): the figure says so."""
     s = np.asarray(s, float)
     fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    if s.size and not np.isfinite(s).any():
+        ax.text(0.5, 0.5, "no surviving total: this head predicts the 15 masses directly (mass15);\n"
+                "the App. A conversion and the Eq. 5 correction apply to belief heads only",
+                ha="center", va="center", transform=ax.transAxes, fontsize=9)  # fmt: skip
+        ax.set_axis_off()
+        return _save(fig, path)
     ax.hist(s, bins=np.histogram_bin_edges(s, bins="auto") if s.size else 10, color="#4c72b0")
     ax.axvline(1.0, color="crimson", linestyle="--", label="s = 1")
     ax.set_xlabel("surviving total s (Eq. 5)")
