@@ -60,7 +60,9 @@ def main() -> None:
           f"{args.keep_layers} blocks, partial tunes the top {args.blocks}")  # fmt: skip
 
     def classifier():
-        return build_classifier(backbone, "belief14", seed=0)
+        """A fresh classifier on a freshly loaded backbone: adaptations (peft's LoRA wrappers, partial
+        tuning's requires_grad) modify the backbone in place, so variants must not share one."""
+        return build_classifier(load_backbone_dir(directory), "belief14", seed=0)
 
     with tempfile.TemporaryDirectory() as tmp:
         fill = time.perf_counter()
