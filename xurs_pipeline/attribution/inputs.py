@@ -84,14 +84,13 @@ def select_questions(
     else:
         chosen = prompts[prompts["split"] == cfg.split]
         wanted = result_filter(cfg)
-        lacks = "has_result" not in chosen.columns
-        if wanted is not None and lacks and cfg.reference != "aligned":  # aligned: _pair names the columns
+        if wanted is not None and "has_result" in chosen.columns:
+            chosen = chosen[chosen["has_result"].astype(bool) == wanted]
+        elif wanted is not None and cfg.reference != "aligned":  # aligned: _pair names the missing columns
             raise AttributionInputError(
                 f"attribution.result_filter={cfg.result_filter!r}: prepared data has no has_result column; "
                 "it applies to controlled synthetic data only (data.source=synthetic_*): set it to 'all'"
             )
-        if wanted is not None and not lacks:
-            chosen = chosen[chosen["has_result"].astype(bool) == wanted]
         if cfg.max_questions:
             chosen = chosen.iloc[: cfg.max_questions]
     if chosen.empty:
