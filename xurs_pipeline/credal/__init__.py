@@ -47,15 +47,14 @@ from xurs_pipeline.credal.measures import (
     plausibility,
     plausibility_of,
 )
-from xurs_pipeline.credal.precision import SUPPORTED_DTYPES, compute_dtype
-from xurs_pipeline.credal.validation import MASS_SUM_ATOL, check_beliefs, check_event, check_masses
+from xurs_pipeline.credal.precision import SUPPORTED_DTYPES, coarsest, compute_dtype, mass_sum_tolerance
+from xurs_pipeline.credal.validation import check_beliefs, check_event, check_masses
 
 __all__ = [
     "CONVERSIONS",
     "FOCAL_INDEX",
     "FOCAL_SETS",
     "FULL_SET_INDEX",
-    "MASS_SUM_ATOL",
     "N_BELIEFS",
     "N_MASSES",
     "N_OPTIONS",
@@ -71,11 +70,13 @@ __all__ = [
     "check_event",
     "check_masses",
     "closed_form_width",
+    "coarsest",
     "compute_dtype",
     "correction_stats",
     "credal_width",
     "focal_tensors",
     "intermediate_values",
+    "mass_sum_tolerance",
     "masses_from_set_logits",
     "pignistic",
     "plausibility",

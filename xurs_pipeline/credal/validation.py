@@ -14,15 +14,7 @@ from collections.abc import Iterable
 import torch
 
 from xurs_pipeline.credal.focal_sets import FOCAL_SETS, N_BELIEFS, N_MASSES, N_OPTIONS
-from xurs_pipeline.credal.precision import check_dtype, widen
-
-# Default tolerance on |sum(m) - 1| per dtype (a few ulps of 15-term sums, plus rounding of the masses).
-MASS_SUM_ATOL: dict[torch.dtype, float] = {
-    torch.float64: 1e-6,
-    torch.float32: 1e-5,
-    torch.float16: 1e-2,
-    torch.bfloat16: 5e-2,
-}
+from xurs_pipeline.credal.precision import check_dtype, coarsest, mass_sum_tolerance, widen
 
 
 def check_last_dim(x: torch.Tensor, size: int, name: str, meaning: str) -> None:
@@ -71,18 +63,24 @@ def check_beliefs(b: torch.Tensor, *, validate: bool = True, name: str = "belief
 
 
 def check_masses(
-    m: torch.Tensor, *, validate: bool = True, atol: float | None = None, name: str = "masses"
+    m: torch.Tensor,
+    *,
+    validate: bool = True,
+    computed_in: torch.dtype | None = None,
+    name: str = "masses",
 ) -> torch.Tensor:
     """Check a mass vector (..., 15) in ``FOCAL_SETS`` order and return it unchanged.
 
-    Valid means (Sec. 3.1): every entry in [0, 1] and each vector sums to 1 within ``atol`` (default by
-    dtype, ``MASS_SUM_ATOL``). With ``validate=False`` only shape and dtype are checked.
+    Valid means (Sec. 3.1): every entry in [0, 1] and each vector sums to 1 within the tolerance of the
+    dtype that computed it (``mass_sum_tolerance``): the coarser of ``m.dtype`` and ``computed_in`` (e.g.
+    bfloat16 for float32 outputs of a bfloat16 autocast region). With ``validate=False`` only shape and
+    dtype are checked.
     """
     check_last_dim(m, N_MASSES, name, "one mass per non-empty subset, in FOCAL_SETS order")
     if not validate:
         return m
     check_unit_interval(m, name)
-    tolerance = MASS_SUM_ATOL[m.dtype] if atol is None else atol
+    tolerance = mass_sum_tolerance(coarsest(m.dtype, computed_in))
     totals = widen(m.detach()).sum(-1)
     off = (totals - 1).abs() > tolerance
     if m.numel() and bool(off.any()):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from xurs_pipeline.credal import FOCAL_SETS, N_BELIEFS, N_MASSES, pignistic
+from xurs_pipeline.credal import FOCAL_SETS, N_BELIEFS, N_MASSES, check_masses, pignistic
 from xurs_pipeline.models.heads import ClassifierOutput
 
 LOG_FLOOR = 1e-12  # probabilities are floored here before the log, so an exact 0 gives a finite loss
@@ -38,9 +38,15 @@ def membership_targets(labels: torch.Tensor) -> torch.Tensor:
     return member[:, labels].T
 
 
-def answer_nll(masses: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """-log BetP(y) (batch,) from masses (batch, 15) and answers y (batch,) in 0..3 (Eq. 2)."""
-    betp = pignistic(masses)  # (batch, 4)
+def answer_nll(
+    masses: torch.Tensor, labels: torch.Tensor, computed_in: torch.dtype | None = None
+) -> torch.Tensor:
+    """-log BetP(y) (batch,) from masses (batch, 15) and answers y (batch,) in 0..3 (Eq. 2).
+
+    ``computed_in``: the autocast dtype the masses were computed in (their sums are checked at its
+    tolerance; None: their own dtype's)."""
+    check_masses(masses, computed_in=computed_in)
+    betp = pignistic(masses, validate=False)  # (batch, 4)
     return -betp.gather(-1, labels.long().unsqueeze(-1)).squeeze(-1).clamp_min(LOG_FLOOR).log()
 
 
@@ -50,11 +56,13 @@ def rs_loss(
     output_kind: str,
     set_weight: float = 0.1,
     target_masses: torch.Tensor | None = None,
+    computed_in: torch.dtype | None = None,
 ) -> LossParts:
-    """The training loss of a batch. labels (batch,) in 0..3; target_masses (batch, 15) for mass15."""
+    """The training loss of a batch. labels (batch,) in 0..3; target_masses (batch, 15) for mass15;
+    ``computed_in``: the autocast dtype of the forward pass (mixed precision), see :func:`answer_nll`."""
     if labels.min() < 0 or labels.max() > 3:
         raise ValueError(f"labels must be option indices 0..3, got range [{labels.min()}, {labels.max()}]")
-    nll = answer_nll(output.masses, labels)
+    nll = answer_nll(output.masses, labels, computed_in)
     if output_kind == "belief14":
         # BCE on logits = the formula above with b_S = sigmoid(raw_S), computed stably.
         set_term = F.binary_cross_entropy_with_logits(

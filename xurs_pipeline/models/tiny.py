@@ -7,10 +7,17 @@ the texts it is given, and the model is a randomly initialised ``LlamaForCausalL
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import (
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedTokenizerFast,
+    SmolLM3Config,
+    SmolLM3ForCausalLM,
+)
 
 SPECIAL_TOKENS = {"bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>", "unk_token": "<unk>"}
 
@@ -124,3 +131,56 @@ def build_tiny_backbone(
         pad_token_id=tokenizer.pad_token_id,
     )
     return model, tokenizer
+
+
+# Architectures of the paper's backbones (Sec. 5.1), for tiny random stand-ins saved as local directories:
+# SmolLM3 (grouped-query attention, NoPE on every fourth layer) and Llama-2.
+PAPER_ARCHITECTURES = ("smollm3", "llama")
+SMOLLM3_END_TOKEN = "<|im_end|>"  # SmolLM3's pad token in conf/model/smollm3_3b.yaml
+
+
+def save_tiny_paper_model(
+    directory: str | Path,
+    architecture: str,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    seed: int = 0,
+) -> Path:
+    """Save a tiny random causal LM of a paper architecture (``PAPER_ARCHITECTURES``) with the in-process
+    tokenizer to ``directory``, loadable as ``model.backbone=hf model.source=<directory>``.
+
+    SmolLM3 gets two key/value heads (grouped-query attention, as SmolLM3-3B) and the ``<|im_end|>`` token
+    its config pads with; Llama-2 pads with ``</s>``, which the tokenizer has. Returns the directory.
+    """
+    if architecture not in PAPER_ARCHITECTURES:
+        raise ValueError(f"architecture={architecture!r}: must be one of {PAPER_ARCHITECTURES}")
+    tokenizer = train_tiny_tokenizer(TINY_CORPUS)
+    shape = {
+        "vocab_size": len(tokenizer) + (architecture == "smollm3"),
+        "hidden_size": hidden_size,
+        "intermediate_size": 2 * hidden_size,
+        "num_hidden_layers": num_layers,
+        "num_attention_heads": num_heads,
+        "max_position_embeddings": 1024,
+        "pad_token_id": tokenizer.pad_token_id,
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+    }
+    if architecture == "smollm3":
+        tokenizer.add_special_tokens({"additional_special_tokens": [SMOLLM3_END_TOKEN]})
+        config = SmolLM3Config(**shape, num_key_value_heads=max(1, num_heads // 2), tie_word_embeddings=True)
+        model_class = SmolLM3ForCausalLM
+    else:
+        config = LlamaConfig(**shape, num_key_value_heads=num_heads, tie_word_embeddings=False)
+        model_class = LlamaForCausalLM
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    try:
+        model = model_class(config).eval()
+    finally:
+        torch.random.set_rng_state(generator_state)
+    out = Path(directory)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    return out

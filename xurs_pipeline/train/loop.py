@@ -31,6 +31,9 @@ from xurs_pipeline.train.state import has_state, load_state, load_trainable, sav
 
 log = logging.getLogger(__name__)
 
+# The autocast dtype of each train.mixed_precision (None: the model's own dtype).
+AUTOCAST_DTYPES: dict[str, torch.dtype | None] = {"no": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
 
 @dataclass(frozen=True)
 class FitSettings:
@@ -113,17 +116,23 @@ def _param_groups(groups: dict[str, list[nn.Parameter]], s: FitSettings) -> list
 
 @torch.no_grad()
 def _evaluate(
-    model: nn.Module, loader: DataLoader, accelerator: Accelerator, output_kind: str, w: float
+    model: nn.Module,
+    loader: DataLoader,
+    accelerator: Accelerator,
+    output_kind: str,
+    w: float,
+    computed_in: torch.dtype | None,
 ) -> tuple[float, float, float]:
-    """Mean dev loss, answer NLL (-log BetP(y)) and accuracy (argmax BetP) over all processes."""
+    """Mean dev loss, answer NLL (-log BetP(y)) and accuracy (argmax BetP) over all processes;
+    ``computed_in``: the autocast dtype (mixed precision) or None."""
     model.eval()
     totals = torch.zeros(3, device=accelerator.device)  # loss sum, nll sum, correct
     n = 0
     for batch in loader:
         out = model(**batch["inputs"])
-        parts = rs_loss(out, batch["labels"], output_kind, w, batch.get("target_masses"))
+        parts = rs_loss(out, batch["labels"], output_kind, w, batch.get("target_masses"), computed_in)
         losses = parts.set_term if output_kind == "mass15" else parts.answer_nll + w * parts.set_term
-        correct = (pignistic(out.masses).argmax(-1) == batch["labels"]).float()
+        correct = (pignistic(out.masses, validate=False).argmax(-1) == batch["labels"]).float()
         stacked = accelerator.gather_for_metrics(torch.stack([losses, parts.answer_nll, correct], dim=-1))
         totals += stacked.sum(dim=0)
         n += stacked.shape[0]
@@ -149,6 +158,7 @@ def fit(
     called after each epoch's state is saved (tests use it to simulate an interruption).
     """
     s = settings
+    computed_in = AUTOCAST_DTYPES[s.mixed_precision]  # accelerate returns float32 outputs of autocast
     collator = collator or Collator()
     set_seed(s.seed)
     accelerator = Accelerator(gradient_accumulation_steps=s.grad_accum, mixed_precision=s.mixed_precision)
@@ -196,8 +206,9 @@ def fit(
                 if not bool(finite.all()):
                     raise _nonfinite("non-finite outputs", epoch, progress["steps"], batch, train, ~finite)
                 loss = rs_loss(
-                    out, batch["labels"], output_kind, s.set_loss_weight, batch.get("target_masses")
-                ).total
+                    out, batch["labels"], output_kind, s.set_loss_weight, batch.get("target_masses"),
+                    computed_in,
+                ).total  # fmt: skip
                 value = loss.item()
                 if not math.isfinite(value):
                     raise _nonfinite(f"training loss {value}", epoch, progress["steps"], batch, train)
@@ -215,7 +226,9 @@ def fit(
                 optimizer.zero_grad()
             loss_sum += value * len(batch["labels"])
             count += len(batch["labels"])
-        dev_loss, dev_nll, dev_acc = _evaluate(model, dev_loader, accelerator, output_kind, s.set_loss_weight)
+        dev_loss, dev_nll, dev_acc = _evaluate(
+            model, dev_loader, accelerator, output_kind, s.set_loss_weight, computed_in
+        )
         score = dev_nll if s.select_by == "answer_nll" else dev_loss
         if not math.isfinite(score):
             raise FloatingPointError(
