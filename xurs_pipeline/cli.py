@@ -10,7 +10,7 @@ import importlib
 import sys
 
 # Module of each command: its name with "_" for "-".
-COMMANDS = ("params", "check", "dvc-yaml", "explain", "tables", "report", "gates-sweep", "sweep")
+COMMANDS = ("params", "check", "dvc-yaml", "plan", "explain", "tables", "report", "gates-sweep", "sweep")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -48,18 +48,17 @@ def train_tiny_tokenizer(texts: Iterable[str], vocab_size: int = 512) -> PreTrai
     return fast
 
 
-def build_tiny_llama(
+def tiny_llama_config(
     vocab_size: int,
     hidden_size: int = 64,
     num_layers: int = 2,
     num_heads: int = 4,
     intermediate_size: int | None = None,
     max_position_embeddings: int = 1024,
-    seed: int = 0,
     pad_token_id: int = 0,
-) -> LlamaForCausalLM:
-    """A randomly initialised Llama-architecture causal LM, seeded, in eval mode, float32."""
-    config = LlamaConfig(
+) -> LlamaConfig:
+    """The config of :func:`build_tiny_llama` (also what ``xurs plan`` counts for ``model.backbone=tiny``)."""
+    return LlamaConfig(
         vocab_size=vocab_size,
         hidden_size=hidden_size,
         intermediate_size=intermediate_size or 2 * hidden_size,
@@ -72,6 +71,28 @@ def build_tiny_llama(
         eos_token_id=2,
         tie_word_embeddings=True,
         attention_dropout=0.0,
+    )
+
+
+def build_tiny_llama(
+    vocab_size: int,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    intermediate_size: int | None = None,
+    max_position_embeddings: int = 1024,
+    seed: int = 0,
+    pad_token_id: int = 0,
+) -> LlamaForCausalLM:
+    """A randomly initialised Llama-architecture causal LM, seeded, in eval mode, float32."""
+    config = tiny_llama_config(
+        vocab_size,
+        hidden_size,
+        num_layers,
+        num_heads,
+        intermediate_size,
+        max_position_embeddings,
+        pad_token_id,
     )
     generator_state = torch.random.get_rng_state()
     torch.manual_seed(seed)

@@ -1,0 +1,253 @@
+"""Peak memory per stage, gradient evaluations and projected time of a composed config on a device.
+
+Memory model (bytes), per stage that holds the backbone:
+  process + weights + optimiser + activations, where
+  weights      = backbone parameters x bytes of ``model.dtype``;
+  optimiser    = trainable parameters x 16 (float32 value, gradient, AdamW's two moments; LoRA adapters
+                 are float32 whatever the backbone dtype);
+  activations  = rows x prompt tokens x layers x (saved elements per token and layer) x bytes of the
+                 compute dtype, the saved elements of a Llama-family block being
+                 7 h + 3 h_kv + 4 i + heads x tokens (norm inputs and outputs, q, k, v before and after
+                 RoPE, attention output and probabilities, the MLP's gate, up, SiLU and product), plus
+                 6 h + i for LoRA dropout copies of the adapted inputs, plus 2 h float32 RMSNorm upcasts.
+Rows: ``train.batch_size`` (training), ``attribution.samples_per_call`` (attribution, whose reference
+embeddings add refs_per_collection x tokens x h float32), ``train.feature_batch_size`` without gradients
+(head-only feature pass: one block's activations at a time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from transformers import PretrainedConfig
+
+from xurs_pipeline.config import RootConfig
+from xurs_pipeline.planning.devices import GIB, Device
+from xurs_pipeline.planning.shapes import ParameterCounts
+
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+MIXED_BYTES = {"bf16": 2, "fp16": 2}
+OPTIMISER_BYTES_PER_TRAINABLE = 16
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the activation model needs of a backbone config."""
+
+    hidden: int
+    kv_hidden: int
+    intermediate: int
+    layers: int
+    heads: int
+
+    @classmethod
+    def of(cls, config: PretrainedConfig) -> Shape:
+        heads = config.num_attention_heads
+        kv_heads = getattr(config, "num_key_value_heads", None) or heads
+        return cls(
+            hidden=config.hidden_size,
+            kv_hidden=config.hidden_size // heads * kv_heads,
+            intermediate=config.intermediate_size,
+            layers=config.num_hidden_layers,
+            heads=heads,
+        )
+
+    def saved_elements(self, tokens: int, lora: bool) -> int:
+        """Activation elements saved for backward per token and layer (see the module docstring)."""
+        h, i = self.hidden, self.intermediate
+        return 7 * h + 3 * self.kv_hidden + 4 * i + self.heads * tokens + (6 * h + i if lora else 0)
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    stage: str
+    peak_bytes: int
+    gradient_evaluations: int
+    seconds: float | None
+    advice: str = ""  # the key to change when the stage does not fit the device
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Sizes the config leaves to the data: prompt tokens, training examples, explained questions."""
+
+    prompt_tokens: int
+    train_examples: int
+    questions: int
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Measured or stated seconds: per attribution gradient sample, per training example (forward and
+    backward), per feature-pass example (forward only)."""
+
+    gradient_sample: float | None = None
+    train_example: float | None = None
+    feature_example: float | None = None
+
+
+def _activations(shape: Shape, rows: int, tokens: int, bytes_per: int, lora: bool) -> int:
+    saved = (
+        shape.layers * shape.saved_elements(tokens, lora) * bytes_per + shape.layers * 2 * shape.hidden * 4
+    )
+    return rows * tokens * saved
+
+
+def training_bytes(
+    cfg: RootConfig, counts: ParameterCounts, shape: Shape, device: Device, tokens: int
+) -> int:
+    """Peak of the ``train`` stage (LoRA / partial with gradients through the backbone; head-only: the
+    feature pass, then a head on cached features)."""
+    weights = counts.backbone * DTYPE_BYTES[cfg.model.dtype]
+    if cfg.train.adaptation == "head_only":
+        return device.process_bytes + weights + feature_pass_bytes(cfg, shape, tokens)
+    compute = MIXED_BYTES.get(cfg.train.mixed_precision, DTYPE_BYTES[cfg.model.dtype])
+    lora = cfg.train.adaptation == "lora" and cfg.train.lora_dropout > 0
+    optimiser = counts.trainable * OPTIMISER_BYTES_PER_TRAINABLE
+    return (
+        device.process_bytes
+        + weights
+        + optimiser
+        + _activations(shape, cfg.train.batch_size, tokens, compute, lora)
+    )
+
+
+def feature_pass_bytes(cfg: RootConfig, shape: Shape, tokens: int) -> int:
+    """No-grad forward of ``train.feature_batch_size`` prompts: one block's activations live at a time."""
+    return (
+        cfg.train.feature_batch_size
+        * tokens
+        * shape.saved_elements(tokens, False)
+        * DTYPE_BYTES[cfg.model.dtype]
+    )
+
+
+def attribution_bytes(
+    cfg: RootConfig, counts: ParameterCounts, shape: Shape, device: Device, tokens: int, samples_per_call: int
+) -> int:
+    """Peak of ``attribute``: weights in ``attribution.precision``, ``samples_per_call`` rows with input
+    gradients, the collection's reference embeddings in float32."""
+    a = cfg.attribution
+    weights = (counts.backbone + counts.adapter * counts.adapter_is_extra) * DTYPE_BYTES[a.precision]
+    references = a.refs_per_collection * tokens * shape.hidden * 4
+    acts = _activations(shape, samples_per_call, tokens, DTYPE_BYTES[a.precision], False)
+    return device.process_bytes + weights + references + acts
+
+
+def gradient_evaluations(cfg: RootConfig, questions: int) -> dict[str, int]:
+    """Gradient samples of the attribution stages: ``attribute`` (EG: samples per collection; IG:
+    quadrature points per reference), ``attribute_repeats`` (one run per ``evaluation.repeat_seeds``),
+    ``attribute_targets`` (one run per comparison target besides width)."""
+    a, e = cfg.attribution, cfg.evaluation
+    per_collection = a.n_samples if a.method == "eg" else a.refs_per_collection * a.ig_points
+    main = questions * a.n_collections * per_collection
+    if a.method == "eg":
+        repeat_per = e.repeat_n_samples or a.n_samples
+    else:
+        repeat_per = a.refs_per_collection * (e.repeat_n_samples or 2 * a.ig_points)
+    return {
+        "attribute": main,
+        "attribute_repeats": len(e.repeat_seeds) * questions * a.n_collections * repeat_per,
+        "attribute_targets": sum(t != a.target_fn for t in e.targets) * main,
+    }
+
+
+def _fits(peak: int, device: Device) -> bool:
+    return peak <= device.memory_bytes
+
+
+def _largest(limit: int, peak_of) -> int:  # type: ignore[no-untyped-def]
+    """Largest n in 1..limit with peak_of(n) fitting (peak_of increasing in n), 0 if none."""
+    best = 0
+    for n in range(1, limit + 1):
+        if not peak_of(n):
+            break
+        best = n
+    return best
+
+
+def advice_training(
+    cfg: RootConfig, counts: ParameterCounts, shape: Shape, device: Device, tokens: int
+) -> str:
+    """The key to change when ``train`` does not fit (empty when it fits)."""
+    if _fits(training_bytes(cfg, counts, shape, device, tokens), device):
+        return ""
+    base = device.process_bytes + counts.backbone * DTYPE_BYTES[cfg.model.dtype]
+    if base > device.memory_bytes:
+        return (
+            f"the weights alone need {base / GIB:.1f} GiB: set model.dtype=bfloat16, model.keep_layers, "
+            "or use a larger device"
+        )
+    if cfg.train.adaptation == "head_only":
+        return "lower train.feature_batch_size"
+    fits = _largest(
+        cfg.train.batch_size,
+        lambda n: _fits(
+            training_bytes(_with(cfg, "train", batch_size=n), counts, shape, device, tokens), device
+        ),
+    )
+    if fits:
+        return (
+            f"lower train.batch_size to {fits} (train.global_batch keeps the optimiser step by accumulating)"
+        )
+    return "lower data.max_tokens, or train.adaptation=lora (a smaller train.lora_rank, fewer lora_targets)"
+
+
+def advice_attribution(
+    cfg: RootConfig, counts: ParameterCounts, shape: Shape, device: Device, tokens: int
+) -> str:
+    a = cfg.attribution
+    if _fits(attribution_bytes(cfg, counts, shape, device, tokens, a.samples_per_call), device):
+        return ""
+    fits = _largest(
+        a.samples_per_call,
+        lambda n: _fits(attribution_bytes(cfg, counts, shape, device, tokens, n), device),
+    )
+    if fits:
+        return f"lower attribution.samples_per_call to {fits} (results do not change, only the batching)"
+    if a.precision == "float32":
+        return "set attribution.precision=bfloat16 (or float16), or lower data.max_tokens"
+    return "lower data.max_tokens or attribution.refs_per_collection, or use a larger device"
+
+
+def _with(cfg: RootConfig, section: str, **changes: object) -> RootConfig:
+    from dataclasses import replace
+
+    return replace(cfg, **{section: replace(getattr(cfg, section), **changes)})
+
+
+def plan_stages(
+    cfg: RootConfig,
+    counts: ParameterCounts,
+    shape: Shape,
+    device: Device,
+    work: Workload,
+    costs: Costs,
+) -> list[StagePlan]:
+    """One ``StagePlan`` per stage that holds the backbone: train_head (when ``train.head_first``), train,
+    predict and the attribution stages."""
+    tokens = work.prompt_tokens
+    t = cfg.train
+    plans = []
+    head_pass = (
+        device.process_bytes
+        + counts.backbone * DTYPE_BYTES[cfg.model.dtype]
+        + feature_pass_bytes(cfg, shape, tokens)
+    )
+    feature_seconds = None if costs.feature_example is None else costs.feature_example * work.train_examples
+    if t.head_first and t.adaptation != "head_only":
+        plans.append(StagePlan("train_head", head_pass, 0, feature_seconds))
+    train_seconds = feature_seconds
+    if t.adaptation != "head_only" and costs.train_example is not None:
+        train_seconds = costs.train_example * work.train_examples * t.max_epochs
+    plans.append(
+        StagePlan("train", training_bytes(cfg, counts, shape, device, tokens), 0, train_seconds,
+                  advice_training(cfg, counts, shape, device, tokens))
+    )  # fmt: skip
+    plans.append(StagePlan("predict", head_pass, 0, None))
+    attribution_peak = attribution_bytes(cfg, counts, shape, device, tokens, cfg.attribution.samples_per_call)
+    advice = advice_attribution(cfg, counts, shape, device, tokens)
+    for stage, evaluations in gradient_evaluations(cfg, work.questions).items():
+        seconds = None if costs.gradient_sample is None else costs.gradient_sample * evaluations
+        plans.append(StagePlan(stage, attribution_peak if evaluations else 0, evaluations, seconds, advice))
+    return plans
