@@ -10,9 +10,9 @@ Memory model (bytes), per stage that holds the backbone:
                  7 h + 3 h_kv + 4 i + heads x tokens (norm inputs and outputs, q, k, v before and after
                  RoPE, attention output and probabilities, the MLP's gate, up, SiLU and product), plus
                  6 h + i for LoRA dropout copies of the adapted inputs, plus 2 h float32 RMSNorm upcasts.
-Rows: ``train.batch_size`` (training), ``attribution.samples_per_call`` (attribution, whose reference
-embeddings add refs_per_collection x tokens x h float32), ``train.feature_batch_size`` without gradients
-(head-only feature pass: one block's activations at a time).
+Rows: ``train.batch_size`` (training), ``attribution.samples_per_call`` (attribution: references are kept as
+token ids and embedded per call, so they cost nothing here), ``train.feature_batch_size`` without
+gradients (head-only feature pass: one block's activations at a time).
 """
 
 from __future__ import annotations
@@ -125,13 +125,12 @@ def feature_pass_bytes(cfg: RootConfig, shape: Shape, tokens: int) -> int:
 def attribution_bytes(
     cfg: RootConfig, counts: ParameterCounts, shape: Shape, device: Device, tokens: int, samples_per_call: int
 ) -> int:
-    """Peak of ``attribute``: weights in ``attribution.precision``, ``samples_per_call`` rows with input
-    gradients, the collection's reference embeddings in float32."""
+    """Peak of ``attribute``: weights in ``attribution.precision`` and ``samples_per_call`` rows with input
+    gradients."""
     a = cfg.attribution
     weights = (counts.backbone + counts.adapter * counts.adapter_is_extra) * DTYPE_BYTES[a.precision]
-    references = a.refs_per_collection * tokens * shape.hidden * 4
     acts = _activations(shape, samples_per_call, tokens, DTYPE_BYTES[a.precision], False)
-    return device.process_bytes + weights + references + acts
+    return device.process_bytes + weights + acts
 
 
 def gradient_evaluations(cfg: RootConfig, questions: int) -> dict[str, int]:
@@ -190,7 +189,9 @@ def advice_training(
         return (
             f"lower train.batch_size to {fits} (train.global_batch keeps the optimiser step by accumulating)"
         )
-    return "lower data.max_tokens, or train.adaptation=lora (a smaller train.lora_rank, fewer lora_targets)"
+    if cfg.train.adaptation == "partial":
+        return "lower train.partial_layers or data.max_tokens, or train.adaptation=lora"
+    return "lower data.max_tokens or set model.keep_layers, or use a larger device"
 
 
 def advice_attribution(
@@ -204,10 +205,10 @@ def advice_attribution(
         lambda n: _fits(attribution_bytes(cfg, counts, shape, device, tokens, n), device),
     )
     if fits:
-        return f"lower attribution.samples_per_call to {fits} (results do not change, only the batching)"
+        return f"lower attribution.samples_per_call to {fits} (the same samples, batched differently)"
     if a.precision == "float32":
         return "set attribution.precision=bfloat16 (or float16), or lower data.max_tokens"
-    return "lower data.max_tokens or attribution.refs_per_collection, or use a larger device"
+    return "lower data.max_tokens or set model.keep_layers, or use a larger device"
 
 
 def _with(cfg: RootConfig, section: str, **changes: object) -> RootConfig:

@@ -1,0 +1,105 @@
+"""``xurs plan``: parameter counts equal the instantiated model's, a run that does not fit a device names
+the key to change, and the command line works."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from transformers import LlamaConfig
+
+from xurs_pipeline.cli import main as xurs
+from xurs_pipeline.config import RootConfig, compose, validate
+from xurs_pipeline.models.adapters import LoraSpec, apply_adaptation
+from xurs_pipeline.models.backbone import load_backbone_dir, materialize_backbone
+from xurs_pipeline.models.checkpoint import build_classifier
+from xurs_pipeline.models.config import ModelConfig
+from xurs_pipeline.planning.devices import DEVICES
+from xurs_pipeline.planning.estimate import Costs, Shape, StagePlan, Workload, plan_stages
+from xurs_pipeline.planning.shapes import backbone_config, count_parameters
+from xurs_pipeline.train.config import TrainConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+LLAMA2_7B_WITH_LM_HEAD = 6_738_415_616  # Llama-2-7B's published parameter count (Touvron et al., 2023)
+
+
+def _paper(experiment: str, *overrides: str) -> RootConfig:
+    return validate(compose([f"experiment={experiment}", *overrides], conf_dir=ROOT / "conf"))
+
+
+@pytest.mark.parametrize(
+    ("arch", "adaptation"),
+    [("smollm3", "lora"), ("llama", "lora"), ("llama", "partial"), ("llama", "head_only")],
+)
+def test_counts_equal_the_instantiated_classifier(
+    paper_models: dict[str, Path], tmp_path: Path, arch: str, adaptation: str
+) -> None:
+    pad = {"smollm3": "<|im_end|>", "llama": "</s>"}[arch]
+    model_cfg = ModelConfig(
+        backbone="hf", source=str(paper_models[arch]), pad_token=pad, head="mlp", pooling="last_mean"
+    )
+    train_cfg = TrainConfig(adaptation=adaptation, lora_rank=4, partial_layers=1)
+    materialize_backbone(tmp_path / "bb", "hf", str(paper_models[arch]), pad_token=pad)
+    classifier = build_classifier(load_backbone_dir(tmp_path / "bb"), head_kind="mlp", pooling="last_mean")
+    lora = LoraSpec(train_cfg.lora_rank, train_cfg.lora_alpha, train_cfg.lora_dropout, train_cfg.lora_targets)
+    apply_adaptation(classifier, adaptation, train_cfg.partial_layers, lora)
+    counts = count_parameters(backbone_config(model_cfg), model_cfg, train_cfg)
+    assert counts.total == sum(p.numel() for p in classifier.parameters())
+    assert counts.trainable == sum(p.numel() for p in classifier.parameters() if p.requires_grad)
+    assert counts.head == sum(p.numel() for p in classifier.head.parameters())
+    assert (counts.adapter == 0) == (adaptation == "head_only")
+
+
+def test_paper_hub_ids_count_without_weights() -> None:
+    """Llama-2-7B from transformers' defaults (no download, meta device): the published count less the LM
+    head (the classifier has none)."""
+    cfg = _paper("paper_llama2")
+    counts = count_parameters(backbone_config(cfg.model), cfg.model, cfg.train)
+    lm_head = LlamaConfig().vocab_size * LlamaConfig().hidden_size
+    assert counts.backbone == LLAMA2_7B_WITH_LM_HEAD - lm_head
+    per_layer = 8 * (
+        4 * (4096 + 4096) + 2 * (4096 + 11008) + (11008 + 4096)
+    )  # rank 8 on q,k,v,o,gate,up,down
+    assert counts.adapter == 32 * per_layer
+
+
+def test_a_run_that_does_not_fit_names_the_key_to_change() -> None:
+    cfg = _paper("paper_smollm3")
+    config = backbone_config(cfg.model)
+    counts = count_parameters(config, cfg.model, cfg.train)
+    work, costs = Workload(512, 10178, 100), Costs(gradient_sample=0.01)
+
+    def stages(run: RootConfig, device: str) -> dict[str, StagePlan]:
+        return {s.stage: s for s in plan_stages(run, counts, Shape.of(config), DEVICES[device], work, costs)}
+
+    small = stages(cfg, "t4-16gb")
+    assert small["attribute"].peak_bytes > DEVICES["t4-16gb"].memory_bytes
+    assert "attribution.samples_per_call to" in small["attribute"].advice
+    fitting = int(small["attribute"].advice.split(" to ")[1].split()[0])
+    lowered = _paper("paper_smollm3", f"attribution.samples_per_call={fitting}")
+    again = {
+        s.stage: s for s in plan_stages(lowered, counts, Shape.of(config), DEVICES["t4-16gb"], work, costs)
+    }
+    assert again["attribute"].peak_bytes <= DEVICES["t4-16gb"].memory_bytes
+    assert again["attribute"].advice == ""
+    large = {
+        s.stage: s for s in plan_stages(cfg, counts, Shape.of(config), DEVICES["h100-80gb"], work, costs)
+    }
+    assert all(s.peak_bytes <= DEVICES["h100-80gb"].memory_bytes and not s.advice for s in large.values())
+    assert large["attribute"].gradient_evaluations == 100 * 512  # questions x samples, one collection
+    assert large["attribute"].seconds == pytest.approx(100 * 512 * 0.01)
+
+
+def test_plan_command_and_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        xurs(["plan", "--help"])
+    assert stop.value.code == 0
+    assert "--device" in capsys.readouterr().out
+    code = xurs(["plan", "experiment=paper_llama2", f"--conf={ROOT / 'conf'}", "--device", "t4-16gb",
+                 "--train-examples", "10178", "--questions", "100"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 1  # something does not fit
+    assert "NO: " in out
+    assert "6,607,343,616" in out
+    assert xurs(["plan", "--device", "nosuch", "experiment=smoke", f"--conf={ROOT / 'conf'}"]) == 2
+    assert "--device 'nosuch'" in capsys.readouterr().err
