@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import resource
+import subprocess
+import sys
+import time
 from dataclasses import dataclass
 
 GIB = 1 << 30
@@ -11,12 +15,14 @@ GIB = 1 << 30
 
 @dataclass(frozen=True)
 class Device:
-    """A device's usable memory (bytes) and the memory a process holds before any model (bytes)."""
+    """A device's usable memory (bytes), the memory a process holds before any model (bytes) and the
+    seconds a stage process takes to start (imports; 0 where not measured)."""
 
     name: str
     memory_bytes: int
     process_bytes: int
     kind: str  # cuda | cpu
+    startup_seconds: float = 0.0
 
 
 # Memory per the data sheets; process_bytes is the CUDA context and allocator reserve (about 0.5 GiB).
@@ -48,14 +54,20 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def local_device() -> Device:
-    """This machine: physical memory, and the resident memory of a process that imported the pipeline's
-    libraries (this one, measured after importing what the training and attribution stages import)."""
-    import xurs_pipeline.attribution.runner
-    import xurs_pipeline.train.runner  # noqa: F401
+# What the training and attribution stages import before any work (torch, transformers, peft, pandas).
+STAGE_MODULES = ("xurs_pipeline.train.runner", "xurs_pipeline.attribution.runner")
 
+
+def local_device() -> Device:
+    """This machine: physical memory; the resident memory of a process that imported the stages'
+    libraries (this one, after importing them); a fresh process's time to import them (timed now)."""
+    for module in STAGE_MODULES:
+        importlib.import_module(module)
     total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    return Device("local", total, current_rss_bytes(), "cpu")
+    start = time.perf_counter()
+    statement = "; ".join(f"import {module}" for module in STAGE_MODULES)
+    subprocess.run([sys.executable, "-c", statement], check=True, capture_output=True)
+    return Device("local", total, current_rss_bytes(), "cpu", time.perf_counter() - start)
 
 
 def resolve_device(name: str) -> Device:

@@ -226,21 +226,24 @@ def plan_stages(
     costs: Costs,
 ) -> list[StagePlan]:
     """One ``StagePlan`` per stage that holds the backbone: train_head (when ``train.head_first``), train,
-    predict and the attribution stages."""
+    predict and the attribution stages. Seconds include the device's process start-up."""
     tokens = work.prompt_tokens
     t = cfg.train
     plans = []
+    start = device.startup_seconds
     head_pass = (
         device.process_bytes
         + counts.backbone * DTYPE_BYTES[cfg.model.dtype]
         + feature_pass_bytes(cfg, shape, tokens)
     )
-    feature_seconds = None if costs.feature_example is None else costs.feature_example * work.train_examples
+    feature_seconds = (
+        None if costs.feature_example is None else start + costs.feature_example * work.train_examples
+    )
     if t.head_first and t.adaptation != "head_only":
         plans.append(StagePlan("train_head", head_pass, 0, feature_seconds))
     train_seconds = feature_seconds
     if t.adaptation != "head_only" and costs.train_example is not None:
-        train_seconds = costs.train_example * work.train_examples * t.max_epochs
+        train_seconds = start + costs.train_example * work.train_examples * t.max_epochs
     plans.append(
         StagePlan("train", training_bytes(cfg, counts, shape, device, tokens), 0, train_seconds,
                   advice_training(cfg, counts, shape, device, tokens))
@@ -249,6 +252,6 @@ def plan_stages(
     attribution_peak = attribution_bytes(cfg, counts, shape, device, tokens, cfg.attribution.samples_per_call)
     advice = advice_attribution(cfg, counts, shape, device, tokens)
     for stage, evaluations in gradient_evaluations(cfg, work.questions).items():
-        seconds = None if costs.gradient_sample is None else costs.gradient_sample * evaluations
+        seconds = None if costs.gradient_sample is None else start + costs.gradient_sample * evaluations
         plans.append(StagePlan(stage, attribution_peak if evaluations else 0, evaluations, seconds, advice))
     return plans
