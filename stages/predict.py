@@ -69,7 +69,7 @@ def body(cfg: RootConfig) -> None:
     )  # fmt: skip
     for name, payload in (("prediction_metrics", metrics), ("correction_audit", audit)):
         write_json(payload, artifact(name).at(cfg.paths), artifact(name).provenance(run))
-    headline = predict_headline(metrics, cfg.train.predict_splits)
+    headline = predict_headline(metrics, cfg.train.predict_splits, audit)
     write_headline(headline, artifact("predict_headline").at(cfg.paths))
 
 
