@@ -27,8 +27,11 @@ def test_each_headline_picks_its_numbers_from_the_detail_metrics():
     }  # fmt: skip
     assert predict_headline({"dev": PREDICT["dev"]}, ["dev", "test"])["accuracy"] == 0.5  # no test: dev
     assert predict_headline({}, ["dev"]) == {}
-    audit = {"dev": {"rescaling_pct": 1.0}, "test": {"rescaling_pct": 12.5}}  # Table 8's column
+    audit = {"dev": {"correction_applies": True, "rescaling_pct": 1.0},
+             "test": {"correction_applies": True, "rescaling_pct": 12.5}}  # Table 8's column
     assert predict_headline(PREDICT, ["dev", "test"], audit)["rescaled"] == 12.5
+    mass15 = {"test": {"correction_applies": False, "n": 4}}  # softmax outputs: nothing to rescale
+    assert "rescaled" not in predict_headline(PREDICT, ["test"], mass15)
     assert train_headline({"best_epoch": 4, "history": [1, 2]}) == {"best_epoch": 4}
     assert attribute_headline({"residual_max": 0.03, "residual_median": 0.01}) == {"R_max": 0.03}
     targets = {"bel": {"mean_advantage": 9, "ci_low": 8, "ci_high": 10},

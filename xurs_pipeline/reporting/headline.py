@@ -30,8 +30,8 @@ def predict_headline(
     audit: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Accuracy against chance (1/4) and both error-detection AUROCs (Sec. 6.1) of the test split, and
-    the share of its predictions the correction rescaled (Table 8's column, from ``correction_audit``), so
-    that ``dvc exp show`` lists Table 8's sweep side by side."""
+    the share of its predictions the correction rescaled (Table 8's column, from ``correction_audit``, where
+    the correction applies), so that ``dvc exp show`` lists Table 8's sweep side by side."""
     split = _split(metrics, splits)
     if split is None:
         return {}
@@ -42,7 +42,7 @@ def predict_headline(
         "auroc_width": m["auroc_width"],
         "auroc_lowp": m["auroc_low_probability"],
     }
-    if audit and split in audit:
+    if audit and audit.get(split, {}).get("correction_applies"):  # not for mass15 outputs (no correction)
         headline["rescaled"] = audit[split]["rescaling_pct"]  # % of predictions (short: dvc metrics show)
     return headline
 
