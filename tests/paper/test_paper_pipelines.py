@@ -22,6 +22,7 @@ import yaml
 from paper_helpers import BIN, ROOT, run, scratch_project
 
 from xurs_pipeline.config import compose
+from xurs_pipeline.reporting.gates_sweep import _flatten  # dotted keys of a nested config
 
 SIZES = [
     "data.medqa_path=medqa", "train.max_epochs=1", "train.head_first_epochs=2", "attribution.max_questions=2",
@@ -40,16 +41,6 @@ ARCHITECTURE = {"paper_smollm3": "smollm3", "paper_llama2": "llama"}
 
 def sized_overrides(experiment: str, model_dir: Path) -> list[str]:
     return [f"experiment={experiment}", f"model.source={model_dir}", *SIZES, SAMPLES[experiment]]
-
-
-def _flatten(tree: dict, prefix: str = "") -> dict[str, object]:
-    out: dict[str, object] = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            out.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
 
 
 @pytest.fixture(scope="module", params=["paper_smollm3", "paper_llama2"])
