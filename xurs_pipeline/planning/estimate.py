@@ -251,7 +251,20 @@ def plan_stages(
     plans.append(StagePlan("predict", head_pass, 0, None))
     attribution_peak = attribution_bytes(cfg, counts, shape, device, tokens, cfg.attribution.samples_per_call)
     advice = advice_attribution(cfg, counts, shape, device, tokens)
+    widths = reference_width_evaluations(cfg, work.questions) * (costs.feature_example or 0.0)
     for stage, evaluations in gradient_evaluations(cfg, work.questions).items():
-        seconds = None if costs.gradient_sample is None else start + costs.gradient_sample * evaluations
+        seconds = None
+        if costs.gradient_sample is not None and evaluations:
+            seconds = start + costs.gradient_sample * evaluations + widths
         plans.append(StagePlan(stage, attribution_peak if evaluations else 0, evaluations, seconds, advice))
     return plans
+
+
+def reference_width_evaluations(cfg: RootConfig, questions: int) -> int:
+    """Forward-only width evaluations of one attribution run: every prepared reference of every collection
+    per question, and the pool's natural widths once (training references; an aligned or zero reference
+    is one per question)."""
+    a = cfg.attribution
+    if a.reference != "train":
+        return questions
+    return (questions + 1) * a.n_collections * a.refs_per_collection
