@@ -1,0 +1,32 @@
+"""The per-test time limit (tests/conftest.py + pytest-timeout): an undeclared slow test fails, a test
+marked ``slow`` gets the larger limit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
+
+
+def test_a_slow_test_must_declare_itself(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ntimeout = 0.5\nmarkers =\n    slow: slow\n")
+    pytester.makeconftest(CONFTEST.read_text().replace("SLOW_TIMEOUT_S = 1200", "SLOW_TIMEOUT_S = 30"))
+    pytester.makepyfile(
+        """
+        import time
+        import pytest
+
+        def test_undeclared():
+            time.sleep(1)
+
+        @pytest.mark.slow
+        def test_declared():
+            time.sleep(1)
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*Timeout (>0.5s)*", "FAILED*test_undeclared*"])
