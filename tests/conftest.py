@@ -1,4 +1,4 @@
-"""Suite-wide test settings: the per-test time limit.
+"""Suite-wide test settings: the per-test time limit and the session's shared smoke project.
 
 Every test runs under pytest-timeout's limit (``timeout`` in pyproject.toml): a test that needs longer has
 to say so with ``@pytest.mark.slow``, which raises its limit to :data:`SLOW_TIMEOUT_S` (an explicit
@@ -7,7 +7,16 @@ to say so with ``@pytest.mark.slow``, which raises its limit to :data:`SLOW_TIME
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+TESTS = Path(__file__).resolve().parent
+if str(TESTS) not in sys.path:  # shared helpers (smoke_project.py) import as top-level modules
+    sys.path.insert(0, str(TESTS))
+
+from smoke_project import build_smoke_project  # noqa: E402
 
 SLOW_TIMEOUT_S = 1200
 
@@ -16,3 +25,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+
+
+@pytest.fixture(scope="session")
+def smoke_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The smoke experiment through ``dvc repro`` once per session (tests/smoke_project.py). Tests that
+    edit its files restore them before they return."""
+    return build_smoke_project(tmp_path_factory.mktemp("smoke"))
