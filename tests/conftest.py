@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parent
-if str(TESTS) not in sys.path:  # shared helpers (smoke_project.py) import as top-level modules
-    sys.path.insert(0, str(TESTS))
+for _path in (str(TESTS.parent), str(TESTS)):  # `stages`, and shared helpers such as smoke_project.py
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
 from smoke_project import build_smoke_project  # noqa: E402
 
