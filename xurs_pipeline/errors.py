@@ -1,7 +1,7 @@
 """The project's error base: every error the pipeline raises on purpose derives from :class:`XursError`.
 
-The stage runner (``stages/_common.py``) and the ``xurs`` command line print such an error as one line
-naming the file, record or key, and exit with status 2. Any other exception is a bug and keeps its
+The stage runner (``xurs_pipeline/tasks/runner.py``) and the ``xurs`` command line print such an error as
+one line naming the file, record or key, and exit with status 2. Any other exception is a bug and keeps its
 traceback. Subclasses also derive from the builtin they refine (``ValueError``, ``RuntimeError``...), so
 code catching those keeps working.
 """
