@@ -1,0 +1,54 @@
+"""The whole test suite as CI runs it: ``pytest -q`` timed as one process (README command 2, `.ci/run`).
+
+    python bench/bench_tests.py [--durations 15] [-- extra pytest arguments]
+
+Prints the machine facts and the load average before and after (the suite shares the machine: a load
+above the core count stretches the wall time), the number of tests collected, pytest's summary line, the
+wall time, and the slowest tests. The README's figure comes from this command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import time
+
+import _common as C
+
+
+def collected(extra: list[str]) -> str:
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *extra]
+    out = subprocess.run(command, cwd=C.ROOT, capture_output=True, text=True, check=False).stdout
+    return out.strip().splitlines()[-1] if out.strip() else "nothing collected"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--durations", type=int, default=15, help="list this many slowest tests")
+    parser.add_argument("extra", nargs="*", help="more pytest arguments (after --)")
+    args = parser.parse_args()
+    C.print_header("Test suite wall time", "python bench/bench_tests.py " + " ".join(sys.argv[1:]))
+    print(f"- tests: {collected(args.extra)}")
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               f"--durations={args.durations}", *args.extra]  # fmt: skip
+    start = time.perf_counter()
+    result = subprocess.run(command, cwd=C.ROOT, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    lines = result.stdout.splitlines()
+    summary = next((line for line in reversed(lines) if re.search(r"\d+ (passed|failed)", line)), "?")
+    slowest = [line for line in lines if re.match(r"^\d+\.\d+s (call|setup|teardown) ", line)]
+    print(f"- pytest: {summary.strip('= ')} (exit status {result.returncode})")
+    print(f"- wall time: {wall:.0f} s ({wall / 60:.1f} min)")
+    print(f"- load average (1/5/15 min) at the end: {C.load_average()}\n")
+    print("slowest:")
+    for line in slowest:
+        print(f"    {line}")
+    sys.exit(result.returncode)
+
+
+if __name__ == "__main__":
+    main()
