@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import _common as C
 
@@ -33,7 +34,7 @@ def main() -> None:
     args = parser.parse_args()
     C.print_header("Test suite wall time", "python bench/bench_tests.py " + " ".join(sys.argv[1:]))
     print(f"- tests: {collected(args.extra)}")
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+    command = [str(Path(sys.executable).parent / "pytest"), "-q", "-p", "no:cacheprovider",
                f"--durations={args.durations}", *args.extra]  # fmt: skip
     start = time.perf_counter()
     result = subprocess.run(command, cwd=C.ROOT, capture_output=True, text=True, check=False)

@@ -19,7 +19,7 @@ for _path in (str(TESTS.parent), str(TESTS)):  # `stages`, and shared helpers su
 
 from smoke_project import build_smoke_project  # noqa: E402
 
-SLOW_TIMEOUT_S = 1200
+SLOW_TIMEOUT_S = 1800
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -3,6 +3,7 @@ marked ``slow`` gets the larger limit."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,10 @@ CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
 
 def test_a_slow_test_must_declare_itself(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\ntimeout = 0.5\nmarkers =\n    slow: slow\n")
-    pytester.makeconftest(CONFTEST.read_text().replace("SLOW_TIMEOUT_S = 1200", "SLOW_TIMEOUT_S = 30"))
+    conftest = CONFTEST.read_text()
+    shortened = re.sub(r"(?m)^SLOW_TIMEOUT_S = \d+$", "SLOW_TIMEOUT_S = 30", conftest)
+    assert shortened != conftest
+    pytester.makeconftest(shortened)
     pytester.makepyfile(
         """
         import time
