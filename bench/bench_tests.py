@@ -1,6 +1,6 @@
 """The whole test suite as CI runs it: ``pytest -q`` timed as one process (README command 2, `.ci/run`).
 
-    python bench/bench_tests.py [--durations 15] [-- extra pytest arguments]
+    python bench/bench_tests.py [--durations 15] [--log FILE] [-- extra pytest arguments]
 
 Prints the machine facts and the load average before and after (the suite shares the machine: a load
 above the core count stretches the wall time), the number of tests collected, pytest's summary line, the
@@ -18,9 +18,11 @@ from pathlib import Path
 
 import _common as C
 
+PYTEST = Path(sys.executable).parent / "pytest"  # the console script CI runs (no cwd on sys.path)
+
 
 def collected(extra: list[str]) -> str:
-    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *extra]
+    command = [str(PYTEST), "--collect-only", "-q", "-p", "no:cacheprovider", *extra]
     out = subprocess.run(command, cwd=C.ROOT, capture_output=True, text=True, check=False).stdout
     return out.strip().splitlines()[-1] if out.strip() else "nothing collected"
 
@@ -30,15 +32,18 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--durations", type=int, default=15, help="list this many slowest tests")
-    parser.add_argument("extra", nargs="*", help="more pytest arguments (after --)")
+    parser.add_argument("--log", type=Path, help="also write pytest's whole output here")
+    parser.add_argument("extra", nargs="*", help="more pytest arguments (after --), e.g. --cov=xurs_pipeline")
     args = parser.parse_args()
     C.print_header("Test suite wall time", "python bench/bench_tests.py " + " ".join(sys.argv[1:]))
     print(f"- tests: {collected(args.extra)}")
-    command = [str(Path(sys.executable).parent / "pytest"), "-q", "-p", "no:cacheprovider",
+    command = [str(PYTEST), "-q", "-p", "no:cacheprovider",
                f"--durations={args.durations}", *args.extra]  # fmt: skip
     start = time.perf_counter()
     result = subprocess.run(command, cwd=C.ROOT, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
+    if args.log:
+        args.log.write_text(result.stdout + result.stderr)
     lines = result.stdout.splitlines()
     summary = next((line for line in reversed(lines) if re.search(r"\d+ (passed|failed)", line)), "?")
     slowest = [line for line in lines if re.match(r"^\d+\.\d+s (call|setup|teardown) ", line)]
