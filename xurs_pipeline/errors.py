@@ -11,3 +11,8 @@ from __future__ import annotations
 
 class XursError(Exception):
     """A problem with the input, config or artifacts the user can fix; its message says how."""
+
+
+class NonFiniteValuesError(XursError, FloatingPointError):
+    """Values that must be finite (features, outputs, losses) are NaN or inf; names the records and the
+    usual causes. Nothing is written."""
