@@ -28,11 +28,11 @@ def run_ok(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return result
 
 
-def copy_sources(work: Path) -> Path:
-    """``work`` holding the project's code, configs and generated ``dvc.yaml`` (no artifacts)."""
+def copy_sources(work: Path, source: Path = ROOT) -> Path:
+    """``work`` holding the code, configs and generated ``dvc.yaml`` of ``source`` (no artifacts)."""
     for name in PROJECT_FILES:
-        shutil.copytree(ROOT / name, work / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "dvc.yaml", work / "dvc.yaml")
+        shutil.copytree(source / name, work / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(source / "dvc.yaml", work / "dvc.yaml")
     return work
 
 

@@ -62,8 +62,9 @@ RUN_CACHED = {"backbone", "train_head", "attribute", "attribute_repeats", "attri
 @pytest.mark.slow
 def test_a_two_point_smoke_sweep_runs_two_dvc_experiments(smoke_project: Path, tmp_path: Path):
     """The one real end-to-end sweep. It starts from the session smoke project's DVC cache, so each point
-    reruns only what its override or an uncacheable output touches (DVC's run cache restores the rest)."""
-    copy_sources(tmp_path)
+    reruns only what its override or an uncacheable output touches (DVC's run cache restores the rest).
+    The sources come from the smoke project's copy: the code its cache was made with."""
+    copy_sources(tmp_path, smoke_project)
     (tmp_path / ".gitignore").write_text("logs/\n")
     dvc = str(BIN / "dvc")
     git_commit = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "p"]
