@@ -56,7 +56,10 @@ def _run(args: list[str], cwd: Path) -> str:
     return run_ok(args, cwd).stdout
 
 
-RUN_CACHED = {"backbone", "train_head", "attribute", "attribute_repeats", "attribute_targets"}
+# Stages DVC's run cache restores in each point. Not those after `train`: classifier.json records the
+# backbone's absolute directory, so the classifier's hash differs in every `exp run --temp` copy and all its
+# readers rerun (the weights are equal); the stages with `cache: false` outputs always run.
+RUN_CACHED = {"backbone", "train_head"}
 
 
 @pytest.mark.slow
