@@ -1,59 +1,7 @@
-"""DVC stage ``attribute_repeats``: the main attribution run repeated with each seed of
-``evaluation.repeat_seeds`` (and ``evaluation.repeat_n_samples`` samples, 0 = the main run's; IG runs
-with twice the quadrature points instead, see :func:`repeat_config`) ->
-``<artifacts>/repeats/seed<s>/`` (the attribute stage's files, without the resume parts) and
-``<artifacts>/repeats/index.json``. App. B.3 repeats the calculation with seeds 17 and 23; ``checks``
-compares each repeat with the main run (Tables 2, 6 and 7). With no seeds it writes only the index.
-"""
+"""DVC stage ``attribute_repeats``: the task :mod:`xurs_pipeline.tasks.attribute_repeats`."""
 
-from __future__ import annotations
-
-import dataclasses
-from pathlib import Path
-
-from stages._common import log, run_stage
-from stages.attribute import attribute_variants
-from xurs_pipeline.config import RootConfig
-
-REPEATS_DIR = "repeats"
-
-
-def repeat_name(seed: int) -> str:
-    return f"seed{seed}"
-
-
-def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
-    """The main run's config with the repeat's attribution seed and sample count. IG draws nothing at
-    random, so a repeat with another seed alone would equal the main run (a check that cannot fail): an IG
-    repeat starts from ``repeat_n_samples`` quadrature points, by default twice the main run's (App. B.3:
-    "different sample counts"; Sec. 5.3: "increase the number of intermediate points")."""
-    at, ev = cfg.attribution, cfg.evaluation
-    if at.method == "ig":
-        points = ev.repeat_n_samples or 2 * at.ig_points
-        if points == at.ig_points:
-            raise ValueError(
-                f"evaluation.repeat_n_samples={points} equals attribution.ig_points: an IG repeat with the "
-                "same points would equal the main run; choose another count"
-            )
-        ig = dataclasses.replace(at, seed=seed, ig_points=points, ig_max_points=max(at.ig_max_points, points))
-        return dataclasses.replace(cfg, attribution=ig)
-    n_samples = ev.repeat_n_samples or at.n_samples
-    if seed == at.seed and n_samples == at.n_samples:
-        raise ValueError(
-            f"evaluation.repeat_seeds contains attribution.seed={seed} with the same sample count: that "
-            "repeat would equal the main run; choose another seed or evaluation.repeat_n_samples"
-        )
-    return dataclasses.replace(cfg, attribution=dataclasses.replace(at, seed=seed, n_samples=n_samples))
-
-
-def body(cfg: RootConfig) -> None:
-    try:
-        variants = {repeat_name(s): repeat_config(cfg, s) for s in cfg.evaluation.repeat_seeds}
-    except ValueError as err:
-        log.error("attribute_repeats: %s", err)
-        raise SystemExit(2) from err
-    attribute_variants(Path(cfg.paths.artifacts) / REPEATS_DIR, variants, "repeats")
-
+from xurs_pipeline.tasks import attribute_repeats
+from xurs_pipeline.tasks.runner import run_stage
 
 if __name__ == "__main__":
-    run_stage("attribute_repeats", body)
+    run_stage("attribute_repeats", attribute_repeats.run)

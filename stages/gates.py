@@ -1,61 +1,7 @@
-"""DVC stage ``gates``: prepared prompts + predictions -> ``<artifacts>/gates/`` (App. D.3), no attribution:
+"""DVC stage ``gates`` (``python -m stages.gates``): the task :mod:`xurs_pipeline.tasks.gates`."""
 
-- ``gates.parquet`` (schema ``gates``): one row per controlled-model gate and split in
-  ``evaluation.gate_splits``: split, group (familiar/unseen templates, or all rows), name, value,
-  threshold, direction, n, passed;
-- ``gates.json`` (metrics, for ``dvc exp show`` and ``xurs gates-sweep``): per split the gate values by
-  template group, ``valid_share``, ``passed`` and ``n_failed``.
-
-Data the gates do not apply to (MedQA: no controlled pairs) gives an empty table and
-``{"skipped": "<reason>"}``; that is not a failure.
-"""
-
-from __future__ import annotations
-
-from dataclasses import asdict
-
-from stages._common import log, run_stage
-from xurs_pipeline.config import RootConfig
-from xurs_pipeline.contracts import artifact
-from xurs_pipeline.data.dataset import data_config_hash
-from xurs_pipeline.evaluation.artifacts import read_predictions, read_prompts
-from xurs_pipeline.evaluation.gate_results import (
-    GATE_COLUMNS,
-    applicable_splits,
-    empty_gate_frame,
-    gate_frame,
-    gate_summary,
-)
-from xurs_pipeline.io import ArtifactError, config_hash, write_json, write_parquet
-from xurs_pipeline.reporting.headline import verdict_headline, write_headline
-
-
-def body(cfg: RootConfig) -> None:
-    ev = cfg.evaluation
-    try:
-        prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
-        predictions = read_predictions(artifact("predictions").at(cfg.paths))
-        splits, skipped = applicable_splits(prompts, predictions, ev.gate_splits)
-        frame = gate_frame(prompts, predictions, ev.gates, splits) if splits else empty_gate_frame()
-    except (ArtifactError, ValueError, KeyError) as err:
-        log.error("gates: %s", err)
-        raise SystemExit(1) from err
-    run = config_hash({"gates": asdict(ev.gates), "gate_splits": list(ev.gate_splits)})
-    gates, gate_metrics = artifact("gates"), artifact("gate_metrics")
-    write_parquet(frame, gates.at(cfg.paths), gates.provenance(run), required_columns=tuple(GATE_COLUMNS))
-    summary = {"skipped": skipped} if skipped else gate_summary(frame)
-    write_json(summary, gate_metrics.at(cfg.paths), gate_metrics.provenance(run))
-    headline = verdict_headline("gates", frame["passed"].tolist())
-    write_headline(headline, artifact("gates_headline").at(cfg.paths))
-    if skipped:
-        log.info("gates: skipped: %s", skipped)
-        return
-    for split, entry in summary.items():
-        log.info("gates %s: %d of %d passed", split, entry["n_checks"] - entry["n_failed"], entry["n_checks"])
-    for row in frame[~frame["passed"]].itertuples(index=False):
-        log.warning("gate failed: %s/%s/%s = %.6g (threshold %s %g)", row.split, row.group, row.name,
-                    row.value, row.direction, row.threshold)  # fmt: skip
-
+from xurs_pipeline.tasks import gates
+from xurs_pipeline.tasks.runner import run_stage
 
 if __name__ == "__main__":
-    run_stage("gates", body)
+    run_stage("gates", gates.run)

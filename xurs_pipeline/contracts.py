@@ -385,6 +385,18 @@ def stage_inputs(stage: str, composed: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def comparison_run(paths: Any, run: str) -> Path:
+    """The directory of comparison run ``run`` (an ``evaluation.comparison_runs`` entry, see
+    :func:`stage_inputs`) under ``paths.artifacts``."""
+    return Path(paths["artifacts"] if isinstance(paths, Mapping) else paths.artifacts) / run
+
+
+def check_detail(name: str) -> Artifact:
+    """One per-question table of the checks stage under ``checks/details`` (schema ``checks_<name>``)."""
+    folder = ARTIFACTS["check_details"]
+    return Artifact(f"checks_{name}", f"{folder.path}/{name}.parquet", folder.writer, schema=f"checks_{name}")
+
+
 def stage_hash(stage: str, cfg: Any) -> str:
     """Hash of exactly the params ``stage`` reads (stamped into its outputs' provenance headers)."""
     composed = asdict(cfg) if is_dataclass(cfg) else dict(cfg)

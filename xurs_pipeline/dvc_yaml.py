@@ -9,6 +9,7 @@ plus the config-dependent inputs (:func:`contracts.stage_inputs`); params are th
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,37 @@ def _module_file(root: Path, module: str) -> Path | None:
     return None
 
 
+def _tree(path: Path) -> ast.Module:
+    """The parsed file, reused while the file is unchanged (keyed by path, mtime and size)."""
+    stat = path.stat()
+    return _parse(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(path: str, mtime_ns: int, size: int) -> ast.Module:
+    return ast.parse(Path(path).read_text(), filename=path)
+
+
+ImportNode = tuple[int, str, tuple[str, ...]]  # (relative level, module, imported names); level -1: `import`
+
+
+def _import_nodes(path: Path) -> tuple[ImportNode, ...]:
+    """Every import statement anywhere in the file, reused while the file is unchanged."""
+    stat = path.stat()
+    return _walk_imports(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _walk_imports(path: str, mtime_ns: int, size: int) -> tuple[ImportNode, ...]:
+    nodes: list[ImportNode] = []
+    for node in ast.walk(_parse(path, mtime_ns, size)):
+        if isinstance(node, ast.Import):
+            nodes.extend((-1, alias.name, ()) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            nodes.append((node.level, node.module or "", tuple(alias.name for alias in node.names)))
+    return tuple(nodes)
+
+
 def _lazy_exports(tree: ast.Module) -> dict[str, str]:
     """A package's ``_EXPORTS = {name: submodule}`` map (names its ``__getattr__`` imports lazily)."""
     for node in tree.body:
@@ -52,24 +84,23 @@ def _lazy_exports(tree: ast.Module) -> dict[str, str]:
 
 def _imports(root: Path, module: str, path: Path) -> set[str]:
     """Project modules ``module`` (file ``path``) imports anywhere in its body."""
-    tree = ast.parse(path.read_text(), filename=str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1])
-                base = f"{base}.{node.module}" if node.module else base
-            else:
-                base = node.module or ""
-            found.add(base)
-            init = _module_file(root, base)
-            lazy = _lazy_exports(ast.parse(init.read_text())) if init and init.name == "__init__.py" else {}
-            for alias in node.names:
-                found.add(f"{base}.{lazy[alias.name]}" if alias.name in lazy else f"{base}.{alias.name}")
+    for level, name, names in _import_nodes(path):
+        if level < 0:
+            found.add(name)
+            continue
+        if level:
+            parts = package.split(".")
+            base = ".".join(parts[: len(parts) - level + 1])
+            base = f"{base}.{name}" if name else base
+        else:
+            base = name
+        found.add(base)
+        init = _module_file(root, base)
+        lazy = _lazy_exports(_tree(init)) if init and init.name == "__init__.py" else {}
+        for alias in names:
+            found.add(f"{base}.{lazy[alias]}" if alias in lazy else f"{base}.{alias}")
     return {m for m in found if m.split(".")[0] in PACKAGES and _module_file(root, m)}
 
 

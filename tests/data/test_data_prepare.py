@@ -20,6 +20,7 @@ from xurs_pipeline.data.schema import (
     read_prompts,
 )
 from xurs_pipeline.io import ArtifactError, read_json
+from xurs_pipeline.tasks import prepare as prepare_task
 
 SMOKE = DataConfig(source="synthetic_v1", families=[4, 1, 1], cases_per_family=3)
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,16 +102,13 @@ def test_failed_summary_write_leaves_no_table(tiny_tokenizer, tmp_path, monkeypa
     assert list((tmp_path / "prepared").glob("*")) == []
 
 
-def test_stage_body_reads_the_backbone_tokenizer(tiny_tokenizer, tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT))
-    from stages.prepare import body
-
+def test_stage_body_reads_the_backbone_tokenizer(tiny_tokenizer, tmp_path):
     cfg = RootConfig(paths=PathsConfig(artifacts=str(tmp_path)), data=SMOKE)
-    with pytest.raises(SystemExit):
-        body(cfg)  # no backbone yet
+    with pytest.raises(ArtifactError, match="no tokenizer in"):
+        prepare_task.run(cfg)  # no backbone yet
     assert not (tmp_path / "prepared").exists()
     tiny_tokenizer.save_pretrained(str(tmp_path / "backbone"))
-    body(cfg)
+    prepare_task.run(cfg)
     frame = read_prompts(tmp_path / "prepared" / "prompts.parquet", config_hash=data_config_hash(SMOKE))
     assert len(frame) == 36
     assert read_json(tmp_path / "prepared" / "summary.json")["n_records"] == 36

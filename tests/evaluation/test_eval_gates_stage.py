@@ -14,14 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stages import gates as gates_stage
 from xurs_pipeline.config import RootConfig, validate
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.synthetic.v2 import generate_v2
 from xurs_pipeline.evaluation.controlled import controlled_predictions
 from xurs_pipeline.evaluation.gate_results import GATE_COLUMNS
 from xurs_pipeline.evaluation.gates import gate_checks
-from xurs_pipeline.io import Provenance, read_parquet, read_provenance, write_parquet
+from xurs_pipeline.io import ArtifactError, Provenance, read_parquet, read_provenance, write_parquet
+from xurs_pipeline.tasks import gates as gates_stage
 
 GATES = {"accuracy_min": 0.5, "width_error_max": 0.1}  # thresholds reach the table from the config
 
@@ -69,7 +69,7 @@ def test_gate_table_and_metrics_equal_gate_checks(tmp_path: Path):
     prompts = v2_prompts()
     predictions = noisy_predictions(prompts)
     write_inputs(cfg, prompts, predictions)
-    gates_stage.body(cfg)
+    gates_stage.run(cfg)
 
     table = read_parquet(tmp_path / "gates" / "gates.parquet", Provenance("gates", 1))
     assert list(table.columns) == list(GATE_COLUMNS)
@@ -119,7 +119,7 @@ def test_data_without_gates_writes_an_empty_table_and_the_reason(
     prompts = v2_prompts()
     predictions = noisy_predictions(prompts)
     write_inputs(cfg, prompts_of(prompts), predictions[~prompts["split"].eq("train")])
-    gates_stage.body(cfg)
+    gates_stage.run(cfg)
 
     table = read_parquet(tmp_path / "gates" / "gates.parquet", Provenance("gates", 1))
     assert table.empty
@@ -129,10 +129,9 @@ def test_data_without_gates_writes_an_empty_table_and_the_reason(
     assert reason in metrics["skipped"]
 
 
-def test_missing_predictions_fail_naming_the_file(tmp_path: Path, caplog):
+def test_missing_predictions_fail_naming_the_file(tmp_path: Path):
     cfg = make_cfg(tmp_path)
     write_inputs(cfg, v2_prompts(), None)
-    with pytest.raises(SystemExit):
-        gates_stage.body(cfg)
-    assert "predictions.parquet: missing artifact" in caplog.text
+    with pytest.raises(ArtifactError, match=r"predictions\.parquet: missing artifact"):
+        gates_stage.run(cfg)
     assert not (tmp_path / "gates").exists()

@@ -15,19 +15,19 @@ import pandas as pd
 import pytest
 import torch
 
-from stages import attribute_repeats as repeats_stage
-from stages import attribute_targets as targets_stage
-from stages import checks as checks_stage
-from stages import mask_eval as mask_stage
 from xurs_pipeline.attribution.runner import run_attribution
-from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash, validate
+from xurs_pipeline.config import ConfigError, RootConfig, attribution_fingerprint, train_run_hash, validate
 from xurs_pipeline.credal import credal_width
 from xurs_pipeline.data.dataset import data_config_hash, prepare_dataset
 from xurs_pipeline.evaluation.artifacts import read_attributions
-from xurs_pipeline.io import read_parquet
+from xurs_pipeline.io import ArtifactError, read_parquet
 from xurs_pipeline.models.backbone import TinySpec, load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.checkpoint import build_classifier, load_classifier, save_classifier
 from xurs_pipeline.reporting.tables import effects_frame, numerics_frame, targets_frame
+from xurs_pipeline.tasks import attribute_repeats as repeats_stage
+from xurs_pipeline.tasks import attribute_targets as targets_stage
+from xurs_pipeline.tasks import checks as checks_stage
+from xurs_pipeline.tasks import mask_eval as mask_stage
 
 
 def make_cfg(artifacts: Path, **evaluation: object) -> RootConfig:
@@ -60,7 +60,7 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_mask_eval_stage_writes_per_question_table_and_metrics(artifacts: Path):
-    mask_stage.body(make_cfg(artifacts))
+    mask_stage.run(make_cfg(artifacts))
     table = read_parquet(artifacts / "mask_eval" / "per_question.parquet")
     attributions = read_attributions(artifacts / "attribute")
     assert sorted(table["record_id"]) == sorted(attributions["record_id"])
@@ -98,7 +98,7 @@ def test_mask_eval_stage_writes_per_question_table_and_metrics(artifacts: Path):
 
 
 def test_checks_stage_reports_verdicts_for_completeness_not_gates(artifacts: Path):
-    checks_stage.body(make_cfg(artifacts))
+    checks_stage.run(make_cfg(artifacts))
     table = read_parquet(artifacts / "checks" / "checks.parquet")
     summary = json.loads((artifacts / "checks" / "checks.json").read_text())
     groups = set(table["group"])
@@ -115,21 +115,17 @@ def test_checks_stage_reports_verdicts_for_completeness_not_gates(artifacts: Pat
     assert "randomisation" in summary
 
 
-def test_stages_fail_clearly_on_missing_or_mismatched_artifacts(artifacts: Path, tmp_path: Path, caplog):
-    with pytest.raises(SystemExit):
-        mask_stage.body(make_cfg(tmp_path))
-    assert "prompts.parquet: missing artifact" in caplog.text
-    with pytest.raises(SystemExit):
-        mask_stage.body(make_cfg(artifacts, targets=["width", "entropy"]))
-    assert "targets/entropy/attributions.parquet: missing artifact" in caplog.text  # not attributed yet
-    caplog.clear()
-    with pytest.raises(SystemExit):
-        checks_stage.body(make_cfg(artifacts, comparison_runs=["attribute_seed17"]))
-    assert "attribute_seed17/attributions.parquet: missing artifact" in caplog.text
+def test_stages_fail_clearly_on_missing_or_mismatched_artifacts(artifacts: Path, tmp_path: Path):
+    with pytest.raises(ArtifactError, match=r"prompts\.parquet: missing artifact"):
+        mask_stage.run(make_cfg(tmp_path))
+    with pytest.raises(ArtifactError, match=r"targets/entropy/attributions\.parquet: missing artifact"):
+        mask_stage.run(make_cfg(artifacts, targets=["width", "entropy"]))  # not attributed yet
+    with pytest.raises(ArtifactError, match=r"attribute_seed17/attributions\.parquet: missing artifact"):
+        checks_stage.run(make_cfg(artifacts, comparison_runs=["attribute_seed17"]))
 
 
 def test_comparing_a_run_with_itself_passes_every_agreement_check(artifacts: Path):
-    checks_stage.body(make_cfg(artifacts, comparison_runs=["attribute"], randomisation_questions=0))
+    checks_stage.run(make_cfg(artifacts, comparison_runs=["attribute"], randomisation_questions=0))
     table = read_parquet(artifacts / "checks" / "checks.parquet")
     same = table[table["group"].str.endswith("main_vs_attribute")]
     assert len(same) == 9  # 4 value checks (Table 7) + 5 ranking checks (Table 6)
@@ -140,11 +136,11 @@ def test_comparing_a_run_with_itself_passes_every_agreement_check(artifacts: Pat
     assert values["median_relative_distance"] == pytest.approx(0.0, abs=1e-12)
 
 
-def test_repeated_runs_are_made_in_the_pipeline_and_fill_table2(artifacts: Path, caplog):
+def test_repeated_runs_are_made_in_the_pipeline_and_fill_table2(artifacts: Path):
     """App. B.3 / Table 7: attribute_repeats reruns the main attribution with another seed; checks compares
     it with the main run, so Table 2's rank and vector columns are defined."""
     cfg = make_cfg(artifacts, repeat_seeds=[17], randomisation_questions=0)
-    repeats_stage.body(cfg)
+    repeats_stage.run(cfg)
     repeat = read_attributions(artifacts / "repeats" / "seed17")
     main = read_attributions(artifacts / "attribute")
     assert set(repeat["seed"]) == {17}
@@ -153,7 +149,7 @@ def test_repeated_runs_are_made_in_the_pipeline_and_fill_table2(artifacts: Path,
     assert json.loads((artifacts / "repeats" / "index.json").read_text())["repeats"] == {
         "seed17": {"seed": 17, "n_samples": 8, "target_fn": "width"}
     }
-    checks_stage.body(cfg)
+    checks_stage.run(cfg)
     table = read_parquet(artifacts / "checks" / "checks.parquet")
     assert {"values_main_vs_seed17", "ranking_main_vs_seed17"} <= set(table["group"])
     details = read_parquet(artifacts / "checks" / "details" / "compare_seed17.parquet")
@@ -161,9 +157,8 @@ def test_repeated_runs_are_made_in_the_pipeline_and_fill_table2(artifacts: Path,
     assert np.isfinite(row["spearman"])
     assert np.isfinite(row["relative_distance"])
     assert row["relative_distance"] > 0  # another seed: not the same vectors
-    with pytest.raises(SystemExit):  # a repeat equal to the main run is refused, naming the keys
-        repeats_stage.body(make_cfg(artifacts, repeat_seeds=[cfg.attribution.seed]))
-    assert "evaluation.repeat_seeds contains attribution.seed" in caplog.text
+    with pytest.raises(ConfigError, match=r"evaluation\.repeat_seeds contains attribution\.seed"):
+        repeats_stage.run(make_cfg(artifacts, repeat_seeds=[cfg.attribution.seed]))  # refused, naming keys
 
 
 def test_an_ig_repeat_doubles_the_quadrature_points_instead_of_repeating_the_main_run():
@@ -185,7 +180,7 @@ def test_comparison_targets_are_attributed_zero_masked_and_compared(artifacts: P
     """Issue 17 item 6: entropy and BetP are attributed with the main run's engine and budget, zero-masked
     like the width, and compared with it (mean advantage, CI, rank agreement of token orders)."""
     cfg = make_cfg(artifacts, targets=["width", "entropy", "betp"])
-    targets_stage.body(cfg)
+    targets_stage.run(cfg)
     main = read_attributions(artifacts / "attribute")
     runs = {fn: read_attributions(artifacts / "targets" / fn) for fn in ("entropy", "betp")}
     for fn, run in runs.items():
@@ -195,7 +190,7 @@ def test_comparison_targets_are_attributed_zero_masked_and_compared(artifacts: P
     # BetP at the input is the row's betp entry of the explained answer: the engine explained BetP
     betp = runs["betp"].iloc[0]
     assert betp["width_input"] == pytest.approx(betp["betp"][betp["target"]], abs=1e-6)
-    mask_stage.body(cfg)
+    mask_stage.run(cfg)
     metrics = json.loads((artifacts / "mask_eval" / "metrics.json").read_text())
     assert set(metrics["targets"]) == {"width", "entropy", "betp"}
     table = targets_frame(metrics, pd.concat([main, *runs.values()]), topk=3).set_index("target_fn")

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stages._common import check_declared_inputs
 from xurs_pipeline.attribution.records import COLUMNS as ATTRIBUTION_RECORD_COLUMNS
 from xurs_pipeline.config import compose, validate
 from xurs_pipeline.contracts import ARTIFACTS, STAGES, param_keys, stage_hash
 from xurs_pipeline.dvc_yaml import import_closure, missing_code_deps, render
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation import artifacts as evaluation_artifacts
+from xurs_pipeline.tasks.runner import check_declared_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = yaml.safe_load((ROOT / "dvc.yaml").read_text())

@@ -11,47 +11,30 @@ checked here equals the artifact it comes from (recomputed independently where p
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from smoke_project import BIN, copy_sources, run_ok
 
 from xurs_pipeline.cli import main as xurs
 from xurs_pipeline.contracts import STAGES
 from xurs_pipeline.dvc_yaml import import_closure
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 DOWNSTREAM_OF_ATTRIBUTE = {"check", "attribute", "attribute_repeats", "attribute_targets", "mask_eval",
                            "checks", "tables", "report"}  # fmt: skip
 
 
-def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(cwd)}
-    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    assert result.returncode == 0, (
-        f"{' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    )
-    return result
+_run = run_ok
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("smoke")
-    for name in ("conf", "stages", "xurs_pipeline"):
-        shutil.copytree(ROOT / name, work / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "dvc.yaml", work / "dvc.yaml")
-    _run([str(BIN / "dvc"), "init", "--no-scm", "-q"], work)
-    _run([str(BIN / "xurs"), "params", "experiment=smoke"], work)
-    _run([str(BIN / "dvc"), "repro"], work)
-    return work
+@pytest.fixture
+def project(smoke_project: Path) -> Path:
+    """The session's smoke project (tests/smoke_project.py), built by ``dvc repro`` once."""
+    return smoke_project
 
 
 @pytest.mark.slow
@@ -154,8 +137,7 @@ def _medqa_rows(n: int, split: str) -> str:
 @pytest.mark.slow
 def test_editing_a_medqa_question_reruns_prepare(tmp_path: Path) -> None:
     work = tmp_path / "medqa"
-    for name in ("conf", "stages", "xurs_pipeline"):
-        shutil.copytree(ROOT / name, work / name, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_sources(work)
     files = work / "medqa" / "US" / "4_options"
     files.mkdir(parents=True)
     (files / "phrases_no_exclude_dev.jsonl").write_text(_medqa_rows(10, "dev"))

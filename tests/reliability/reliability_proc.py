@@ -30,7 +30,7 @@ from typing import Any
 
 PRELOAD = (
     "reliability_proc",
-    "stages._common",
+    "xurs_pipeline.tasks.pipeline",
     "xurs_pipeline.attribution.runner",
     "xurs_pipeline.data.dataset",
     "xurs_pipeline.models.checkpoint",

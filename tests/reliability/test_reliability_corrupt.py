@@ -2,7 +2,7 @@
 
 Each damaged copy of a real artifact of the reference project must raise ``ArtifactError`` naming the
 file, from the reader the next stage uses, never be read as other data; a stage given one exits with
-status 1 and that message instead of a traceback, and writes nothing. A damaged feature cache (a cache,
+status 2 and that message instead of a traceback, and writes nothing. A damaged feature cache (a cache,
 not an artifact) is recomputed.
 """
 
@@ -120,7 +120,7 @@ def test_a_stage_given_a_truncated_checkpoint_stops_naming_it(reference: Path, t
     head = project / "data" / "train" / "classifier" / "head.safetensors"
     _truncate(head)
     code, log = run_stage(project, "predict")
-    assert code == 1, log[-3000:]
+    assert code == 2, log[-3000:]  # a deliberate XursError: one line, exit 2 (tasks/runner.py)
     assert "data/train/classifier/head.safetensors: corrupt or truncated safetensors file" in log
     assert "Traceback" not in log
     assert not (project / "data" / "predict").exists()
@@ -139,7 +139,7 @@ def test_a_damaged_training_state_stops_resume_naming_the_file(
     ]
     _truncate(state / name)
     code, log = run_stage(project, "train", "train.resume=true")
-    assert code == 1, log[-3000:]
+    assert code == 2, log[-3000:]  # a deliberate XursError: one line, exit 2 (tasks/runner.py)
     assert f"{state.name}/{name}: corrupt or truncated" in log
     assert "Traceback" not in log
     assert not (project / "data" / "train").exists()

@@ -88,7 +88,7 @@ def test_a_planted_optimizer_pickle_with_a_forged_checksum_never_runs(
     progress["checksums"]["optimizer.pt"] = sha256_file(state / "optimizer.pt")
     (state / "progress.json").write_text(json.dumps(progress))
     code, log = run_stage(project, "train", RESUME)
-    assert code == 1, log[-3000:]
+    assert code == 2, log[-3000:]  # a deliberate XursError: one line, exit 2 (tasks/runner.py)
     assert not marker.exists()
     assert f"{state.name}/optimizer.pt: corrupt or truncated training state" in log
     assert "Traceback" not in log
@@ -98,7 +98,7 @@ def test_an_altered_state_file_stops_the_resume(reference: Path, tmp_path: Path)
     project, state = _project_with_state(reference, tmp_path / "p")
     _flip_mantissa_bits(state / "best.safetensors", count=1)
     code, log = run_stage(project, "train", RESUME)
-    assert code == 1, log[-3000:]
+    assert code == 2, log[-3000:]  # a deliberate XursError: one line, exit 2 (tasks/runner.py)
     assert f"{state.name}/best.safetensors: corrupt or truncated training state (its SHA-256 differs" in log
 
 
@@ -106,7 +106,7 @@ def test_unknown_record_ids_stop_train_before_training(reference: Path, tmp_path
     """Issue 15, item 8: a typo in ``attribution.record_ids`` is named before hours of training."""
     project = copy_project(reference, tmp_path / "p", "backbone", "prepare")
     code, log = run_stage(project, "train", "attribution.record_ids=[nope,also-nope]")
-    assert code == 1, log[-3000:]
+    assert code == 2, log[-3000:]  # a deliberate XursError: one line, exit 2 (tasks/runner.py)
     assert "attribution.record_ids: ['nope', 'also-nope'] not in the prepared data" in log
     assert "Traceback" not in log
     assert not (project / "data" / "train").exists()

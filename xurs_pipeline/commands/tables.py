@@ -1,12 +1,9 @@
-"""``xurs tables``: rebuild the paper tables and plots of an experiment from its artifacts."""
+"""``xurs tables``: rebuild the paper tables and plots of an experiment from its artifacts
+(:mod:`xurs_pipeline.tasks.tables`, the ``tables`` stage's task)."""
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
-from pathlib import Path
-
-from xurs_pipeline.config import RootConfig, configuration_label, load_params
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -22,17 +19,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("--params", default="params.yaml", help="composed config (default: params.yaml)")
-    p.set_defaults(run=lambda args: run(load_params(args.params)))
+    p.set_defaults(run=run)
 
 
-def run(cfg: RootConfig) -> int:
-    """Build the tables of ``cfg``'s experiment; returns 0 (errors raise)."""
-    from xurs_pipeline.reporting.build_tables import build_tables
+def run(args: argparse.Namespace) -> int:
+    from xurs_pipeline.config import load_params
+    from xurs_pipeline.tasks import tables
 
-    index = build_tables(
-        Path(cfg.paths.artifacts), Path(cfg.paths.results), asdict(cfg), configuration_label(cfg)
-    )
-    print(f"tables: {', '.join(sorted(index['tables']))} -> {cfg.paths.results}/tables")
-    for name, why in sorted(index["skipped"].items()):
-        print(f"  skipped {name}: {why}")
+    tables.run(load_params(args.params))
     return 0
+
+

@@ -1,7 +1,7 @@
 """The report's front page (``<results>/html/index.html``): what was run, how well the model did, which
 checks passed, and links to every table, plot and explanation page.
 
-Pure rendering over typed inputs (``commands/report.py`` reads them from artifacts and ``results/``):
+Pure rendering over typed inputs (``tasks/report.py`` reads them from artifacts and ``results/``):
 :class:`FrontPage` -> an HTML section placed above the explanation index by :func:`render_front`;
 :func:`table_page` renders one Markdown table of ``results/tables`` as a standalone HTML page.
 """

@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader
 from transformers import get_linear_schedule_with_warmup
 
 from xurs_pipeline.credal import pignistic
+from xurs_pipeline.errors import NonFiniteValuesError
 from xurs_pipeline.models.losses import rs_loss
 from xurs_pipeline.train.data import Collator, EpochSampler, ExampleDataset, LabelledSet
 from xurs_pipeline.train.state import has_state, load_state, load_trainable, save_state, trainable_state
@@ -86,13 +87,13 @@ def _nonfinite(
     batch: dict[str, Any],
     data: LabelledSet,
     rows: torch.Tensor | None = None,
-) -> FloatingPointError:
+) -> NonFiniteValuesError:
     """The error for a non-finite value in a training step, naming the records: ``rows`` (b,) bool of the
     batch, or the whole batch."""
     index = batch["index"] if rows is None else batch["index"][rows.to(batch["index"].device)]
     names = data.names(index.tolist()) if "index" in batch else []
     scope = "the batch of records" if rows is None else "records"
-    return FloatingPointError(
+    return NonFiniteValuesError(
         f"epoch {epoch}, optimizer step {step}: {what} for {scope} {names[:16]}; stopped before the weights "
         "took it (the last saved state is intact). Lower train.lr_head / train.lr_adapter, use "
         "mixed_precision 'no' or model.dtype float32, or check these records."
@@ -231,7 +232,7 @@ def fit(
         )
         score = dev_nll if s.select_by == "answer_nll" else dev_loss
         if not math.isfinite(score):
-            raise FloatingPointError(
+            raise NonFiniteValuesError(
                 f"epoch {epoch}: dev {s.select_by} is {score}; training diverged (lower train.lr_head / "
                 "train.lr_adapter, or use mixed_precision 'no')"
             )

@@ -13,6 +13,7 @@ import torch
 
 from xurs_pipeline.contracts import PREDICTION_COLUMNS  # one split's frame; the stage adds "split"
 from xurs_pipeline.credal import belief, correction_stats, credal_width, pignistic, plausibility
+from xurs_pipeline.errors import NonFiniteValuesError
 from xurs_pipeline.models.classifier import RandomSetClassifier
 from xurs_pipeline.models.collate import pad_batch
 from xurs_pipeline.models.feature_cache import cached_features
@@ -54,13 +55,13 @@ def classifier_outputs(
 
 
 def check_finite_outputs(output: ClassifierOutput, record_ids: Sequence[str]) -> None:
-    """Raise FloatingPointError naming the records whose raw outputs (n, 14|15) or masses (n, 15) hold
+    """Raise NonFiniteValuesError naming the records whose raw outputs (n, 14|15) or masses (n, 15) hold
     NaN or inf (e.g. float16 overflow in the backbone, NaN weights), so none is written as a number."""
     finite = torch.isfinite(output.raw).all(-1) & torch.isfinite(output.masses).all(-1)  # (n,)
     if bool(finite.all()):
         return
     bad = [record_ids[i] for i in (~finite).nonzero().flatten().tolist()]
-    raise FloatingPointError(
+    raise NonFiniteValuesError(
         f"non-finite classifier outputs for {len(bad)} of {len(record_ids)} records (e.g. {bad[:10]}); "
         "nothing was written. Usual causes: float16 overflow (set model.dtype=bfloat16 or float32) or NaN "
         "weights."

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from xurs_pipeline.data.records import DataError
 from xurs_pipeline.train.data import LabelledSet
 
 
@@ -22,19 +23,19 @@ def split_examples(
 ) -> SplitExamples:
     """Rows of ``split`` as a :class:`LabelledSet` of token-id lists.
 
-    Raises ValueError if the split is empty, if ``with_targets`` and the rows have no ``target_masses``
-    (only synthetic sources do), or if a token id is outside the backbone's vocabulary (the prompts were
-    tokenised with another tokenizer).
+    Raises DataError (a ValueError) if the split is empty, if ``with_targets`` and the rows have no
+    ``target_masses`` (only synthetic sources do), or if a token id is outside the backbone's vocabulary (the
+    prompts were tokenised with another tokenizer).
     """
     rows = prompts[prompts["split"] == split]
     if rows.empty:
         found = sorted(prompts["split"].unique().tolist())
-        raise ValueError(f"{where}: no rows with split {split!r} (splits present: {found})")
+        raise DataError(f"{where}: no rows with split {split!r} (splits present: {found})")
     ids = [list(map(int, x)) for x in rows["input_ids"]]
     top = max(max(x) for x in ids)
     if top >= vocab_size:
         record = rows["record_id"].iloc[next(i for i, x in enumerate(ids) if max(x) == top)]
-        raise ValueError(
+        raise DataError(
             f"{where}: record {record!r} has token id {top}, outside the backbone's vocabulary "
             f"({vocab_size}): the prompts were tokenised with another tokenizer. Rerun the prepare stage "
             "after the backbone stage."
@@ -42,7 +43,7 @@ def split_examples(
     targets = None
     if with_targets:
         if "target_masses" not in rows.columns or rows["target_masses"].isna().any():
-            raise ValueError(
+            raise DataError(
                 f"{where}: model.output_kind='mass15' trains against target_masses, which split {split!r} "
                 "lacks (only synthetic data sources provide them)"
             )

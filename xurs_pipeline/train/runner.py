@@ -18,6 +18,7 @@ import torch
 from accelerate import PartialState
 from accelerate.utils import set_seed
 
+from xurs_pipeline.errors import NonFiniteValuesError
 from xurs_pipeline.models.adapters import LoraSpec, apply_adaptation, trainable_groups
 from xurs_pipeline.models.block_cache import TopBlocks, cached_lower_states, supports_block_cache
 from xurs_pipeline.models.checkpoint import warm_start_head
@@ -58,12 +59,12 @@ def features_for(
 
 
 def check_finite_features(features: torch.Tensor, data: LabelledSet) -> None:
-    """Raise FloatingPointError naming the prompts whose backbone features (n, D) hold NaN or inf."""
+    """Raise NonFiniteValuesError naming the prompts whose backbone features (n, D) hold NaN or inf."""
     finite = torch.isfinite(features).all(-1)  # (n,)
     if bool(finite.all()):
         return
     bad = data.names((~finite).nonzero().flatten().tolist())
-    raise FloatingPointError(
+    raise NonFiniteValuesError(
         f"backbone features of {len(bad)} of {len(finite)} prompts are not finite (e.g. {bad[:10]}); "
         "nothing was trained. Usual causes: float16 overflow (set model.dtype=bfloat16 or float32) or "
         "NaN backbone weights."

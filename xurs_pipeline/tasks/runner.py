@@ -1,4 +1,5 @@
-"""The one entry-point wrapper every stage uses: Hydra loads ``params.yaml``, we validate it, then run.
+"""The one runner of every stage: Hydra loads ``params.yaml``, we validate it, check the declared inputs,
+run the task and write its headline.
 
 ``python -m stages.<name>`` reads the composed ``params.yaml`` (what DVC tracks); Hydra command-line
 overrides (``train.seed=17``) and multirun (``-m train.seed=7,17,23``) work as usual. Hydra's run
@@ -6,30 +7,43 @@ directories hold logs only (``logs/hydra/<stage>/...``); artifacts go to the fix
 ``cfg.paths`` (declared in ``xurs_pipeline/contracts.py``).
 
 A :class:`~xurs_pipeline.errors.XursError` (bad config, data or artifact) ends the stage with one log
-line and exit status 2; any other exception is a bug and keeps its traceback.
+line and exit status 2; any other exception is a bug and keeps its traceback (exit status 1).
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import hydra
 import yaml
 from omegaconf import DictConfig
 
 from xurs_pipeline.config import RootConfig, validate
-from xurs_pipeline.contracts import stage_inputs
+from xurs_pipeline.contracts import ARTIFACTS, stage_inputs
 from xurs_pipeline.errors import XursError
+from xurs_pipeline.reporting.headline import write_headline
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger("xurs")
+Task = Callable[[RootConfig], Mapping[str, Any] | None]
 
 
-def run_stage(name: str, body: Callable[[RootConfig], None]) -> None:
-    """Run ``body(cfg)`` as the Hydra entry point of stage ``name`` (call it under ``__main__``)."""
+def run_task(name: str, task: Task, cfg: RootConfig) -> Mapping[str, Any] | None:
+    """Run stage ``name``'s task on a validated config and write its headline (``<name>_headline``, when
+    the stage declares one and the task returns one: only the main process of a distributed run does)."""
+    log.info("stage %s, experiment %s", name, cfg.experiment_name)
+    headline = task(cfg)
+    declared = ARTIFACTS.get(f"{name}_headline")
+    if headline is not None and declared is not None:
+        write_headline(headline, declared.at(cfg.paths))
+    return headline
+
+
+def run_stage(name: str, task: Task) -> None:
+    """Run ``task`` as the Hydra entry point of stage ``name`` (call it under ``__main__``)."""
     params_dir = Path.cwd()
     if not (params_dir / "params.yaml").is_file():
         sys.exit(f"stage {name}: no params.yaml in {params_dir}. Run stages from the project root.")
@@ -49,8 +63,7 @@ def run_stage(name: str, body: Callable[[RootConfig], None]) -> None:
         try:
             cfg = validate(raw, source="params.yaml")
             check_declared_inputs(name, params_dir)
-            log.info("stage %s, experiment %s", name, cfg.experiment_name)
-            body(cfg)
+            run_task(name, task, cfg)
         except XursError as err:
             log.error("%s: %s", name, err)
             raise SystemExit(2) from err

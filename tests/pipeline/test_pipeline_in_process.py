@@ -1,0 +1,47 @@
+"""``run_pipeline(cfg, until=...)`` runs the stage tasks in one process with the same outputs as
+``dvc repro`` (the session's smoke project), and stops where it is told."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from xurs_pipeline.config import load_params
+from xurs_pipeline.contracts import STAGES, artifact
+from xurs_pipeline.fingerprint import sha256_file
+from xurs_pipeline.tasks.pipeline import TASKS, run_pipeline
+
+
+def test_every_declared_stage_has_a_task_in_order():
+    assert list(TASKS) == list(STAGES)
+
+
+@pytest.mark.slow
+def test_in_process_outputs_equal_dvc_repro_up_to_predict(
+    smoke_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copy(smoke_project / "params.yaml", tmp_path / "params.yaml")
+    monkeypatch.chdir(tmp_path)
+    cfg = load_params("params.yaml")
+    headlines = run_pipeline(cfg, until="predict")
+    assert list(headlines) == ["check", "backbone", "prepare", "train_head", "train", "predict"]
+    assert not artifact("gates").at(cfg.paths).exists()  # stopped after predict
+    for name in ("prompts", "predictions"):
+        ours = pd.read_parquet(artifact(name).at(cfg.paths))
+        theirs = pd.read_parquet(smoke_project / artifact(name).at(cfg.paths))
+        pd.testing.assert_frame_equal(ours, theirs, check_exact=True)
+    head = artifact("classifier").at(cfg.paths) / "head.safetensors"
+    assert sha256_file(head) == sha256_file(smoke_project / head)
+    for name in ("train_headline", "predict_headline"):  # the runner writes what the task returns
+        path = artifact(name).at(cfg.paths)
+        assert path.read_bytes() == (smoke_project / path).read_bytes()
+
+
+def test_an_unknown_stage_is_refused_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(KeyError, match="until='nope': no such stage"):
+        run_pipeline(None, until="nope")  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,45 @@
+"""The one ``smoke`` project of the test session: the whole pipeline through ``dvc repro`` once.
+
+Shared (session scope, ``tests/conftest.py``) by the pipeline tests (``tests/pipeline``: artifacts, table
+cells, ``dvc status`` invalidation, ``xurs explain``) and the sweep test, which starts from a copy of its
+DVC cache so that each sweep point reruns only the stages its override (or an uncacheable output) touches.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+PROJECT_FILES = ("conf", "stages", "xurs_pipeline")
+
+
+def run_ok(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run a project command (``dvc``, ``xurs``, ``git``) in ``cwd``; fail the test with its output."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(cwd)}
+    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, (
+        f"{' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    )
+    return result
+
+
+def copy_sources(work: Path, source: Path = ROOT) -> Path:
+    """``work`` holding the code, configs and generated ``dvc.yaml`` of ``source`` (no artifacts)."""
+    for name in PROJECT_FILES:
+        shutil.copytree(source / name, work / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(source / "dvc.yaml", work / "dvc.yaml")
+    return work
+
+
+def build_smoke_project(work: Path) -> Path:
+    """The smoke experiment reproduced by DVC in ``work`` (no git: ``dvc init --no-scm``)."""
+    copy_sources(work)
+    run_ok([str(BIN / "dvc"), "init", "--no-scm", "-q"], work)
+    run_ok([str(BIN / "xurs"), "params", "experiment=smoke"], work)
+    run_ok([str(BIN / "dvc"), "repro"], work)
+    return work

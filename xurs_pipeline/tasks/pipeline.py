@@ -1,0 +1,61 @@
+"""Run the stages in one process, in ``dvc.yaml``'s order: ``run_pipeline(cfg, until="predict")``.
+
+The same tasks as ``dvc repro`` (each through :func:`~xurs_pipeline.tasks.runner.run_task`, so the same
+outputs and headlines), without DVC's bookkeeping (no ``dvc.lock``, no caching) and without paying every
+stage's interpreter start: for tests and notebooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from xurs_pipeline.config import RootConfig
+from xurs_pipeline.contracts import STAGES
+from xurs_pipeline.tasks import (
+    attribute,
+    attribute_repeats,
+    attribute_targets,
+    backbone,
+    check,
+    checks,
+    gates,
+    mask_eval,
+    predict,
+    prepare,
+    report,
+    tables,
+    train,
+    train_head,
+)
+from xurs_pipeline.tasks.runner import Task, run_task
+
+TASKS: dict[str, Task] = {
+    "check": check.run,
+    "backbone": backbone.run,
+    "prepare": prepare.run,
+    "train_head": train_head.run,
+    "train": train.run,
+    "predict": predict.run,
+    "gates": gates.run,
+    "attribute": attribute.run,
+    "attribute_repeats": attribute_repeats.run,
+    "attribute_targets": attribute_targets.run,
+    "mask_eval": mask_eval.run,
+    "checks": checks.run,
+    "tables": tables.run,
+    "report": report.run,
+}
+
+
+def run_pipeline(cfg: RootConfig, until: str | None = None) -> dict[str, Mapping[str, Any] | None]:
+    """Run every stage of ``contracts.STAGES`` in order, up to and including ``until`` (default: all);
+    returns each stage's headline (None for stages without one)."""
+    if until is not None and until not in STAGES:
+        raise KeyError(f"until={until!r}: no such stage; stages: {list(STAGES)}")
+    headlines: dict[str, Mapping[str, Any] | None] = {}
+    for name in STAGES:
+        headlines[name] = run_task(name, TASKS[name], cfg)
+        if name == until:
+            break
+    return headlines

@@ -1,0 +1,120 @@
+"""Task ``report``: artifacts -> ``<results>/html/`` (one explanation page per explained question, shaded
+by width attribution, with intervals, masses, section shares and checks; plus ``index.html``). Same as
+``xurs report``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+
+from xurs_pipeline.config import RootConfig
+from xurs_pipeline.contracts import artifact
+from xurs_pipeline.evaluation.artifacts import read_attributions, read_predictions, read_prompts
+from xurs_pipeline.io import config_hash, read_json, read_parquet
+from xurs_pipeline.models.config import model_name
+from xurs_pipeline.reporting.front_page import (
+    AccuracyRow,
+    CheckLine,
+    EffectRow,
+    FrontPage,
+    Link,
+    markdown_title,
+)
+from xurs_pipeline.reporting.plots import FIGURES
+
+
+def run(cfg: RootConfig) -> None:
+    """Build the report of ``cfg``'s experiment (errors raise)."""
+    from transformers import AutoTokenizer  # torch and transformers: not at stage start-up
+
+    from xurs_pipeline.reporting.build_report import build_report, explanation_views
+    from xurs_pipeline.reporting.html import ReportProvenance
+
+    a = cfg.attribution
+    prompts = read_prompts(artifact("prompts").at(cfg.paths))
+    attributions = read_attributions(artifact("attributions").at(cfg.paths).parent)
+    tokenizer = AutoTokenizer.from_pretrained(str(artifact("backbone").at(cfg.paths)), local_files_only=True)
+    ids = prompts.set_index("record_id")["input_ids"]
+    provenance = ReportProvenance(
+        experiment=cfg.experiment_name,
+        config_hash=config_hash(asdict(cfg)),
+        method=f"{a.method.upper()} {a.route} route, {a.precision}",
+        references=f"{a.n_collections} x {a.refs_per_collection} {a.reference} references",
+        samples=a.n_samples if a.method == "eg" else a.ig_points,
+        extra=(("seed", str(a.seed)), ("model", model_name(cfg.model))),
+    )
+    views = explanation_views(
+        prompts,
+        read_predictions(artifact("predictions").at(cfg.paths)),
+        attributions,
+        read_parquet(artifact("mask_effects").at(cfg.paths)),
+        {
+            rid: tokenizer.convert_ids_to_tokens([int(i) for i in ids[rid]])
+            for rid in attributions["record_id"]
+        },
+        provenance,
+        residual_max=cfg.evaluation.numerics.max_residual_max,
+        target_rule=a.target,
+    )
+    front, markdown = front_page(cfg)
+    pages = build_report(views, artifact("html").at(cfg.paths), cfg.experiment_name, front, markdown)
+    print(f"report: {len(views)} explanation pages, {len(markdown)} tables; open {pages[-1]}")
+
+
+def front_page(cfg: RootConfig) -> tuple[FrontPage, dict[str, str]]:
+    """The front page's inputs from the artifacts (predict, mask_eval, prepare) and ``<results>/tables``
+    (the verdicts table, ``index.json`` listing tables, skipped tables and plots), plus every table's
+    Markdown by name. Tables and plots not made yet (``xurs report`` before ``xurs tables``) are left out."""
+    tables = artifact("tables").at(cfg.paths)
+    predict = read_json(artifact("prediction_metrics").at(cfg.paths))
+    accuracy = tuple(
+        AccuracyRow(
+            split,
+            m["n"],
+            m["accuracy"],
+            m.get("chance", 0.25),
+            m.get("majority", float("nan")),
+            m.get("accuracy_with_result"),
+            m.get("accuracy_without_result"),
+            m.get("auroc_width"),
+            m.get("auroc_low_probability"),
+        )
+        for split, m in predict.items()
+        if not split.startswith("_")
+    )
+    targets = read_json(artifact("mask_metrics").at(cfg.paths)).get("targets", {})
+    effects = tuple(
+        EffectRow(name, t["questions"], t["mean_advantage"], t["ci_low"], t["ci_high"])
+        for name, t in targets.items()
+    )
+    summary = read_json(artifact("prepare_summary").at(cfg.paths))
+    splits = ", ".join(f"{k} {v}" for k, v in summary.get("splits", {}).items())
+    data = f"{summary.get('source', cfg.data.source)}: {summary.get('n_records', '?')} records ({splits})"
+    index = read_json(tables / "index.json") if (tables / "index.json").is_file() else {}
+    names = index.get("tables", {})
+    markdown = {name: (tables / f"{name}.md").read_text(encoding="utf-8") for name in names}
+    verdicts = pd.read_csv(tables / "verdicts.csv") if (tables / "verdicts.csv").is_file() else pd.DataFrame()
+    page = FrontPage(
+        experiment=cfg.experiment_name,
+        model=f"{model_name(cfg.model)} ({cfg.train.adaptation}, {cfg.model.head} head)",
+        data=data,
+        config_hash=config_hash(asdict(cfg)),
+        accuracy=accuracy,
+        effects=effects,
+        checks=tuple(
+            CheckLine(str(r.group), str(r.name), float(r.value), str(r.rule), bool(r.passed))
+            for r in verdicts.itertuples(index=False)
+        ),
+        tables=tuple(
+            Link(name, f"tables/{name}.html", markdown_title(md, "")) for name, md in markdown.items()
+        ),
+        skipped=tuple(Link(name, "", why) for name, why in index.get("skipped", {}).items()),
+        plots=tuple(
+            Link(Path(f).stem.replace("_", " "), f"../plots/{f}", FIGURES.get(Path(f).stem, ""))
+            for f in index.get("plots", [])
+        ),
+    )
+    return page, markdown
