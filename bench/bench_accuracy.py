@@ -41,7 +41,12 @@ import numpy as np
 import torch
 
 from xurs_pipeline.attribution.endpoints import input_width, prepared_widths, prompt_of
-from xurs_pipeline.attribution.estimators import CollectionResult, expected_gradients, integrated_gradients
+from xurs_pipeline.attribution.estimators import (
+    CollectionResult,
+    ExpectedGradients,
+    IntegratedGradients,
+    PathProblem,
+)
 from xurs_pipeline.attribution.model import Objective
 from xurs_pipeline.attribution.references import prepare_training
 from xurs_pipeline.credal import FOCAL_SETS
@@ -94,21 +99,12 @@ def build_model(output_kind: str, logit_std: float, work: Path) -> RandomSetClas
 def _ig(
     model, case: Case, points: int, adaptive: bool = False, ref_tolerance: float = 0.05
 ) -> CollectionResult:
-    return integrated_gradients(
-        model,
-        case.objective,
-        case.prompt,
-        case.refs,
-        case.w_refs,
-        case.w_x,
-        "gausslegendre",
-        points,
-        CALL,
-        adaptive=adaptive,
-        tolerance=ref_tolerance,
-        refine_factor=2,
-        max_points=MAX_POINTS,
-    )
+    rule = IntegratedGradients("gausslegendre", points, adaptive, ref_tolerance, 2, MAX_POINTS)
+    return rule.attribute(_problem(model, case))
+
+
+def _problem(model, case: Case) -> PathProblem:
+    return PathProblem(model, case.objective, case.prompt, case.refs, case.w_refs, case.w_x, CALL)
 
 
 def make_cases(model: RandomSetClassifier, n_questions: int, seed: int) -> list[Case]:
@@ -148,7 +144,7 @@ def sweep(
             (_scores(c, r), r.grad_evals)
             for c in cases
             for s in range(seeds)
-            for r in [expected_gradients(model, c.objective, c.prompt, c.refs, c.w_refs, n, 11 + s, CALL)]
+            for r in [ExpectedGradients(n, 11 + s).attribute(_problem(model, c))]
         ]
         rows.append(_summary("EG", f"n={n}", runs))
     for adaptive in (False, True):

@@ -197,8 +197,7 @@ def explain_row(
         pool = ReferencePool(*reference_pool(prompts, cfg, max_positions))
         device = model_device(model)  # type: ignore[arg-type]
         pool.natural = [
-            natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn)
-            for ids in pool.token_ids
+            natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn) for ids in pool.token_ids
         ]
     result = attribute_question(model, question, pool, cfg, tokenizer.pad_token_id,
                                 targets=None if option is None else (option,))  # fmt: skip
