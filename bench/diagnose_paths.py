@@ -11,7 +11,8 @@ on the trained SmolLM2 model (the ``train`` stage's classifier, ``dvc repro trai
 3. the slope check: the engine's dF/dα = (X - B) · ∇F(Z(α)) at Gauss-Legendre nodes against a central finite
    difference of F (a non-differentiable step or a wrong gradient would show here);
 4. the per-reference completeness residual R = |Σ e - (F(X) - F(B))| of fixed Gauss-Legendre IG at
-   ``--points`` per reference (the engine, ``attribution.plan.ig_plan``);
+   ``--points`` per reference (the engine, ``attribution.plan.ig_plan``), and the ``kronrod`` estimator's
+   evaluations to reach ``--kronrod-tolerance`` on the same reference;
 5. Captum's ``IntegratedGradients`` (gausslegendre) on the same function at one point count, vs the engine.
 
 Writes a PNG (F along each path; R against points) and prints the tables (Markdown) for BENCHMARKS.md.
@@ -34,10 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
 
 from xurs_pipeline.attribution.endpoints import input_width, prepared_widths, prompt_of
+from xurs_pipeline.attribution.estimators import AdaptiveKronrod, PathProblem
 from xurs_pipeline.attribution.gradients import Prompt, accumulate
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
 from xurs_pipeline.attribution.model import Objective, frozen, widths_and_betp
 from xurs_pipeline.attribution.plan import SamplingPlan, ig_plan
+from xurs_pipeline.attribution.quadrature import KronrodSpec
 from xurs_pipeline.attribution.references import PreparedReferences, prepare_training
 
 
@@ -119,6 +122,8 @@ def main() -> None:
     parser.add_argument("--points", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256])
     parser.add_argument("--captum-points", type=int, default=32)
     parser.add_argument("--png", default="results/diagnosis/paths.png")
+    parser.add_argument("--kronrod-tolerance", type=float, default=0.01)
+    parser.add_argument("--kronrod-budget", type=int, default=1500)
     args = parser.parse_args()
     C.print_header("Straight paths between a question and its training references", " ".join(sys.argv))
     torch.manual_seed(0)
@@ -135,7 +140,8 @@ def main() -> None:
         objective = Objective.build((target,), "direct", at.target_fn)
         refs = prepare_training(q.input_ids, pool_tokens[0][: args.refs], pool_ids[0][: args.refs], pad_id,
                                 torch.device("cpu"))  # fmt: skip
-        prep = prepared_widths(model, prompt, refs, 16, at.target_fn)[:, target]
+        prep_all = prepared_widths(model, prompt, refs, 16, at.target_fn)
+        prep = prep_all[:, target]
         for r in range(len(refs)):
             t0 = time.perf_counter()
             f, top = path_values(model, prompt, refs, r, alphas, target, at.target_fn)
@@ -159,6 +165,12 @@ def main() -> None:
             for n in args.points:
                 sums = accumulate(model, objective, prompt, refs, ig_plan(r, "gausslegendre", n), 8)
                 residuals.append(abs(float(sums.per_ref[r, 0]) - net))
+            one = PreparedReferences((refs.record_ids[r],), None, refs.prepared_ids[r : r + 1], [()])
+            problem = PathProblem(model, objective, prompt, one, prep_all[r : r + 1], w_x, 8)
+            kr = AdaptiveKronrod(KronrodSpec(args.kronrod_tolerance, args.kronrod_budget)).attribute(problem)
+            residuals.append(
+                (kr.grad_evals, float(kr.ref_residual.max()), kr.exhausted, int(kr.points[0] // 15))
+            )
             conv.append((label, residuals))
             rows.append((label, len(q.input_ids), net, tv, tv / max(abs(net), 1e-12),
                          float(np.abs(slope_fd).max()), float(top.min()), float(np.median(top)),
@@ -177,8 +189,16 @@ def main() -> None:
         [(a, f"{b:.1e}", f"{c:.1e}", f"{d:.1e}", f"{e:.2e}", f"{g:.2f}", p)
          for a, b, c, d, e, g, p in checks]))  # fmt: skip
     print("\n## Residual of fixed Gauss-Legendre IG per reference\n")
-    print(C.markdown_table(["question / reference", *[f"{n} pts" for n in args.points]],
-                           [(a, *[f"{v:.2g}" for v in res]) for a, res in conv]))  # fmt: skip
+    print(
+        C.markdown_table(
+            [
+                "question / reference",
+                *[f"{n} pts" for n in args.points],
+                f"kronrod to {args.kronrod_tolerance}: evals, R, budget out, intervals",
+            ],
+            [(a, *[f"{v:.2g}" for v in res[:-1]], "{}, {:.2g}, {}, {}".format(*res[-1])) for a, res in conv],
+        )
+    )
     # Captum on the first pair, same function, same rule
     q = questions[0]
     prompt = prompt_of(model, q.input_ids, torch.device("cpu"))
@@ -213,10 +233,11 @@ def plot(curves, conv, alphas, points, png: Path) -> None:
              title="width along the straight path")  # fmt: skip
     left.legend(fontsize=7)
     for label, res in conv:
-        right.loglog(points, np.maximum(res, 1e-8), marker="o", label=label)
+        right.loglog(points, np.maximum(res[:-1], 1e-8), marker="o", label=label)
+        right.plot([res[-1][0]], [max(res[-1][1], 1e-8)], marker="*", ms=12, color="k")
     right.axhline(0.01, color="k", ls="--", lw=0.8, label="App. B.4 median tolerance")
-    right.set(xlabel="Gauss-Legendre points per reference", ylabel="completeness residual R",
-              title="fixed IG per reference")  # fmt: skip
+    right.set(xlabel="gradient evaluations per reference", ylabel="completeness residual R",
+              title="fixed Gauss-Legendre IG (lines) vs kronrod (stars)")  # fmt: skip
     right.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(png, dpi=110)
