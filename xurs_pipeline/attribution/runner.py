@@ -163,7 +163,7 @@ def retry_in_float32(
 
 def merge(
     store: PartStore, record_ids: list[str], out_dir: str | Path, fingerprint: str
-) -> dict[str, float | int]:
+) -> dict[str, float | int | list[str]]:
     """Write ``attributions.parquet``, ``coords/``, ``nonfinite.json`` and ``metrics.json`` from the parts,
     stamped with the config ``fingerprint`` (what downstream stages check).
 
@@ -207,13 +207,19 @@ def merge(
     nonfinite = Provenance("attribution_nonfinite", 1, fingerprint)
     write_json({"failures": failures}, out / NONFINITE_FILE, nonfinite)
     residual = table["residual"].to_numpy(dtype=float) if len(table) else np.zeros(0)
-    metrics: dict[str, float | int] = {
+    metrics: dict[str, float | int | list[str]] = {
         "questions": len(record_ids),
         "rows": len(table),
         "nonfinite_questions": len(failures),
         "residual_median": float(np.median(residual)) if residual.size else 0.0,
         "residual_max": float(residual.max()) if residual.size else 0.0,
         "grad_evals": int(table.drop_duplicates("record_id")["grad_evals"].sum()) if len(table) else 0,
+        "error_bound_max": float(table["error_bound"].max()) if len(table) else 0.0,
+        "roughness_median": float(table["roughness"].median()) if len(table) else 0.0,
+        # questions whose estimator ran out of budget before its tolerance, named, never averaged away
+        "budget_exhausted": sorted(set(table.loc[table["budget_exhausted"].astype(bool), "record_id"]))
+        if len(table)
+        else [],
     }
     write_json(metrics, out / METRICS_FILE, Provenance("attribution_metrics", 1, fingerprint))
     return metrics
