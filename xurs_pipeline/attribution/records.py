@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from xurs_pipeline.attribution.references import PreparedReferences
 
 SCHEMA = "attributions"
+# roughness = total variation / |F(X) - F(B)|, the net difference floored (widths lie in [0, 1] and are
+# float32, so differences below ~1e-6 are rounding): flat paths (0 / 0) stay finite for JSON
+NET_FLOOR = 1e-6
 SCHEMA_VERSION = 1
 
 
@@ -162,7 +165,7 @@ class TargetAttribution:
             error_bound=float(np.mean([r.error_bound[t] for r in results])),
             budget_exhausted=any(r.exhausted for r in results),
             path_variation=path_variation,
-            roughness=path_variation / net if net > 0 else float("inf"),
+            roughness=path_variation / max(net, NET_FLOOR),
             reference_variation=[float(v) for r in results for v in r.variation[:, t]],
             reference_record_ids=[rid for refs, _ in collections for rid in refs.record_ids],
             reference_collection=[k for k, (refs, _) in enumerate(collections) for _ in refs.record_ids],
