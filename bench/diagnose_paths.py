@@ -165,6 +165,7 @@ def main() -> None:
             for n in args.points:
                 sums = accumulate(model, objective, prompt, refs, ig_plan(r, "gausslegendre", n), 8)
                 residuals.append(abs(float(sums.per_ref[r, 0]) - net))
+                print(f"  {label}: Gauss-Legendre {n} points R = {residuals[-1]:.3g}", flush=True)
             one = PreparedReferences((refs.record_ids[r],), None, refs.prepared_ids[r : r + 1], [()])
             problem = PathProblem(model, objective, prompt, one, prep_all[r : r + 1], w_x, 8)
             kr = AdaptiveKronrod(KronrodSpec(args.kronrod_tolerance, args.kronrod_budget)).attribute(problem)
@@ -175,7 +176,8 @@ def main() -> None:
             rows.append((label, len(q.input_ids), net, tv, tv / max(abs(net), 1e-12),
                          float(np.abs(slope_fd).max()), float(top.min()), float(np.median(top)),
                          time.perf_counter() - t0))  # fmt: skip
-            print(f"done {label}: {rows[-1][-1]:.0f} s (load {C.load_average()})", flush=True)
+            print(f"done {label}: {rows[-1]}, checks {checks[-1]}, residuals {conv[-1][1]} "
+                  f"(load {C.load_average()})", flush=True)  # fmt: skip
     print("\n## F along the path (dense grid of", args.dense, "alphas)\n")
     print(C.markdown_table(
         ["question / reference", "tokens", "net F(X) - F(B)", "total variation", "TV / |net|", "max |dF/dα|",
