@@ -21,7 +21,8 @@ training references (random ids, truncated / padded to L):
   Eq. 3, is exactly this mean); its distance to the 64-point version is printed;
 - EG (Eq. 3) with n samples, several seeds; IG with n Gauss-Legendre points per reference; adaptive IG
   (``ig_adaptive``: a reference whose residual exceeds ``--ref-tolerance`` (0.05, as
-  ``conf/attribution/ig_adaptive.yaml``) gets 2x points, up to 256; 0.01 demands more of every reference).
+  ``conf/attribution/ig_adaptive.yaml``) gets 2x points, up to 256; 0.01 demands more of every reference);
+  the ``kronrod`` estimator (adaptive G7/K15, ``attribution/quadrature.py``) at its own tolerances.
 
 For each: completeness residual R (Eq. 9), cosine similarity and relative L2 distance to e*, and the
 gradient evaluations per question. Criterion (App. C): median R <= 0.01 and max R <= 0.05 over all
@@ -41,8 +42,15 @@ import numpy as np
 import torch
 
 from xurs_pipeline.attribution.endpoints import input_width, prepared_widths, prompt_of
-from xurs_pipeline.attribution.estimators import CollectionResult, expected_gradients, integrated_gradients
+from xurs_pipeline.attribution.estimators import (
+    AdaptiveKronrod,
+    CollectionResult,
+    ExpectedGradients,
+    IntegratedGradients,
+    PathProblem,
+)
 from xurs_pipeline.attribution.model import Objective
+from xurs_pipeline.attribution.quadrature import KronrodSpec
 from xurs_pipeline.attribution.references import prepare_training
 from xurs_pipeline.credal import FOCAL_SETS
 from xurs_pipeline.models import RandomSetClassifier, build_classifier
@@ -51,6 +59,7 @@ from xurs_pipeline.models.backbone import TinySpec, load_backbone_dir, materiali
 CPU = torch.device("cpu")
 LENGTH, N_REFS, CALL = 32, 16, 512
 TRUTH_POINTS, MAX_POINTS, TOLERANCE = 128, 256, 0.01
+KRONROD_TOLERANCES = (0.02, 0.01, 0.005)  # the kronrod estimator's own target (mean per-reference bound)
 BELIEF_BIAS = {1: -2.5, 2: -1.0, 3: 0.5}  # belief14 head bias by focal-set size (see module docstring)
 
 
@@ -94,21 +103,12 @@ def build_model(output_kind: str, logit_std: float, work: Path) -> RandomSetClas
 def _ig(
     model, case: Case, points: int, adaptive: bool = False, ref_tolerance: float = 0.05
 ) -> CollectionResult:
-    return integrated_gradients(
-        model,
-        case.objective,
-        case.prompt,
-        case.refs,
-        case.w_refs,
-        case.w_x,
-        "gausslegendre",
-        points,
-        CALL,
-        adaptive=adaptive,
-        tolerance=ref_tolerance,
-        refine_factor=2,
-        max_points=MAX_POINTS,
-    )
+    rule = IntegratedGradients("gausslegendre", points, adaptive, ref_tolerance, 2, MAX_POINTS)
+    return rule.attribute(_problem(model, case))
+
+
+def _problem(model, case: Case) -> PathProblem:
+    return PathProblem(model, case.objective, case.prompt, case.refs, case.w_refs, case.w_x, CALL)
 
 
 def make_cases(model: RandomSetClassifier, n_questions: int, seed: int) -> list[Case]:
@@ -148,7 +148,7 @@ def sweep(
             (_scores(c, r), r.grad_evals)
             for c in cases
             for s in range(seeds)
-            for r in [expected_gradients(model, c.objective, c.prompt, c.refs, c.w_refs, n, 11 + s, CALL)]
+            for r in [ExpectedGradients(n, 11 + s).attribute(_problem(model, c))]
         ]
         rows.append(_summary("EG", f"n={n}", runs))
     for adaptive in (False, True):
@@ -161,6 +161,14 @@ def sweep(
             name = "adaptive IG" if adaptive else "IG"
             start = f"{p} -> <= {MAX_POINTS} pts/ref" if adaptive else f"{p} pts/ref"
             rows.append(_summary(name, start, runs))
+    for tol in KRONROD_TOLERANCES:
+        spec = KronrodSpec(tol, max_evals=MAX_POINTS * N_REFS)
+        runs = [
+            (_scores(c, r), r.grad_evals)
+            for c in cases
+            for r in [AdaptiveKronrod(spec).attribute(_problem(model, c))]
+        ]
+        rows.append(_summary("kronrod", f"tolerance {tol}", runs))
     return rows
 
 
@@ -246,12 +254,13 @@ def report(kind: str, model, cases: list[Case], rows: list[dict]) -> None:
     }
     out = []
     for label, test in criteria.items():
-        eg, ig, fixed = (needed(rows, m, test) for m in ("EG", "adaptive IG", "IG"))
+        eg, ig, fixed, kr = (needed(rows, m, test) for m in ("EG", "adaptive IG", "IG", "kronrod"))
         eg_evals, note = (eg["evals"], eg["setting"]) if eg else (None, "not reached in the grid")
         if eg is None and label.startswith("median R"):
             eg_evals, slope = extrapolate_eg(rows)
             note += f" (power-law fit R ~ n^{slope:.2f}: ~{eg_evals:.0f})"
         ratio = f"{eg_evals / ig['evals']:.1f}x" if eg_evals and ig else "n/a"
+        ratio_kr = f"{eg_evals / kr['evals']:.1f}x" if eg_evals and kr else "n/a"
         out.append(
             [
                 label,
@@ -260,7 +269,10 @@ def report(kind: str, model, cases: list[Case], rows: list[dict]) -> None:
                 ig["evals"] if ig else "-",
                 ig["setting"] if ig else "-",
                 fixed["evals"] if fixed else "-",
+                kr["evals"] if kr else "-",
+                kr["setting"] if kr else "-",
                 ratio,
+                ratio_kr,
             ]
         )
     print("\nEvaluations per question to meet each criterion (cheapest setting in the grid that meets it):\n")
@@ -273,7 +285,10 @@ def report(kind: str, model, cases: list[Case], rows: list[dict]) -> None:
                 "adaptive IG evals",
                 "adaptive IG start",
                 "fixed IG evals",
+                "kronrod evals",
+                "kronrod setting",
                 "EG / adaptive IG",
+                "EG / kronrod",
             ],
             out,
         )

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from captum.attr import GradientShap, IntegratedGradients
+from captum.attr import GradientShap
+from captum.attr import IntegratedGradients as CaptumIntegratedGradients
 from helpers import PAD_ID, AffineMassModel, TinyBeliefClassifier, prompts_frame
 
 from xurs_pipeline.attribution.config import QUADRATURES, AttributionConfig
 from xurs_pipeline.attribution.endpoints import input_width, prepared_widths, prompt_of
-from xurs_pipeline.attribution.estimators import integrated_gradients
+from xurs_pipeline.attribution.estimators import IntegratedGradients, PathProblem
 from xurs_pipeline.attribution.gradients import accumulate
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
 from xurs_pipeline.attribution.model import Objective
@@ -89,22 +90,21 @@ def test_ig_agrees_with_captum_integrated_gradients_per_reference() -> None:
     one = prepare_training(prompt_ids, [[1, 9, 9]], ["r0"], PAD_ID, CPU)
     prompt = prompt_of(model, prompt_ids, CPU)
     w_x = input_width(model, prompt)[0]
-    res = integrated_gradients(
+    problem = PathProblem(
         model,
         Objective.build((target,), "direct"),
         prompt,
         one,
         prepared_widths(model, prompt, one, 4),
         w_x,
-        "gausslegendre",
-        n,
         4,
     )
+    res = IntegratedGradients("gausslegendre", n).attribute(problem)
 
     def width(z, mask, pos):
         return credal_width(model(z, mask, pos).masses, validate=False)[:, target]
 
-    theirs = IntegratedGradients(width).attribute(
+    theirs = CaptumIntegratedGradients(width).attribute(
         prompt.embeds,
         baselines=model.embed(one.prepared_ids).detach(),
         n_steps=n,
@@ -156,23 +156,10 @@ def test_adaptive_ig_refines_only_references_above_tolerance() -> None:
     objective = Objective.build((0, 3), "direct")
     w_x = input_width(model, prompt)[0]
     prep = prepared_widths(model, prompt, refs, 4)
-    fixed = integrated_gradients(model, objective, prompt, refs, prep, w_x, "riemann_trapezoid", 4, 4)
+    problem = PathProblem(model, objective, prompt, refs, prep, w_x, 4)
+    fixed = IntegratedGradients("riemann_trapezoid", 4).attribute(problem)
     tol = float(np.median(fixed.ref_residual.max(1)))
-    refined = integrated_gradients(
-        model,
-        objective,
-        prompt,
-        refs,
-        prep,
-        w_x,
-        "riemann_trapezoid",
-        4,
-        4,
-        adaptive=True,
-        tolerance=tol,
-        refine_factor=4,
-        max_points=64,
-    )
+    refined = IntegratedGradients("riemann_trapezoid", 4, True, tol, 4, 64).attribute(problem)
     above = fixed.ref_residual.max(1) > tol
     assert above.any()
     assert (~above).any()

@@ -131,6 +131,8 @@ def test_prints_explained_predicted_and_correct_answers_and_residual_verdict(pro
     threshold = _params(project)["evaluation"]["numerics"]["max_residual_max"]
     verdict = "pass" if expl.residual <= threshold else "FAIL"
     assert f"R (Eq. 9) = {expl.residual:.3g}: {verdict} (report threshold R <= {threshold:g})" in out
+    assert f"error bound {expl.error_bound:.3g}, {expl.grad_evals} gradient evaluations" in out
+    assert f"path roughness (total variation / net change) {expl.roughness:.3g}" in out
 
 
 @pytest.mark.parametrize("threshold", [1e-12, 1e3])

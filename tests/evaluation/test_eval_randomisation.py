@@ -10,9 +10,9 @@ import torch
 from eval_cases import masses_from
 from torch import nn
 
+from xurs_pipeline.attribution.targets import TARGETS, get_target
 from xurs_pipeline.evaluation.comparisons import RunRecord
 from xurs_pipeline.evaluation.randomisation import cascade_names, randomisation_check, reinitialise
-from xurs_pipeline.evaluation.targets import TARGETS, get_target
 
 
 class Net(nn.Module):

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from xurs_pipeline.evaluation.config import TARGET_NAMES, EvaluationConfig
-from xurs_pipeline.evaluation.targets import TARGETS
+from xurs_pipeline.attribution.config import TARGET_NAMES
+from xurs_pipeline.attribution.targets import TARGETS
+from xurs_pipeline.evaluation.config import EvaluationConfig
 
 HEAVY = ("torch", "transformers", "peft", "captum")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-METHODS = ("eg", "ig")
+METHODS = ("eg", "ig", "kronrod")
 REFERENCE_KINDS = ("train", "zero", "aligned")
 RESULT_FILTERS = ("all", "with_result", "without_result")
 ROUTES = ("direct", "answer_set")
@@ -16,6 +16,9 @@ TARGET_RULES = ("predicted", "correct", "all")
 REFERENCE_ORDERS = ("first", "hash")
 QUADRATURES = ("gausslegendre", "riemann_trapezoid", "riemann_left", "riemann_right", "riemann_middle")
 PRECISIONS = ("float32", "bfloat16", "float16")
+# Names of the target functions (``attribution.target_fn``, ``evaluation.targets``): the registry in
+# ``targets.py`` is built from these, so validating a config never imports torch (stage start-up, issue 18).
+TARGET_NAMES = ("width", "entropy", "betp")
 DEVICES = ("auto", "cpu", "cuda")
 NONFINITE_POLICIES = ("report", "raise", "retry")
 # Gradient samples of one question (all collections; IG: references x ig_max_points). Sampling plans are
@@ -38,7 +41,8 @@ def _at_least(key: str, value: float, low: float) -> None:
 class AttributionConfig:
     """Which questions, which references, which estimator, how much compute.
 
-    method: ``eg`` (Expected Gradients, Eq. 3) or ``ig`` (Integrated Gradients per reference).
+    method: ``eg`` (Expected Gradients, Eq. 3), ``ig`` (Integrated Gradients per reference) or ``kronrod``
+      (adaptive Gauss-Kronrod quadrature per reference to a stated tolerance, ``attribution.quadrature``).
     reference: ``train`` (training prompts), ``zero`` (zero embeddings), ``aligned`` (paired prompt
       aligned to the question, Sec. 5.4: the other member of the question's pair).
     result_filter: on controlled data, explain ``all`` questions of the split, only those
@@ -52,6 +56,9 @@ class AttributionConfig:
     n_samples: EG samples per collection; samples_per_call: gradient samples per batched call.
     ig_*: quadrature, starting points per reference, adaptive refinement of references whose
       completeness residual exceeds ``ig_tolerance`` (x ``ig_refine_factor`` points, up to ``ig_max_points``).
+    kronrod_*: the ``kronrod`` estimator's target for the mean per-reference error bound (which bounds the
+      question's completeness residual, Eq. 9), its gradient-evaluation budget per collection (a question
+      that exhausts it is flagged ``budget_exhausted``) and the equal intervals each path starts with.
     eval_batch_size: prompts per no-grad call when evaluating widths of references.
     reuse_prefix: run the prompt prefix that every reference of a plan shares with the input once and
       only the rest per gradient sample (``attribution.prefix``; same results to rounding).
@@ -81,6 +88,9 @@ class AttributionConfig:
     ig_tolerance: float = 0.01
     ig_refine_factor: int = 4
     ig_max_points: int = 2048
+    kronrod_tolerance: float = 0.01
+    kronrod_max_evals: int = 8192
+    kronrod_intervals: int = 1
     precision: str = "float32"
     seed: int = 11
     eval_batch_size: int = 16
@@ -94,7 +104,7 @@ class AttributionConfig:
         _one_of("reference", self.reference, REFERENCE_KINDS)
         _one_of("result_filter", self.result_filter, RESULT_FILTERS)
         _one_of("route", self.route, ROUTES)
-        _one_of("target_fn", self.target_fn, ("width", "entropy", "betp"))
+        _one_of("target_fn", self.target_fn, TARGET_NAMES)
         if self.route == "answer_set" and self.target_fn != "width":
             raise ValueError(
                 f"attribution.route='answer_set' decomposes the width only, not target_fn={self.target_fn!r}"
@@ -119,6 +129,15 @@ class AttributionConfig:
             raise ValueError(
                 f"attribution.ig_max_points={self.ig_max_points}: must be >= ig_points={self.ig_points}"
             )
+        if not self.kronrod_tolerance > 0:
+            raise ValueError(f"attribution.kronrod_tolerance={self.kronrod_tolerance}: must be positive")
+        _at_least("kronrod_intervals", self.kronrod_intervals, 1)
+        first_pass = 15 * self.kronrod_intervals * self.refs_per_collection
+        if self.method == "kronrod" and self.kronrod_max_evals < first_pass:
+            raise ValueError(
+                f"attribution.kronrod_max_evals={self.kronrod_max_evals}: must be >= the first pass, 15 x "
+                f"kronrod_intervals x refs_per_collection = {first_pass}"
+            )
         if not self.ig_tolerance > 0:
             raise ValueError(f"attribution.ig_tolerance={self.ig_tolerance}: must be positive")
         if self.reference in ("zero", "aligned") and (self.n_collections, self.refs_per_collection) != (1, 1):
@@ -127,11 +146,13 @@ class AttributionConfig:
                 f"n_collections=1 and refs_per_collection=1 (got {self.n_collections}, "
                 f"{self.refs_per_collection})"
             )
-        eg = self.method == "eg"
-        per_collection = self.n_samples if eg else self.refs_per_collection * self.ig_max_points
+        per_collection, what = {
+            "eg": (self.n_samples, "n_samples"),
+            "ig": (self.refs_per_collection * self.ig_max_points, "refs_per_collection x ig_max_points"),
+            "kronrod": (self.kronrod_max_evals, "kronrod_max_evals"),
+        }[self.method]
         total = self.n_collections * per_collection
         if total > MAX_SAMPLES_PER_QUESTION:
-            what = "n_samples" if eg else "refs_per_collection x ig_max_points"
             raise ValueError(
                 f"attribution.{what}: {self.n_collections} collection(s) x {per_collection} = {total} "
                 f"gradient samples per question, above the limit of {MAX_SAMPLES_PER_QUESTION} (2**22: "

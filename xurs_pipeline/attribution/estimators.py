@@ -1,32 +1,86 @@
-"""Expected Gradients (Eq. 3) and Integrated Gradients with per-reference residuals and refinement.
+"""The estimators of one reference collection: Expected Gradients (Eq. 3), Integrated Gradients (fixed or
+refined per reference) and adaptive Gauss-Kronrod quadrature (``quadrature.py``), on a shared base.
 
-Both return, for one reference collection, the per-target coordinate attributions e (T, L, d) in
-float32 (answer-set columns already added with their signs, Eq. 4), the mean prepared reference width
-the attributions should account for (Eq. 9), and bookkeeping (draws, points, residuals, flags).
+Captum's shape: each estimator is a small spec object that owns its plan, its ``attribute`` call and its
+convergence report. All of them return a :class:`CollectionResult`: the per-target coordinate attributions
+e (T, L, d) in float32 (answer-set columns already added with their signs, Eq. 4), the mean prepared
+reference width the attributions should account for (Eq. 9), and the report: draws and points per
+reference, per-reference residuals, the estimator's own error bound on the collection's residual, the total
+variation of F along each path (roughness, against the net difference), gradient evaluations and whether
+the budget ran out before the tolerance.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
 
-from xurs_pipeline.attribution.gradients import Prompt, accumulate
+from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.gradients import GradientSums, Prompt, accumulate
 from xurs_pipeline.attribution.model import Objective, WidthModel
-from xurs_pipeline.attribution.plan import SamplingPlan, eg_plan, ig_plan
+from xurs_pipeline.attribution.plan import SamplingPlan, collection_seed, eg_plan, ig_plan
+from xurs_pipeline.attribution.quadrature import KronrodSpec, integrate
 from xurs_pipeline.attribution.references import PreparedReferences
+
+Z_95 = 1.959963984540054  # two-sided 95% normal quantile (EG's error bound is a confidence half-width)
+
+
+@dataclass(frozen=True)
+class PathProblem:
+    """One question's paths to one reference collection: what every estimator integrates.
+
+    ref_widths: (M, 4) prepared reference widths F(B_r) (Eq. 9).  input_widths: (4,) F(X).
+    """
+
+    model: WidthModel
+    objective: Objective
+    prompt: Prompt
+    refs: PreparedReferences
+    ref_widths: torch.Tensor
+    input_widths: torch.Tensor
+    samples_per_call: int = 8
+    reuse_prefix: bool = True
+    on_batch: Callable[[int], None] | None = None
+
+    @property
+    def targets(self) -> list[int]:
+        return list(self.objective.targets)
+
+    def gap(self) -> np.ndarray:
+        """F_t(X) - F_t(B_r), the exact path integral of each reference and target (M, T)."""
+        t = self.targets
+        return (self.input_widths[t][None, :] - self.ref_widths[:, t]).cpu().numpy().astype(np.float64)
+
+    def run(self, plan: SamplingPlan) -> GradientSums:
+        return accumulate(
+            self.model, self.objective, self.prompt, self.refs, plan, self.samples_per_call, self.on_batch,
+            self.reuse_prefix,
+        )  # fmt: skip
+
+    def zeros(self) -> torch.Tensor:
+        """A float32 (T, L, d) accumulator on the prompt's device."""
+        x = self.prompt.embeds
+        return torch.zeros((len(self.targets), *x.shape[1:]), dtype=torch.float32, device=x.device)
 
 
 @dataclass
 class CollectionResult:
-    """One collection's estimate for targets T.
+    """One collection's estimate for targets T (M references).
 
     e: (T, L, d) float32.  reference_mean: (T,) float32, mean F_c(B) the sum of e should match (Eq. 9).
-    draws: (M,) EG draws per reference (IG: 1 each).  points: (M,) IG points per reference (EG: 0).
-    ref_residual: (M, T) IG per-reference completeness residuals (EG: empty (0, T)).
-    nonfinite_refs: reference indices with a non-finite sample.  grad_evals: gradient samples used.
+    draws: (M,) EG draws per reference (IG, kronrod: 1 each).  points: (M,) quadrature points per
+      reference (EG: 0).  ref_residual: (M, T) per-reference completeness residuals |Σ e_r - (F(X) - F(B_r))|
+      (EG: empty (0, T), a single draw has none).  error_bound: (T,) the estimator's own bound on the
+      collection's residual (EG: 95% confidence half-width; IG: mean per-reference residual; kronrod: mean
+      per-reference bound, quadrature.py).  variation: (M, T) ∫|dF/dα| along each path, the total variation
+      of F (EG: the mean over the reference's draws, NaN if never drawn).  exhausted: the budget ran out
+      before the tolerance (estimators with one).  nonfinite_refs: reference indices with a non-finite
+      sample.  grad_evals: gradient samples used.
     """
 
     e: torch.Tensor
@@ -34,6 +88,9 @@ class CollectionResult:
     draws: np.ndarray
     points: np.ndarray
     ref_residual: np.ndarray
+    error_bound: np.ndarray
+    variation: np.ndarray
+    exhausted: bool
     nonfinite_refs: list[int]
     grad_evals: int
     plan_seed: int | None
@@ -44,92 +101,177 @@ def _bad_refs(plan: SamplingPlan, flags: torch.Tensor) -> list[int]:
     return sorted({int(r) for r in plan.ref_index[bad]})
 
 
-def expected_gradients(
-    model: WidthModel,
-    objective: Objective,
-    prompt: Prompt,
-    refs: PreparedReferences,
-    ref_widths: torch.Tensor,
-    n_samples: int,
-    seed: int,
-    samples_per_call: int,
-    on_batch: Callable[[int], None] | None = None,
-    reuse_prefix: bool = True,
-) -> CollectionResult:
-    """EG (Eq. 3) over the collection with a seeded plan; ``ref_widths`` (M, 4) are prepared widths."""
-    plan = eg_plan(len(refs), n_samples, seed)
-    sums = accumulate(model, objective, prompt, refs, plan, samples_per_call, on_batch, reuse_prefix)
-    draws = plan.draws(len(refs))
-    targets = list(objective.targets)
-    weights = torch.as_tensor(draws / draws.sum(), dtype=torch.float32, device=ref_widths.device)
-    reference_mean = weights @ ref_widths[:, targets]  # (T,) mean over the sampled references, Eq. 9
-    return CollectionResult(
-        e=objective.group(sums.e),
-        reference_mean=reference_mean,
-        draws=draws,
-        points=np.zeros(len(refs), dtype=np.int64),
-        ref_residual=np.zeros((0, len(targets))),
-        nonfinite_refs=_bad_refs(plan, sums.nonfinite),
-        grad_evals=sums.grad_evals,
-        plan_seed=seed,
-    )
+class Estimator(ABC):
+    """One attribution method: ``attribute`` one collection; ``planned_evals`` for progress and limits."""
+
+    method: ClassVar[str]
+
+    @abstractmethod
+    def attribute(self, problem: PathProblem) -> CollectionResult: ...
+
+    @abstractmethod
+    def planned_evals(self, n_refs: int) -> int:
+        """Gradient samples planned for ``n_refs`` references (adaptive methods: the first pass)."""
 
 
-def integrated_gradients(
-    model: WidthModel,
-    objective: Objective,
-    prompt: Prompt,
-    refs: PreparedReferences,
-    ref_widths: torch.Tensor,
-    input_widths: torch.Tensor,
-    rule: str,
-    n_points: int,
-    samples_per_call: int,
-    adaptive: bool = False,
-    tolerance: float = 0.01,
-    refine_factor: int = 4,
-    max_points: int = 2048,
-    on_batch: Callable[[int], None] | None = None,
-    reuse_prefix: bool = True,
-) -> CollectionResult:
-    """IG per reference with quadrature ``rule``; average over references with equal weights.
+@dataclass(frozen=True)
+class ExpectedGradients(Estimator):
+    """EG (Eq. 3): ``n_samples`` (reference, α) draws from a seeded plan (Captum's draw order)."""
 
-    Each reference's completeness residual |Σ e_r - (F_c(X) - F_c(B_r))| is checked before averaging;
-    with ``adaptive`` a reference above ``tolerance`` (for any target) is recomputed with
-    ``refine_factor`` times more points until it passes or reaches ``max_points``.
+    n_samples: int
+    seed: int
+    method: ClassVar[str] = "eg"
+
+    def planned_evals(self, n_refs: int) -> int:
+        return self.n_samples
+
+    def attribute(self, problem: PathProblem) -> CollectionResult:
+        n_refs = len(problem.refs)
+        plan = eg_plan(n_refs, self.n_samples, self.seed)
+        sums = problem.run(plan)
+        draws = plan.draws(n_refs)
+        targets = problem.targets
+        weights = torch.as_tensor(draws / draws.sum(), dtype=torch.float32, device=problem.ref_widths.device)
+        slope = problem.objective.group(sums.slope.T).T.cpu().numpy().astype(np.float64)  # (n, T)
+        centred = slope - problem.gap()[plan.ref_index]  # each draw's error: E[.] = 0 (Eq. 3)
+        spread = centred.std(axis=0, ddof=1) if len(plan) > 1 else np.full(len(targets), np.inf)
+        variation = np.full((n_refs, len(targets)), np.nan)
+        for r in np.flatnonzero(draws):
+            variation[r] = np.abs(slope[plan.ref_index == r]).mean(axis=0)
+        return CollectionResult(
+            e=problem.objective.group(sums.e),
+            reference_mean=weights @ problem.ref_widths[:, targets],  # (T,) over the sampled refs, Eq. 9
+            draws=draws,
+            points=np.zeros(n_refs, dtype=np.int64),
+            ref_residual=np.zeros((0, len(targets))),
+            error_bound=Z_95 * spread / np.sqrt(len(plan)),
+            variation=variation,
+            exhausted=False,
+            nonfinite_refs=_bad_refs(plan, sums.nonfinite),
+            grad_evals=sums.grad_evals,
+            plan_seed=self.seed,
+        )
+
+
+@dataclass(frozen=True)
+class IntegratedGradients(Estimator):
+    """IG per reference with quadrature ``rule`` at ``n_points``, equal weights over references.
+
+    Each reference's completeness residual is checked before averaging; with ``adaptive`` a reference above
+    ``tolerance`` (for any target) is recomputed with ``refine_factor`` times more points until it passes
+    or reaches ``max_points`` (then ``exhausted``).
     """
-    targets = list(objective.targets)
-    gap = (input_widths[targets][None, :] - ref_widths[:, targets]).cpu().numpy()  # (M, T)
-    total = torch.zeros(
-        (len(targets), *prompt.embeds.shape[1:]), dtype=torch.float32, device=prompt.embeds.device
-    )
-    points = np.zeros(len(refs), dtype=np.int64)
-    residual = np.zeros((len(refs), len(targets)))
-    bad: set[int] = set()
-    grad_evals = 0
-    for r in range(len(refs)):
-        n = n_points
-        while True:
-            plan = ig_plan(r, rule, n)
-            sums = accumulate(model, objective, prompt, refs, plan, samples_per_call, on_batch, reuse_prefix)
-            grad_evals += sums.grad_evals
-            e_r = objective.group(sums.e)  # (T, L, d)
-            residual[r] = np.abs(objective.group(sums.per_ref[r]).cpu().numpy() - gap[r])
+
+    rule: str
+    n_points: int
+    adaptive: bool = False
+    tolerance: float = 0.01
+    refine_factor: int = 4
+    max_points: int = 2048
+    method: ClassVar[str] = "ig"
+
+    def planned_evals(self, n_refs: int) -> int:
+        return n_refs * self.n_points
+
+    def attribute(self, problem: PathProblem) -> CollectionResult:
+        gap = problem.gap()
+        n_refs, n_targets = gap.shape
+        total = problem.zeros()
+        points = np.zeros(n_refs, dtype=np.int64)
+        residual = np.zeros((n_refs, n_targets))
+        variation = np.zeros((n_refs, n_targets))
+        bad: set[int] = set()
+        grad_evals, exhausted = 0, False
+        for r in range(n_refs):
+            n = self.n_points
+            while True:
+                plan = ig_plan(r, self.rule, n)
+                sums = problem.run(plan)
+                grad_evals += sums.grad_evals
+                e_r = problem.objective.group(sums.e)  # (T, L, d)
+                residual[r] = np.abs(problem.objective.group(sums.per_ref[r]).cpu().numpy() - gap[r])
+                slope = problem.objective.group(sums.slope.T).T.cpu().numpy()  # (n, T)
+                variation[r] = plan.weight @ np.abs(slope)
+                if bool(sums.nonfinite.any()):
+                    bad.add(r)
+                    break
+                if not self.adaptive or residual[r].max() <= self.tolerance:
+                    break
+                if n >= self.max_points:
+                    exhausted = True
+                    break
+                n = min(n * self.refine_factor, self.max_points)
+            points[r] = n
+            total.add_(e_r, alpha=1.0 / n_refs)
+        return CollectionResult(
+            e=total,
+            reference_mean=problem.ref_widths[:, problem.targets].mean(0),
+            draws=np.ones(n_refs, dtype=np.int64),
+            points=points,
+            ref_residual=residual,
+            error_bound=residual.mean(axis=0),
+            variation=variation,
+            exhausted=exhausted,
+            nonfinite_refs=sorted(bad),
+            grad_evals=grad_evals,
+            plan_seed=None,
+        )
+
+
+@dataclass(frozen=True)
+class AdaptiveKronrod(Estimator):
+    """Adaptive G7/K15 quadrature per reference with one budget per collection (``quadrature.py``): bisects
+    where F changes fast until the mean per-reference error bound is within ``spec.tolerance``; reports
+    ``exhausted`` if ``spec.max_evals`` ran out first."""
+
+    spec: KronrodSpec
+    method: ClassVar[str] = "kronrod"
+
+    def planned_evals(self, n_refs: int) -> int:
+        return n_refs * 15 * self.spec.initial_intervals
+
+    def attribute(self, problem: PathProblem) -> CollectionResult:
+        bad: set[int] = set()
+
+        def evaluate(ref: int, nodes: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, torch.Tensor]:
+            plan = SamplingPlan(np.full(len(nodes), ref, dtype=np.int64), nodes, weights)
+            sums = problem.run(plan)
             if bool(sums.nonfinite.any()):
-                bad.add(r)
-                break
-            if not adaptive or residual[r].max() <= tolerance or n >= max_points:
-                break
-            n = min(n * refine_factor, max_points)
-        points[r] = n
-        total.add_(e_r, alpha=1.0 / len(refs))
-    return CollectionResult(
-        e=total,
-        reference_mean=ref_widths[:, targets].mean(0),
-        draws=np.ones(len(refs), dtype=np.int64),
-        points=points,
-        ref_residual=residual,
-        nonfinite_refs=sorted(bad),
-        grad_evals=grad_evals,
-        plan_seed=None,
-    )
+                bad.add(ref)
+            slope = problem.objective.group(sums.slope.T).T  # (15, T)
+            return slope.cpu().numpy(), problem.objective.group(sums.e)  # (T, L, d) K15-weighted
+
+        report = integrate(evaluate, problem.gap(), self.spec)
+        n_refs = len(problem.refs)
+        total = problem.zeros()
+        for e_r in report.payload:
+            total.add_(e_r, alpha=1.0 / n_refs)
+        return CollectionResult(
+            e=total,
+            reference_mean=problem.ref_widths[:, problem.targets].mean(0),
+            draws=np.ones(n_refs, dtype=np.int64),
+            points=report.intervals * 15,
+            ref_residual=report.residual,
+            error_bound=np.full(len(problem.targets), report.bound.mean()),
+            variation=report.variation,
+            exhausted=report.exhausted,
+            nonfinite_refs=sorted(bad),
+            grad_evals=report.evals,
+            plan_seed=None,
+        )
+
+
+def build_estimator(cfg: AttributionConfig, collection: int) -> Estimator:
+    """The estimator ``attribution.method`` names, for reference collection ``collection``."""
+    if cfg.method == "eg":
+        return ExpectedGradients(cfg.n_samples, collection_seed(cfg.seed, collection))
+    if cfg.method == "ig":
+        return IntegratedGradients(
+            cfg.ig_quadrature, cfg.ig_points, cfg.ig_adaptive, cfg.ig_tolerance, cfg.ig_refine_factor,
+            cfg.ig_max_points,
+        )  # fmt: skip
+    if cfg.method == "kronrod":
+        return AdaptiveKronrod(
+            KronrodSpec(cfg.kronrod_tolerance, cfg.kronrod_max_evals, cfg.kronrod_intervals)
+        )
+    raise ValueError(f"attribution.method={cfg.method!r}: no estimator")

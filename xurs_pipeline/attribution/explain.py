@@ -77,6 +77,9 @@ class Explanation:
     precision: str
     grad_evals: int
     seed: int
+    error_bound: float  # the estimator's own bound on R (attribution/estimators.py)
+    budget_exhausted: bool  # the budget ran out before the estimator's tolerance
+    roughness: float  # total variation of F along the paths / |F(X) - F(B)| (1: monotone paths)
 
     correct: int | None = None  # the correct option, if known (inline questions: --answer)
     experiment: str = ""
@@ -102,6 +105,7 @@ class Explanation:
         correct = LETTERS[self.correct] if self.correct is not None else "not given"
         rule = "argmax BetP" if c == self.predicted else "chosen with --explain"
         verdict = self.residual_verdict(residual_max)
+        exhausted = ", BUDGET EXHAUSTED before the tolerance" if self.budget_exhausted else ""
         check = "" if residual_max is None else f": {verdict} (report threshold R <= {residual_max:g})"
         lines = [
             f"{self.record_id}: explained answer {LETTERS[c]} ({rule}); predicted {LETTERS[self.predicted]}; "
@@ -109,6 +113,8 @@ class Explanation:
             f"width W_{LETTERS[c]} = {self.width[c]:.4f} in [Bel, Pl] = [{self.belief[c]:.4f}, "
             f"{self.plausibility[c]:.4f}]",
             f"completeness residual R (Eq. 9) = {self.residual:.3g}{check}",
+            f"estimator {self.method}: error bound {self.error_bound:.3g}, {self.grad_evals} gradient "
+            f"evaluations{exhausted}; path roughness (total variation / net change) {self.roughness:.3g}",
             f"top {k} tokens by magnitude (as on the HTML page):",
             f"{'rank':>4} {'pos':>5} {'magnitude':>10} {'signed':>10}  {'section':<13} {'eligible':<8} token",
         ]
@@ -197,8 +203,7 @@ def explain_row(
         pool = ReferencePool(*reference_pool(prompts, cfg, max_positions))
         device = model_device(model)  # type: ignore[arg-type]
         pool.natural = [
-            natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn)
-            for ids in pool.token_ids
+            natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn) for ids in pool.token_ids
         ]
     result = attribute_question(model, question, pool, cfg, tokenizer.pad_token_id,
                                 targets=None if option is None else (option,))  # fmt: skip
@@ -223,7 +228,8 @@ def explain_row(
         token_signed=row.token_signed, token_magnitude=row.token_magnitude, width_input=row.width_input,
         width_difference=row.width_difference, signed_sum=row.signed_sum, residual=row.residual,
         method=row.method, reference=row.reference, precision=row.precision, grad_evals=row.grad_evals,
-        seed=row.seed,
+        seed=row.seed, error_bound=row.error_bound, budget_exhausted=row.budget_exhausted,
+        roughness=row.roughness,
     )  # fmt: skip
 
 

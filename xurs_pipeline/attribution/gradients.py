@@ -57,6 +57,9 @@ class GradientSums:
     e: (K, L, d) float32, Σ_s w_s (X - B_s) ⊙ ∇F_k(Z_s) per objective column k.
     per_ref: (M, K) float32, the same sums reduced over (L, d) and split by reference (for per-reference
       completeness residuals of IG).
+    slope: (n, K) float32, each sample's unweighted (X - B_s) · ∇F_k(Z_s) = dF_k/dα at α_s on the straight
+      path from B_s to X (what quadrature error estimates and the path's roughness are computed from).
+    value: (n, K) float32, F_k(Z_s) at each sample (the function along the path, for free).
     nonfinite: (n,) bool, samples whose contribution or output was inf/nan.
     grad_evals: number of gradient samples evaluated (n).
     prefix: positions [0, prefix) run once and shared by every sample (0: full-length path).
@@ -64,6 +67,8 @@ class GradientSums:
 
     e: torch.Tensor
     per_ref: torch.Tensor
+    slope: torch.Tensor
+    value: torch.Tensor
     nonfinite: torch.Tensor
     grad_evals: int
     prefix: int = 0
@@ -99,6 +104,8 @@ def accumulate(
     n_cols = objective.n_columns
     e = torch.zeros((n_cols, length, hidden), dtype=torch.float32, device=device)
     per_ref = torch.zeros((len(refs), n_cols), dtype=torch.float32, device=device)
+    slope = torch.zeros((len(plan), n_cols), dtype=torch.float32, device=device)
+    value = torch.zeros((len(plan), n_cols), dtype=torch.float32, device=device)
     nonfinite = torch.zeros(len(plan), dtype=torch.bool, device=device)
     size, start = samples_per_call, 0
     with frozen(model), torch.enable_grad():  # type: ignore[arg-type]
@@ -121,10 +128,12 @@ def accumulate(
                     nonfinite[part] |= ~(torch.isfinite(sample_sum) & torch.isfinite(out_k))
                     e[k, rows].add_(weighted)
                     per_ref[:, k].index_add_(0, idx, sample_sum * w)
+                    slope[part, k] = sample_sum
+                    value[part, k] = out_k.float()
             if on_batch is not None:
                 on_batch(idx.numel())
             start = part.stop
-    return GradientSums(e, per_ref, nonfinite, len(plan), prefix.length if prefix else 0)
+    return GradientSums(e, per_ref, slope, value, nonfinite, len(plan), prefix.length if prefix else 0)
 
 
 def _batch_sums(

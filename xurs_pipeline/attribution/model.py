@@ -17,8 +17,8 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import nn
 
+from xurs_pipeline.attribution.targets import option_values
 from xurs_pipeline.credal import FOCAL_SETS, N_OPTIONS, pignistic
-from xurs_pipeline.evaluation.targets import option_values
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,

@@ -13,9 +13,8 @@ import torch
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import input_width, natural_widths, prepared_widths, prompt_of
-from xurs_pipeline.attribution.estimators import CollectionResult, expected_gradients, integrated_gradients
+from xurs_pipeline.attribution.estimators import CollectionResult, PathProblem, build_estimator
 from xurs_pipeline.attribution.model import Objective, WidthModel, model_device
-from xurs_pipeline.attribution.plan import collection_seed
 from xurs_pipeline.attribution.records import NonFiniteReport, TargetAttribution
 from xurs_pipeline.attribution.references import (
     PreparedReferences,
@@ -140,37 +139,10 @@ def attribute_question(
             bad = [refs.record_ids[i] for i in rows_bad]
             if bad:
                 return QuestionResult([], _nonfinite(q, targets, where, k, bad, cfg))
-        if cfg.method == "eg":
-            res = expected_gradients(
-                model,
-                objective,
-                prompt,
-                refs,
-                prep,
-                cfg.n_samples,
-                collection_seed(cfg.seed, k),
-                cfg.samples_per_call,
-                on_batch,
-                cfg.reuse_prefix,
-            )
-        else:
-            res = integrated_gradients(
-                model,
-                objective,
-                prompt,
-                refs,
-                prep,
-                w_x,
-                cfg.ig_quadrature,
-                cfg.ig_points,
-                cfg.samples_per_call,
-                cfg.ig_adaptive,
-                cfg.ig_tolerance,
-                cfg.ig_refine_factor,
-                cfg.ig_max_points,
-                on_batch,
-                cfg.reuse_prefix,
-            )
+        problem = PathProblem(
+            model, objective, prompt, refs, prep, w_x, cfg.samples_per_call, cfg.reuse_prefix, on_batch
+        )
+        res = build_estimator(cfg, k).attribute(problem)
         if res.nonfinite_refs:
             refs_bad = [refs.record_ids[i] for i in res.nonfinite_refs]
             return QuestionResult([], _nonfinite(q, targets, "gradient", k, refs_bad, cfg))

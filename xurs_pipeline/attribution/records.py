@@ -2,7 +2,9 @@
 
 Schema ``attributions`` (ARCHITECTURE.md "Contracts"): token scores (signed sums and L2 magnitudes a_i,
 Sec. 3.4), widths at the input and at every reference (natural and prepared, Eq. 10), the completeness
-residual R (Eq. 9), gradient evaluations, precision and seeds. Coordinate-level e (L, d) goes to a
+residual R (Eq. 9) with the estimator's own error bound, whether its budget ran out before its tolerance
+(``budget_exhausted``), the roughness of the paths (total variation of F along them against the net
+difference), gradient evaluations, precision and seeds. Coordinate-level e (L, d) goes to a
 safetensors file per row (``coords_file``); with several collections each collection's e is kept too.
 """
 
@@ -25,6 +27,9 @@ if TYPE_CHECKING:
     from xurs_pipeline.attribution.references import PreparedReferences
 
 SCHEMA = "attributions"
+# roughness = total variation / |F(X) - F(B)|, the net difference floored (widths lie in [0, 1] and are
+# float32, so differences below ~1e-6 are rounding): flat paths (0 / 0) stay finite for JSON
+NET_FLOOR = 1e-6
 SCHEMA_VERSION = 1
 
 
@@ -84,6 +89,11 @@ class TargetAttribution:
     signed_sum: float
     residual: float
     residual_collections: list[float]
+    error_bound: float
+    budget_exhausted: bool
+    path_variation: float
+    roughness: float
+    reference_variation: list[float]
     reference_record_ids: list[str]
     reference_collection: list[int]
     width_reference_natural: list[float | None]
@@ -119,6 +129,8 @@ class TargetAttribution:
         per_mean = [float(r.reference_mean[t]) for r in results]
         ref_mean = float(np.mean(per_mean))
         signed_sum = float(e.sum())
+        net = float(np.mean([abs(width_input - float(v)) for p in prepared for v in p[:, target].cpu()]))
+        path_variation = float(np.nanmean(np.concatenate([r.variation[:, t] for r in results])))
         per_residual = [
             abs(float(r.e[t].sum()) - (width_input - m)) for r, m in zip(results, per_mean, strict=True)
         ]
@@ -137,7 +149,7 @@ class TargetAttribution:
             route=cfg.route,
             target_fn=cfg.target_fn,
             precision=cfg.precision,
-            quadrature=cfg.ig_quadrature if cfg.method == "ig" else "",
+            quadrature={"ig": cfg.ig_quadrature, "kronrod": "gauss_kronrod_15"}.get(cfg.method, ""),
             seed=cfg.seed,
             plan_seeds=[int(r.plan_seed) for r in results if r.plan_seed is not None],
             n_tokens=int(e.shape[0]),
@@ -150,6 +162,11 @@ class TargetAttribution:
             signed_sum=signed_sum,
             residual=abs(signed_sum - (width_input - ref_mean)),  # Eq. 9
             residual_collections=per_residual,
+            error_bound=float(np.mean([r.error_bound[t] for r in results])),
+            budget_exhausted=any(r.exhausted for r in results),
+            path_variation=path_variation,
+            roughness=path_variation / max(net, NET_FLOOR),
+            reference_variation=[float(v) for r in results for v in r.variation[:, t]],
             reference_record_ids=[rid for refs, _ in collections for rid in refs.record_ids],
             reference_collection=[k for k, (refs, _) in enumerate(collections) for _ in refs.record_ids],
             width_reference_natural=[

@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import natural_widths
+from xurs_pipeline.attribution.estimators import build_estimator
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
 from xurs_pipeline.attribution.model import WidthModel, model_device, model_dtype, set_precision
 from xurs_pipeline.attribution.question import Question, QuestionResult, ReferencePool, attribute_question
@@ -51,9 +52,9 @@ class ShardReport:
 
 
 def _samples_per_question(cfg: AttributionConfig) -> int:
+    """Planned gradient samples per question (adaptive estimators: their first pass)."""
     refs = cfg.refs_per_collection if cfg.reference == "train" else 1
-    per_collection = cfg.n_samples if cfg.method == "eg" else refs * cfg.ig_points
-    return cfg.n_collections * per_collection
+    return cfg.n_collections * build_estimator(cfg, 0).planned_evals(refs)
 
 
 def run_shard(
@@ -75,8 +76,7 @@ def run_shard(
     if pending and pool is not None and not pool.natural:
         device = model_device(model)  # type: ignore[arg-type]
         pool.natural = [
-            natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn)
-            for ids in pool.token_ids
+            natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn) for ids in pool.token_ids
         ]
     bar = tqdm(
         total=len(pending) * _samples_per_question(cfg),
@@ -90,7 +90,7 @@ def run_shard(
     def on_batch(size: int) -> None:
         bar.update(size)
         if bar.total is not None and bar.n > bar.total:
-            bar.total = bar.n  # adaptive IG added points
+            bar.total = bar.n  # an adaptive estimator added points
 
     grad_evals = 0
     wide_pool: list[ReferencePool | None] = []  # the pool's natural widths in float32, made on first retry
@@ -163,7 +163,7 @@ def retry_in_float32(
 
 def merge(
     store: PartStore, record_ids: list[str], out_dir: str | Path, fingerprint: str
-) -> dict[str, float | int]:
+) -> dict[str, float | int | list[str]]:
     """Write ``attributions.parquet``, ``coords/``, ``nonfinite.json`` and ``metrics.json`` from the parts,
     stamped with the config ``fingerprint`` (what downstream stages check).
 
@@ -207,13 +207,19 @@ def merge(
     nonfinite = Provenance("attribution_nonfinite", 1, fingerprint)
     write_json({"failures": failures}, out / NONFINITE_FILE, nonfinite)
     residual = table["residual"].to_numpy(dtype=float) if len(table) else np.zeros(0)
-    metrics: dict[str, float | int] = {
+    metrics: dict[str, float | int | list[str]] = {
         "questions": len(record_ids),
         "rows": len(table),
         "nonfinite_questions": len(failures),
         "residual_median": float(np.median(residual)) if residual.size else 0.0,
         "residual_max": float(residual.max()) if residual.size else 0.0,
         "grad_evals": int(table.drop_duplicates("record_id")["grad_evals"].sum()) if len(table) else 0,
+        "error_bound_max": float(table["error_bound"].max()) if len(table) else 0.0,
+        "roughness_median": float(table["roughness"].median()) if len(table) else 0.0,
+        # questions whose estimator ran out of budget before its tolerance, named, never averaged away
+        "budget_exhausted": sorted(set(table.loc[table["budget_exhausted"].astype(bool), "record_id"]))
+        if len(table)
+        else [],
     }
     write_json(metrics, out / METRICS_FILE, Provenance("attribution_metrics", 1, fingerprint))
     return metrics

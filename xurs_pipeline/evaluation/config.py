@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Names of the target functions (``evaluation.targets``): the registry in ``targets.py`` is built from
-# these, so validating a config never imports torch (stage start-up, issue 18).
-TARGET_NAMES = ("width", "entropy", "betp")
+from xurs_pipeline.attribution.config import TARGET_NAMES
 
 
 def _require(ok: bool, key: str, value: object, allowed: str) -> None:

@@ -34,8 +34,8 @@ import numpy as np
 import torch
 
 from xurs_pipeline.attribution.prefix import MIN_TOKENS
+from xurs_pipeline.attribution.targets import get_target
 from xurs_pipeline.errors import XursError
-from xurs_pipeline.evaluation.targets import get_target
 
 
 class MassFn(Protocol):

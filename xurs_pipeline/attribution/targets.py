@@ -13,7 +13,7 @@ from collections.abc import Callable
 import torch
 
 from xurs_pipeline import credal
-from xurs_pipeline.evaluation.config import TARGET_NAMES
+from xurs_pipeline.attribution.config import TARGET_NAMES
 
 TargetFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 

@@ -1,0 +1,205 @@
+"""Adaptive Gauss-Kronrod quadrature of M path integrals sharing one budget (the ``kronrod`` estimator).
+
+Each reference r has a scalar integrand per target, g_r(α) = dF/dα = (X - B_r) · ∇F(Z_r(α)) on [0, 1], whose
+integral is known exactly by completeness (Eq. 9): ∫ g_r = F(X) - F(B_r) = ``gap[r]``. Each interval [a, b] is
+evaluated once with the 15-point Kronrod rule (K15); the 7-point Gauss rule (G7) uses 7 of the same nodes, so
+|K15 - G7| is an error estimate that costs nothing extra (QUADPACK's QK15). The estimate is the K15 sum.
+
+Per reference the error bound is ``max(Σ_intervals |K15 - G7|, |Σ K15 - gap|)``: the second term is the exact
+scalar error (completeness), so the bound is never below the true residual, and the first catches errors
+that cancel in the scalar sum. The question's residual is at most the mean of its references' residuals, so
+refinement continues while the mean bound exceeds ``tolerance``: it bisects the worst interval (largest
+|K15 - G7|; the widest where the estimates are all below the exact residual, i.e. a feature fell between
+nodes) of the reference with the largest bound, until the mean bound is within ``tolerance`` or the next
+bisection would exceed ``max_evals`` (then ``exhausted`` is set and the caller flags the question).
+
+The path's roughness is a by-product: ∫ |g_r| (the total variation of F along the path, K15 on |g|) against
+|gap|. A pure function of an ``evaluate`` callback, so it is tested on analytic integrands
+(tests/attribution/test_quadrature.py) and driven by the gradient loop in ``estimators.py``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# QUADPACK qk15 on [-1, 1]: Kronrod nodes (the odd-indexed ones are the 7 Gauss-Legendre nodes) and weights.
+_K15_NODES = np.array([
+    -0.991455371120812639206854697526329, -0.949107912342758524526189684047851,
+    -0.864864423359769072789712788640926, -0.741531185599394439863864773280788,
+    -0.586087235467691130294144838258730, -0.405845151377397166906606412076961,
+    -0.207784955007898467600689403773245, 0.0,
+    0.207784955007898467600689403773245, 0.405845151377397166906606412076961,
+    0.586087235467691130294144838258730, 0.741531185599394439863864773280788,
+    0.864864423359769072789712788640926, 0.949107912342758524526189684047851,
+    0.991455371120812639206854697526329,
+])  # fmt: skip
+_K15_WEIGHTS = np.array([
+    0.022935322010529224963732008058970, 0.063092092629978553290700663189204,
+    0.104790010322250183839876322541518, 0.140653259715525918745189590510238,
+    0.169004726639267902826583426598550, 0.190350578064785409913256402421014,
+    0.204432940075298892414161999234649, 0.209482141084727828012999174891714,
+    0.204432940075298892414161999234649, 0.190350578064785409913256402421014,
+    0.169004726639267902826583426598550, 0.140653259715525918745189590510238,
+    0.104790010322250183839876322541518, 0.063092092629978553290700663189204,
+    0.022935322010529224963732008058970,
+])  # fmt: skip
+_G7_WEIGHTS = np.zeros(15)
+_G7_WEIGHTS[1::2] = [
+    0.129484966168869693270611432679082, 0.279705391489276667901467771423780,
+    0.381830050505118944950369775488975, 0.417959183673469387755102040816327,
+    0.381830050505118944950369775488975, 0.279705391489276667901467771423780,
+    0.129484966168869693270611432679082,
+]  # fmt: skip
+NODES_PER_INTERVAL = len(_K15_NODES)
+MIN_WIDTH = 2.0**-24  # narrower intervals are not bisected further (float32 α resolution)
+
+
+def kronrod_rule(a: float, b: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(nodes (15,), K15 weights (15,), G7 weights (15,), zero off the Gauss nodes) on [a, b]."""
+    half = (b - a) / 2.0
+    return a + half * (_K15_NODES + 1.0), half * _K15_WEIGHTS, half * _G7_WEIGHTS
+
+
+@dataclass
+class Interval:
+    """One leaf [a, b] of reference ``ref``: K15 and G7 integrals and ∫|g| per target (T,), and the
+    caller's payload (e.g. the K15-weighted attribution vector of the interval)."""
+
+    ref: int
+    a: float
+    b: float
+    kronrod: np.ndarray
+    gauss: np.ndarray
+    variation: np.ndarray
+    payload: Any
+
+    @property
+    def error(self) -> float:
+        """|K15 - G7|, the largest over targets."""
+        return float(np.abs(self.kronrod - self.gauss).max())
+
+
+# evaluate(ref, nodes (15,), K15 weights (15,)) -> (slopes (15, T), payload): dF_t/dα at the nodes and the
+# caller's K15-weighted payload of the interval (anything supporting + and -, or None).
+Evaluate = Callable[[int, np.ndarray, np.ndarray], tuple[np.ndarray, Any]]
+
+
+@dataclass(frozen=True)
+class KronrodSpec:
+    """tolerance: target of the mean per-reference bound (bounds the question's residual, Eq. 9).
+    max_evals: gradient evaluations the collection may spend (15 per interval).
+    initial_intervals: equal intervals per reference to start with."""
+
+    tolerance: float = 0.01
+    max_evals: int = 4096
+    initial_intervals: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.tolerance > 0:
+            raise ValueError(f"attribution.kronrod_tolerance={self.tolerance}: must be positive")
+        if self.initial_intervals < 1:
+            raise ValueError(f"attribution.kronrod_intervals={self.initial_intervals}: must be >= 1")
+
+
+@dataclass
+class KronrodReport:
+    """Result of :func:`integrate` over M references and T targets.
+
+    integral (M, T): Σ K15 per reference.  residual (M, T): |integral - gap|, the exact scalar error.
+    estimate (M, T): Σ_intervals |K15 - G7|.  bound (M,): max over targets of max(estimate, residual).
+    variation (M, T): ∫|g| (total variation of F along the path).  intervals (M,): leaves per reference.
+    payload: the sum of the leaves' payloads per reference (list of M).  evals: integrand evaluations.
+    exhausted: the budget ran out before the mean bound reached the tolerance.
+    """
+
+    integral: np.ndarray
+    residual: np.ndarray
+    estimate: np.ndarray
+    bound: np.ndarray
+    variation: np.ndarray
+    intervals: np.ndarray
+    payload: list[Any]
+    evals: int
+    exhausted: bool
+    leaves: list[list[Interval]] = field(repr=False, default_factory=list)
+
+
+def _interval(evaluate: Evaluate, ref: int, a: float, b: float) -> Interval:
+    nodes, wk, wg = kronrod_rule(a, b)
+    slopes, payload = evaluate(ref, nodes, wk)
+    slopes = np.asarray(slopes, dtype=np.float64).reshape(NODES_PER_INTERVAL, -1)  # (15, T)
+    return Interval(ref, a, b, wk @ slopes, wg @ slopes, wk @ np.abs(slopes), payload)
+
+
+def _summary(leaves: list[list[Interval]], gap: np.ndarray) -> tuple[np.ndarray, ...]:
+    integral = np.stack([sum(i.kronrod for i in ls) for ls in leaves])  # (M, T)
+    estimate = np.stack([sum(np.abs(i.kronrod - i.gauss) for i in ls) for ls in leaves])
+    residual = np.abs(integral - gap)
+    bound = np.maximum(estimate, residual).max(axis=1)  # (M,)
+    return integral, estimate, residual, bound
+
+
+def _worst(intervals: list[Interval], residual: float) -> int | None:
+    """Index of the leaf to bisect: the largest |K15 - G7|, or the widest when the estimates together fall
+    short of the exact residual (a feature between nodes); None if every leaf is at MIN_WIDTH."""
+    splittable = [k for k, i in enumerate(intervals) if i.b - i.a > 2 * MIN_WIDTH]
+    if not splittable:
+        return None
+    if sum(intervals[k].error for k in splittable) < residual:
+        return max(splittable, key=lambda k: (intervals[k].b - intervals[k].a, intervals[k].error))
+    return max(splittable, key=lambda k: intervals[k].error)
+
+
+def integrate(evaluate: Evaluate, gap: np.ndarray, spec: KronrodSpec) -> KronrodReport:
+    """Adaptive G7/K15 quadrature of M integrands on [0, 1] whose exact integrals are ``gap`` (M, T)."""
+    gap = np.asarray(gap, dtype=np.float64).reshape(len(gap), -1)
+    n_refs = len(gap)
+    edges = np.linspace(0.0, 1.0, spec.initial_intervals + 1)
+    cost = NODES_PER_INTERVAL * spec.initial_intervals * n_refs
+    if cost > spec.max_evals:
+        raise ValueError(
+            f"attribution.kronrod_max_evals={spec.max_evals}: below the first pass's {cost} evaluations "
+            f"({n_refs} references x {spec.initial_intervals} intervals x {NODES_PER_INTERVAL} nodes)"
+        )
+    leaves = [
+        [_interval(evaluate, r, float(a), float(b)) for a, b in itertools.pairwise(edges)]
+        for r in range(n_refs)
+    ]
+    evals, exhausted = cost, False
+    while True:
+        integral, estimate, residual, bound = _summary(leaves, gap)
+        if bound.mean() <= spec.tolerance:
+            break
+        if evals + 2 * NODES_PER_INTERVAL > spec.max_evals:
+            exhausted = True
+            break
+        choice = None
+        for r in np.argsort(-bound, kind="stable"):
+            k = _worst(leaves[r], float(residual[r].max()))
+            if k is not None:
+                choice = (int(r), k)
+                break
+        if choice is None:  # every interval at the resolution limit
+            exhausted = True
+            break
+        r, k = choice
+        parent = leaves[r].pop(k)
+        mid = (parent.a + parent.b) / 2.0
+        leaves[r].extend([_interval(evaluate, r, parent.a, mid), _interval(evaluate, r, mid, parent.b)])
+        evals += 2 * NODES_PER_INTERVAL
+    payload = []
+    for ls in leaves:
+        total = ls[0].payload
+        for i in ls[1:]:
+            total = total + i.payload if total is not None else None
+        payload.append(total)
+    variation = np.stack([sum(i.variation for i in ls) for ls in leaves])
+    return KronrodReport(
+        integral, residual, estimate, bound, variation, np.array([len(ls) for ls in leaves]), payload,
+        evals, exhausted, leaves,
+    )  # fmt: skip
