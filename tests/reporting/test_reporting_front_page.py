@@ -4,12 +4,16 @@ with its verdict, links to every table (rendered from Markdown), plot and explan
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from html.parser import HTMLParser
 
+import pandas as pd
+import pytest
 from reporting_html_cases import small_view  # the page tests' example view
 
 from xurs_pipeline.reporting.front_page import (
     AccuracyRow,
+    AttributionError,
     CheckLine,
     EffectRow,
     FrontPage,
@@ -20,6 +24,7 @@ from xurs_pipeline.reporting.front_page import (
 )
 from xurs_pipeline.reporting.html_index import index_entry, render_index
 from xurs_pipeline.reporting.html_view import CheckRow
+from xurs_pipeline.reporting.tables import attribution_error_frame
 
 PAGE = FrontPage(
     experiment="local",
@@ -109,3 +114,46 @@ def test_table_page_renders_the_markdown_table_and_escapes_html():
     assert "../index.html" in page.links
     assert markdown_title(markdown, "x") == "Every check <b>with</b> its verdict."
     assert markdown_title("| a |\n", "fallback") == "fallback"
+
+
+def _attributions(exhausted: list[bool]) -> pd.DataFrame:
+    """Rows of an attributions table (only the error columns the report reads), one per question."""
+    n = len(exhausted)
+    return pd.DataFrame({
+        "record_id": [f"q{i}" for i in range(n)],
+        "target": [0] * n,
+        "method": ["kronrod"] * n,
+        "residual": [0.002 * (i + 1) for i in range(n)],
+        "error_bound": [0.004 * (i + 1) for i in range(n)],
+        "grad_evals": [30 * (i + 1) for i in range(n)],
+        "roughness": [1.0 + i for i in range(n)],
+        "budget_exhausted": exhausted,
+    })  # fmt: skip
+
+
+def test_the_front_page_names_every_question_whose_budget_ran_out() -> None:
+    error = AttributionError.of(_attributions([False, True, False, True]))
+    assert error.budget_ran_out == ("q1", "q3")
+    assert error.residual_max == pytest.approx(0.008)
+    assert error.residual_median == pytest.approx(0.005)
+    assert error.error_bound_max == pytest.approx(0.016)
+    assert error.grad_evals_per_question == pytest.approx(75.0)
+    text = " ".join(_parse(str(render_front(replace(PAGE, error=error)))).text)
+    assert "budget ran out before the tolerance on 2" in " ".join(text.split())
+    assert "q1, q3" in text
+    met = replace(PAGE, error=AttributionError.of(_attributions([False])))
+    clean = " ".join(_parse(str(render_front(met))).text)
+    assert "Every question reached its estimator's tolerance" in clean
+    assert "ran out" not in clean
+    assert "Nothing was attributed" in " ".join(_parse(str(render_front(PAGE))).text)
+
+
+def test_the_attribution_error_table_lists_ran_out_questions_first_with_their_numbers() -> None:
+    rows = _attributions([False, True, False, True])
+    frame = attribution_error_frame(rows)
+    assert frame["record_id"].tolist() == ["q3", "q1", "q2", "q0"]  # ran out first, then by R descending
+    assert frame["budget"].tolist() == ["RAN OUT", "RAN OUT", "met", "met"]
+    merged = frame.merge(rows, on="record_id", suffixes=("", "_in"))
+    for column in ("residual", "error_bound", "grad_evals", "roughness"):
+        assert (merged[column] == merged[f"{column}_in"]).all(), column
+    assert attribution_error_frame(rows.iloc[:0]).empty

@@ -76,6 +76,7 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
         "fit": (tables.FIT, tables.fit_frame(predictions, prompts, label)),
         "gates": (tables.GATES, tables.gates_frame(gates)),
         "verdicts": (tables.VERDICTS, tables.verdicts_frame(checks, gates)),
+        "attribution_error": (tables.ATTRIBUTION_ERROR, tables.attribution_error_frame(attributions)),
     }
     target_runs = [read_attributions(d) for d in sorted((artifacts / "targets").glob("*")) if d.is_dir()]
     frames["targets"] = (

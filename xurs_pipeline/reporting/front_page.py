@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import pandas as pd
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
@@ -63,6 +64,37 @@ class CheckLine:
 
 
 @dataclass(frozen=True)
+class AttributionError:
+    """The main attribution run's error (App. B.4): completeness residual R (Eq. 9) median and max over the
+    explained answers, the estimator's largest own error bound, gradient evaluations per question, and the
+    questions whose budget ran out before the tolerance (named, never averaged away)."""
+
+    method: str
+    answers: int
+    residual_median: float
+    residual_max: float
+    error_bound_max: float
+    grad_evals_per_question: float
+    budget_ran_out: tuple[str, ...]
+
+    @classmethod
+    def of(cls, attributions: pd.DataFrame) -> AttributionError | None:
+        """From the attributions table (``attribution.records.COLUMNS``); None when nothing was explained."""
+        if attributions.empty:
+            return None
+        flagged = attributions.loc[attributions["budget_exhausted"].astype(bool), "record_id"]
+        return cls(
+            method="/".join(sorted(set(attributions["method"]))),
+            answers=len(attributions),
+            residual_median=float(attributions["residual"].median()),
+            residual_max=float(attributions["residual"].max()),
+            error_bound_max=float(attributions["error_bound"].max()),
+            grad_evals_per_question=float(attributions.drop_duplicates("record_id")["grad_evals"].mean()),
+            budget_ran_out=tuple(sorted(set(flagged))),
+        )
+
+
+@dataclass(frozen=True)
 class Link:
     title: str
     href: str
@@ -81,6 +113,7 @@ class FrontPage:
     tables: tuple[Link, ...]
     skipped: tuple[Link, ...]  # tables not made: title and reason
     plots: tuple[Link, ...]  # image href and what it shows
+    error: AttributionError | None = None  # the attribution's error; None: nothing was attributed
 
 
 FRONT = """
@@ -139,6 +172,21 @@ when the width and 1 - BetP order the questions the same way, as a head-only mod
 <p class="note">Change in the explained width when the highest-ranked token is zero-masked, minus the change
 for a random eligible token (Eq. 8). An interval above zero: the attribution found a token that matters.</p>
 {% else %}<p class="note">No zero-masking results.</p>{% endif %}
+</section>
+
+<section id="attribution-error">
+<h2>Attribution error</h2>
+{% if p.error %}
+<p>{{ p.error.method | upper }} over {{ p.error.answers }} explained answers,
+{{ g(p.error.grad_evals_per_question) }} gradient evaluations per question: completeness residual R (Eq. 9)
+median {{ g(p.error.residual_median) }}, max {{ g(p.error.residual_max) }}; the estimator's largest own
+error bound {{ g(p.error.error_bound_max) }}.</p>
+{% if p.error.budget_ran_out %}
+<p class="fail">The budget ran out before the tolerance on {{ p.error.budget_ran_out | length }}
+question(s): {{ p.error.budget_ran_out | join(", ") }}. Their attributions carry a larger error
+(table attribution_error).</p>
+{% else %}<p class="pass">Every question reached its estimator's tolerance within the budget.</p>{% endif %}
+{% else %}<p class="note">Nothing was attributed.</p>{% endif %}
 </section>
 
 <section id="checks">

@@ -202,6 +202,41 @@ TARGETS = TableSpec(
 )
 
 
+ATTRIBUTION_ERROR = TableSpec(
+    "attribution_error",
+    "AttributionErrorRows",
+    "Each explained answer's attribution error: completeness residual R (Eq. 9), the estimator's own error "
+    "bound (kronrod: quadrature bound; EG: 95% half-width; IG: mean per-reference residual), gradient "
+    "evaluations, path roughness (total variation of F along the paths over the net change) and whether "
+    "the budget ran out before the tolerance. Rows whose budget ran out come first: they are named, "
+    "never averaged away.",
+    [
+        Column("record_id", "Question", align="l"),
+        Column("target", "Answer"),
+        Column("method", "Estimator", align="l"),
+        Column("residual", "R", fmt_float(4)),
+        Column("error_bound", "Error bound", fmt_float(4)),
+        Column("grad_evals", "Gradient evaluations"),
+        Column("roughness", "Roughness", fmt_float(2)),
+        Column("budget", "Budget", align="l"),
+    ],
+)
+
+
+def attribution_error_frame(attributions: pd.DataFrame) -> pd.DataFrame:
+    """One row per explained (record_id, target) of the main run with its error columns
+    (:data:`ATTRIBUTION_ERROR`); questions whose budget ran out first, then by R, largest first."""
+    if attributions.empty:
+        return pd.DataFrame()
+    rows = attributions.assign(
+        exhausted=attributions["budget_exhausted"].astype(bool),
+        budget=np.where(attributions["budget_exhausted"].astype(bool), "RAN OUT", "met"),
+    )
+    rows = rows.sort_values(["exhausted", "residual"], ascending=[False, False], kind="stable")
+    keep = ["record_id", "target", "method", "residual", "error_bound", "grad_evals", "roughness", "budget"]
+    return rows[keep].reset_index(drop=True)
+
+
 def targets_frame(
     mask_metrics: Mapping[str, Any], attributions: pd.DataFrame, topk: int, reference_fn: str = "width"
 ) -> pd.DataFrame:

@@ -17,6 +17,7 @@ from xurs_pipeline.io import config_hash, read_json, read_parquet
 from xurs_pipeline.models.config import model_name
 from xurs_pipeline.reporting.front_page import (
     AccuracyRow,
+    AttributionError,
     CheckLine,
     EffectRow,
     FrontPage,
@@ -59,13 +60,14 @@ def run(cfg: RootConfig) -> None:
         residual_max=cfg.evaluation.numerics.max_residual_max,
         target_rule=a.target,
     )
-    front, markdown = front_page(cfg)
+    front, markdown = front_page(cfg, attributions)
     pages = build_report(views, artifact("html").at(cfg.paths), cfg.experiment_name, front, markdown)
     print(f"report: {len(views)} explanation pages, {len(markdown)} tables; open {pages[-1]}")
 
 
-def front_page(cfg: RootConfig) -> tuple[FrontPage, dict[str, str]]:
-    """The front page's inputs from the artifacts (predict, mask_eval, prepare) and ``<results>/tables``
+def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, dict[str, str]]:
+    """The front page's inputs from the artifacts (predict, mask_eval, prepare, the main run's
+    ``attributions``) and ``<results>/tables``
     (the verdicts table, ``index.json`` listing tables, skipped tables and plots), plus every table's
     Markdown by name. Tables and plots not made yet (``xurs report`` before ``xurs tables``) are left out."""
     tables = artifact("tables").at(cfg.paths)
@@ -116,5 +118,6 @@ def front_page(cfg: RootConfig) -> tuple[FrontPage, dict[str, str]]:
             Link(Path(f).stem.replace("_", " "), f"../plots/{f}", FIGURES.get(Path(f).stem, ""))
             for f in index.get("plots", [])
         ),
+        error=AttributionError.of(attributions),
     )
     return page, markdown
