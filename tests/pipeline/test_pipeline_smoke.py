@@ -198,6 +198,14 @@ def test_table_cells_equal_the_artifacts(project: Path) -> None:
     masked = json.loads((project / "data/mask_eval/metrics.json").read_text())["targets"]
     assert set(targets.index) == {"width", "entropy", "betp"} == set(masked)
     assert targets.loc["entropy", "mean_advantage"] == pytest.approx(masked["entropy"]["mean_advantage"])
+    # every explained answer's error, named: the table's R and bound are the attribution rows'
+    error = pd.read_csv(tables / "attribution_error.csv").set_index(["record_id", "target"]).sort_index()
+    rows = attributions.set_index(["record_id", "target"]).sort_index()
+    assert error.index.equals(rows.index)
+    assert error["residual"].to_numpy() == pytest.approx(rows["residual"].to_numpy())
+    assert error["error_bound"].to_numpy() == pytest.approx(rows["error_bound"].to_numpy(), nan_ok=True)
+    assert (error["budget"] == np.where(rows["budget_exhausted"], "RAN OUT", "met")).all()
+    assert "Attribution error" in (project / "results/html/index.html").read_text()
 
 
 @pytest.mark.slow
