@@ -132,6 +132,7 @@ class AttributionConfig:
         if not self.kronrod_tolerance > 0:
             raise ValueError(f"attribution.kronrod_tolerance={self.kronrod_tolerance}: must be positive")
         _at_least("kronrod_intervals", self.kronrod_intervals, 1)
+        _at_least("kronrod_max_evals", self.kronrod_max_evals, 1)
         first_pass = 15 * self.kronrod_intervals * self.refs_per_collection
         if self.method == "kronrod" and self.kronrod_max_evals < first_pass:
             raise ValueError(

@@ -169,7 +169,10 @@ def _batch_sums(
         (grad,) = torch.autograd.grad(out[:, k].sum(), z, retain_graph=k < objective.n_columns - 1)
         with torch.no_grad():
             prod = diff32 * grad.float()  # (b, L - p, d)
-            columns.append((torch.tensordot(w, prod, dims=1), prod.sum(dim=(1, 2)), out[:, k].detach()))
+            # per-sample sum accumulated in float64: its float32 value does not depend on the batch size
+            # (an out-of-memory retry with fewer samples per call gives the same slopes, bit for bit)
+            sample_sum = prod.sum(dim=(1, 2), dtype=torch.float64).float()
+            columns.append((torch.tensordot(w, prod, dims=1), sample_sum, out[:, k].detach()))
     return columns
 
 
