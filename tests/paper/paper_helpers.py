@@ -4,14 +4,13 @@ project, and running this virtual environment's commands in them."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
+from smoke_project import BIN, ROOT, copy_sources
+from smoke_project import run_ok as run
+
+__all__ = ["BIN", "ROOT", "run", "scratch_project", "write_medqa"]
+
 MEDQA_FILES = Path("US/4_options")
 
 
@@ -32,20 +31,8 @@ def write_medqa(directory: Path, sizes: dict[str, int]) -> Path:
     return directory
 
 
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run a command of this virtual environment in ``cwd``; fail the test with its output otherwise."""
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(cwd)}
-    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    assert result.returncode == 0, (
-        f"{' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    )
-    return result
-
-
 def scratch_project(work: Path) -> Path:
     """A copy of the project (conf, stages, library, dvc.yaml) with a synthetic MedQA directory."""
-    for name in ("conf", "stages", "xurs_pipeline"):
-        shutil.copytree(ROOT / name, work / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "dvc.yaml", work / "dvc.yaml")
+    copy_sources(work)
     write_medqa(work / "medqa", {"train": 32, "dev": 4, "test": 4})
     return work
