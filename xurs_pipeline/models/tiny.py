@@ -74,26 +74,10 @@ def tiny_llama_config(
     )
 
 
-def build_tiny_llama(
-    vocab_size: int,
-    hidden_size: int = 64,
-    num_layers: int = 2,
-    num_heads: int = 4,
-    intermediate_size: int | None = None,
-    max_position_embeddings: int = 1024,
-    seed: int = 0,
-    pad_token_id: int = 0,
-) -> LlamaForCausalLM:
-    """A randomly initialised Llama-architecture causal LM, seeded, in eval mode, float32."""
-    config = tiny_llama_config(
-        vocab_size,
-        hidden_size,
-        num_layers,
-        num_heads,
-        intermediate_size,
-        max_position_embeddings,
-        pad_token_id,
-    )
+def build_tiny_llama(vocab_size: int, seed: int = 0, **shape: int | None) -> LlamaForCausalLM:
+    """A randomly initialised Llama-architecture causal LM, seeded, in eval mode, float32; ``shape``: the
+    keyword arguments of :func:`tiny_llama_config` (hidden_size, num_layers, num_heads, ...)."""
+    config = tiny_llama_config(vocab_size, **shape)
     generator_state = torch.random.get_rng_state()
     torch.manual_seed(seed)
     try:
