@@ -62,6 +62,10 @@ class PathProblem:
             self.reuse_prefix,
         )  # fmt: skip
 
+    def slopes(self, sums: GradientSums) -> np.ndarray:
+        """Each sample's dF_t/dα per explained target, float64 (n, T), from a run's per-column slopes."""
+        return self.objective.group(sums.slope.T).T.cpu().numpy().astype(np.float64)
+
     def zeros(self) -> torch.Tensor:
         """A float32 (T, L, d) accumulator on the prompt's device."""
         x = self.prompt.embeds
@@ -132,7 +136,7 @@ class ExpectedGradients(Estimator):
         draws = plan.draws(n_refs)
         targets = problem.targets
         weights = torch.as_tensor(draws / draws.sum(), dtype=torch.float32, device=problem.ref_widths.device)
-        slope = problem.objective.group(sums.slope.T).T.cpu().numpy().astype(np.float64)  # (n, T)
+        slope = problem.slopes(sums)  # (n, T)
         centred = slope - problem.gap()[plan.ref_index]  # each draw's error: E[.] = 0 (Eq. 3)
         spread = centred.std(axis=0, ddof=1) if len(plan) > 1 else np.full(len(targets), np.inf)
         variation = np.full((n_refs, len(targets)), np.nan)
@@ -190,7 +194,7 @@ class IntegratedGradients(Estimator):
                 grad_evals += sums.grad_evals
                 e_r = problem.objective.group(sums.e)  # (T, L, d)
                 residual[r] = np.abs(problem.objective.group(sums.per_ref[r]).cpu().numpy() - gap[r])
-                slope = problem.objective.group(sums.slope.T).T.cpu().numpy()  # (n, T)
+                slope = problem.slopes(sums)  # (n, T)
                 variation[r] = plan.weight @ np.abs(slope)
                 if bool(sums.nonfinite.any()):
                     bad.add(r)
@@ -238,8 +242,7 @@ class AdaptiveKronrod(Estimator):
             sums = problem.run(plan)
             if bool(sums.nonfinite.any()):
                 bad.add(ref)
-            slope = problem.objective.group(sums.slope.T).T  # (15, T)
-            return slope.cpu().numpy(), problem.objective.group(sums.e)  # (T, L, d) K15-weighted
+            return problem.slopes(sums), problem.objective.group(sums.e)  # (15, T), (T, L, d) K15-weighted
 
         report = integrate(evaluate, problem.gap(), self.spec)
         n_refs = len(problem.refs)
