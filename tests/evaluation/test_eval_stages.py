@@ -176,6 +176,17 @@ def test_an_ig_repeat_doubles_the_quadrature_points_instead_of_repeating_the_mai
     assert repeats_stage.repeat_config(cfg, 17).attribution.n_samples == cfg.attribution.n_samples  # EG
 
 
+def test_a_kronrod_repeat_starts_from_twice_the_intervals_instead_of_repeating_the_main_run():
+    """kronrod is deterministic like IG: a repeat that changed only the seed would equal the main run."""
+    cfg = make_cfg(Path("unused"), repeat_seeds=[17])
+    at = dataclasses.replace(cfg.attribution, method="kronrod", kronrod_intervals=1)
+    main = dataclasses.replace(at, kronrod_max_evals=15 * at.refs_per_collection)  # exactly the first pass
+    repeat = repeats_stage.repeat_config(dataclasses.replace(cfg, attribution=main), 17).attribution
+    assert (repeat.seed, repeat.kronrod_intervals) == (17, 2)
+    assert repeat.kronrod_max_evals == 30 * at.refs_per_collection  # raised to the repeat's first pass
+    assert repeat != dataclasses.replace(main, seed=17)
+
+
 def test_comparison_targets_are_attributed_zero_masked_and_compared(artifacts: Path):
     """Issue 17 item 6: entropy and BetP are attributed with the main run's engine and budget, zero-masked
     like the width, and compared with it (mean advantage, CI, rank agreement of token orders)."""

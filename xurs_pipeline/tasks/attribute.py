@@ -63,7 +63,7 @@ def attribute_into(cfg: RootConfig, out_dir: Path) -> dict | None:
 def attribute_variants(out: Path, variants: dict[str, RootConfig], what: str) -> None:
     """Attribute each named variant of the run into ``out/<name>/`` (resume parts removed after the merge,
     so they are no DVC output) and write ``out/index.json`` with each variant's seed, budget (EG: samples,
-    IG: starting points) and target."""
+    IG: starting points, kronrod: starting intervals and evaluation budget) and target."""
     for name, variant in variants.items():
         log.info("%s: %s", what, name)
         attribute_into(variant, out / name)
@@ -74,7 +74,11 @@ def attribute_variants(out: Path, variants: dict[str, RootConfig], what: str) ->
 
 
 def _budget(at: AttributionConfig) -> dict[str, int]:
-    return {"ig_points": at.ig_points} if at.method == "ig" else {"n_samples": at.n_samples}
+    if at.method == "ig":
+        return {"ig_points": at.ig_points}
+    if at.method == "kronrod":
+        return {"kronrod_intervals": at.kronrod_intervals, "kronrod_max_evals": at.kronrod_max_evals}
+    return {"n_samples": at.n_samples}
 
 
 def run(cfg: RootConfig) -> dict[str, Any] | None:

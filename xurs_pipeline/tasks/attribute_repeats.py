@@ -28,7 +28,8 @@ def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
     """The main run's config with the repeat's attribution seed and sample count. IG draws nothing at
     random, so a repeat with another seed alone would equal the main run (a check that cannot fail): an IG
     repeat starts from ``repeat_n_samples`` quadrature points, by default twice the main run's (App. B.3:
-    "different sample counts"; Sec. 5.3: "increase the number of intermediate points")."""
+    "different sample counts"; Sec. 5.3: "increase the number of intermediate points"); a kronrod repeat
+    starts from twice the main run's intervals."""
     at, ev = cfg.attribution, cfg.evaluation
     if at.method == "ig":
         points = ev.repeat_n_samples or 2 * at.ig_points
@@ -39,6 +40,11 @@ def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
             )
         ig = dataclasses.replace(at, seed=seed, ig_points=points, ig_max_points=max(at.ig_max_points, points))
         return dataclasses.replace(cfg, attribution=ig)
+    if at.method == "kronrod":  # deterministic too: the repeat starts from twice the intervals (other nodes)
+        intervals = 2 * at.kronrod_intervals
+        budget = max(at.kronrod_max_evals, 15 * intervals * at.refs_per_collection)  # at least the first pass
+        kronrod = dataclasses.replace(at, seed=seed, kronrod_intervals=intervals, kronrod_max_evals=budget)
+        return dataclasses.replace(cfg, attribution=kronrod)
     n_samples = ev.repeat_n_samples or at.n_samples
     if seed == at.seed and n_samples == at.n_samples:
         raise ConfigError(
