@@ -61,7 +61,7 @@ class ReportProvenance:
     config_hash: str
     method: str  # e.g. "EG direct route (Eq. 3), GradientShap without noise"
     references: str  # e.g. "256 training prompts, padded/truncated to L"
-    samples: int  # EG samples (or IG points x references)
+    samples: int  # EG samples, IG points per reference, or kronrod's evaluation cap
     extra: tuple[tuple[str, str], ...] = ()  # further (name, value) rows: seed, precision, model, ...
 
 

@@ -44,7 +44,7 @@ def run(cfg: RootConfig) -> None:
         config_hash=config_hash(asdict(cfg)),
         method=f"{a.method.upper()} {a.route} route, {a.precision}",
         references=f"{a.n_collections} x {a.refs_per_collection} {a.reference} references",
-        samples=a.n_samples if a.method == "eg" else a.ig_points,
+        samples={"eg": a.n_samples, "ig": a.ig_points, "kronrod": a.kronrod_max_evals}[a.method],
         extra=(("seed", str(a.seed)), ("model", model_name(cfg.model))),
     )
     views = explanation_views(
