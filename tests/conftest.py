@@ -1,8 +1,12 @@
-"""Suite-wide test settings: the per-test time limit and the session's shared smoke project.
+"""Suite-wide test settings: the per-test time limit, the pytest-xdist groups and the session's shared smoke
+project.
 
 Every test runs under pytest-timeout's limit (``timeout`` in pyproject.toml): a test that needs longer has
 to say so with ``@pytest.mark.slow``, which raises its limit to :data:`SLOW_TIMEOUT_S` (an explicit
 ``@pytest.mark.timeout(n)`` wins over both).
+
+The suite runs on two pytest-xdist workers (``addopts`` in pyproject.toml): tests that share a session project
+run on one worker, in order (:data:`GROUPS`, :func:`pytest_xdist_make_scheduler`); the rest are shared out.
 """
 
 from __future__ import annotations
@@ -22,10 +26,70 @@ from smoke_project import build_smoke_project  # noqa: E402
 SLOW_TIMEOUT_S = 1800
 
 
+# Tests that share a session project run on one pytest-xdist worker, in order: the smoke project's tests (they
+# edit its files in turn) and each paper-architecture project with its tests. Keyed by node id, because the
+# scheduler (in the controlling process) sees node ids only; collection checks that every test using such a
+# project is in its group.
+# A group: node-id patterns (prefix, text inside), any of which admits a test.
+PAPER_TESTS = "tests/paper/test_paper_pipelines.py::"
+GROUPS = {
+    "smoke": [("tests/pipeline/", ""), ("tests/foundation/test_foundation_sweep.py::", "")],
+    "paper_smollm3": [(PAPER_TESTS, "[paper_smollm3]")],
+    "paper_llama2": [(PAPER_TESTS, "[paper_llama2]")],
+}
+# the groups that take longest start first (they are the suite's critical path)
+LONG_FIRST = ("smoke", "paper_llama2", "paper_smollm3")
+
+
+def worker_group(nodeid: str) -> str | None:
+    """The group of a test's node id, or None (a test that can run on any worker)."""
+    for group, patterns in GROUPS.items():
+        if any(nodeid.startswith(prefix) and inside in nodeid for prefix, inside in patterns):
+            return group
+    return None
+
+
+def _check_group(item: pytest.Item) -> None:
+    fixtures = getattr(item, "fixturenames", ())
+    needed = "smoke" if "smoke_project" in fixtures else None
+    if "paper_run" in fixtures:
+        needed = item.callspec.params["paper_run"]  # type: ignore[attr-defined]
+    if needed is not None and worker_group(item.nodeid) != needed:
+        raise pytest.UsageError(
+            f"{item.nodeid} uses the {needed} project but is not in its xdist group: add it to GROUPS "
+            "in tests/conftest.py"
+        )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+        _check_group(item)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own (a first-result hook)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # type: ignore[no-untyped-def]
+    """pytest-xdist's scope scheduling with :data:`GROUPS` as the scopes (every other test its own scope),
+    the long groups first. (``--dist loadgroup`` would do this from markers, but pytest-xdist 3.8 marks a
+    node id that pytest 9.2 no longer reads.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ProjectGroups(LoadScopeScheduling):
+        ordered = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid) or nodeid
+
+        def _assign_work_unit(self, node) -> None:  # type: ignore[no-untyped-def]
+            if not self.ordered:
+                for group in reversed(LONG_FIRST):
+                    if group in self.workqueue:
+                        self.workqueue.move_to_end(group, last=False)
+                self.ordered = True
+            super()._assign_work_unit(node)
+
+    return ProjectGroups(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -105,8 +105,9 @@ def save_classifier(
         "adaptation": adaptation,
         "padding_side": classifier.padding_side,
         "backbone_sha256": classifier.meta["backbone_sha256"],
+        # relative only: the checkpoint's bytes (hence DVC's hashes) must not depend on where the project
+        # lies, or every copy (`dvc exp run --temp`, a fresh clone) retrains nothing but reruns all readers
         "backbone_dir": os.path.relpath(classifier.meta["backbone_dir"], final.resolve()),
-        "backbone_dir_absolute": classifier.meta["backbone_dir"],
     }
     with atomic_directory(final) as tmp:
         save_file(
@@ -131,7 +132,7 @@ def _referenced_backbone(directory: Path, info: dict, backbone_dir: str | Path |
     if backbone_dir is not None:
         candidates = [Path(backbone_dir)]
     else:
-        candidates = [directory / info["backbone_dir"], Path(info["backbone_dir_absolute"])]
+        candidates = [directory / info["backbone_dir"]]
     found = next((c for c in candidates if (c / BACKBONE_INFO).is_file()), None)
     if found is None:
         raise ArtifactError(
