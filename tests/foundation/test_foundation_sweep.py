@@ -57,14 +57,14 @@ def _run(args: list[str], cwd: Path) -> str:
     return run_ok(args, cwd).stdout
 
 
-# With the baseline's dvc.lock and outputs committed (as in a project whose default has run), each point reruns
-# only the stages that read the swept key and what depends on them; the rest are up to date.
+# With the baseline's dvc.lock and outputs committed (as in a project whose default has run), each point
+# reruns only the stages that read the swept key and what depends on them; the rest are up to date.
 RERUN = {"check", "mask_eval", "checks", "tables", "report"}  # readers of evaluation.bootstrap_resamples
 UNCHANGED = {"backbone", "prepare", "train", "predict", "gates", "attribute"}
 
 
 def _uncached_outputs(project: Path) -> list[str]:
-    """The ``cache: false`` outputs of ``dvc.yaml`` (kept in git, not in DVC's cache) under ``paths.artifacts``."""
+    """The ``cache: false`` outputs of ``dvc.yaml`` (kept in git, not in DVC's cache), as paths."""
     artifacts = yaml.safe_load((project / "params.yaml").read_text())["paths"]["artifacts"]
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
     return sorted(
@@ -89,7 +89,8 @@ def test_a_two_point_smoke_sweep_runs_two_dvc_experiments(smoke_project: Path, t
     shutil.copytree(smoke_project / ".dvc" / "cache", tmp_path / ".dvc" / "cache")
     shutil.copy(smoke_project / "dvc.lock", tmp_path / "dvc.lock")
     for out in _uncached_outputs(tmp_path):
-        (shutil.copytree if (smoke_project / out).is_dir() else shutil.copy)(smoke_project / out, tmp_path / out)
+        copy = shutil.copytree if (smoke_project / out).is_dir() else shutil.copy
+        copy(smoke_project / out, tmp_path / out)
     _run([dvc, "checkout", "-q"], tmp_path)  # the cached outputs, and their .gitignore entries
     assert "up to date" in _run([dvc, "status"], tmp_path).stdout  # the baseline is the smoke run itself
     _run(["git", "add", "-A"], tmp_path)

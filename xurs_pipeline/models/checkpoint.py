@@ -129,15 +129,11 @@ def save_classifier(
 
 def _referenced_backbone(directory: Path, info: dict, backbone_dir: str | Path | None) -> Path:
     """The backbone directory the checkpoint refers to, after checking its weights hash."""
-    if backbone_dir is not None:
-        candidates = [Path(backbone_dir)]
-    else:
-        candidates = [directory / info["backbone_dir"]]
-    found = next((c for c in candidates if (c / BACKBONE_INFO).is_file()), None)
-    if found is None:
+    found = Path(backbone_dir) if backbone_dir is not None else directory / info["backbone_dir"]
+    if not (found / BACKBONE_INFO).is_file():
         raise ArtifactError(
-            f"{directory}: its backbone directory is missing (looked in {[str(c) for c in candidates]}); "
-            "run the backbone stage or pass backbone_dir"
+            f"{directory}: its backbone directory is missing (looked in {found}); run the backbone stage or "
+            "pass backbone_dir"
         )
     sha = read_backbone_info(found)["weights_sha256"]
     if sha != info["backbone_sha256"]:
