@@ -103,3 +103,29 @@ def test_plan_command_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert "6,607,343,616" in out
     assert xurs(["plan", "--device", "nosuch", "experiment=smoke", f"--conf={ROOT / 'conf'}"]) == 2
     assert "--device 'nosuch'" in capsys.readouterr().err
+
+
+def test_projected_time_adds_the_fixed_costs_and_the_dev_pass() -> None:
+    """Seconds per stage = start-up + backbone load + per-example work; training scores the dev prompts after
+    every epoch, and a partially tuned backbone is written once (a hand computation of the same sums)."""
+    cfg = _paper("paper_smollm3")
+    config = backbone_config(cfg.model)
+    counts = count_parameters(config, cfg.model, cfg.train)
+    work = Workload(512, 100, 10, dev_examples=20)
+    costs = Costs(0.01, train_example=0.1, feature_example=0.02, load_model=3.0, save_model=5.0)
+    device = DEVICES["h100-80gb"]  # start-up 0: not measured for a data-sheet device
+
+    def seconds(run: RootConfig, costs: Costs) -> dict[str, float | None]:
+        return {s.stage: s.seconds for s in plan_stages(run, counts, Shape.of(config), device, work, costs)}
+
+    epochs = cfg.train.max_epochs
+    lora = seconds(cfg, costs)
+    assert lora["train"] == pytest.approx(3.0 + (0.1 * 100 + 0.02 * 20) * epochs)
+    assert lora["train_head"] == pytest.approx(3.0 + 0.02 * (100 + 20))
+    evaluations = 10 * cfg.attribution.n_samples * cfg.attribution.n_collections
+    widths = (10 + 1) * cfg.attribution.n_collections * cfg.attribution.refs_per_collection * 0.02
+    assert lora["attribute"] == pytest.approx(3.0 + 0.01 * evaluations + widths)
+    partial = seconds(_paper("paper_smollm3", "train.adaptation=partial"), costs)
+    assert partial["train"] == pytest.approx(lora["train"] + 5.0)  # the tuned backbone is written
+    unknown = seconds(cfg, Costs(gradient_sample=0.01, train_example=0.1, feature_example=0.02))
+    assert unknown["train"] == pytest.approx(lora["train"] - 3.0)  # unknown fixed costs count as 0

@@ -87,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
           f"{work.questions} explained questions")  # fmt: skip
     if costs.gradient_sample is not None:
         train = f", {1e3 * costs.train_example:.1f} ms per training example" if costs.train_example else ""
-        print(f"cost: {1e3 * costs.gradient_sample:.1f} ms per gradient sample{train}")
+        load = f", {costs.load_model:.1f} s to load the backbone" if costs.load_model is not None else ""
+        print(f"cost: {1e3 * costs.gradient_sample:.1f} ms per gradient sample{train}{load}")
     print(f"{'stage':<18} {'peak memory':>12} {'gradients':>10} {'time':>10}  fits")
     refused = False
     for s in plan_stages(cfg, counts, shape, device, work, costs):

@@ -69,21 +69,27 @@ class StagePlan:
 
 @dataclass(frozen=True)
 class Workload:
-    """Sizes the config leaves to the data: prompt tokens, training examples, explained questions."""
+    """Sizes the config leaves to the data: prompt tokens, training examples, explained questions, and the
+    dev examples the training loop scores after every epoch (0 where unknown)."""
 
     prompt_tokens: int
     train_examples: int
     questions: int
+    dev_examples: int = 0
 
 
 @dataclass(frozen=True)
 class Costs:
     """Measured or stated seconds: per attribution gradient sample, per training example (forward and
-    backward), per feature-pass example (forward only)."""
+    backward), per feature-pass example (forward only); and the fixed costs of a stage that holds the model:
+    loading the backbone's weights from disk, and writing them (a partially tuned backbone is saved whole).
+    None: unknown (a fixed cost then counts as 0)."""
 
     gradient_sample: float | None = None
     train_example: float | None = None
     feature_example: float | None = None
+    load_model: float | None = None
+    save_model: float | None = None
 
 
 def _activations(shape: Shape, rows: int, tokens: int, bytes_per: int, lora: bool) -> int:
@@ -226,24 +232,30 @@ def plan_stages(
     costs: Costs,
 ) -> list[StagePlan]:
     """One ``StagePlan`` per stage that holds the backbone: train_head (when ``train.head_first``), train,
-    predict and the attribution stages. Seconds include the device's process start-up."""
+    predict and the attribution stages. Seconds include the fixed costs of a stage process: start-up
+    (imports) and loading the backbone; training adds the dev pass after every epoch and, for a partially
+    tuned backbone, writing it."""
     tokens = work.prompt_tokens
     t = cfg.train
     plans = []
-    start = device.startup_seconds
+    start = device.startup_seconds + (costs.load_model or 0.0)
     head_pass = (
         device.process_bytes
         + counts.backbone * DTYPE_BYTES[cfg.model.dtype]
         + feature_pass_bytes(cfg, shape, tokens)
     )
-    feature_seconds = (
-        None if costs.feature_example is None else start + costs.feature_example * work.train_examples
+    feature_seconds = (  # the head-only feature pass: training and dev prompts, once
+        None
+        if costs.feature_example is None
+        else start + costs.feature_example * (work.train_examples + work.dev_examples)
     )
     if t.head_first and t.adaptation != "head_only":
         plans.append(StagePlan("train_head", head_pass, 0, feature_seconds))
     train_seconds = feature_seconds
     if t.adaptation != "head_only" and costs.train_example is not None:
-        train_seconds = start + costs.train_example * work.train_examples * t.max_epochs
+        dev_pass = (costs.feature_example or 0.0) * work.dev_examples  # scored after every epoch
+        save = (costs.save_model or 0.0) if t.adaptation == "partial" else 0.0
+        train_seconds = start + (costs.train_example * work.train_examples + dev_pass) * t.max_epochs + save
     plans.append(
         StagePlan("train", training_bytes(cfg, counts, shape, device, tokens), 0, train_seconds,
                   advice_training(cfg, counts, shape, device, tokens))

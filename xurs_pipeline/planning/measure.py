@@ -3,6 +3,7 @@ cost of a gradient does not depend on the weights' values)."""
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -43,10 +44,23 @@ def _inputs(rows: int, tokens: int, hidden: int, dtype: torch.dtype, grad: bool)
     return embeds, mask, positions
 
 
+def _save_and_load_seconds(config: PretrainedConfig, dtype: torch.dtype) -> tuple[float, float]:
+    """Seconds to write a backbone of ``config``'s shape as safetensors and to load it back (random weights:
+    the bytes, not the values, set the cost)."""
+    model = AutoModel.from_config(config, dtype=dtype)
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        model.save_pretrained(tmp)
+        saved = time.perf_counter()
+        AutoModel.from_pretrained(tmp, dtype=dtype)
+        return saved - start, time.perf_counter() - saved
+
+
 def measure_costs(cfg: RootConfig, config: PretrainedConfig, tokens: int, calls: int = 2) -> Costs:
     """Seconds per attribution gradient sample (``attribution.samples_per_call`` rows per call, in
     ``attribution.precision``), per training example (``train.batch_size`` rows, forward and backward with
-    the adaptation under ``train.mixed_precision``) and per feature-pass example (no gradients)."""
+    the adaptation under ``train.mixed_precision``) and per feature-pass example (no gradients), and to
+    save and load the backbone (in ``model.dtype``)."""
     torch.manual_seed(0)
     h = config.hidden_size
     a, t = cfg.attribution, cfg.train
@@ -82,6 +96,5 @@ def measure_costs(cfg: RootConfig, config: PretrainedConfig, tokens: int, calls:
             masses.float()[:, 0].clamp_min(1e-12).log().sum().neg().backward()
 
         train_example = _seconds_per_row(train_step, t.batch_size, calls)
-    return Costs(
-        gradient_sample=gradient_sample, train_example=train_example, feature_example=feature_example
-    )
+    save_model, load_model = _save_and_load_seconds(config, model_dtype)
+    return Costs(gradient_sample, train_example, feature_example, load_model, save_model)

@@ -1,6 +1,7 @@
-"""The sizes a plan needs from the data: prompt tokens, training examples, explained questions. Read from
-the prepared prompts (``<artifacts>/prepared/prompts.parquet``) when ``prepare`` has run, else from the
-config (``data.max_tokens``, ``attribution.max_questions``) or a MedQA train file's line count."""
+"""The sizes a plan needs from the data: prompt tokens, training examples, explained questions, dev examples.
+Read from the prepared prompts (``<artifacts>/prepared/prompts.parquet``) when ``prepare`` has run, else from
+the config (``data.max_tokens``, ``attribution.max_questions``) or a MedQA train file's line count (dev
+examples: 0 before ``prepare``)."""
 
 from __future__ import annotations
 
@@ -62,4 +63,5 @@ def resolve_workload(
         raise ValueError(
             "attribution.max_questions is 0 (every question) and `prepare` has not run: give --questions"
         )
-    return Workload(prompt_tokens=prompt_tokens, train_examples=train_examples, questions=questions)
+    dev_examples = 0 if prepared is None else int((prepared["split"] == "dev").sum())
+    return Workload(prompt_tokens, train_examples, questions, dev_examples)
