@@ -59,20 +59,24 @@ def _run(args: list[str], cwd: Path) -> str:
 
 # With the baseline's dvc.lock and outputs committed (as in a project whose default has run), each point
 # reruns only the stages that read the swept key and what depends on them; the rest are up to date.
-RERUN = {"check", "mask_eval", "checks", "tables", "report"}  # readers of evaluation.bootstrap_resamples
-UNCHANGED = {"backbone", "prepare", "train", "predict", "gates", "attribute"}
+RERUN = {"check", "mask_eval", "tables", "report"}  # the readers of evaluation.bootstrap_resamples
+UNCHANGED = {"backbone", "prepare", "train", "predict", "gates", "attribute"}  # ("checks" reads mask_eval's
+# outputs: DVC reruns it only if they changed)
 
 
-def _uncached_outputs(project: Path) -> list[str]:
-    """The ``cache: false`` outputs of ``dvc.yaml`` (kept in git, not in DVC's cache), as paths."""
-    artifacts = yaml.safe_load((project / "params.yaml").read_text())["paths"]["artifacts"]
+def _outputs(project: Path) -> dict[str, bool]:
+    """Every output of ``dvc.yaml`` as a path, and whether DVC caches it (else git keeps it)."""
+    paths = yaml.safe_load((project / "params.yaml").read_text())["paths"]
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
-    return sorted(
-        next(iter(out)).replace("${paths.artifacts}", artifacts)
-        for stage in stages.values()
-        for out in stage.get("outs", [])
-        if isinstance(out, dict) and next(iter(out.values())).get("cache") is False
-    )
+    found = {}
+    for stage in stages.values():
+        for section in ("outs", "metrics", "plots"):
+            for out in stage.get(section, []):
+                path, options = next(iter(out.items())) if isinstance(out, dict) else (out, {})
+                for key in ("artifacts", "results"):
+                    path = path.replace(f"${{paths.{key}}}", paths[key])
+                found[path] = options.get("cache", True)
+    return found
 
 
 @pytest.mark.slow
@@ -81,18 +85,22 @@ def test_a_two_point_smoke_sweep_runs_two_dvc_experiments(smoke_project: Path, t
     dvc.lock, its uncached outputs in git, its DVC cache): each point reruns exactly the stages that read the
     swept key. The sources come from the smoke project's copy: the code its run was made with."""
     copy_sources(tmp_path, smoke_project)
-    (tmp_path / ".gitignore").write_text("logs/\n")
     dvc = str(BIN / "dvc")
     for args in (["git", "init", "-q"], [dvc, "init", "-q"], [dvc, "config", "hydra.enabled", "True"],
                  [str(BIN / "xurs"), "params", "experiment=smoke"]):  # fmt: skip
         _run(args, tmp_path)
     shutil.copytree(smoke_project / ".dvc" / "cache", tmp_path / ".dvc" / "cache")
     shutil.copy(smoke_project / "dvc.lock", tmp_path / "dvc.lock")
-    for out in _uncached_outputs(tmp_path):
-        copy = shutil.copytree if (smoke_project / out).is_dir() else shutil.copy
-        copy(smoke_project / out, tmp_path / out)
-    _run([dvc, "checkout", "-q"], tmp_path)  # the cached outputs, and their .gitignore entries
-    assert "up to date" in _run([dvc, "status"], tmp_path).stdout  # the baseline is the smoke run itself
+    outputs = _outputs(tmp_path)
+    for out, cached in outputs.items():
+        if not cached:  # committed to git
+            (tmp_path / out).parent.mkdir(parents=True, exist_ok=True)
+            copy = shutil.copytree if (smoke_project / out).is_dir() else shutil.copy
+            copy(smoke_project / out, tmp_path / out)
+    ignored = "".join(f"/{out}\n" for out, cached in outputs.items() if cached)
+    (tmp_path / ".gitignore").write_text("logs/\n" + ignored)
+    _run([dvc, "checkout", "-q"], tmp_path)  # the cached outputs
+    assert "up to date" in _run([dvc, "status"], tmp_path)  # the baseline is the smoke run itself
     _run(["git", "add", "-A"], tmp_path)
     _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "baseline"], tmp_path)
     sweep = [str(BIN / "xurs"), "sweep", "experiment=smoke", "evaluation.bootstrap_resamples=200,300"]

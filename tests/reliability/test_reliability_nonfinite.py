@@ -126,7 +126,7 @@ def test_nan_head_weights_are_refused_on_load(reference: Path, tmp_path: Path) -
     weights[name].view(-1)[3] = float("nan")
     save_file(weights, directory / "head.safetensors")
     with pytest.raises(ArtifactError, match=rf"head\.safetensors: non-finite head weights.*'{name}': 1"):
-        load_classifier(directory)
+        load_classifier(directory, backbone_dir=reference / "data" / "backbone")  # the copy's backbone
 
 
 def _poison_backbone(project: Path, splits: tuple[str, ...]) -> list[str]:
