@@ -22,7 +22,7 @@ PYTEST = Path(sys.executable).parent / "pytest"  # the console script CI runs (n
 
 
 def collected(extra: list[str]) -> str:
-    command = [str(PYTEST), "--collect-only", "-q", "-p", "no:cacheprovider", *extra]
+    command = [str(PYTEST), "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider", *extra]
     out = subprocess.run(command, cwd=C.ROOT, capture_output=True, text=True, check=False).stdout
     return out.strip().splitlines()[-1] if out.strip() else "nothing collected"
 

@@ -1,0 +1,44 @@
+"""The pytest-xdist groups of tests/conftest.py: the tests that share a session project land in its group,
+and a test that uses such a project outside its group stops the collection."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+spec = importlib.util.spec_from_file_location("suite_conftest", Path(__file__).parents[1] / "conftest.py")
+suite = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(suite)
+
+
+@pytest.mark.parametrize(
+    ("nodeid", "group"),
+    [
+        ("tests/pipeline/test_pipeline_smoke.py::test_table_cells_equal_the_artifacts", "smoke"),
+        ("tests/foundation/test_foundation_sweep.py::test_a_two_point_smoke_sweep", "smoke"),
+        ("tests/paper/test_paper_pipelines.py::test_writes_table1[paper_llama2]", "paper_llama2"),
+        ("tests/paper/test_paper_pipelines.py::test_writes_table1[paper_smollm3]", "paper_smollm3"),
+        ("tests/paper/test_paper_pipelines.py::test_table8_sweep_runs_each_point", None),
+        ("tests/credal/test_credal_measures.py::test_width", None),
+    ],
+)
+def test_node_ids_map_to_their_groups(nodeid: str, group: str | None) -> None:
+    assert suite.worker_group(nodeid) == group
+
+
+def test_a_project_test_outside_its_group_stops_the_collection() -> None:
+    inside = SimpleNamespace(nodeid="tests/pipeline/test_x.py::test_y", fixturenames=["smoke_project"])
+    suite._check_group(inside)  # in the smoke group: fine
+    outside = SimpleNamespace(nodeid="tests/evaluation/test_x.py::test_y", fixturenames=["smoke_project"])
+    with pytest.raises(pytest.UsageError, match="smoke project but is not in its xdist group"):
+        suite._check_group(outside)
+    paper = SimpleNamespace(
+        nodeid="tests/paper/test_other.py::test_z[paper_llama2]",
+        fixturenames=["paper_run"],
+        callspec=SimpleNamespace(params={"paper_run": "paper_llama2"}),
+    )
+    with pytest.raises(pytest.UsageError, match="paper_llama2 project"):
+        suite._check_group(paper)
