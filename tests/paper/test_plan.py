@@ -129,3 +129,25 @@ def test_projected_time_adds_the_fixed_costs_and_the_dev_pass() -> None:
     assert partial["train"] == pytest.approx(lora["train"] + 5.0)  # the tuned backbone is written
     unknown = seconds(cfg, Costs(gradient_sample=0.01, train_example=0.1, feature_example=0.02))
     assert unknown["train"] == pytest.approx(lora["train"] - 3.0)  # unknown fixed costs count as 0
+
+
+def test_mixed_precision_training_counts_autocasts_weight_copies() -> None:
+    """bf16 autocast over float32 weights keeps a bf16 copy of each weight during the forward: the training
+    peak grows by backbone parameters x 2 bytes (activations shrink to 2 bytes); none over bf16 weights."""
+    from xurs_pipeline.planning.estimate import _activations, training_bytes
+
+    mixed = _paper("paper_smollm3", "model.dtype=float32")
+    plain = _paper("paper_smollm3", "model.dtype=float32", "train.mixed_precision=no")
+    config = backbone_config(mixed.model)
+    counts = count_parameters(config, mixed.model, mixed.train)
+    shape, device = Shape.of(config), DEVICES["h100-80gb"]
+    lora = mixed.train.lora_dropout > 0
+    acts = {b: _activations(shape, mixed.train.batch_size, 512, b, lora) for b in (2, 4)}
+    assert training_bytes(mixed, counts, shape, device, 512) - acts[2] == (
+        training_bytes(plain, counts, shape, device, 512) - acts[4] + counts.backbone * 2
+    )
+    half = _paper("paper_smollm3", "model.dtype=bfloat16")
+    weights = counts.backbone * 2
+    assert training_bytes(half, counts, shape, device, 512) == (
+        device.process_bytes + weights + counts.trainable * 16 + acts[2]
+    )

@@ -1,8 +1,10 @@
 """Peak memory per stage, gradient evaluations and projected time of a composed config on a device.
 
 Memory model (bytes), per stage that holds the backbone:
-  process + weights + optimiser + activations, where
+  process + weights + casts + optimiser + activations, where
   weights      = backbone parameters x bytes of ``model.dtype``;
+  casts        = training under ``train.mixed_precision`` with wider weights: autocast's cached
+                 half-precision copy of each weight, backbone parameters x 2;
   optimiser    = trainable parameters x 16 (float32 value, gradient, AdamW's two moments; LoRA adapters
                  are float32 whatever the backbone dtype);
   activations  = rows x prompt tokens x layers x (saved elements per token and layer) x bytes of the
@@ -110,9 +112,12 @@ def training_bytes(
     compute = MIXED_BYTES.get(cfg.train.mixed_precision, DTYPE_BYTES[cfg.model.dtype])
     lora = cfg.train.adaptation == "lora" and cfg.train.lora_dropout > 0
     optimiser = counts.trainable * OPTIMISER_BYTES_PER_TRAINABLE
+    # autocast keeps a half-precision copy of every wider weight it casts until the forward ends
+    casts = counts.backbone * compute if compute < DTYPE_BYTES[cfg.model.dtype] else 0
     return (
         device.process_bytes
         + weights
+        + casts
         + optimiser
         + _activations(shape, cfg.train.batch_size, tokens, compute, lora)
     )
