@@ -1,0 +1,27 @@
+"""The training-reference clue study (``controlled_direct_kronrod``) is local's model and questions explained
+against training prompts to App. B.4's tolerance: its train stage is local's (DVC reuses it), and only the
+attribution and the model-randomisation budget differ."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xurs_pipeline.config import compose, train_run_hash, validate
+from xurs_pipeline.data.dataset import data_config_hash
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _composed(experiment: str):  # type: ignore[no-untyped-def]
+    return validate(compose([f"experiment={experiment}"], conf_dir=ROOT / "conf"))
+
+
+def test_the_clue_study_reuses_locals_model_and_explains_against_training_prompts() -> None:
+    local, study = _composed("local"), _composed("controlled_direct_kronrod")
+    assert train_run_hash(study) == train_run_hash(local)  # the same trained classifier
+    assert data_config_hash(study.data) == data_config_hash(local.data)
+    a = study.attribution
+    assert (a.method, a.reference, a.result_filter) == ("kronrod", "train", "without_result")
+    assert a.kronrod_tolerance == 0.01  # App. B.4's median tolerance on the bound of R (Eq. 9)
+    assert a.kronrod_max_evals >= 15 * a.kronrod_intervals * a.refs_per_collection
+    assert local.attribution.reference == "aligned"  # the aligned arm stays the default
