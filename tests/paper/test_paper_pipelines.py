@@ -125,3 +125,41 @@ def test_table8_sweep_runs_each_point_to_predict(paper_models: dict[str, Path], 
         headline = data["metrics"]["data/predict/headline.json"]["data"]
         assert 0 <= headline["rescaled"] <= 100  # Table 8's column, listed by dvc exp show
         assert "error" in data["metrics"]["data/mask_eval/headline.json"]  # stopped at predict
+
+
+V1_SIZES = [
+    "data.families=[4,1,1]", "data.cases_per_family=2", "train.max_epochs=2", "train.patience=2",
+    "attribution.max_questions=2", "evaluation.bootstrap_resamples=200", "evaluation.n_random=4",
+    "evaluation.randomisation_questions=0",
+]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_controlled_v1_paper_runs_on_a_tiny_smollm3(
+    paper_models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`controlled_v1_paper` (Tables 3 and 9: a softmax layer over the 15 sets on frozen SmolLM3, FP32 IG with
+    aligned paired references) on the tiny SmolLM3, every stage to ``tables`` in one process
+    (``run_pipeline``: the same outputs as ``dvc repro``, tests/pipeline/test_pipeline_in_process.py), with
+    every paper setting but sizes."""
+    from xurs_pipeline.config import validate
+    from xurs_pipeline.tasks.pipeline import run_pipeline
+
+    overrides = ["experiment=controlled_v1_paper", f"model.source={paper_models['smollm3']}", *V1_SIZES]
+    paper = _flatten(compose(["experiment=controlled_v1_paper"], conf_dir=ROOT / "conf"))
+    sized = _flatten(compose(overrides, conf_dir=ROOT / "conf"))
+    named = {o.split("=")[0] for o in overrides[1:]}
+    assert {k for k in paper if paper[k] != sized[k]} <= named  # only sizes (and the local model) differ
+    cfg = validate(compose(overrides, conf_dir=ROOT / "conf"))
+    monkeypatch.chdir(tmp_path)
+    headlines = run_pipeline(cfg, until="tables")
+    assert headlines["attribute"]["R_max"] <= 0.05  # FP32 IG against the aligned partner (App. B.4)
+    table3 = pd.read_csv(tmp_path / "results/tables/table3_endpoints.csv")
+    explained = {case.split(":")[0] for case in table3["case"]}
+    assert len(explained) == 2  # both questions: natural and aligned reference widths (Eq. 10)
+    table9 = pd.read_csv(tmp_path / "results/tables/table9_localisation.csv")
+    assert set(table9["record_id"]) == explained
+    assert set(table9["reference"]) == {"aligned"}
+    settings = pd.read_csv(tmp_path / "results/tables/table5_attribution.csv").set_index("setting")["value"]
+    assert (settings["method"], settings["reference"]) == ("ig", "aligned")
+    assert "float32" in settings.to_string()
