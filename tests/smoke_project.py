@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 PROJECT_FILES = ("conf", "stages", "xurs_pipeline")
@@ -43,3 +45,48 @@ def build_smoke_project(work: Path) -> Path:
     run_ok([str(BIN / "xurs"), "params", "experiment=smoke"], work)
     run_ok([str(BIN / "dvc"), "repro"], work)
     return work
+
+
+def _outputs(project: Path) -> dict[str, bool]:
+    """Every output of ``dvc.yaml`` as a path, and whether DVC caches it (else git keeps it)."""
+    paths = yaml.safe_load((project / "params.yaml").read_text())["paths"]
+    stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
+    found = {}
+    for stage in stages.values():
+        for section in ("outs", "metrics", "plots"):
+            for out in stage.get(section, []):
+                path, options = next(iter(out.items())) if isinstance(out, dict) else (out, {})
+                for key in ("artifacts", "results"):
+                    path = path.replace(f"${{paths.{key}}}", paths[key])
+                found[path] = options.get("cache", True)
+    return found
+
+
+def commit_baseline(project: Path, work: Path, data: tuple[str, ...] = ()) -> str:
+    """``work`` as a git repository whose first commit is ``project``'s finished run, as in a project whose
+    pipeline has run: its sources and params, its ``dvc.lock``, its git-kept (``cache: false``) outputs and
+    its DVC cache (cached outputs checked out, git-ignored), and the input folders ``data``. A sweep from it
+    reruns only what its overrides touch. Returns ``dvc status``'s report of the baseline."""
+    copy_sources(work, project)
+    for name in data:
+        shutil.copytree(project / name, work / name)
+    dvc = str(BIN / "dvc")
+    for args in (["git", "init", "-q"], [dvc, "init", "-q"], [dvc, "config", "hydra.enabled", "True"]):
+        run_ok(args, work)
+    for name in ("params.yaml", "dvc.lock"):
+        shutil.copy(project / name, work / name)
+    shutil.copytree(project / ".dvc" / "cache", work / ".dvc" / "cache")
+    outputs = _outputs(work)
+    for out, cached in outputs.items():
+        if not cached and (project / out).exists():  # committed to git
+            (work / out).parent.mkdir(parents=True, exist_ok=True)
+            copy = shutil.copytree if (project / out).is_dir() else shutil.copy
+            copy(project / out, work / out)
+    ignored = "".join(f"/{out}\n" for out, cached in outputs.items() if cached)
+    (work / ".gitignore").write_text("logs/\n" + ignored)
+    ran = list(yaml.safe_load((work / "dvc.lock").read_text())["stages"])
+    run_ok([dvc, "checkout", "-q", *ran], work)  # the cached outputs of the stages that ran
+    status = run_ok([dvc, "status"], work).stdout
+    run_ok(["git", "add", "-A"], work)
+    run_ok(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "baseline"], work)
+    return status

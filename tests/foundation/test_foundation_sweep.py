@@ -7,9 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 from hydra import compose, initialize_config_dir
-from smoke_project import BIN, copy_sources, run_ok
+from smoke_project import BIN, commit_baseline, run_ok
 
 from xurs_pipeline.cli import main as xurs
 
@@ -64,45 +63,13 @@ UNCHANGED = {"backbone", "prepare", "train", "predict", "gates", "attribute"}  #
 # outputs: DVC reruns it only if they changed)
 
 
-def _outputs(project: Path) -> dict[str, bool]:
-    """Every output of ``dvc.yaml`` as a path, and whether DVC caches it (else git keeps it)."""
-    paths = yaml.safe_load((project / "params.yaml").read_text())["paths"]
-    stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
-    found = {}
-    for stage in stages.values():
-        for section in ("outs", "metrics", "plots"):
-            for out in stage.get(section, []):
-                path, options = next(iter(out.items())) if isinstance(out, dict) else (out, {})
-                for key in ("artifacts", "results"):
-                    path = path.replace(f"${{paths.{key}}}", paths[key])
-                found[path] = options.get("cache", True)
-    return found
-
-
 @pytest.mark.slow
 def test_a_two_point_smoke_sweep_runs_two_dvc_experiments(smoke_project: Path, tmp_path: Path):
     """The one real end-to-end sweep, from a baseline commit holding the session smoke project's run (its
     dvc.lock, its uncached outputs in git, its DVC cache): each point reruns exactly the stages that read the
     swept key. The sources come from the smoke project's copy: the code its run was made with."""
-    copy_sources(tmp_path, smoke_project)
-    dvc = str(BIN / "dvc")
-    for args in (["git", "init", "-q"], [dvc, "init", "-q"], [dvc, "config", "hydra.enabled", "True"],
-                 [str(BIN / "xurs"), "params", "experiment=smoke"]):  # fmt: skip
-        _run(args, tmp_path)
-    shutil.copytree(smoke_project / ".dvc" / "cache", tmp_path / ".dvc" / "cache")
-    shutil.copy(smoke_project / "dvc.lock", tmp_path / "dvc.lock")
-    outputs = _outputs(tmp_path)
-    for out, cached in outputs.items():
-        if not cached:  # committed to git
-            (tmp_path / out).parent.mkdir(parents=True, exist_ok=True)
-            copy = shutil.copytree if (smoke_project / out).is_dir() else shutil.copy
-            copy(smoke_project / out, tmp_path / out)
-    ignored = "".join(f"/{out}\n" for out, cached in outputs.items() if cached)
-    (tmp_path / ".gitignore").write_text("logs/\n" + ignored)
-    _run([dvc, "checkout", "-q"], tmp_path)  # the cached outputs
-    assert "up to date" in _run([dvc, "status"], tmp_path)  # the baseline is the smoke run itself
-    _run(["git", "add", "-A"], tmp_path)
-    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "baseline"], tmp_path)
+    status = commit_baseline(smoke_project, tmp_path)
+    assert "up to date" in status  # the baseline is the smoke run itself
     sweep = [str(BIN / "xurs"), "sweep", "experiment=smoke", "evaluation.bootstrap_resamples=200,300"]
     out = _run(sweep, tmp_path)
     for stage in RERUN:
