@@ -15,6 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from xurs_pipeline.contracts import STAGES
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 PROJECT_FILES = ("conf", "stages", "xurs_pipeline")
@@ -48,18 +50,10 @@ def build_smoke_project(work: Path) -> Path:
 
 
 def _outputs(project: Path) -> dict[str, bool]:
-    """Every output of ``dvc.yaml`` as a path, and whether DVC caches it (else git keeps it)."""
+    """Every stage output (``contracts.py``) as a path under ``project``'s params, and whether DVC caches it
+    (``out``) or git keeps it (metric and detail files)."""
     paths = yaml.safe_load((project / "params.yaml").read_text())["paths"]
-    stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
-    found = {}
-    for stage in stages.values():
-        for section in ("outs", "metrics", "plots"):
-            for out in stage.get(section, []):
-                path, options = next(iter(out.items())) if isinstance(out, dict) else (out, {})
-                for key in ("artifacts", "results"):
-                    path = path.replace(f"${{paths.{key}}}", paths[key])
-                found[path] = options.get("cache", True)
-    return found
+    return {str(a.at(paths)): a.kind == "out" for stage in STAGES.values() for a in stage.writes}
 
 
 def commit_baseline(project: Path, work: Path, data: tuple[str, ...] = ()) -> str:
