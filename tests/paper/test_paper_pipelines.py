@@ -1,5 +1,11 @@
-"""The paper's experiments end to end through ``dvc repro`` on tiny random models of the paper's
-architectures (SmolLM3, Llama-2) loaded from local directories, with every paper setting except the sizes.
+"""The paper's experiments end to end on tiny random models of the paper's architectures (SmolLM3, Llama-2)
+loaded from local directories, with every paper setting except the sizes.
+
+Each run is `xurs params` and then every stage's task to ``tables`` in this process (``run_pipeline``: the
+outputs of ``dvc repro`` without an interpreter start per stage, which is 95% of a tiny run's time;
+tests/pipeline/test_pipeline_in_process.py checks the two agree), with each stage's declared inputs checked
+against the generated ``dvc.yaml`` as ``python -m stages.<name>`` checks them. DVC itself runs the Table 8
+sweep: ``dvc commit`` records the Llama run as DVC's own, and ``dvc exp run`` reruns its seed's readers.
 
 Kept from the paper (checked against the unshrunk composition): LoRA on q/k/v/o/gate/up/down with the
 paper's ranks, the head-only warm start (``train_head``), global batch 32 (32 accumulation steps of batch 1
@@ -22,8 +28,11 @@ import yaml
 from paper_helpers import BIN, ROOT, run, scratch_project
 from smoke_project import commit_baseline
 
-from xurs_pipeline.config import compose
+from xurs_pipeline.config import compose, load_params
+from xurs_pipeline.contracts import STAGES
 from xurs_pipeline.reporting.gates_sweep import _flatten  # dotted keys of a nested config
+from xurs_pipeline.tasks.pipeline import run_pipeline
+from xurs_pipeline.tasks.runner import check_declared_inputs
 
 SIZES = [
     "data.medqa_path=medqa", "train.max_epochs=1", "train.head_first_epochs=2", "attribution.max_questions=2",
@@ -38,6 +47,7 @@ PAPER_SETTINGS = (
     "evaluation.ranking.median_section_spearman_min",
 )  # fmt: skip
 ARCHITECTURE = {"paper_smollm3": "smollm3", "paper_llama2": "llama"}
+TO_TABLES = list(STAGES)[: list(STAGES).index("tables") + 1]
 
 
 def sized_overrides(experiment: str, model_dir: Path) -> list[str]:
@@ -46,7 +56,7 @@ def sized_overrides(experiment: str, model_dir: Path) -> list[str]:
 
 @pytest.fixture(scope="module", params=["paper_smollm3", "paper_llama2"])
 def paper_run(request: pytest.FixtureRequest, paper_models: dict[str, Path], tmp_path_factory) -> Path:
-    """A scratch project where ``dvc repro tables`` ran the experiment on its tiny architecture."""
+    """A scratch project where the experiment ran to ``tables`` on its tiny model (module docstring)."""
     experiment = request.param
     work = scratch_project(tmp_path_factory.mktemp(experiment))
     run([str(BIN / "dvc"), "init", "--no-scm", "-q"], work)
@@ -54,7 +64,11 @@ def paper_run(request: pytest.FixtureRequest, paper_models: dict[str, Path], tmp
         [str(BIN / "xurs"), "params", *sized_overrides(experiment, paper_models[ARCHITECTURE[experiment]])],
         work,
     )
-    run([str(BIN / "dvc"), "repro", "tables"], work)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(work)
+        for stage in TO_TABLES:
+            check_declared_inputs(stage, work)
+        run_pipeline(load_params("params.yaml"), until="tables")
     return work
 
 
@@ -106,8 +120,11 @@ def test_table8_sweep_runs_each_point_to_predict(
     so a point reruns what the seed touches (the warm-start head, training, prediction), not the backbone
     or the data."""
     work = tmp_path / "sweep"
-    commit_baseline(paper_run, work, data=("medqa",))
     dvc = str(BIN / "dvc")
+    run([dvc, "commit", "-f", "-q", *TO_TABLES], paper_run)  # the in-process run, recorded as DVC's own
+    status = commit_baseline(paper_run, work, data=("medqa",))
+    changed = {line[:-1] for line in status.splitlines() if line.endswith(":") and not line[0].isspace()}
+    assert changed == {"report"}, status  # the stages that ran in process are up to date for DVC
     overrides = sized_overrides("paper_llama2", paper_models["llama"])
     out = run(
         [str(BIN / "xurs"), "sweep", "--stage", "predict", "--name", "t8", *overrides, "train.seed=7,17"],

@@ -111,10 +111,15 @@ def test_bf16_mixed_precision_checks_masses_at_bf16_tolerance() -> None:
         answer_nll(masses, torch.zeros(64, dtype=torch.long))
     answer_nll(masses, torch.zeros(64, dtype=torch.long), computed_in=torch.bfloat16)
     settings = FitSettings(max_epochs=2, patience=0, batch_size=8, lr_head=1e-2, mixed_precision="bf16")
-    AcceleratorState._reset_state(reset_partial_state=True)  # one mixed-precision setting per process
-    try:
-        result = _fit(model, _features(64, 0, True), _features(16, 1, True), settings)
-    finally:
-        AcceleratorState._reset_state(reset_partial_state=True)
+    result = _fit(model, _features(64, 0, True), _features(16, 1, True), settings)
     assert result.epochs_run == 2
     assert all(math.isfinite(r.dev_answer_nll) for r in result.history)
+
+
+def test_one_process_trains_under_one_precision_then_another() -> None:
+    """accelerate keeps one mixed-precision setting per process; ``fit`` resets it, so ``run_pipeline``
+    (train_head in float32, then train under bf16) and notebooks can train in turn."""
+    for precision in ("no", "bf16", "no"):
+        settings = FitSettings(max_epochs=1, patience=0, batch_size=8, mixed_precision=precision)
+        _fit(_head(), _features(16, 0, True), _features(8, 1, True), settings)
+        assert AcceleratorState().mixed_precision == precision

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 from accelerate import Accelerator
+from accelerate.state import AcceleratorState
 from accelerate.utils import set_seed
 from torch import nn
 from torch.utils.data import DataLoader
@@ -162,6 +163,9 @@ def fit(
     computed_in = AUTOCAST_DTYPES[s.mixed_precision]  # accelerate returns float32 outputs of autocast
     collator = collator or Collator()
     set_seed(s.seed)
+    # accelerate keeps one precision per process: reset it so a process can train under another in turn
+    # (run_pipeline's train_head in float32, then train under bf16; notebooks)
+    AcceleratorState._reset_state()
     accelerator = Accelerator(gradient_accumulation_steps=s.grad_accum, mixed_precision=s.mixed_precision)
     sampler = EpochSampler(len(train.labels), s.seed)
     train_loader = DataLoader(
