@@ -1,7 +1,7 @@
 """Benchmark 8: gradient evaluations to App. B.4's tolerance over training references on the trained model.
 
-    python bench/bench_tolerance.py [--experiment controlled_direct_kronrod] [--questions 2] \
-        [--eg-samples 64] [--ig-points 16 64] [--kronrod-budget 0]
+    python bench/bench_tolerance.py [--experiment controlled_direct_kronrod] [--override KEY=VALUE ...] \
+        [--questions 2] [--eg-samples 64] [--ig-points 16 64] [--kronrod-budget 0]
 
 For the first ``--questions`` questions the experiment explains (the positive control's test questions without
 the result, its training references, exactly as the ``attribute`` stage selects and prepares them), side by
@@ -48,13 +48,14 @@ def main() -> None:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
     parser.add_argument("--experiment", default="controlled_direct_kronrod")
+    parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides of its `xurs params`")
     parser.add_argument("--questions", type=int, default=2)
     parser.add_argument("--eg-samples", type=int, default=64)
     parser.add_argument("--ig-points", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--kronrod-budget", type=int, default=0, help="run kronrod here (0: the stage's)")
     args = parser.parse_args()
     C.print_header("Evaluations to tolerance over training references", " ".join(sys.argv))
-    model, prompts, cfg, pad_id = load(args.experiment)
+    model, prompts, cfg, pad_id = load(args.experiment, args.override)
     at = replace(cfg.attribution, progress=False)
     questions = select_questions(prompts, at, None)[: args.questions]
     pool = ReferencePool(*reference_pool(prompts, at, None))
@@ -71,7 +72,9 @@ def main() -> None:
         for n in args.ig_points
     ]
     if done is None:
-        variants.append(("kronrod (run here)", replace(at, kronrod_max_evals=args.kronrod_budget)))
+        variants.append(
+            ("kronrod (run here)", replace(at, method="kronrod", kronrod_max_evals=args.kronrod_budget))
+        )
     table, ratios = [], []
     for q in questions:
         for label, variant in variants:

@@ -44,15 +44,16 @@ from xurs_pipeline.attribution.quadrature import KronrodSpec
 from xurs_pipeline.attribution.references import PreparedReferences, prepare_training
 
 
-def load(experiment: str):
-    """(classifier, prompts, cfg) of the trained ``experiment`` (its train stage must have run)."""
+def load(experiment: str, overrides: list[str] = ()):
+    """(classifier, prompts, cfg, pad id) of the trained ``experiment`` with Hydra ``overrides`` (the ones its
+    ``xurs params`` had; its train stage must have run)."""
     from xurs_pipeline.config import compose, train_run_hash, validate
     from xurs_pipeline.contracts import artifact
     from xurs_pipeline.data.dataset import data_config_hash
     from xurs_pipeline.data.schema import read_prompts
     from xurs_pipeline.models.checkpoint import load_classifier
 
-    cfg = validate(compose([f"experiment={experiment}"], conf_dir=C.ROOT / "conf"))
+    cfg = validate(compose([f"experiment={experiment}", *overrides], conf_dir=C.ROOT / "conf"))
     prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
     model, tokenizer = load_classifier(artifact("classifier").at(cfg.paths), config_hash=train_run_hash(cfg))
     return model.eval().requires_grad_(False), prompts, cfg, int(tokenizer.pad_token_id)
@@ -116,6 +117,7 @@ def main() -> None:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
     parser.add_argument("--experiment", default="controlled_direct")
+    parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides of its `xurs params`")
     parser.add_argument("--questions", type=int, default=2)
     parser.add_argument("--refs", type=int, default=2)
     parser.add_argument("--dense", type=int, default=401)
@@ -127,7 +129,7 @@ def main() -> None:
     args = parser.parse_args()
     C.print_header("Straight paths between a question and its training references", " ".join(sys.argv))
     torch.manual_seed(0)
-    model, prompts, cfg, pad_id = load(args.experiment)
+    model, prompts, cfg, pad_id = load(args.experiment, args.override)
     at = cfg.attribution
     questions = select_questions(prompts, at, None)[: args.questions]
     pool_ids, pool_tokens = reference_pool(prompts, at, None)
