@@ -3,7 +3,7 @@
     /work/venv/bin/python bench/bench_feature_cache.py [--quick] [--model smollm2|tiny]
 
 Both variants train the same ``belief14`` linear head on a frozen backbone with the same settings
-(``FitSettings``: AdamW, batch 8, ``--epochs`` epochs without early stopping):
+(``TrainConfig``: AdamW, batch 8, ``--epochs`` epochs without early stopping):
 
 - cached: ``train.runner.train_classifier(..., Adaptation("head_only"), feature_cache_dir=...)``: the
   backbone's last-token features are extracted once into a fresh cache directory (first seed: a miss),
@@ -32,8 +32,9 @@ from xurs_pipeline.models import build_classifier
 from xurs_pipeline.models.adapters import apply_adaptation, trainable_groups
 from xurs_pipeline.models.backbone import Backbone, TinySpec, load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.tiny import TINY_CORPUS
+from xurs_pipeline.train.config import TrainConfig
 from xurs_pipeline.train.data import Collator, LabelledSet, TokenForward
-from xurs_pipeline.train.loop import EpochRecord, FitSettings, fit
+from xurs_pipeline.train.loop import EpochRecord, fit
 from xurs_pipeline.train.runner import Adaptation, train_classifier
 
 
@@ -132,7 +133,9 @@ def main() -> None:
         )
         cached, uncached, diffs = [], [], []
         for seed in range(7, 7 + args.seeds):
-            settings = FitSettings(max_epochs=epochs, patience=0, batch_size=8, seed=seed, lr_head=1e-3)
+            settings = TrainConfig(
+                max_epochs=epochs, patience=0, batch_size=8, global_batch=8, seed=seed, lr_head=1e-3
+            )
             cached.append(run_cached(backbone, train, dev, settings, work / "features"))
             uncached.append(run_uncached(backbone, train, dev, settings))
             diffs.append(float((cached[-1][2] - uncached[-1][2]).abs().max()))

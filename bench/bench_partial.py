@@ -30,8 +30,9 @@ from xurs_pipeline.models import build_classifier
 from xurs_pipeline.models.adapters import LoraSpec, apply_adaptation, trainable_groups
 from xurs_pipeline.models.backbone import load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.block_cache import TopBlocks, cached_lower_states
+from xurs_pipeline.train.config import TrainConfig
 from xurs_pipeline.train.data import Collator, LabelledSet, TokenForward
-from xurs_pipeline.train.loop import FitSettings, fit
+from xurs_pipeline.train.loop import fit
 
 
 def main() -> None:
@@ -54,7 +55,9 @@ def main() -> None:
     frame = prepare_records(records[: args.prompts], backbone.tokenizer, 512).frame
     ids = [list(map(int, x)) for x in frame["input_ids"]]
     data = LabelledSet(ids, torch.tensor(frame["answer_idx"].to_numpy()))
-    settings = FitSettings(max_epochs=1, batch_size=8, patience=0, lr_head=1e-3, lr_adapter=1e-4)
+    settings = TrainConfig(
+        max_epochs=1, batch_size=8, global_batch=8, patience=0, lr_head=1e-3, lr_adapter=1e-4
+    )
     pad = backbone.tokenizer.pad_token_id
     print(f"- prompts: {len(ids)}, mean length {sum(map(len, ids)) / len(ids):.0f} tokens, "
           f"{args.keep_layers} blocks, partial tunes the top {args.blocks}")  # fmt: skip

@@ -23,7 +23,7 @@ from xurs_pipeline.data.dataset import data_config_hash, prepare_dataset
 from xurs_pipeline.data.schema import PROMPTS_FILE, read_prompts
 from xurs_pipeline.models.backbone import BACKBONE_INFO, load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.checkpoint import build_classifier
-from xurs_pipeline.train.loop import FitSettings
+from xurs_pipeline.train.config import TrainConfig
 from xurs_pipeline.train.metrics import correction_audit, prediction_metrics
 from xurs_pipeline.train.predict import classifier_outputs, prediction_frame
 from xurs_pipeline.train.prompts import split_examples
@@ -62,7 +62,9 @@ def main() -> None:
         for seed in map(int, args.seeds.split(",")):
             t0 = time.perf_counter()
             classifier = build_classifier(backbone, "belief14", head, 128, seed=seed)
-            settings = FitSettings(lr_head=1e-3, max_epochs=30, patience=5, batch_size=32, seed=seed)
+            settings = TrainConfig(
+                lr_head=1e-3, max_epochs=30, patience=5, batch_size=32, global_batch=32, seed=seed
+            )
             outcome = train_classifier(
                 classifier,
                 train.data,

@@ -8,10 +8,12 @@ from peft import PeftModel
 from rs_fixtures import fresh_classifier
 
 from xurs_pipeline.models.adapters import LoraSpec, apply_adaptation, linear_module_names, trainable_groups
-from xurs_pipeline.train.loop import FitSettings
+from xurs_pipeline.train.config import TrainConfig
 from xurs_pipeline.train.runner import Adaptation, train_classifier
 
-ONE_STEP = FitSettings(max_epochs=1, batch_size=64, lr_head=1e-2, lr_adapter=1e-2, warmup_fraction=0.0)
+ONE_STEP = TrainConfig(
+    max_epochs=1, batch_size=64, global_batch=64, lr_head=1e-2, lr_adapter=1e-2, warmup_fraction=0.0
+)
 
 
 def _one_step(classifier, backbone, data, adaptation: Adaptation, tmp_path) -> dict[str, bool]:

@@ -18,8 +18,9 @@ from xurs_pipeline.models.block_cache import (
     split_index,
 )
 from xurs_pipeline.models.collate import pad_batch, pad_states
+from xurs_pipeline.train.config import TrainConfig
 from xurs_pipeline.train.data import Collator, TokenForward
-from xurs_pipeline.train.loop import FitSettings, fit
+from xurs_pipeline.train.loop import fit
 from xurs_pipeline.train.runner import Adaptation, train_classifier
 
 
@@ -59,7 +60,9 @@ def test_partial_training_from_states_matches_training_from_tokens(
 ):
     """Same seed, same data: the cached path trains the same weights as the token path (to rounding)."""
     train, dev = labelled_prompts
-    settings = FitSettings(max_epochs=2, batch_size=8, lr_head=1e-2, lr_adapter=1e-3, seed=3, patience=0)
+    settings = TrainConfig(
+        max_epochs=2, batch_size=8, global_batch=8, lr_head=1e-2, lr_adapter=1e-3, seed=3, patience=0
+    )
     cached, backbone = fresh_classifier(tiny_backbone_dir)
     pad = backbone.tokenizer.pad_token_id
     outcome = train_classifier(

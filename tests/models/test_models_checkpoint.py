@@ -12,10 +12,10 @@ from xurs_pipeline.models.backbone import TinySpec, materialize_backbone
 from xurs_pipeline.models.checkpoint import load_classifier, save_classifier, warm_start_head
 from xurs_pipeline.models.collate import pad_batch
 from xurs_pipeline.models.heads import ClassifierOutput
-from xurs_pipeline.train.loop import FitSettings
+from xurs_pipeline.train.config import TrainConfig
 from xurs_pipeline.train.runner import Adaptation, train_classifier
 
-SHORT = FitSettings(max_epochs=1, batch_size=8, lr_head=1e-2, lr_adapter=1e-2)
+SHORT = TrainConfig(max_epochs=1, batch_size=8, global_batch=8, lr_head=1e-2, lr_adapter=1e-2)
 
 
 def _outputs(classifier, tokenizer, prompts) -> ClassifierOutput:

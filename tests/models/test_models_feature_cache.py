@@ -7,7 +7,7 @@ from rs_fixtures import fresh_classifier
 
 from xurs_pipeline.models.collate import pad_batch
 from xurs_pipeline.models.feature_cache import cached_features, feature_cache_key
-from xurs_pipeline.train.loop import FitSettings
+from xurs_pipeline.train.config import TrainConfig
 from xurs_pipeline.train.runner import Adaptation, train_classifier
 
 
@@ -19,7 +19,7 @@ def _count_backbone_calls(classifier) -> list[int]:
 
 def test_second_run_hits_cache_and_never_runs_backbone(tiny_backbone_dir, labelled_prompts, tmp_path) -> None:
     train, dev = labelled_prompts
-    settings = FitSettings(max_epochs=2, batch_size=8)
+    settings = TrainConfig(max_epochs=2, batch_size=8, global_batch=8)
     first, backbone = fresh_classifier(tiny_backbone_dir, seed=1)
     calls = _count_backbone_calls(first)
     outcome = train_classifier(first, train, dev, backbone.tokenizer.pad_token_id, Adaptation("head_only"),
@@ -28,8 +28,9 @@ def test_second_run_hits_cache_and_never_runs_backbone(tiny_backbone_dir, labell
     assert calls[0] == 5 + 2  # ceil(24 / 5) + ceil(8 / 5) batches, once; epochs reuse the features
     second, _ = fresh_classifier(tiny_backbone_dir, seed=2, head_kind="mlp")
     calls = _count_backbone_calls(second)
+    settings = TrainConfig(max_epochs=1, global_batch=8, seed=17)
     outcome = train_classifier(second, train, dev, backbone.tokenizer.pad_token_id, Adaptation("head_only"),
-                               FitSettings(max_epochs=1, seed=17), feature_cache_dir=tmp_path)  # fmt: skip
+                               settings, feature_cache_dir=tmp_path)  # fmt: skip
     assert outcome.feature_cache_hits == [True, True]
     assert calls[0] == 0
     assert len(list(tmp_path.glob("*.safetensors"))) == 2

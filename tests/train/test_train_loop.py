@@ -12,8 +12,9 @@ from accelerate.state import AcceleratorState
 
 from xurs_pipeline.models.heads import RandomSetHead
 from xurs_pipeline.models.losses import answer_nll
+from xurs_pipeline.train.config import TrainConfig
 from xurs_pipeline.train.data import FeatureForward, LabelledSet
-from xurs_pipeline.train.loop import FitSettings, _param_groups, fit
+from xurs_pipeline.train.loop import _param_groups, fit
 
 
 def _features(n: int, seed: int, informative: bool) -> LabelledSet:
@@ -42,7 +43,7 @@ def test_accumulation_clipping_and_warmup(monkeypatch) -> None:
         return original(self, parameters, max_norm, norm_type)
 
     monkeypatch.setattr(Accelerator, "clip_grad_norm_", spy)
-    settings = FitSettings(max_epochs=3, patience=0, batch_size=4, grad_accum=3, warmup_fraction=0.25,
+    settings = TrainConfig(max_epochs=3, patience=0, batch_size=4, global_batch=12, warmup_fraction=0.25,
                            lr_head=1e-2, max_grad_norm=0.5)  # fmt: skip
     result = _fit(_head(), _features(40, 0, True), _features(12, 1, True), settings)
     per_epoch = math.ceil(math.ceil(40 / 4) / 3)  # 10 batches -> 4 updates (the last one partial)
@@ -61,18 +62,20 @@ def test_learning_rate_groups_and_weight_decay() -> None:
     head, adapter = RandomSetHead(8, seed=0), RandomSetHead(8, seed=1)
     groups = _param_groups(
         {"head": list(head.parameters()), "adapter": list(adapter.parameters())},
-        FitSettings(lr_head=1e-3, lr_adapter=1e-4, weight_decay=0.1),
+        TrainConfig(lr_head=1e-3, lr_adapter=1e-4, weight_decay=0.1),
     )
     summary = [(g["lr"], g["weight_decay"], tuple(p.ndim for p in g["params"])) for g in groups]
     assert summary == [(1e-3, 0.1, (2,)), (1e-3, 0.0, (1,)), (1e-4, 0.1, (2,)), (1e-4, 0.0, (1,))]
     with pytest.raises(ValueError, match="nothing to train"):
-        _param_groups({"head": [], "adapter": []}, FitSettings())
+        _param_groups({"head": [], "adapter": []}, TrainConfig())
 
 
 def test_early_stopping_restores_the_best_dev_nll_epoch() -> None:
     # Labels of the training set are noise: the head overfits, the dev NLL rises, patience runs out.
     train, dev = _features(32, 0, informative=False), _features(32, 1, informative=True)
-    settings = FitSettings(max_epochs=40, patience=2, batch_size=8, lr_head=5e-2, warmup_fraction=0.0)
+    settings = TrainConfig(
+        max_epochs=40, patience=2, batch_size=8, global_batch=8, lr_head=5e-2, warmup_fraction=0.0
+    )
     model = _head()
     result = _fit(model, train, dev, settings)
     nlls = [r.dev_answer_nll for r in result.history]
@@ -90,7 +93,9 @@ def test_same_seed_same_result_other_seed_other_order() -> None:
     runs = {}
     for seed in (7, 7, 17):
         model = _head(seed=0)
-        _fit(model, train, dev, FitSettings(max_epochs=2, patience=0, batch_size=5, seed=seed))
+        _fit(
+            model, train, dev, TrainConfig(max_epochs=2, patience=0, batch_size=5, global_batch=5, seed=seed)
+        )
         runs.setdefault(seed, []).append(torch.cat([p.detach().flatten() for p in model.parameters()]))
     assert torch.equal(runs[7][0], runs[7][1])
     assert not torch.equal(runs[7][0], runs[17][0])
@@ -110,7 +115,9 @@ def test_bf16_mixed_precision_checks_masses_at_bf16_tolerance() -> None:
     with pytest.raises(ValueError, match="sums to"):
         answer_nll(masses, torch.zeros(64, dtype=torch.long))
     answer_nll(masses, torch.zeros(64, dtype=torch.long), computed_in=torch.bfloat16)
-    settings = FitSettings(max_epochs=2, patience=0, batch_size=8, lr_head=1e-2, mixed_precision="bf16")
+    settings = TrainConfig(
+        max_epochs=2, patience=0, batch_size=8, global_batch=8, lr_head=1e-2, mixed_precision="bf16"
+    )
     result = _fit(model, _features(64, 0, True), _features(16, 1, True), settings)
     assert result.epochs_run == 2
     assert all(math.isfinite(r.dev_answer_nll) for r in result.history)
@@ -120,6 +127,8 @@ def test_one_process_trains_under_one_precision_then_another() -> None:
     """accelerate keeps one mixed-precision setting per process; ``fit`` resets it, so ``run_pipeline``
     (train_head in float32, then train under bf16) and notebooks can train in turn."""
     for precision in ("no", "bf16", "no"):
-        settings = FitSettings(max_epochs=1, patience=0, batch_size=8, mixed_precision=precision)
+        settings = TrainConfig(
+            max_epochs=1, patience=0, batch_size=8, global_batch=8, mixed_precision=precision
+        )
         _fit(_head(), _features(16, 0, True), _features(8, 1, True), settings)
         assert AcceleratorState().mixed_precision == precision

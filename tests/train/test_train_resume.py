@@ -7,12 +7,12 @@ import torch
 from rs_fixtures import fresh_classifier
 
 from xurs_pipeline.models.adapters import LoraSpec
-from xurs_pipeline.train.loop import FitSettings
+from xurs_pipeline.train.config import TrainConfig
 from xurs_pipeline.train.runner import Adaptation, train_classifier
 
 # LoRA with dropout: the resumed run must also restore the RNG that drives dropout.
 ADAPTATION = Adaptation("lora", lora=LoraSpec(rank=4, alpha=8.0, dropout=0.2, targets=["q_proj", "v_proj"]))
-SETTINGS = FitSettings(max_epochs=3, patience=0, batch_size=6, grad_accum=2, lr_head=5e-2, lr_adapter=5e-2,
+SETTINGS = TrainConfig(max_epochs=3, patience=0, batch_size=6, global_batch=12, lr_head=5e-2, lr_adapter=5e-2,
                        warmup_fraction=0.3, seed=11)  # fmt: skip
 
 

@@ -31,12 +31,9 @@ from xurs_pipeline.reporting.headline import train_headline
 from xurs_pipeline.tasks.runner import log
 from xurs_pipeline.train.config import accumulation_steps
 from xurs_pipeline.train.live import log_history
-from xurs_pipeline.train.loop import FitSettings
 from xurs_pipeline.train.prompts import split_examples
 from xurs_pipeline.train.runner import Adaptation, train_classifier
 from xurs_pipeline.train.state import keyed_state_dir
-
-FIT_KEYS = tuple(k for k in FitSettings.__dataclass_fields__ if k != "grad_accum")  # derived below
 
 
 def fit_into(cfg: RootConfig, out: Path, init_head_from: str | None) -> dict[str, Any] | None:
@@ -66,7 +63,7 @@ def fit_into(cfg: RootConfig, out: Path, init_head_from: str | None) -> dict[str
         classifier, train.data, dev.data, backbone.tokenizer.pad_token_id,
         Adaptation(t.adaptation, t.partial_layers, LoraSpec(t.lora_rank, t.lora_alpha, t.lora_dropout,
                                                             list(t.lora_targets))),
-        FitSettings(**{k: getattr(t, k) for k in FIT_KEYS}, grad_accum=grad_accum),
+        t,
         feature_cache_dir=t.feature_cache_dir, feature_batch_size=t.feature_batch_size,
         state_dir=keyed_state_dir(t.state_dir, key, t.resume), resume=t.resume,
         init_head_from=init_head_from,

@@ -13,7 +13,6 @@ from typing import Any
 _EXPORTS = {
     "EpochRecord": "loop",
     "FitResult": "loop",
-    "FitSettings": "loop",
     "fit": "loop",
     "auroc": "metrics",
     "correction_audit": "metrics",

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from accelerate import Accelerator
+from accelerate import Accelerator, PartialState
 from accelerate.state import AcceleratorState
 from accelerate.utils import set_seed
 from torch import nn
@@ -28,6 +28,7 @@ from transformers import get_linear_schedule_with_warmup
 from xurs_pipeline.credal import pignistic
 from xurs_pipeline.errors import NonFiniteValuesError
 from xurs_pipeline.models.losses import rs_loss
+from xurs_pipeline.train.config import TrainConfig, accumulation_steps
 from xurs_pipeline.train.data import Collator, EpochSampler, ExampleDataset, LabelledSet
 from xurs_pipeline.train.state import has_state, load_state, load_trainable, save_state, trainable_state
 
@@ -35,26 +36,6 @@ log = logging.getLogger(__name__)
 
 # The autocast dtype of each train.mixed_precision (None: the model's own dtype).
 AUTOCAST_DTYPES: dict[str, torch.dtype | None] = {"no": None, "bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-@dataclass(frozen=True)
-class FitSettings:
-    """Optimisation settings (the ``train.*`` keys of the same names)."""
-
-    lr_head: float = 1e-3
-    lr_adapter: float = 1e-4
-    weight_decay: float = 0.01
-    warmup_fraction: float = 0.1
-    max_epochs: int = 5
-    patience: int = 2
-    batch_size: int = 8
-    grad_accum: int = 1
-    max_grad_norm: float = 1.0
-    set_loss_weight: float = 0.1
-    select_by: str = "answer_nll"
-    seed: int = 7
-    mixed_precision: str = "no"
-    eval_batch_size: int = 8
 
 
 @dataclass(frozen=True)
@@ -101,7 +82,7 @@ def _nonfinite(
     )
 
 
-def _param_groups(groups: dict[str, list[nn.Parameter]], s: FitSettings) -> list[dict[str, Any]]:
+def _param_groups(groups: dict[str, list[nn.Parameter]], s: TrainConfig) -> list[dict[str, Any]]:
     lrs = {"head": s.lr_head, "adapter": s.lr_adapter}
     out = []
     for name, params in groups.items():
@@ -148,13 +129,15 @@ def fit(
     output_kind: str,
     train: LabelledSet,
     dev: LabelledSet,
-    settings: FitSettings,
+    settings: TrainConfig,
     collator: Collator | None = None,
     state_dir: str | Path | None = None,
     resume: bool = False,
     on_epoch_end: Callable[[EpochRecord], None] | None = None,
 ) -> FitResult:
-    """Train ``model`` (a ``TokenForward`` or ``FeatureForward``); leaves it holding the best epoch's weights.
+    """Train ``model`` (a ``TokenForward`` or ``FeatureForward``) under ``settings`` (the ``train.*`` config:
+    learning rates, schedule, epochs, batch sizes, precision, seed); leaves it holding the best epoch's
+    weights. Gradient accumulation steps follow from ``global_batch``, ``batch_size`` and the processes.
 
     ``groups``: trainable parameters by learning-rate group (``head``, ``adapter``). ``on_epoch_end`` is
     called after each epoch's state is saved (tests use it to simulate an interruption).
@@ -166,13 +149,14 @@ def fit(
     # accelerate keeps one precision per process: reset it so a process can train under another in turn
     # (run_pipeline's train_head in float32, then train under bf16; notebooks)
     AcceleratorState._reset_state()
-    accelerator = Accelerator(gradient_accumulation_steps=s.grad_accum, mixed_precision=s.mixed_precision)
+    grad_accum = accumulation_steps(s.global_batch, s.batch_size, PartialState().num_processes)
+    accelerator = Accelerator(gradient_accumulation_steps=grad_accum, mixed_precision=s.mixed_precision)
     sampler = EpochSampler(len(train.labels), s.seed)
     train_loader = DataLoader(
         ExampleDataset(train), batch_size=s.batch_size, sampler=sampler, collate_fn=collator
     )
     dev_loader = DataLoader(ExampleDataset(dev), batch_size=s.eval_batch_size, collate_fn=collator)
-    steps_per_epoch = math.ceil(len(train_loader) / s.grad_accum)
+    steps_per_epoch = math.ceil(len(train_loader) / grad_accum)
     total_steps = s.max_epochs * steps_per_epoch
     optimizer = torch.optim.AdamW(_param_groups(groups, s))
     scheduler = get_linear_schedule_with_warmup(

@@ -24,8 +24,9 @@ from xurs_pipeline.models.block_cache import TopBlocks, cached_lower_states, sup
 from xurs_pipeline.models.checkpoint import warm_start_head
 from xurs_pipeline.models.classifier import RandomSetClassifier
 from xurs_pipeline.models.feature_cache import cached_features
+from xurs_pipeline.train.config import TrainConfig
 from xurs_pipeline.train.data import Collator, FeatureForward, LabelledSet, TokenForward
-from xurs_pipeline.train.loop import EpochRecord, FitResult, FitSettings, fit
+from xurs_pipeline.train.loop import EpochRecord, FitResult, fit
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def train_classifier(
     dev: LabelledSet,
     pad_token_id: int,
     adaptation: Adaptation,
-    settings: FitSettings,
+    settings: TrainConfig,
     feature_cache_dir: str | Path = ".cache/xurs/features",
     feature_batch_size: int = 8,
     state_dir: str | Path | None = None,
