@@ -11,7 +11,12 @@ import pytest
 from safetensors.numpy import save_file
 
 from xurs_pipeline.evaluation.config import NumericsThresholds, RankingThresholds
-from xurs_pipeline.evaluation.evidence import endpoint_checks, localisation_summary, localisation_table
+from xurs_pipeline.evaluation.evidence import (
+    endpoint_checks,
+    localisation_by_target,
+    localisation_summary,
+    localisation_table,
+)
 from xurs_pipeline.evaluation.run_checks import Run, completeness_checks, leave_one_out_checks
 
 SECTIONS = [
@@ -135,3 +140,39 @@ def test_localisation_summary_is_the_mean_over_questions_with_a_bootstrap_interv
     )["case_text"]
     assert noise["ci_low"] < 0 < noise["ci_high"]
     assert localisation_summary(pd.DataFrame(), 2000, 0.95, "percentile", 0) == {}
+
+
+def _wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The Wilson score interval by its formula (independent of scipy's binomtest)."""
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return centre - half, centre + half
+
+
+def test_localisation_by_target_says_which_target_finds_the_clue():
+    """Width puts the clue (position 2) first on every question; entropy on 3 of 10 (position 3 wins on the
+    rest): the rank-1 shares, their Wilson intervals and each target's residuals come out per target."""
+    n = 10
+    ids = [f"q{i}" for i in range(n)]
+    prompts = pd.concat([PROMPTS.assign(record_id=rid) for rid in ids], ignore_index=True)
+    clue_first = [0.0, 1, 5, 2, 0.5, 0.5, 0.5, 0.1]
+    clue_second = [0.0, 1, 2, 5, 0.5, 0.5, 0.5, 0.1]
+    width = pd.concat([frame(record_id=rid, target_fn="width", residual=0.001 * (i + 1))
+                       for i, rid in enumerate(ids)])  # fmt: skip
+    width["token_magnitude"] = [clue_first] * n
+    entropy = pd.concat([frame(record_id=rid, target_fn="entropy", residual=0.02) for rid in ids])
+    entropy["token_magnitude"] = [clue_first] * 3 + [clue_second] * (n - 3)
+    table = localisation_by_target(pd.concat([width, entropy]), prompts, 500, 0.95, "percentile", 0)
+    case = table[table["region"] == "case_text"].set_index("target_fn")
+    assert case.loc["width", "best_rank_1_share"] == 1.0
+    assert case.loc["entropy", "best_rank_1_share"] == pytest.approx(0.3)
+    for fn, k in (("width", 10), ("entropy", 3)):
+        assert case.loc[fn, "rank_1_ci"] == pytest.approx(_wilson(k, n), abs=1e-9)
+        assert case.loc[fn, "questions"] == n
+    assert case.loc["width", "residual_median"] == pytest.approx(0.0055)
+    assert case.loc["width", "residual_max"] == pytest.approx(0.010)
+    assert case.loc["entropy", "residual_max"] == pytest.approx(0.02)
+    assert case.loc["width", "mean_clue_share_pct"] == pytest.approx(100 * 5 / 8)
+    assert set(table["region"]) == {"all_text", "case_text"}
+    assert localisation_by_target(width, prompts, 500, 0.95, "percentile", 0).empty  # one target: nothing

@@ -198,6 +198,14 @@ def test_table_cells_equal_the_artifacts(project: Path) -> None:
     masked = json.loads((project / "data/mask_eval/metrics.json").read_text())["targets"]
     assert set(targets.index) == {"width", "entropy", "betp"} == set(masked)
     assert targets.loc["entropy", "mean_advantage"] == pytest.approx(masked["entropy"]["mean_advantage"])
+    # which target's attribution finds the clue (Sec. 7): the width's rows are Table 9's summary, which the
+    # checks stage computes on its own
+    located = pd.read_csv(tables / "targets_localisation.csv").set_index(["target_fn", "region"])
+    summary = pd.read_csv(tables / "table9_localisation_summary.csv").set_index("region")
+    assert set(located.index.get_level_values(0)) == {"width", "entropy", "betp"}
+    for region in summary.index:
+        for key in ("questions", "mean_clue_share_pct", "mean_difference_pp", "best_rank_1_share"):
+            assert located.loc[("width", region), key] == pytest.approx(summary.loc[region, key])
     # every explained answer's error, named: the table's R and bound are the attribution rows'
     error = pd.read_csv(tables / "attribution_error.csv").set_index(["record_id", "target"]).sort_index()
     rows = attributions.set_index(["record_id", "target"]).sort_index()

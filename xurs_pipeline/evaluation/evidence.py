@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from xurs_pipeline.evaluation.artifacts import prompts_by_id
 from xurs_pipeline.evaluation.bootstrap import mean_advantage_interval
@@ -115,3 +116,40 @@ def localisation_summary(
             "best_rank_1_share": float((rows["best_rank"] == 1).mean()),
         }
     return out
+
+
+def localisation_by_target(
+    frame: pd.DataFrame,
+    prompts: pd.DataFrame,
+    resamples: int,
+    confidence: float,
+    method: str,
+    seed: int,
+) -> pd.DataFrame:
+    """Which target function's attribution finds the clue (the comparison the paper leaves to future work,
+    Sec. 7): App. C localisation of each target's rows, one row per (target_fn, region).
+
+    ``frame``: the attribution rows of every target function (column ``target_fn``: the main run's and the
+    ``attribute_targets`` runs', same engine, references and budget). Each row carries
+    :func:`localisation_summary`'s fields, the Wilson interval of the share of questions whose best clue
+    token ranks first (``scipy.stats.binomtest``), and the completeness residual R (Eq. 9) of that
+    target's rows (median, max), so that targets are compared at their attained tolerance. Empty without a
+    clue or with a single target function.
+    """
+    if "target_fn" not in frame.columns or frame["target_fn"].nunique() < 2:
+        return pd.DataFrame()
+    rows = []
+    for fn, runs in frame.groupby("target_fn", sort=True):
+        table = localisation_table(runs, prompts)
+        summary = localisation_summary(table, resamples, confidence, method, seed)
+        for region, m in summary.items():
+            measured = table[(table["region"] == region)].dropna(subset=["clue_share"])
+            first = int((measured["best_rank"] == 1).sum())
+            ci = stats.binomtest(first, len(measured)).proportion_ci(confidence, method="wilson")
+            rows.append({
+                "target_fn": fn, "region": region, **m, "ci": (m["ci_low"], m["ci_high"]),
+                "rank_1_ci": (float(ci.low), float(ci.high)),
+                "residual_median": float(runs["residual"].median()),
+                "residual_max": float(runs["residual"].max()),
+            })  # fmt: skip
+    return pd.DataFrame(rows)

@@ -17,6 +17,7 @@ import pandas as pd
 
 from xurs_pipeline.data.medqa import split_deviation
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_predictions, read_prompts
+from xurs_pipeline.evaluation.evidence import localisation_by_target
 from xurs_pipeline.evaluation.gate_results import GATE_COLUMNS
 from xurs_pipeline.io import config_hash, read_json, read_parquet, write_json
 from xurs_pipeline.reporting import plots, tables
@@ -86,6 +87,14 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
             mask_metrics, pd.concat([attributions, *target_runs]), int(params["evaluation"]["top_k_max"])
         ),
     )
+    ev = params["evaluation"]
+    frames["target_localisation"] = (
+        tables.TARGET_LOCALISATION,
+        localisation_by_target(
+            pd.concat([attributions, *target_runs]), prompts, int(ev["bootstrap_resamples"]),
+            float(ev["confidence"]), str(ev["bootstrap_method"]), int(ev["seed"]),
+        ),
+    )  # fmt: skip
     if endpoints is not None and not endpoints.empty:
         frames["endpoints"] = (tables.ENDPOINTS, endpoints)
     if localisation is not None and "clue_share" in localisation.columns:

@@ -202,6 +202,29 @@ TARGETS = TableSpec(
 )
 
 
+TARGET_LOCALISATION = TableSpec(
+    "targets_localisation",
+    "TargetLocalisationRows",
+    "Which target's attribution finds the clue (Sec. 7's open comparison): width, predictive entropy and "
+    "BetP attributed with the same engine, references and budget; per region, the completeness residual R "
+    "(Eq. 9, median and max) each reached, the clue's mean share of the magnitude, its difference to the "
+    "equal-length clue-free control windows (pp) with the question-level bootstrap interval, the median "
+    "best clue rank, and the share of questions whose best clue token ranks first with its Wilson interval.",
+    [
+        Column("target_fn", "Target", align="l"),
+        Column("region", "Region", align="l"),
+        Column("questions", "Questions"),
+        Column("residual_median", "Median R", fmt_float(4)),
+        Column("residual_max", "Max R", fmt_float(4)),
+        Column("mean_clue_share_pct", "Clue share (%)", fmt_float(2)),
+        Column("mean_difference_pp", "Difference (pp)", fmt_float(2)),
+        Column("ci", "95% CI", fmt_interval(2)),
+        Column("median_best_rank", "Median best rank", fmt_float(1)),
+        Column("best_rank_1_share", "Rank 1", fmt_percent(0)),
+        Column("rank_1_ci", "Rank 1 95% CI", fmt_interval(2)),
+    ],
+)
+
 ATTRIBUTION_ERROR = TableSpec(
     "attribution_error",
     "AttributionErrorRows",
