@@ -25,3 +25,13 @@ def test_the_clue_study_reuses_locals_model_and_explains_against_training_prompt
     assert a.kronrod_tolerance == 0.01  # App. B.4's median tolerance on the bound of R (Eq. 9)
     assert a.kronrod_max_evals >= 15 * a.kronrod_intervals * a.refs_per_collection
     assert local.attribution.reference == "aligned"  # the aligned arm stays the default
+
+
+def test_the_target_comparison_is_the_clue_study_for_each_target_at_equal_budget() -> None:
+    """Issue 23 item 5: width, entropy and BetP over the same questions, references, estimator, budget and
+    tolerance (attribute_targets copies the main run's attribution settings but the target)."""
+    study, targets = _composed("controlled_direct_kronrod"), _composed("controlled_direct_targets")
+    assert train_run_hash(targets) == train_run_hash(study)
+    assert targets.attribution == study.attribution
+    assert targets.attribution.target_fn == "width"
+    assert set(targets.evaluation.targets) == {"width", "entropy", "betp"}
