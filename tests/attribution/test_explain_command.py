@@ -131,7 +131,10 @@ def test_prints_explained_predicted_and_correct_answers_and_residual_verdict(pro
     threshold = _params(project)["evaluation"]["numerics"]["max_residual_max"]
     verdict = "pass" if expl.residual <= threshold else "FAIL"
     assert f"R (Eq. 9) = {expl.residual:.3g}: {verdict} (report threshold R <= {threshold:g})" in out
-    assert f"error bound {expl.error_bound:.3g}, {expl.grad_evals} gradient evaluations" in out
+    assert (
+        f"on straight paths: error bound {expl.error_bound:.3g}, {expl.grad_evals} gradient evaluations"
+        in out
+    )
     assert f"path roughness (total variation / net change) {expl.roughness:.3g}" in out
 
 
@@ -235,3 +238,19 @@ def test_a_failed_page_write_keeps_the_explanation(project, monkeypatch, capsys)
     assert "could not write the page (Permission denied); the explanation is printed above" in err
     assert f"{record.record_id}: explained answer" in out
     assert Explanation.load(project / "kept.json").record_id == record.record_id
+
+
+def test_kronrod_on_block_paths_from_the_command_line(project, monkeypatch, capsys):
+    """--method kronrod --path blocks: the estimator meets its tolerance on block paths and says so."""
+    record = _test_record(project)
+    rc, out, _ = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "kronrod",
+                      "--path", "blocks", "--path-block", "4", "--save", "k.json")  # fmt: skip
+    assert rc == 0
+    expl = Explanation.load(project / "k.json")
+    assert (expl.method, expl.path) == ("kronrod", "blocks_4")
+    assert expl.residual <= expl.error_bound + 1e-7
+    assert f"kronrod on blocks_4 paths: error bound {expl.error_bound:.3g}, {expl.grad_evals} gradient" in out
+    rc, _, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "eg",
+                      "--path", "blocks")  # fmt: skip
+    assert rc == 2
+    assert "attribution.path='blocks'" in err

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 METHODS = ("eg", "ig", "kronrod")
+PATHS = ("straight", "blocks")  # attribution/paths.py
 REFERENCE_KINDS = ("train", "zero", "aligned")
 RESULT_FILTERS = ("all", "with_result", "without_result")
 ROUTES = ("direct", "answer_set")
@@ -59,6 +60,9 @@ class AttributionConfig:
     kronrod_*: the ``kronrod`` estimator's target for the mean per-reference error bound (which bounds the
       question's completeness residual, Eq. 9), its gradient-evaluation budget per collection (a question
       that exhausts it is flagged ``budget_exhausted``) and the equal intervals each path starts with.
+    path: ``straight`` (the paper's, Eq. 3 and 5) or ``blocks``: from the reference to the input one block of
+      ``path_block`` positions at a time, left to right, through real token sequences (``paths.py``; the
+      quadrature estimators ``ig`` and ``kronrod``, token references ``train`` and ``aligned``).
     eval_batch_size: prompts per no-grad call when evaluating widths of references.
     reuse_prefix: run the prompt prefix that every reference of a plan shares with the input once and
       only the rest per gradient sample (``attribution.prefix``; same results to rounding).
@@ -91,6 +95,8 @@ class AttributionConfig:
     kronrod_tolerance: float = 0.01
     kronrod_max_evals: int = 8192
     kronrod_intervals: int = 1
+    path: str = "straight"
+    path_block: int = 16
     precision: str = "float32"
     seed: int = 11
     eval_batch_size: int = 16
@@ -114,6 +120,13 @@ class AttributionConfig:
         _one_of("reference_order", self.reference_order, REFERENCE_ORDERS)
         _one_of("ig_quadrature", self.ig_quadrature, QUADRATURES)
         _one_of("precision", self.precision, PRECISIONS)
+        _one_of("path", self.path, PATHS)
+        _at_least("path_block", self.path_block, 1)
+        if self.path == "blocks" and (self.method == "eg" or self.reference == "zero"):
+            raise ValueError(
+                f"attribution.path='blocks' needs a quadrature estimator (method ig or kronrod, got "
+                f"{self.method!r}) and token references (reference train or aligned, got {self.reference!r})"
+            )
         _one_of("device", self.device, DEVICES)
         _one_of("on_nonfinite", self.on_nonfinite, NONFINITE_POLICIES)
         _at_least("max_questions", self.max_questions, 0)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -23,6 +23,7 @@ import torch
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.gradients import GradientSums, Prompt, accumulate
 from xurs_pipeline.attribution.model import Objective, WidthModel
+from xurs_pipeline.attribution.paths import Pieces
 from xurs_pipeline.attribution.plan import SamplingPlan, collection_seed, eg_plan, ig_plan
 from xurs_pipeline.attribution.quadrature import KronrodSpec, integrate
 from xurs_pipeline.attribution.references import PreparedReferences
@@ -35,6 +36,9 @@ class PathProblem:
     """One question's paths to one reference collection: what every estimator integrates.
 
     ref_widths: (M, 4) prepared reference widths F(B_r) (Eq. 9).  input_widths: (4,) F(X).
+    pieces: a piecewise path (``paths.py``): ``refs`` then holds its J pieces, each from its start to its
+      end, and ``pieces.owner`` (J,) names the reference each belongs to; piece_widths: (J, 4) F at each
+      piece's end minus F at its start. None: the straight path, one piece per reference (J = M).
     """
 
     model: WidthModel
@@ -46,15 +50,36 @@ class PathProblem:
     samples_per_call: int = 8
     reuse_prefix: bool = True
     on_batch: Callable[[int], None] | None = None
+    pieces: Pieces | None = None
+    piece_widths: torch.Tensor | None = None
 
     @property
     def targets(self) -> list[int]:
         return list(self.objective.targets)
 
+    @property
+    def n_paths(self) -> int:
+        """M, the references (each a path from B_r to X, of one piece or several)."""
+        return len(self.ref_widths)
+
     def gap(self) -> np.ndarray:
-        """F_t(X) - F_t(B_r), the exact path integral of each reference and target (M, T)."""
+        """The exact integral over each piece per target (J, T): F_t(X) - F_t(B_r) on straight paths."""
         t = self.targets
+        if self.piece_widths is not None:
+            return self.piece_widths[:, t].cpu().numpy().astype(np.float64)
         return (self.input_widths[t][None, :] - self.ref_widths[:, t]).cpu().numpy().astype(np.float64)
+
+    def per_path(self, values: np.ndarray) -> np.ndarray:
+        """Per-piece values (J, ...) summed over each reference's pieces -> (M, ...); straight: unchanged."""
+        if self.pieces is None:
+            return values
+        total = np.zeros((self.n_paths, *values.shape[1:]), dtype=values.dtype)
+        np.add.at(total, self.pieces.owner, values)
+        return total
+
+    def path_of(self, piece: int) -> int:
+        """The reference (0..M-1) that piece ``piece`` belongs to."""
+        return piece if self.pieces is None else int(self.pieces.owner[piece])
 
     def run(self, plan: SamplingPlan) -> GradientSums:
         return accumulate(
@@ -130,6 +155,8 @@ class ExpectedGradients(Estimator):
         return self.n_samples
 
     def attribute(self, problem: PathProblem) -> CollectionResult:
+        if problem.pieces is not None:
+            raise ValueError("attribution.method='eg' draws one point per straight path: use path='straight'")
         n_refs = len(problem.refs)
         plan = eg_plan(n_refs, self.n_samples, self.seed)
         sums = problem.run(plan)
@@ -178,45 +205,46 @@ class IntegratedGradients(Estimator):
         return n_refs * self.n_points
 
     def attribute(self, problem: PathProblem) -> CollectionResult:
-        gap = problem.gap()
-        n_refs, n_targets = gap.shape
+        gap = problem.gap()  # (J, T)
+        n_pieces, n_targets = gap.shape
+        share = problem.n_paths / n_pieces  # a piece's part of its path's tolerance (1 on straight paths)
         total = problem.zeros()
-        points = np.zeros(n_refs, dtype=np.int64)
-        residual = np.zeros((n_refs, n_targets))
-        variation = np.zeros((n_refs, n_targets))
+        points = np.zeros(n_pieces, dtype=np.int64)
+        error = np.zeros((n_pieces, n_targets))  # signed: Σ e - exact integral, per piece
+        variation = np.zeros((n_pieces, n_targets))
         bad: set[int] = set()
         grad_evals, exhausted = 0, False
-        for r in range(n_refs):
+        for r in range(n_pieces):
             n = self.n_points
             while True:
                 plan = ig_plan(r, self.rule, n)
                 sums = problem.run(plan)
                 grad_evals += sums.grad_evals
                 e_r = problem.objective.group(sums.e)  # (T, L, d)
-                residual[r] = np.abs(problem.objective.group(sums.per_ref[r]).cpu().numpy() - gap[r])
+                error[r] = problem.objective.group(sums.per_ref[r]).cpu().numpy() - gap[r]
                 slope = problem.slopes(sums)  # (n, T)
                 variation[r] = plan.weight @ np.abs(slope)
                 if bool(sums.nonfinite.any()):
                     bad.add(r)
                     break
-                if not self.adaptive or residual[r].max() <= self.tolerance:
+                if not self.adaptive or np.abs(error[r]).max() <= self.tolerance * share:
                     break
                 if n >= self.max_points:
                     exhausted = True
                     break
                 n = min(n * self.refine_factor, self.max_points)
             points[r] = n
-            total.add_(e_r, alpha=1.0 / n_refs)
+            total.add_(e_r, alpha=1.0 / problem.n_paths)
         return CollectionResult(
             e=total,
             reference_mean=problem.ref_widths[:, problem.targets].mean(0),
-            draws=np.ones(n_refs, dtype=np.int64),
-            points=points,
-            ref_residual=residual,
-            error_bound=residual.mean(axis=0),
-            variation=variation,
+            draws=np.ones(problem.n_paths, dtype=np.int64),
+            points=problem.per_path(points),
+            ref_residual=np.abs(problem.per_path(error)),
+            error_bound=problem.per_path(np.abs(error)).mean(axis=0),
+            variation=problem.per_path(variation),
             exhausted=exhausted,
-            nonfinite_refs=sorted(bad),
+            nonfinite_refs=sorted({problem.path_of(r) for r in bad}),
             grad_evals=grad_evals,
             plan_seed=None,
         )
@@ -244,21 +272,23 @@ class AdaptiveKronrod(Estimator):
                 bad.add(ref)
             return problem.slopes(sums), problem.objective.group(sums.e)  # (15, T), (T, L, d) K15-weighted
 
-        report = integrate(evaluate, problem.gap(), self.spec)
-        n_refs = len(problem.refs)
+        gap = problem.gap()  # (J, T)
+        # the mean over references of their pieces' summed bounds is J / M times the mean over pieces
+        spec = replace(self.spec, tolerance=self.spec.tolerance * problem.n_paths / len(gap))
+        report = integrate(evaluate, gap, spec)
         total = problem.zeros()
         for e_r in report.payload:
-            total.add_(e_r, alpha=1.0 / n_refs)
+            total.add_(e_r, alpha=1.0 / problem.n_paths)
         return CollectionResult(
             e=total,
             reference_mean=problem.ref_widths[:, problem.targets].mean(0),
-            draws=np.ones(n_refs, dtype=np.int64),
-            points=report.intervals * 15,
-            ref_residual=report.residual,
-            error_bound=np.full(len(problem.targets), report.bound.mean()),
-            variation=report.variation,
+            draws=np.ones(problem.n_paths, dtype=np.int64),
+            points=problem.per_path(report.intervals * 15),
+            ref_residual=np.abs(problem.per_path(report.integral - gap)),
+            error_bound=np.full(len(problem.targets), problem.per_path(report.bound).mean()),
+            variation=problem.per_path(report.variation),
             exhausted=report.exhausted,
-            nonfinite_refs=sorted(bad),
+            nonfinite_refs=sorted({problem.path_of(r) for r in bad}),
             grad_evals=report.evals,
             plan_seed=None,
         )

@@ -82,6 +82,7 @@ class Explanation:
     roughness: float  # total variation of F along the paths / |F(X) - F(B)| (1: monotone paths)
 
     correct: int | None = None  # the correct option, if known (inline questions: --answer)
+    path: str = "straight"  # the path from each reference to the input (attribution/paths.py)
     experiment: str = ""
     model: str = ""
 
@@ -113,8 +114,9 @@ class Explanation:
             f"width W_{LETTERS[c]} = {self.width[c]:.4f} in [Bel, Pl] = [{self.belief[c]:.4f}, "
             f"{self.plausibility[c]:.4f}]",
             f"completeness residual R (Eq. 9) = {self.residual:.3g}{check}",
-            f"estimator {self.method}: error bound {self.error_bound:.3g}, {self.grad_evals} gradient "
-            f"evaluations{exhausted}; path roughness (total variation / net change) {self.roughness:.3g}",
+            f"estimator {self.method} on {self.path} paths: error bound {self.error_bound:.3g}, "
+            f"{self.grad_evals} gradient evaluations{exhausted}; path roughness (total variation / net "
+            f"change) {self.roughness:.3g}",
             f"top {k} tokens by magnitude (as on the HTML page):",
             f"{'rank':>4} {'pos':>5} {'magnitude':>10} {'signed':>10}  {'section':<13} {'eligible':<8} token",
         ]
@@ -229,7 +231,7 @@ def explain_row(
         width_difference=row.width_difference, signed_sum=row.signed_sum, residual=row.residual,
         method=row.method, reference=row.reference, precision=row.precision, grad_evals=row.grad_evals,
         seed=row.seed, error_bound=row.error_bound, budget_exhausted=row.budget_exhausted,
-        roughness=row.roughness,
+        roughness=row.roughness, path=row.path,
     )  # fmt: skip
 
 

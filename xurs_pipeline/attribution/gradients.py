@@ -1,5 +1,8 @@
 """The gradient loop shared by EG and IG: Σ_s w_s (X - B_s) ⊙ ∇_Z F(Z_s), Z_s = B_s + α_s (X - B_s).
 
+X is the prompt, or, for the pieces of a piecewise path (``attribution/paths.py``), each piece's end
+(``PreparedReferences.end_ids``); B_s is the reference (or the piece's start) of sample s.
+
 Per batch of ``samples_per_call`` plan entries: gather the prepared reference embeddings on the
 device, form the intermediate embeddings, run one forward and one backward per objective column
 (only the embeddings require grad; weights are frozen), and add the weighted products into float32
@@ -150,9 +153,9 @@ def _batch_sums(
     float32 over rows [p, L), per-sample sums of (X - B_s) ⊙ ∇F_k(Z_s) (b,), F_k(Z_s) (b,)); p = 0
     without a shared prefix."""
     p = prefix.length if prefix else 0
-    x = prompt.embeds[:, p:]  # (1, L - p, d)
     size = idx.numel()
     with torch.no_grad():
+        x = refs.ends(model.embed, idx, prompt.embeds)[:, p:]  # (1 or b, L - p, d): X, or each piece's end
         base = refs.embeds(model.embed, idx, prompt.embeds)[:, p:]  # (b, L - p, d)
         diff = x - base  # (b, L - p, d), model dtype
         diff32 = diff.float()

@@ -49,16 +49,18 @@ def shared_length(
     ref_index: torch.Tensor,
     minimum: int = 1,
 ) -> int:
-    """First position where a prepared reference drawn in ``ref_index`` (n,) differs from X (exact
-    equality of embeddings), at most the position of X's last real token. Stops looking once the
-    answer is below ``minimum``."""
+    """First position where a prepared reference drawn in ``ref_index`` (n,), or the end of its path,
+    differs from X (exact equality of embeddings), at most the position of X's last real token. Stops
+    looking once the answer is below ``minimum``."""
     x = prompt.embeds[0]  # (L, d)
     length = int(prompt.attention_mask[0].nonzero().max())
     for r in torch.unique(ref_index).tolist():
         if length < minimum:
             break
-        base = refs.embeds(model.embed, torch.tensor([r], device=x.device), prompt.embeds)[0]  # (L, d)
-        differs = (base[:length] != x[:length]).any(dim=-1).nonzero()
+        index = torch.tensor([r], device=x.device)
+        base = refs.embeds(model.embed, index, prompt.embeds)[0]  # (L, d)
+        end = refs.ends(model.embed, index, prompt.embeds)[0]  # X, or a piece's end (attribution/paths.py)
+        differs = ((base[:length] != x[:length]) | (end[:length] != x[:length])).any(dim=-1).nonzero()
         if differs.numel():
             length = int(differs[0])
     return length

@@ -7,7 +7,7 @@ while the inputs change. Collections are averaged in float32 before token magnit
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -15,6 +15,7 @@ from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import input_width, natural_widths, prepared_widths, prompt_of
 from xurs_pipeline.attribution.estimators import CollectionResult, PathProblem, build_estimator
 from xurs_pipeline.attribution.model import Objective, WidthModel, model_device
+from xurs_pipeline.attribution.paths import block_pieces
 from xurs_pipeline.attribution.records import NonFiniteReport, TargetAttribution
 from xurs_pipeline.attribution.references import (
     PreparedReferences,
@@ -103,6 +104,16 @@ def _nonfinite(
     return report
 
 
+def _block_path(
+    problem: PathProblem, input_ids: tuple[int, ...], cfg: AttributionConfig
+) -> tuple[PathProblem, int]:
+    """``problem`` on block paths (``paths.py``) with F at both ends of every piece; the forward passes."""
+    pieces = block_pieces(problem.refs, input_ids, cfg.path_block)
+    start = prepared_widths(problem.model, problem.prompt, pieces.refs, cfg.eval_batch_size, cfg.target_fn)
+    end = prepared_widths(problem.model, problem.prompt, pieces.ends(), cfg.eval_batch_size, cfg.target_fn)
+    return replace(problem, refs=pieces.refs, pieces=pieces, piece_widths=end - start), 2 * len(pieces.refs)
+
+
 def attribute_question(
     model: WidthModel,
     q: Question,
@@ -142,6 +153,9 @@ def attribute_question(
         problem = PathProblem(
             model, objective, prompt, refs, prep, w_x, cfg.samples_per_call, cfg.reuse_prefix, on_batch
         )
+        if cfg.path == "blocks":
+            problem, evals = _block_path(problem, q.input_ids, cfg)
+            forward_evals += evals
         res = build_estimator(cfg, k).attribute(problem)
         if res.nonfinite_refs:
             refs_bad = [refs.record_ids[i] for i in res.nonfinite_refs]

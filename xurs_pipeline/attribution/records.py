@@ -77,6 +77,7 @@ class TargetAttribution:
     target_fn: str
     precision: str
     quadrature: str
+    path: str
     seed: int
     plan_seeds: list[int]
     n_tokens: int
@@ -150,6 +151,7 @@ class TargetAttribution:
             target_fn=cfg.target_fn,
             precision=cfg.precision,
             quadrature={"ig": cfg.ig_quadrature, "kronrod": "gauss_kronrod_15"}.get(cfg.method, ""),
+            path=cfg.path if cfg.path == "straight" else f"{cfg.path}_{cfg.path_block}",
             seed=cfg.seed,
             plan_seeds=[int(r.plan_seed) for r in results if r.plan_seed is not None],
             n_tokens=int(e.shape[0]),

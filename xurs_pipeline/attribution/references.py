@@ -68,12 +68,15 @@ class PreparedReferences:
     natural_ids: M token-id lists as normally processed (None for the zero baseline).
     prepared_ids: (M, L) long tensor on the model's device, or None for the zero baseline.
     changed_positions: per reference, positions where the prepared id differs from the original.
+    end_ids: (M, L) long tensor where each path ends, or None: every path ends at the prompt X (the straight
+      path B -> X of Eq. 3 and 5). Set only for the pieces of a piecewise path (``attribution/paths.py``).
     """
 
     record_ids: tuple[str, ...]
     natural_ids: list[list[int]] | None
     prepared_ids: torch.Tensor | None
     changed_positions: list[tuple[int, ...]]
+    end_ids: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.record_ids)
@@ -83,6 +86,12 @@ class PreparedReferences:
         if self.prepared_ids is None:
             return torch.zeros((index.numel(), *like.shape[1:]), dtype=like.dtype, device=like.device)
         return embed(self.prepared_ids.index_select(0, index)).to(like.dtype)
+
+    def ends(self, embed, index: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+        """Where the paths of references ``index`` (b,) end: X itself (``like``, (1, L, d)) or (b, L, d)."""
+        if self.end_ids is None:
+            return like
+        return embed(self.end_ids.index_select(0, index)).to(like.dtype)
 
 
 def _changed(original: Sequence[int], prepared: Sequence[int]) -> tuple[int, ...]:

@@ -7,7 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.config import METHODS, PATHS, AttributionConfig
 
 LETTERS = "ABCD"
 
@@ -55,7 +55,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     paths.add_argument("--save", help="also save the explanation as JSON here")
     how = p.add_argument_group("attribution (defaults: the params' attribution section)")
     how.add_argument("--explain", choices=list(LETTERS), help="option to explain (attribution.target)")
-    how.add_argument("--method", choices=["eg", "ig"], help="Expected or Integrated Gradients")
+    how.add_argument("--method", choices=METHODS, help="EG, IG or adaptive Gauss-Kronrod (kronrod)")
+    how.add_argument("--path", choices=PATHS, help="straight, or one token block at a time (ig, kronrod)")
+    how.add_argument("--path-block", type=positive_int, help="positions per block of --path blocks")
     how.add_argument("--reference", choices=["train", "zero"], help="reference prompts")
     how.add_argument("--refs", type=positive_int, help="training reference prompts per collection")
     how.add_argument("--samples", type=positive_int, help="EG samples per collection")
@@ -112,7 +114,7 @@ def attribution_config(base: AttributionConfig, args: argparse.Namespace) -> Att
     overrides = {
         "method": args.method, "reference": args.reference, "refs_per_collection": args.refs,
         "n_samples": args.samples, "ig_points": args.points, "samples_per_call": args.samples_per_call,
-        "precision": args.precision, "seed": args.seed,
+        "precision": args.precision, "seed": args.seed, "path": args.path, "path_block": args.path_block,
     }  # fmt: skip
     changed = {key: value for key, value in overrides.items() if value is not None}
     if reference != "train":  # zero and aligned references: one per question

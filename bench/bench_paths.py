@@ -1,0 +1,98 @@
+"""Benchmark 8b: the straight path against block paths (``attribution.path``) on the trained positive control.
+
+    python bench/bench_paths.py [--experiment controlled_direct_kronrod] [--override KEY=VALUE ...] \
+        [--questions 3] [--blocks 16] [--budget 1200]
+
+For the first ``--questions`` questions the experiment explains (the positive control's test questions
+without the result, against its training references, prepared and selected as the ``attribute`` stage
+does), the ``kronrod`` estimator to the experiment's tolerance with ``--budget`` gradient evaluations per
+question, once on the straight path B -> X (Eq. 3, 5) and once per ``--blocks`` size on the block path (one
+block of that many positions at a time, left to right, ``attribution/paths.py``). Per question and path:
+the completeness residual R (Eq. 9), the estimator's own bound, gradient evaluations, whether the budget
+ran out, the roughness of the path (total variation of the width along it against the net change), wall
+time, and where the clue ranks (App. C, ``evaluation.evidence.localisation_table``: the best clue token's
+rank in the case text and in all text, the clue's share of the case text's magnitude). Prints Markdown
+tables with the load average before and after.
+Needs the trained model (`xurs params experiment=local && dvc repro train`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C
+from diagnose_paths import load
+
+from xurs_pipeline.attribution.endpoints import natural_widths
+from xurs_pipeline.attribution.inputs import reference_pool, select_questions
+from xurs_pipeline.attribution.model import model_device
+from xurs_pipeline.attribution.question import ReferencePool, attribute_question
+from xurs_pipeline.evaluation.evidence import localisation_table
+
+
+def main() -> None:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
+    parser.add_argument("--experiment", default="controlled_direct_kronrod")
+    parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides of its `xurs params`")
+    parser.add_argument("--questions", type=int, default=3)
+    parser.add_argument("--blocks", type=int, nargs="+", default=[16], help="block sizes (positions)")
+    parser.add_argument("--budget", type=int, default=1200, help="kronrod's gradient evaluations a question")
+    args = parser.parse_args()
+    C.print_header("Straight against block paths to tolerance", " ".join(sys.argv))
+    model, prompts, cfg, pad_id = load(args.experiment, args.override)
+    at = replace(cfg.attribution, progress=False, method="kronrod", kronrod_max_evals=args.budget)
+    questions = select_questions(prompts, at, None)[: args.questions]
+    pool = ReferencePool(*reference_pool(prompts, at, None))
+    device = model_device(model)
+    batch, fn = at.eval_batch_size, at.target_fn
+    pool.natural = [natural_widths(model, ids, batch, device, fn) for ids in pool.token_ids]
+    variants = [("straight", replace(at, path="straight"))]
+    variants += [(f"blocks of {b}", replace(at, path="blocks", path_block=b)) for b in args.blocks]
+    table, rows = [], []
+    for q in questions:
+        for label, variant in variants:
+            start = time.perf_counter()
+            row = attribute_question(model, q, pool, variant, pad_id).rows[0]
+            seconds = time.perf_counter() - start
+            record = {k: v for k, v in asdict(row).items() if k != "coords"}
+            loc = localisation_table(pd.DataFrame([record]), prompts).set_index("region")
+            case, text = loc.loc["case_text"], loc.loc["all_text"]
+            rows.append({"path": label, "residual": row.residual, "bound": row.error_bound,
+                         "evals": row.grad_evals, "case_rank": int(case["best_rank"]),
+                         "clue_share": float(case["clue_share"]), "roughness": row.roughness})  # fmt: skip
+            table.append((
+                q.record_id, label, f"{row.residual:.5f}", f"{row.error_bound:.4f}", row.grad_evals,
+                "yes" if row.budget_exhausted else "no", f"{row.roughness:.1f}", int(case["best_rank"]),
+                f"{100 * float(case['clue_share']):.0f}%", int(text["best_rank"]), f"{seconds:.0f}",
+            ))  # fmt: skip
+        print(f"  done {q.record_id} (load {C.load_average()})", flush=True)
+    print(C.markdown_table(
+        ["question", "path", "R", "bound", "gradient evaluations", "budget out", "roughness",
+         "clue rank, case text", "clue share, case text", "clue rank, all text", "s"], table,
+    ))  # fmt: skip
+    frame = pd.DataFrame(rows)
+    summary = [
+        (label, f"{g.residual.median():.5f}", f"{g.residual.max():.5f}", f"{g.bound.median():.4f}",
+         f"{g.evals.median():.0f}", f"{g.roughness.median():.1f}", f"{(g.case_rank == 1).sum()} / {len(g)}",
+         f"{100 * g.clue_share.mean():.0f}%")
+        for label, g in frame.groupby("path", sort=False)
+    ]  # fmt: skip
+    print()
+    print(C.markdown_table(
+        ["path", "median R", "max R", "median bound", "median evaluations", "median roughness",
+         "clue first in the case text", "mean clue share, case text"], summary,
+    ))  # fmt: skip
+    print(f"\nload average at end: {C.load_average()}; mean rank-1 share {np.mean(frame.case_rank == 1):.2f}")
+
+
+if __name__ == "__main__":
+    main()
