@@ -9,12 +9,13 @@ from xurs_pipeline.evaluation.mask_eval import attribution_budget
 from xurs_pipeline.reporting.tables import clue_masking_frame, effects_frame, localisation_summary_frame
 
 
-def _attributions(method: str, quadrature: str, precision: str) -> pd.DataFrame:
+def _attributions(method: str, quadrature: str, precision: str, path: str = "straight") -> pd.DataFrame:
     return pd.DataFrame(
         {
             "record_id": ["a", "b"],
             "method": [method] * 2,
             "quadrature": [quadrature] * 2,
+            "path": [path] * 2,
             "precision": [precision] * 2,
             "reference": ["train"] * 2,
             "reference_record_ids": [["r1", "r2"]] * 2,
@@ -34,6 +35,11 @@ def _budget_text(frame: pd.DataFrame) -> str:
 def test_ig_budget_names_quadrature_and_precision() -> None:
     text = _budget_text(_attributions("ig", "gausslegendre", "bfloat16"))
     assert text == "ig (gausslegendre, bfloat16), 2 train refs, 80 gradient evaluations"
+
+
+def test_a_block_path_is_named_beside_the_quadrature() -> None:
+    text = _budget_text(_attributions("kronrod", "gauss_kronrod_15", "float32", path="blocks_16"))
+    assert text == "kronrod (gauss_kronrod_15, blocks_16, float32), 2 train refs, 80 gradient evaluations"
 
 
 def test_eg_budget_has_no_quadrature() -> None:

@@ -163,13 +163,14 @@ def _padded(curves: pd.Series) -> np.ndarray:
 
 
 def attribution_budget(attributions: pd.DataFrame) -> dict[str, object]:
-    """The attribution budget behind the ranking (Table 5 terms): method (IG: its quadrature), precision,
-    references, gradient evaluations."""
+    """The attribution budget behind the ranking (Table 5 terms): method (IG: its quadrature; paths other
+    than the straight one), precision, references, gradient evaluations."""
     per_q = attributions.drop_duplicates("record_id")
     refs = per_q["reference_record_ids"].map(len) if "reference_record_ids" in per_q else pd.Series([0])
     return {
         "method": sorted(set(attributions["method"])),
         "quadrature": sorted({str(q) for q in attributions.get("quadrature", pd.Series(dtype=str)) if q}),
+        "path": sorted({str(p) for p in attributions.get("path", pd.Series(dtype=str)) if p != "straight"}),
         "precision": sorted({str(p) for p in attributions.get("precision", pd.Series(dtype=str))}),
         "reference": sorted(set(attributions["reference"])),
         "references_per_question": int(refs.median()),

@@ -291,7 +291,7 @@ def effects_frame(mask_metrics: Mapping[str, Any], configuration: str) -> pd.Dat
     """Table 1 rows from ``mask_eval/metrics.json``: one per target function."""
     budget = mask_metrics.get("budget", {})
     method = "/".join(budget.get("method", []))
-    detail = ", ".join(budget.get("quadrature", []) + budget.get("precision", []))  # the estimator made it
+    detail = ", ".join(budget.get("quadrature", []) + budget.get("path", []) + budget.get("precision", []))
     text = (
         f"{method}{f' ({detail})' if detail else ''}, {budget.get('references_per_question', '?')} "
         f"{'/'.join(budget.get('reference', []))} refs, "
