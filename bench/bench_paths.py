@@ -18,7 +18,6 @@ Needs the trained model (`xurs params experiment=local && dvc repro train`).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from dataclasses import asdict, replace
@@ -29,32 +28,21 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
-from diagnose_paths import load
+from diagnose_paths import experiment_parser, explained_questions, load
 
-from xurs_pipeline.attribution.endpoints import natural_widths
-from xurs_pipeline.attribution.inputs import reference_pool, select_questions
-from xurs_pipeline.attribution.model import model_device
-from xurs_pipeline.attribution.question import ReferencePool, attribute_question
+from xurs_pipeline.attribution.question import attribute_question
 from xurs_pipeline.evaluation.evidence import localisation_table
 
 
 def main() -> None:
-    formatter = argparse.RawDescriptionHelpFormatter
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
-    parser.add_argument("--experiment", default="controlled_direct_kronrod")
-    parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides of its `xurs params`")
-    parser.add_argument("--questions", type=int, default=3)
+    parser = experiment_parser(__doc__, "controlled_direct_kronrod", 3)
     parser.add_argument("--blocks", type=int, nargs="+", default=[16], help="block sizes (positions)")
     parser.add_argument("--budget", type=int, default=1200, help="kronrod's gradient evaluations a question")
     args = parser.parse_args()
     C.print_header("Straight against block paths to tolerance", " ".join(sys.argv))
     model, prompts, cfg, pad_id = load(args.experiment, args.override)
     at = replace(cfg.attribution, progress=False, method="kronrod", kronrod_max_evals=args.budget)
-    questions = select_questions(prompts, at, None)[: args.questions]
-    pool = ReferencePool(*reference_pool(prompts, at, None))
-    device = model_device(model)
-    batch, fn = at.eval_batch_size, at.target_fn
-    pool.natural = [natural_widths(model, ids, batch, device, fn) for ids in pool.token_ids]
+    questions, pool = explained_questions(model, prompts, at, args.questions)
     variants = [("straight", replace(at, path="straight"))]
     variants += [(f"blocks of {b}", replace(at, path="blocks", path_block=b)) for b in args.blocks]
     table, rows = [], []

@@ -21,7 +21,6 @@ Needs the trained model (`xurs params experiment=... && dvc repro train`).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from dataclasses import replace
@@ -32,12 +31,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
-from diagnose_paths import load
+from diagnose_paths import experiment_parser, explained_questions, load
 
-from xurs_pipeline.attribution.endpoints import natural_widths
-from xurs_pipeline.attribution.inputs import reference_pool, select_questions
-from xurs_pipeline.attribution.model import model_device
-from xurs_pipeline.attribution.question import ReferencePool, attribute_question
+from xurs_pipeline.attribution.question import attribute_question
 from xurs_pipeline.contracts import artifact
 
 Z_95 = 1.959963984540054
@@ -45,11 +41,7 @@ TOLERANCE = 0.01
 
 
 def main() -> None:
-    formatter = argparse.RawDescriptionHelpFormatter
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
-    parser.add_argument("--experiment", default="controlled_direct_kronrod")
-    parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides of its `xurs params`")
-    parser.add_argument("--questions", type=int, default=2)
+    parser = experiment_parser(__doc__, "controlled_direct_kronrod", 2)
     parser.add_argument("--eg-samples", type=int, default=64)
     parser.add_argument("--ig-points", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--kronrod-budget", type=int, default=0, help="run kronrod here (0: the stage's)")
@@ -57,12 +49,7 @@ def main() -> None:
     C.print_header("Evaluations to tolerance over training references", " ".join(sys.argv))
     model, prompts, cfg, pad_id = load(args.experiment, args.override)
     at = replace(cfg.attribution, progress=False)
-    questions = select_questions(prompts, at, None)[: args.questions]
-    pool = ReferencePool(*reference_pool(prompts, at, None))
-    device = model_device(model)
-    pool.natural = [
-        natural_widths(model, ids, at.eval_batch_size, device, at.target_fn) for ids in pool.token_ids
-    ]
+    questions, pool = explained_questions(model, prompts, at, args.questions)
     stage = artifact("attributions").at(cfg.paths)
     use_stage = stage.is_file() and not args.kronrod_budget
     done = pd.read_parquet(stage).set_index("record_id") if use_stage else None

@@ -34,14 +34,33 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
 
-from xurs_pipeline.attribution.endpoints import input_width, prepared_widths, prompt_of
+from xurs_pipeline.attribution.endpoints import input_width, natural_widths, prepared_widths, prompt_of
 from xurs_pipeline.attribution.estimators import AdaptiveKronrod, PathProblem
 from xurs_pipeline.attribution.gradients import Prompt, accumulate
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
-from xurs_pipeline.attribution.model import Objective, frozen, widths_and_betp
+from xurs_pipeline.attribution.model import Objective, frozen, model_device, widths_and_betp
 from xurs_pipeline.attribution.plan import SamplingPlan, ig_plan
 from xurs_pipeline.attribution.quadrature import KronrodSpec
+from xurs_pipeline.attribution.question import ReferencePool
 from xurs_pipeline.attribution.references import PreparedReferences, prepare_training
+
+
+def experiment_parser(doc: str, experiment: str, questions: int) -> argparse.ArgumentParser:
+    """The arguments every trained-model bench shares: the experiment, its Hydra overrides, the questions."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--experiment", default=experiment)
+    parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides of its `xurs params`")
+    parser.add_argument("--questions", type=int, default=questions)
+    return parser
+
+
+def explained_questions(model, prompts, at, n: int) -> tuple[list, ReferencePool]:
+    """The first ``n`` questions the ``attribute`` stage explains under ``at`` and its reference pool, with
+    the pool's natural widths, selected and prepared as the stage does."""
+    pool = ReferencePool(*reference_pool(prompts, at, None))
+    device, batch = model_device(model), at.eval_batch_size
+    pool.natural = [natural_widths(model, i, batch, device, at.target_fn) for i in pool.token_ids]
+    return select_questions(prompts, at, None)[:n], pool
 
 
 def load(experiment: str, overrides: list[str] = ()):
@@ -114,11 +133,7 @@ def captum_ig(
 
 
 def main() -> None:
-    formatter = argparse.RawDescriptionHelpFormatter
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
-    parser.add_argument("--experiment", default="controlled_direct")
-    parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides of its `xurs params`")
-    parser.add_argument("--questions", type=int, default=2)
+    parser = experiment_parser(__doc__, "controlled_direct", 2)
     parser.add_argument("--refs", type=int, default=2)
     parser.add_argument("--dense", type=int, default=401)
     parser.add_argument("--points", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256])
