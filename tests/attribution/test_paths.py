@@ -16,9 +16,11 @@ from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import natural_widths, prompt_of
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
 from xurs_pipeline.attribution.paths import block_pieces
+from xurs_pipeline.attribution.quadrature import BudgetError
 from xurs_pipeline.attribution.question import ReferencePool, attribute_question
 from xurs_pipeline.attribution.references import prepare_aligned, prepare_training, prepare_zero
 from xurs_pipeline.credal import credal_width
+from xurs_pipeline.errors import XursError
 
 CPU = torch.device("cpu")
 
@@ -185,3 +187,11 @@ def test_pieces_reuse_the_prefix_they_share_with_the_input(monkeypatch) -> None:
     a, b = torch.tensor(fast.token_signed), torch.tensor(full.token_signed)
     torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
     assert fast.grad_evals == full.grad_evals
+
+
+def test_a_budget_below_the_block_paths_first_pass_names_both_keys(model) -> None:
+    frame = prompts_frame(n_test=1, n_train=1, lengths=(14, 15))
+    message = r"kronrod_max_evals=30: below the first pass of the block path, 60 evaluations \(4 pieces"
+    with pytest.raises(BudgetError, match=message):
+        _row(model, frame, path="blocks", method="kronrod", kronrod_max_evals=30)
+    assert issubclass(BudgetError, XursError)  # the stage prints one line and exits 2

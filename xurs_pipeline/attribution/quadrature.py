@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from xurs_pipeline.errors import XursError
+
 # QUADPACK qk15 on [-1, 1]: Kronrod nodes (the odd-indexed ones are the 7 Gauss-Legendre nodes) and weights.
 _K15_NODES = np.array([
     -0.991455371120812639206854697526329, -0.949107912342758524526189684047851,
@@ -87,6 +89,10 @@ class Interval:
 # evaluate(ref, nodes (15,), K15 weights (15,)) -> (slopes (15, T), payload): dF_t/dα at the nodes and the
 # caller's K15-weighted payload of the interval (anything supporting + and -, or None).
 Evaluate = Callable[[int, np.ndarray, np.ndarray], tuple[np.ndarray, Any]]
+
+
+class BudgetError(XursError, ValueError):
+    """``attribution.kronrod_max_evals`` is below the first pass (15 nodes x intervals x paths)."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +168,7 @@ def integrate(evaluate: Evaluate, gap: np.ndarray, spec: KronrodSpec) -> Kronrod
     edges = np.linspace(0.0, 1.0, spec.initial_intervals + 1)
     cost = NODES_PER_INTERVAL * spec.initial_intervals * n_refs
     if cost > spec.max_evals:
-        raise ValueError(
+        raise BudgetError(
             f"attribution.kronrod_max_evals={spec.max_evals}: below the first pass's {cost} evaluations "
             f"({n_refs} references x {spec.initial_intervals} intervals x {NODES_PER_INTERVAL} nodes)"
         )
