@@ -240,16 +240,21 @@ def test_a_failed_page_write_keeps_the_explanation(project, monkeypatch, capsys)
     assert Explanation.load(project / "kept.json").record_id == record.record_id
 
 
-def test_kronrod_on_block_paths_from_the_command_line(project, monkeypatch, capsys):
-    """--method kronrod --path blocks: the estimator meets its tolerance on block paths and says so."""
+def test_block_paths_from_the_command_line(project, monkeypatch, capsys):
+    """--path blocks --path-block: IG integrates the pieces (2 points each here), and the residual is within
+    the estimator's own bound, which sums the pieces' residuals; EG, which draws one point per straight path,
+    is refused with the key named. (kronrod on block paths: tests/attribution/test_paths.py.)"""
     record = _test_record(project)
-    rc, out, _ = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "kronrod",
-                      "--path", "blocks", "--path-block", "4", "--save", "k.json")  # fmt: skip
+    flags = ["--method", "ig", "--points", "2", "--path", "blocks", "--path-block", "16", "--save", "k.json"]
+    rc, out, _ = _run(project, monkeypatch, capsys, "--record-id", record.record_id, *flags)
     assert rc == 0
     expl = Explanation.load(project / "k.json")
-    assert (expl.method, expl.path) == ("kronrod", "blocks_4")
-    assert expl.residual <= expl.error_bound + 1e-7
-    assert f"kronrod on blocks_4 paths: error bound {expl.error_bound:.3g}, {expl.grad_evals} gradient" in out
+    assert (expl.method, expl.path) == ("ig", "blocks_16")
+    assert expl.residual <= expl.error_bound + 1e-6
+    assert f"ig on blocks_16 paths: error bound {expl.error_bound:.3g}, {expl.grad_evals} gradient" in out
+    blocks = -(-len(expl.tokens) // 16)
+    assert expl.grad_evals % 2 == 0  # 2 points a piece
+    assert expl.grad_evals < 2 * REFS * blocks  # the shared template's blocks equal the question's: skipped
     rc, _, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "eg",
                       "--path", "blocks")  # fmt: skip
     assert rc == 2
