@@ -47,3 +47,9 @@ def test_missing_column_is_named(tmp_path):
     with pytest.raises(KeyError, match=r"lacks columns \['ci', 'ok'\]"):
         write_table(pd.DataFrame({"model": ["m"], "mean": [1.0]}), SPEC, tmp_path, "smoke", "x")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_interval_of_fractions_reads_as_percentages() -> None:
+    assert fmt_interval(0, percent=True)((0.3006, 0.9494)) == "[30, 95]"
+    assert fmt_interval(2)((0.3006, 0.9494)) == "[0.30, 0.95]"
+    assert fmt_interval(0, percent=True)((float("nan"), 1.0)) == "[—, 100]"

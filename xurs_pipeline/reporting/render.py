@@ -38,9 +38,9 @@ def fmt_percent(digits: int) -> Formatter:
     return lambda value: inner(None if value is None else 100.0 * float(value))
 
 
-def fmt_interval(digits: int) -> Formatter:
-    """A (low, high) pair shown as ``[low, high]``."""
-    inner = fmt_float(digits)
+def fmt_interval(digits: int, percent: bool = False) -> Formatter:
+    """A (low, high) pair shown as ``[low, high]``; ``percent``: fractions in [0, 1] shown as percentages."""
+    inner = (fmt_percent if percent else fmt_float)(digits)
     return lambda pair: f"[{inner(pair[0])}, {inner(pair[1])}]"
 
 

@@ -113,7 +113,7 @@ LOCALISATION_SUMMARY = TableSpec(
         Column("mean_difference_pp", "Difference (pp)", fmt_float(2)),
         Column("ci", "95% CI", fmt_interval(2)),
         Column("median_best_rank", "Median best rank", fmt_float(1)),
-        Column("best_rank_1_share", "Rank 1", fmt_percent(0)),
+        Column("best_rank_1_share", "Rank 1 (%)", fmt_percent(0)),
     ],
 )
 CLUE_MASKING = TableSpec(
@@ -220,8 +220,8 @@ TARGET_LOCALISATION = TableSpec(
         Column("mean_difference_pp", "Difference (pp)", fmt_float(2)),
         Column("ci", "95% CI", fmt_interval(2)),
         Column("median_best_rank", "Median best rank", fmt_float(1)),
-        Column("best_rank_1_share", "Rank 1", fmt_percent(0)),
-        Column("rank_1_ci", "Rank 1 95% CI", fmt_interval(2)),
+        Column("best_rank_1_share", "Rank 1 (%)", fmt_percent(0)),
+        Column("rank_1_ci", "Rank 1 95% CI (%)", fmt_interval(0, percent=True)),
     ],
 )
 
