@@ -59,8 +59,10 @@ def shared_length(
             break
         index = torch.tensor([r], device=x.device)
         base = refs.embeds(model.embed, index, prompt.embeds)[0]  # (L, d)
-        end = refs.ends(model.embed, index, prompt.embeds)[0]  # X, or a piece's end (attribution/paths.py)
-        differs = ((base[:length] != x[:length]) | (end[:length] != x[:length])).any(dim=-1).nonzero()
+        differs = base[:length] != x[:length]
+        if refs.end_ids is not None:  # a piece of a block path ends before X (attribution/paths.py)
+            differs |= refs.ends(model.embed, index, prompt.embeds)[0, :length] != x[:length]
+        differs = differs.any(dim=-1).nonzero()
         if differs.numel():
             length = int(differs[0])
     return length

@@ -107,11 +107,18 @@ def _nonfinite(
 def _block_path(
     problem: PathProblem, input_ids: tuple[int, ...], cfg: AttributionConfig
 ) -> tuple[PathProblem, int]:
-    """``problem`` on block paths (``paths.py``) with F at both ends of every piece; the forward passes."""
+    """``problem`` on block paths (``paths.py``) with F at both ends of every piece; the forward passes.
+
+    Only the pieces' ends are evaluated: a path's first piece starts at its prepared reference (F known) and
+    every other piece where the one before it ended, so the pieces' steps telescope exactly to F(X) - F(B).
+    """
     pieces = block_pieces(problem.refs, input_ids, cfg.path_block)
-    start = prepared_widths(problem.model, problem.prompt, pieces.refs, cfg.eval_batch_size, cfg.target_fn)
     end = prepared_widths(problem.model, problem.prompt, pieces.ends(), cfg.eval_batch_size, cfg.target_fn)
-    return replace(problem, refs=pieces.refs, pieces=pieces, piece_widths=end - start), 2 * len(pieces.refs)
+    owner = torch.as_tensor(pieces.owner, device=end.device)
+    first = torch.ones_like(owner, dtype=torch.bool)
+    first[1:] = owner[1:] != owner[:-1]
+    start = torch.where(first[:, None], problem.ref_widths[owner], end.roll(1, dims=0))
+    return replace(problem, refs=pieces.refs, pieces=pieces, piece_widths=end - start), len(pieces.refs)
 
 
 def attribute_question(
