@@ -196,12 +196,19 @@ def train_run_hash(cfg: RootConfig) -> str:
     return config_hash({"model": asdict(cfg.model), "train": train, "data": asdict(cfg.data)})
 
 
-def attribution_fingerprint(cfg: RootConfig) -> str:
-    """Identity of an attribution run: everything a finished question depends on (the progress display
-    and ``train.resume`` excluded). Finished parts and the merged table carry it."""
+QUESTION_SELECTION = ("split", "max_questions", "record_ids", "result_filter")
+"""``attribution.*`` keys that only choose which questions run: no finished question depends on them."""
+
+
+def attribution_fingerprint(cfg: RootConfig, *, per_question: bool = False) -> str:
+    """Identity of an attribution run: everything its result depends on (the progress display and
+    ``train.resume`` excluded). The merged table carries it. ``per_question``: without
+    :data:`QUESTION_SELECTION`, the key of one finished question (the resume parts carry it), so a run
+    widened from 8 questions to 24 recomputes only the 16 new ones."""
     from xurs_pipeline.io import config_hash
 
-    attribution = {k: v for k, v in asdict(cfg.attribution).items() if k != "progress"}
+    dropped = {"progress", *(QUESTION_SELECTION if per_question else ())}
+    attribution = {k: v for k, v in asdict(cfg.attribution).items() if k not in dropped}
     train = {k: v for k, v in asdict(cfg.train).items() if k != "resume"}
     return config_hash(
         {"attribution": attribution, "model": asdict(cfg.model), "train": train, "data": asdict(cfg.data)}

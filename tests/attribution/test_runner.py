@@ -43,7 +43,10 @@ class Counting(torch.nn.Module):
 CFG = {"progress": False, "refs_per_collection": 3, "n_samples": 6, "samples_per_call": 4, "target": "all"}
 
 
-def _run(model, frame, out: Path, shards: int = 1, fingerprint: str = "fp", **overrides):
+def _run(
+    model, frame, out: Path, shards: int = 1, fingerprint: str = "fp", part_fingerprint: str | None = None,
+    **overrides,
+):
     cfg = AttributionConfig(**{**CFG, **overrides})
     metrics = None
     for index in reversed(range(shards)):  # in-process simulation: shard 0 runs last and merges
@@ -55,6 +58,7 @@ def _run(model, frame, out: Path, shards: int = 1, fingerprint: str = "fp", **ov
             max_positions=64,
             out_dir=out,
             fingerprint=fingerprint,
+            part_fingerprint=part_fingerprint,
             shard_index=index,
             shard_count=shards,
         )
@@ -120,6 +124,21 @@ def test_parts_of_another_run_are_recomputed(tmp_path: Path) -> None:
     _run(model, frame, tmp_path / "fresh", fingerprint="new")
     assert counter.calls > 0
     _assert_same(tmp_path / "fresh", tmp_path / "run")
+
+
+def test_widening_a_run_recomputes_only_the_new_questions(tmp_path: Path) -> None:
+    """Parts are keyed by the per-question fingerprint: a run of 3 questions after a run of 1 (another run
+    fingerprint, the same part key) computes only the 2 new ones and equals a run made from scratch."""
+    model, frame = TinyBeliefClassifier(vocab=40), prompts_frame(n_test=3)
+    _run(model, frame, tmp_path / "fresh", fingerprint="three")
+    _run(model, frame, tmp_path / "run", fingerprint="one", part_fingerprint="same", record_ids=["test-0"])
+    widened = Counting(model)
+    _run(widened, frame, tmp_path / "run", fingerprint="three", part_fingerprint="same")
+    assert widened.grad_samples == 2 * CFG["n_samples"]
+    _assert_same(tmp_path / "fresh", tmp_path / "run")
+    other = Counting(model)  # another part key: every question again
+    _run(other, frame, tmp_path / "run", fingerprint="three", part_fingerprint="changed")
+    assert other.grad_samples == 3 * CFG["n_samples"]
 
 
 def test_nonfinite_question_is_reported_not_written(tmp_path: Path) -> None:

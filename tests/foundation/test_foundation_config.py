@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
 import yaml
 
-from xurs_pipeline.config import ConfigError, compose, load_params, validate
+from xurs_pipeline.config import (
+    QUESTION_SELECTION,
+    ConfigError,
+    attribution_fingerprint,
+    compose,
+    load_params,
+    validate,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -51,3 +59,16 @@ def test_bad_config_fails_naming_the_key(patch, key):
             base[section] = value
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         validate(base)
+
+
+def test_the_part_key_ignores_only_the_question_selection():
+    """A finished question does not depend on which other questions run (``QUESTION_SELECTION``); it does
+    depend on everything else, e.g. the estimator's budget."""
+    base = validate(compose(conf_dir=CONF))
+    widened = validate(compose(["attribution.max_questions=24", "attribution.split=dev"], conf_dir=CONF))
+    costlier = validate(compose(["attribution.n_samples=128"], conf_dir=CONF))
+    part_key = partial(attribution_fingerprint, per_question=True)
+    assert attribution_fingerprint(base) != attribution_fingerprint(widened)
+    assert part_key(base) == part_key(widened)
+    assert part_key(base) != part_key(costlier)
+    assert set(QUESTION_SELECTION) <= set(vars(base.attribution))

@@ -239,6 +239,7 @@ def run_attribution(
     max_positions: int | None,
     out_dir: str | Path,
     fingerprint: str,
+    part_fingerprint: str | None = None,
     inputs: Mapping[str, str] | None = None,
     shard_index: int = 0,
     shard_count: int = 1,
@@ -247,14 +248,16 @@ def run_attribution(
     """Check inputs, run this process's shard, wait for the others (``barrier``), merge on shard 0.
 
     Inputs are checked before anything is written. Parts live in ``out_dir/parts`` (kept for resume),
-    keyed by content: ``fingerprint`` (the config's), ``inputs`` (named hashes of the input artifacts,
-    :func:`input_hashes`) and the code version; parts made under another key are recomputed, with a
-    log line naming what changed. Shard 0 returns the merged metrics, other shards None. Without a
+    keyed by content: ``part_fingerprint`` (the config's without the keys that only select questions;
+    default ``fingerprint``), ``inputs`` (named hashes of the input artifacts, :func:`input_hashes`) and
+    the code version; parts made under another key are recomputed, with a log line naming what changed.
+    The merged table carries ``fingerprint``. Shard 0 returns the merged metrics, other shards None. Without a
     ``barrier`` (in-process simulation) run the other shards first.
     """
     questions = select_questions(prompts, cfg, max_positions)
     pool = ReferencePool(*reference_pool(prompts, cfg, max_positions)) if cfg.reference == "train" else None
-    key = ContentKey({"config": fingerprint, "code": code_version(), **dict(inputs or {})})
+    config = part_fingerprint or fingerprint
+    key = ContentKey({"config": config, "code": code_version(), **dict(inputs or {})})
     store = PartStore(out_dir, key.digest, key.parts)
     store.note_key()
     run_shard(model, questions, pool, cfg, pad_id, store, shard_index, shard_count)

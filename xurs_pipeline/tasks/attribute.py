@@ -52,6 +52,7 @@ def attribute_into(cfg: RootConfig, out_dir: Path) -> dict | None:
     metrics = run_attribution(
         classifier, prompts, at, pad_id=tokenizer.pad_token_id, max_positions=max_positions,
         out_dir=out_dir, fingerprint=attribution_fingerprint(cfg),
+        part_fingerprint=attribution_fingerprint(cfg, per_question=True),
         inputs=input_hashes(artifact("classifier").at(cfg.paths), artifact("prompts").at(cfg.paths)),
         shard_index=state.process_index, shard_count=state.num_processes, barrier=state.wait_for_everyone,
     )  # fmt: skip
