@@ -25,7 +25,7 @@ from xurs_pipeline.attribution.gradients import GradientSums, Prompt, accumulate
 from xurs_pipeline.attribution.model import Objective, WidthModel
 from xurs_pipeline.attribution.paths import Pieces
 from xurs_pipeline.attribution.plan import SamplingPlan, collection_seed, eg_plan, ig_plan
-from xurs_pipeline.attribution.quadrature import NODES_PER_INTERVAL, BudgetError, KronrodSpec, integrate
+from xurs_pipeline.attribution.quadrature import KronrodSpec, integrate
 from xurs_pipeline.attribution.references import PreparedReferences
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile (EG's error bound is a confidence half-width)
@@ -273,17 +273,16 @@ class AdaptiveKronrod(Estimator):
             return problem.slopes(sums), problem.objective.group(sums.e)  # (15, T), (T, L, d) K15-weighted
 
         gap = problem.gap()  # (J, T)
-        first_pass = len(gap) * NODES_PER_INTERVAL * self.spec.initial_intervals
-        if problem.pieces is not None and first_pass > self.spec.max_evals:
-            raise BudgetError(
-                f"attribution.kronrod_max_evals={self.spec.max_evals}: below the first pass of the block "
-                f"path, {first_pass} evaluations ({len(gap)} pieces over {problem.n_paths} references x "
-                f"{self.spec.initial_intervals} interval(s) x {NODES_PER_INTERVAL} nodes): raise it, or "
-                "attribution.path_block for fewer pieces"
-            )
         # the mean over references of their pieces' summed bounds is J / M times the mean over pieces
         spec = replace(self.spec, tolerance=self.spec.tolerance * problem.n_paths / len(gap))
-        report = integrate(evaluate, gap, spec)
+        report = (
+            integrate(evaluate, gap, spec)
+            if problem.pieces is None
+            else integrate(
+                evaluate, gap, spec, f"pieces of the block path over {problem.n_paths} references",
+                ": raise it, or attribution.path_block for fewer pieces",
+            )
+        )  # fmt: skip
         total = problem.zeros()
         for e_r in report.payload:
             total.add_(e_r, alpha=1.0 / problem.n_paths)

@@ -161,8 +161,13 @@ def _worst(intervals: list[Interval], residual: float) -> int | None:
     return max(splittable, key=lambda k: intervals[k].error)
 
 
-def integrate(evaluate: Evaluate, gap: np.ndarray, spec: KronrodSpec) -> KronrodReport:
-    """Adaptive G7/K15 quadrature of M integrands on [0, 1] whose exact integrals are ``gap`` (M, T)."""
+def integrate(
+    evaluate: Evaluate, gap: np.ndarray, spec: KronrodSpec, integrands: str = "references", remedy: str = ""
+) -> KronrodReport:
+    """Adaptive G7/K15 quadrature of M integrands on [0, 1] whose exact integrals are ``gap`` (M, T).
+
+    A budget below the first pass is a :class:`BudgetError` that names the ``integrands`` (what the M are)
+    and ends with ``remedy``."""
     gap = np.asarray(gap, dtype=np.float64).reshape(len(gap), -1)
     n_refs = len(gap)
     edges = np.linspace(0.0, 1.0, spec.initial_intervals + 1)
@@ -170,7 +175,8 @@ def integrate(evaluate: Evaluate, gap: np.ndarray, spec: KronrodSpec) -> Kronrod
     if cost > spec.max_evals:
         raise BudgetError(
             f"attribution.kronrod_max_evals={spec.max_evals}: below the first pass's {cost} evaluations "
-            f"({n_refs} references x {spec.initial_intervals} intervals x {NODES_PER_INTERVAL} nodes)"
+            f"({n_refs} {integrands} x {spec.initial_intervals} interval(s) x {NODES_PER_INTERVAL} nodes)"
+            f"{remedy}"
         )
     leaves = [
         [_interval(evaluate, r, float(a), float(b)) for a, b in itertools.pairwise(edges)]
