@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -28,10 +28,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
-from diagnose_paths import experiment_parser, explained_questions, load
+from diagnose_paths import clue_measures, experiment_parser, explained_questions, load
 
 from xurs_pipeline.attribution.question import attribute_question
-from xurs_pipeline.evaluation.evidence import localisation_table
 
 
 def main() -> None:
@@ -51,16 +50,13 @@ def main() -> None:
             start = time.perf_counter()
             row = attribute_question(model, q, pool, variant, pad_id).rows[0]
             seconds = time.perf_counter() - start
-            record = {k: v for k, v in asdict(row).items() if k != "coords"}
-            loc = localisation_table(pd.DataFrame([record]), prompts).set_index("region")
-            case, text = loc.loc["case_text"], loc.loc["all_text"]
+            clue = clue_measures(row, prompts)
             rows.append({"path": label, "residual": row.residual, "bound": row.error_bound,
-                         "evals": row.grad_evals, "case_rank": int(case["best_rank"]),
-                         "clue_share": float(case["clue_share"]), "roughness": row.roughness})  # fmt: skip
+                         "evals": row.grad_evals, "roughness": row.roughness, **clue})  # fmt: skip
             table.append((
                 q.record_id, label, f"{row.residual:.5f}", f"{row.error_bound:.4f}", row.grad_evals,
-                "yes" if row.budget_exhausted else "no", f"{row.roughness:.1f}", int(case["best_rank"]),
-                f"{100 * float(case['clue_share']):.0f}%", int(text["best_rank"]), f"{seconds:.0f}",
+                "yes" if row.budget_exhausted else "no", f"{row.roughness:.1f}", clue["case_rank"],
+                f"{100 * clue['clue_share']:.0f}%", clue["text_rank"], f"{seconds:.0f}",
             ))  # fmt: skip
         print(f"  done {q.record_id} (load {C.load_average()})", flush=True)
     print(C.markdown_table(

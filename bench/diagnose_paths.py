@@ -26,9 +26,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -43,6 +45,7 @@ from xurs_pipeline.attribution.plan import SamplingPlan, ig_plan
 from xurs_pipeline.attribution.quadrature import KronrodSpec
 from xurs_pipeline.attribution.question import ReferencePool
 from xurs_pipeline.attribution.references import PreparedReferences, prepare_training
+from xurs_pipeline.evaluation.evidence import localisation_table
 
 
 def experiment_parser(doc: str, experiment: str, questions: int) -> argparse.ArgumentParser:
@@ -61,6 +64,16 @@ def explained_questions(model, prompts, at, n: int) -> tuple[list, ReferencePool
     device, batch = model_device(model), at.eval_batch_size
     pool.natural = [natural_widths(model, i, batch, device, at.target_fn) for i in pool.token_ids]
     return select_questions(prompts, at, None)[:n], pool
+
+
+def clue_measures(row, prompts) -> dict[str, float | int]:
+    """App. C for one attribution row (``evaluation.evidence.localisation_table``): the best clue token's rank
+    in the case text and in all text, and the clue's share of the case text's magnitude."""
+    record = {k: v for k, v in asdict(row).items() if k != "coords"}
+    loc = localisation_table(pd.DataFrame([record]), prompts).set_index("region")
+    case, text = loc.loc["case_text"], loc.loc["all_text"]
+    return {"case_rank": int(case["best_rank"]), "text_rank": int(text["best_rank"]),
+            "clue_share": float(case["clue_share"])}  # fmt: skip
 
 
 def load(experiment: str, overrides: list[str] = ()):
