@@ -54,7 +54,7 @@ def main() -> None:
                 q.record_id, m, f"{row.residual:.5f}", f"{row.error_bound:.4f}", row.grad_evals,
                 clue["case_rank"], f"{100 * clue['clue_share']:.0f}%", clue["text_rank"], f"{seconds:.0f}",
             ))  # fmt: skip
-            print(f"  done {q.record_id}, {m} references (load {C.load_average()})", flush=True)
+            print(f"  {' | '.join(map(str, table[-1]))} (load {C.load_average()})", flush=True)
     print(C.markdown_table(
         ["question", "references", "R", "bound", "gradient evaluations", "clue rank, case text",
          "clue share, case text", "clue rank, all text", "s"], table,
