@@ -275,14 +275,12 @@ class AdaptiveKronrod(Estimator):
         gap = problem.gap()  # (J, T)
         # the mean over references of their pieces' summed bounds is J / M times the mean over pieces
         spec = replace(self.spec, tolerance=self.spec.tolerance * problem.n_paths / len(gap))
-        report = (
-            integrate(evaluate, gap, spec)
-            if problem.pieces is None
-            else integrate(
-                evaluate, gap, spec, f"pieces of the block path over {problem.n_paths} references",
-                ": raise it, or attribution.path_block for fewer pieces",
-            )
-        )  # fmt: skip
+        if problem.pieces is None:
+            report = integrate(evaluate, gap, spec)
+        else:
+            integrands = f"pieces of the block path over {problem.n_paths} references"
+            remedy = ": raise it, or attribution.path_block for fewer pieces"
+            report = integrate(evaluate, gap, spec, integrands, remedy)
         total = problem.zeros()
         for e_r in report.payload:
             total.add_(e_r, alpha=1.0 / problem.n_paths)

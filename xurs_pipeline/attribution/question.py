@@ -107,7 +107,8 @@ def _nonfinite(
 def _block_path(
     problem: PathProblem, input_ids: tuple[int, ...], cfg: AttributionConfig
 ) -> tuple[PathProblem, int]:
-    """``problem`` on block paths (``paths.py``) with F at both ends of every piece; the forward passes.
+    """``problem`` on block paths (``paths.py``) with each piece's width step F(end) - F(start); the forward
+    passes it took.
 
     Only the pieces' ends are evaluated: a path's first piece starts at its prepared reference (F known) and
     every other piece where the one before it ended, so the pieces' steps telescope exactly to F(X) - F(B).
