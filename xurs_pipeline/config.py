@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -213,3 +213,33 @@ def attribution_fingerprint(cfg: RootConfig, *, per_question: bool = False) -> s
     return config_hash(
         {"attribution": attribution, "model": asdict(cfg.model), "train": train, "data": asdict(cfg.data)}
     )
+
+
+def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
+    """The main run's config with the repeat's attribution seed and sample count. IG draws nothing at
+    random, so a repeat with another seed alone would equal the main run (a check that cannot fail): an IG
+    repeat starts from ``repeat_n_samples`` quadrature points, by default twice the main run's (App. B.3:
+    "different sample counts"; Sec. 5.3: "increase the number of intermediate points"); a kronrod repeat
+    starts from twice the main run's intervals."""
+    at, ev = cfg.attribution, cfg.evaluation
+    if at.method == "ig":
+        points = ev.repeat_n_samples or 2 * at.ig_points
+        if points == at.ig_points:
+            raise ConfigError(
+                f"evaluation.repeat_n_samples={points} equals attribution.ig_points: an IG repeat with the "
+                "same points would equal the main run; choose another count"
+            )
+        ig = replace(at, seed=seed, ig_points=points, ig_max_points=max(at.ig_max_points, points))
+        return replace(cfg, attribution=ig)
+    if at.method == "kronrod":  # deterministic too: the repeat starts from twice the intervals (other nodes)
+        intervals = 2 * at.kronrod_intervals
+        budget = max(at.kronrod_max_evals, 15 * intervals * at.refs_per_collection)  # at least the first pass
+        kronrod = replace(at, seed=seed, kronrod_intervals=intervals, kronrod_max_evals=budget)
+        return replace(cfg, attribution=kronrod)
+    n_samples = ev.repeat_n_samples or at.n_samples
+    if seed == at.seed and n_samples == at.n_samples:
+        raise ConfigError(
+            f"evaluation.repeat_seeds contains attribution.seed={seed} with the same sample count: that "
+            "repeat would equal the main run; choose another seed or evaluation.repeat_n_samples"
+        )
+    return replace(cfg, attribution=replace(at, seed=seed, n_samples=n_samples))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import pandas as pd
 import pytest
@@ -10,6 +11,7 @@ import torch
 from helpers import PAD_ID, TinyBeliefClassifier, prompts_frame
 from safetensors.torch import load_file
 
+from xurs_pipeline.attribution import runner
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.inputs import AttributionInputError
 from xurs_pipeline.attribution.runner import ATTRIBUTIONS_FILE, COORDS_DIR, run_attribution
@@ -139,6 +141,54 @@ def test_widening_a_run_recomputes_only_the_new_questions(tmp_path: Path) -> Non
     other = Counting(model)  # another part key: every question again
     _run(other, frame, tmp_path / "run", fingerprint="three", part_fingerprint="changed")
     assert other.grad_samples == 3 * CFG["n_samples"]
+
+
+class RecordingBar:
+    """Stands in for tqdm: the bar's total when it opens and after each question."""
+
+    opened: ClassVar[list[RecordingBar]] = []
+
+    def __init__(self, total: int, **_: object) -> None:
+        self.total, self.n, self.totals = total, 0, [total]
+        RecordingBar.opened.append(self)
+
+    def update(self, size: int) -> None:
+        self.n += size
+
+    def set_postfix(self, **_: object) -> None:
+        self.totals.append(self.total)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("overrides", "stops_early"),
+    [
+        ({"method": "kronrod", "kronrod_tolerance": 1.0, "kronrod_max_evals": 105, "samples_per_call": 15},
+         True),
+        ({"method": "ig", "ig_adaptive": True, "ig_points": 2, "ig_refine_factor": 2, "ig_max_points": 8,
+          "ig_tolerance": 1e-12, "samples_per_call": 8}, False),
+        ({"method": "ig", "ig_points": 2}, False),
+        ({"method": "eg"}, False),
+    ],
+)
+def test_the_progress_total_starts_at_the_budget_and_ends_at_what_was_spent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, overrides: dict, stops_early: bool
+) -> None:
+    """The bar opens at questions x ``gradient_budget`` (an upper bound, so its ETA is one) and gives back
+    what an adaptive estimator left unused, ending at the gradient samples the model really ran. Adaptive
+    IG at an unreachable tolerance spends every level of its schedule (2 + 4 + 8 points per reference),
+    which is the budget the config states; kronrod at a loose one stops after its first pass."""
+    monkeypatch.setattr(runner, "tqdm", RecordingBar)
+    model, frame = Counting(TinyBeliefClassifier(vocab=40)), prompts_frame(n_test=2)
+    _run(model, frame, tmp_path, progress=True, **overrides)
+    bar = RecordingBar.opened[-1]
+    budget, _ = AttributionConfig(**{**CFG, **overrides}).gradient_budget()
+    assert bar.totals[0] == 2 * budget
+    assert bar.n == bar.total == model.grad_samples > 0
+    assert (bar.total < 2 * budget) == stops_early
+    assert bar.totals == sorted(bar.totals, reverse=True)  # it only shrinks
 
 
 def test_nonfinite_question_is_reported_not_written(tmp_path: Path) -> None:

@@ -16,7 +16,14 @@ import pytest
 import torch
 
 from xurs_pipeline.attribution.runner import run_attribution
-from xurs_pipeline.config import ConfigError, RootConfig, attribution_fingerprint, train_run_hash, validate
+from xurs_pipeline.config import (
+    ConfigError,
+    RootConfig,
+    attribution_fingerprint,
+    repeat_config,
+    train_run_hash,
+    validate,
+)
 from xurs_pipeline.credal import credal_width
 from xurs_pipeline.data.dataset import data_config_hash, prepare_dataset
 from xurs_pipeline.evaluation.artifacts import read_attributions
@@ -166,14 +173,14 @@ def test_an_ig_repeat_doubles_the_quadrature_points_instead_of_repeating_the_mai
     cannot fail. Its repeat starts from twice the points (or evaluation.repeat_n_samples points)."""
     cfg = make_cfg(Path("unused"), repeat_seeds=[17])
     ig = dataclasses.replace(cfg, attribution=dataclasses.replace(cfg.attribution, method="ig", ig_points=8))
-    repeat = repeats_stage.repeat_config(ig, 17).attribution
+    repeat = repeat_config(ig, 17).attribution
     assert (repeat.seed, repeat.ig_points, repeat.ig_max_points) == (17, 16, ig.attribution.ig_max_points)
     chosen = dataclasses.replace(ig, evaluation=dataclasses.replace(ig.evaluation, repeat_n_samples=4096))
-    assert repeats_stage.repeat_config(chosen, 17).attribution.ig_max_points == 4096  # raised to the start
+    assert repeat_config(chosen, 17).attribution.ig_max_points == 4096  # raised to the start
     same = dataclasses.replace(ig, evaluation=dataclasses.replace(ig.evaluation, repeat_n_samples=8))
     with pytest.raises(ValueError, match=r"repeat_n_samples=8 equals attribution\.ig_points"):
-        repeats_stage.repeat_config(same, 17)
-    assert repeats_stage.repeat_config(cfg, 17).attribution.n_samples == cfg.attribution.n_samples  # EG
+        repeat_config(same, 17)
+    assert repeat_config(cfg, 17).attribution.n_samples == cfg.attribution.n_samples  # EG
 
 
 def test_a_kronrod_repeat_starts_from_twice_the_intervals_instead_of_repeating_the_main_run():
@@ -181,7 +188,7 @@ def test_a_kronrod_repeat_starts_from_twice_the_intervals_instead_of_repeating_t
     cfg = make_cfg(Path("unused"), repeat_seeds=[17])
     at = dataclasses.replace(cfg.attribution, method="kronrod", kronrod_intervals=1)
     main = dataclasses.replace(at, kronrod_max_evals=15 * at.refs_per_collection)  # exactly the first pass
-    repeat = repeats_stage.repeat_config(dataclasses.replace(cfg, attribution=main), 17).attribution
+    repeat = repeat_config(dataclasses.replace(cfg, attribution=main), 17).attribution
     assert (repeat.seed, repeat.kronrod_intervals) == (17, 2)
     assert repeat.kronrod_max_evals == 30 * at.refs_per_collection  # raised to the repeat's first pass
     assert repeat != dataclasses.replace(main, seed=17)

@@ -15,7 +15,14 @@ from xurs_pipeline.models.backbone import load_backbone_dir, materialize_backbon
 from xurs_pipeline.models.checkpoint import build_classifier
 from xurs_pipeline.models.config import ModelConfig
 from xurs_pipeline.planning.devices import DEVICES
-from xurs_pipeline.planning.estimate import Costs, Shape, StagePlan, Workload, plan_stages
+from xurs_pipeline.planning.estimate import (
+    Costs,
+    Shape,
+    StagePlan,
+    Workload,
+    gradient_evaluations,
+    plan_stages,
+)
 from xurs_pipeline.planning.shapes import backbone_config, count_parameters
 from xurs_pipeline.train.config import TrainConfig
 
@@ -90,6 +97,24 @@ def test_a_run_that_does_not_fit_names_the_key_to_change() -> None:
     assert large["attribute"].seconds == pytest.approx(100 * 512 * 0.01)
 
 
+def test_gradient_evaluations_state_each_estimators_budget() -> None:
+    """Per stage, questions x collections x the estimator's most samples: kronrod's budget (not IG's points),
+    a kronrod repeat's raised first pass, and one more run per comparison target (hand sums)."""
+    repeat, targets = "evaluation.repeat_seeds=[17]", "evaluation.targets=[width,betp]"
+    kronrod = _paper("controlled_direct_kronrod", repeat, targets)
+    budget = kronrod.attribution.kronrod_max_evals
+    assert gradient_evaluations(kronrod, questions=8) == {
+        "attribute": 8 * budget, "attribute_repeats": 8 * budget, "attribute_targets": 8 * budget,
+    }  # fmt: skip
+    four = ("attribution.refs_per_collection=4", "attribution.kronrod_max_evals=60")  # the first pass
+    small = _paper("controlled_direct_kronrod", *four, repeat)
+    assert gradient_evaluations(small, questions=1)["attribute_repeats"] == 15 * 2 * 4  # twice the intervals
+    eg = _paper("controlled_direct", "evaluation.repeat_seeds=[17,23]", "evaluation.repeat_n_samples=32")
+    assert gradient_evaluations(eg, questions=3) == {
+        "attribute": 3 * eg.attribution.n_samples, "attribute_repeats": 2 * 3 * 32, "attribute_targets": 0,
+    }  # fmt: skip
+
+
 def test_plan_command_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stop:
         xurs(["plan", "--help"])
@@ -101,6 +126,10 @@ def test_plan_command_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 1  # something does not fit
     assert "NO: " in out
     assert "6,607,343,616" in out
+    assert "ceilings" not in out  # EG spends exactly its samples
+    assert xurs(["plan", "experiment=controlled_direct_kronrod", f"--conf={ROOT / 'conf'}",
+                 "--train-examples", "500", "--questions", "8"]) == 0  # fmt: skip
+    assert "ceilings: kronrod stops where it meets its tolerance" in capsys.readouterr().out
     assert xurs(["plan", "--device", "nosuch", "experiment=smoke", f"--conf={ROOT / 'conf'}"]) == 2
     assert "--device 'nosuch'" in capsys.readouterr().err
 

@@ -160,11 +160,7 @@ class AttributionConfig:
                 f"n_collections=1 and refs_per_collection=1 (got {self.n_collections}, "
                 f"{self.refs_per_collection})"
             )
-        per_collection, what = {
-            "eg": (self.n_samples, "n_samples"),
-            "ig": (self.refs_per_collection * self.ig_max_points, "refs_per_collection x ig_max_points"),
-            "kronrod": (self.kronrod_max_evals, "kronrod_max_evals"),
-        }[self.method]
+        per_collection, what = self.gradient_budget()
         total = self.n_collections * per_collection
         if total > MAX_SAMPLES_PER_QUESTION:
             raise ValueError(
@@ -174,3 +170,21 @@ class AttributionConfig:
             )
         if len(set(self.record_ids)) != len(self.record_ids):
             raise ValueError(f"attribution.record_ids: duplicates in {self.record_ids}")
+
+    def gradient_budget(self) -> tuple[int, str]:
+        """The most gradient samples one collection may take on the straight path, and the keys that set
+        it: EG ``n_samples``; fixed IG ``ig_points`` per reference; adaptive IG every level of its schedule
+        (``ig_points`` x ``ig_refine_factor``^k up to ``ig_max_points``, each level recomputed) per
+        reference; kronrod ``kronrod_max_evals`` (adaptive estimators usually stop earlier). On the block
+        path IG's count is per piece. The limit above, the progress bar's total and ``xurs plan`` use it."""
+        if self.method == "eg":
+            return self.n_samples, "n_samples"
+        if self.method == "kronrod":
+            return self.kronrod_max_evals, "kronrod_max_evals"
+        if not self.ig_adaptive:
+            return self.refs_per_collection * self.ig_points, "refs_per_collection x ig_points"
+        levels, n = [self.ig_points], self.ig_points
+        while n < self.ig_max_points:
+            n = min(n * self.ig_refine_factor, self.ig_max_points)
+            levels.append(n)
+        return self.refs_per_collection * sum(levels), "refs_per_collection x ig_points ... ig_max_points"

@@ -131,16 +131,12 @@ def _bad_refs(plan: SamplingPlan, flags: torch.Tensor) -> list[int]:
 
 
 class Estimator(ABC):
-    """One attribution method: ``attribute`` one collection; ``planned_evals`` for progress and limits."""
+    """One attribution method: ``attribute`` one collection (its budget: the config's ``gradient_budget``)."""
 
     method: ClassVar[str]
 
     @abstractmethod
     def attribute(self, problem: PathProblem) -> CollectionResult: ...
-
-    @abstractmethod
-    def planned_evals(self, n_refs: int) -> int:
-        """Gradient samples planned for ``n_refs`` references (adaptive methods: the first pass)."""
 
 
 @dataclass(frozen=True)
@@ -150,9 +146,6 @@ class ExpectedGradients(Estimator):
     n_samples: int
     seed: int
     method: ClassVar[str] = "eg"
-
-    def planned_evals(self, n_refs: int) -> int:
-        return self.n_samples
 
     def attribute(self, problem: PathProblem) -> CollectionResult:
         if problem.pieces is not None:
@@ -200,9 +193,6 @@ class IntegratedGradients(Estimator):
     refine_factor: int = 4
     max_points: int = 2048
     method: ClassVar[str] = "ig"
-
-    def planned_evals(self, n_refs: int) -> int:
-        return n_refs * self.n_points
 
     def attribute(self, problem: PathProblem) -> CollectionResult:
         gap = problem.gap()  # (J, T)
@@ -258,9 +248,6 @@ class AdaptiveKronrod(Estimator):
 
     spec: KronrodSpec
     method: ClassVar[str] = "kronrod"
-
-    def planned_evals(self, n_refs: int) -> int:
-        return n_refs * 15 * self.spec.initial_intervals
 
     def attribute(self, problem: PathProblem) -> CollectionResult:
         bad: set[int] = set()

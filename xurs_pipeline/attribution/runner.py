@@ -23,7 +23,6 @@ from tqdm.auto import tqdm
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import natural_widths
-from xurs_pipeline.attribution.estimators import build_estimator
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
 from xurs_pipeline.attribution.model import WidthModel, model_device, model_dtype, set_precision
 from xurs_pipeline.attribution.question import Question, QuestionResult, ReferencePool, attribute_question
@@ -51,12 +50,6 @@ class ShardReport:
     torch_threads: int  # CPU threads per process: float sums, hence the last bits, depend on it
 
 
-def _samples_per_question(cfg: AttributionConfig) -> int:
-    """Planned gradient samples per question (adaptive estimators: their first pass)."""
-    refs = cfg.refs_per_collection if cfg.reference == "train" else 1
-    return cfg.n_collections * build_estimator(cfg, 0).planned_evals(refs)
-
-
 def run_shard(
     model: WidthModel,
     questions: list[Question],
@@ -78,8 +71,9 @@ def run_shard(
         pool.natural = [
             natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn) for ids in pool.token_ids
         ]
+    budget = cfg.n_collections * cfg.gradient_budget()[0]  # a question's most samples: the bar's ETA bounds
     bar = tqdm(
-        total=len(pending) * _samples_per_question(cfg),
+        total=len(pending) * budget,
         unit="sample",
         dynamic_ncols=True,
         disable=not cfg.progress,
@@ -90,12 +84,13 @@ def run_shard(
     def on_batch(size: int) -> None:
         bar.update(size)
         if bar.total is not None and bar.n > bar.total:
-            bar.total = bar.n  # an adaptive estimator added points
+            bar.total = bar.n  # IG over block-path pieces, or a float32 retry, went past it
 
     grad_evals = 0
     wide_pool: list[ReferencePool | None] = []  # the pool's natural widths in float32, made on first retry
     try:
         for done, q in enumerate(pending, start=1):
+            before = bar.n
             result = attribute_question(model, q, pool, cfg, pad_id, on_batch)
             if result.failure is not None and cfg.on_nonfinite == "retry" and cfg.precision != "float32":
                 result = retry_in_float32(model, q, pool, cfg, pad_id, result, wide_pool, on_batch)
@@ -103,6 +98,9 @@ def run_shard(
             if result.failure is not None:
                 log.warning("attribute: %s", result.failure.message())
             grad_evals += sum(r.grad_evals for r in result.rows[:1])
+            unused = budget - (bar.n - before)  # an adaptive estimator stopped early: the ETA shrinks
+            if unused > 0 and bar.total is not None:
+                bar.total -= unused
             bar.set_postfix(questions=f"{done}/{len(pending)}", skipped=len(mine) - len(pending))
     finally:
         bar.close()

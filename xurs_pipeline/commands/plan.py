@@ -99,4 +99,7 @@ def run(args: argparse.Namespace) -> int:
             f"{s.stage:<18} {_gib(s.peak_bytes):>12} {s.gradient_evaluations:>10,} "
             f"{_duration(s.seconds):>10}  {verdict}"
         )
+    a = cfg.attribution
+    if a.method == "kronrod" or (a.method == "ig" and a.ig_adaptive):
+        print(f"gradients and time are ceilings: {a.method} stops where it meets its tolerance, often sooner")
     return 1 if refused else 0

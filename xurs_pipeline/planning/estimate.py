@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from transformers import PretrainedConfig
 
-from xurs_pipeline.config import RootConfig
+from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.config import RootConfig, repeat_config
 from xurs_pipeline.planning.devices import GIB, Device
 from xurs_pipeline.planning.shapes import ParameterCounts
 
@@ -145,20 +146,19 @@ def attribution_bytes(
 
 
 def gradient_evaluations(cfg: RootConfig, questions: int) -> dict[str, int]:
-    """Gradient samples of the attribution stages: ``attribute`` (EG: samples per collection; IG:
-    quadrature points per reference), ``attribute_repeats`` (one run per ``evaluation.repeat_seeds``),
-    ``attribute_targets`` (one run per comparison target besides width)."""
+    """Most gradient samples of the attribution stages (``AttributionConfig.gradient_budget`` per collection:
+    EG its samples, IG its quadrature points, kronrod its budget, which it usually undercuts): ``attribute``,
+    ``attribute_repeats`` (one run per ``evaluation.repeat_seeds``, each as :func:`repeat_config` makes it),
+    ``attribute_targets`` (one run per comparison target besides the main one, at the same budget)."""
     a, e = cfg.attribution, cfg.evaluation
-    per_collection = a.n_samples if a.method == "eg" else a.refs_per_collection * a.ig_points
-    main = questions * a.n_collections * per_collection
-    if a.method == "eg":
-        repeat_per = e.repeat_n_samples or a.n_samples
-    else:
-        repeat_per = a.refs_per_collection * (e.repeat_n_samples or 2 * a.ig_points)
+
+    def run(at: AttributionConfig) -> int:
+        return questions * at.n_collections * at.gradient_budget()[0]
+
     return {
-        "attribute": main,
-        "attribute_repeats": len(e.repeat_seeds) * questions * a.n_collections * repeat_per,
-        "attribute_targets": sum(t != a.target_fn for t in e.targets) * main,
+        "attribute": run(a),
+        "attribute_repeats": sum(run(repeat_config(cfg, s).attribution) for s in e.repeat_seeds),
+        "attribute_targets": sum(t != a.target_fn for t in e.targets) * run(a),
     }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
+from xurs_pipeline.config import RootConfig, attribution_fingerprint, repeat_config, train_run_hash
 from xurs_pipeline.contracts import artifact, check_detail, comparison_run, stage_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_prompts
@@ -32,7 +32,7 @@ from xurs_pipeline.evaluation.verdicts import Check, checks_frame, checks_summar
 from xurs_pipeline.io import write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
 from xurs_pipeline.reporting.headline import verdict_headline
-from xurs_pipeline.tasks.attribute_repeats import repeat_config, repeat_dir, repeat_name
+from xurs_pipeline.tasks.attribute_repeats import repeat_dir, repeat_name
 from xurs_pipeline.tasks.runner import log
 
 
