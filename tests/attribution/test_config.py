@@ -51,6 +51,10 @@ def test_paper_budgets_match_table_5() -> None:
         ({"ig_tolerance": 0.0}, "attribution.ig_tolerance=0.0: must be positive"),
         ({"record_ids": ["a", "a"]}, "attribution.record_ids: duplicates"),
         ({"precision": "int8"}, "attribution.precision='int8'"),
+        ({"reference_alignment": "diff"}, "attribution.reference_alignment='diff': must be one of"),
+        ({"reference": "aligned", "refs_per_collection": 1, "reference_alignment": "sequence"},
+         "attribution.reference_alignment='sequence' fits training prompts to the question: it needs "
+         "reference='train'"),
     ],
 )
 def test_bad_values_name_the_key(kwargs: dict, message: str) -> None:

@@ -3,6 +3,8 @@ residuals and error columns recomputed independently, the budget flag."""
 
 from __future__ import annotations
 
+import difflib
+
 import numpy as np
 import pytest
 import torch
@@ -75,6 +77,16 @@ def test_kronrod_matches_dense_quadrature_on_a_rough_path(model) -> None:
     assert dense.abs().max() > 1e-2
 
 
+def _difflib_aligned(question: list[int], train: list[int]) -> list[int]:
+    """The training prompt's tokens where difflib matches or replaces the question's, padding elsewhere."""
+    out = [PAD_ID] * len(question)
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=question, b=train, autojunk=False).get_opcodes():
+        if tag in ("equal", "replace"):
+            kept = train[j1 : j1 + min(i2 - i1, j2 - j1)]
+            out[i1 : i1 + len(kept)] = kept
+    return out
+
+
 def _rows(model, frame, **overrides):
     cfg = AttributionConfig(**{"progress": False, "refs_per_collection": 3, "method": "kronrod", **overrides})
     pool = ReferencePool(*reference_pool(frame, cfg, 64))
@@ -82,19 +94,32 @@ def _rows(model, frame, **overrides):
     return [attribute_question(model, q, pool, cfg, PAD_ID) for q in select_questions(frame, cfg, 64)]
 
 
-def test_reported_residual_and_error_columns_match_an_independent_recomputation(model) -> None:
+@pytest.mark.parametrize("alignment", ["position", "sequence"])
+def test_reported_residual_and_error_columns_match_an_independent_recomputation(model, alignment) -> None:
+    """Per question, the residual against F(X) - mean F(B) with B prepared independently: truncated / padded
+    by hand (Sec. 3.3), or aligned by ``difflib`` (``reference_alignment='sequence'``)."""
     frame = prompts_frame(n_test=2, n_train=3)
     train = frame[frame.split == "train"]
-    for result in _rows(model, frame, kronrod_tolerance=1e-4):
+    for result in _rows(model, frame, kronrod_tolerance=1e-4, reference_alignment=alignment):
         (row,) = result.rows
         prompt = prompt_of(model, list(frame.set_index("record_id").loc[row.record_id, "input_ids"]), CPU)
         width = _width_fn(model, prompt, row.target)
         fx = float(width(prompt.embeds))
         length = prompt.length
-        prepared = [(list(ids) + [PAD_ID] * length)[:length] for ids in train["input_ids"]]
-        fb = [float(width(model.embed(torch.tensor([p])))) for p in prepared]
-        recomputed = abs(float(row.coords["e"].sum()) - (fx - np.mean(fb)))
-        assert row.residual == pytest.approx(recomputed, abs=2e-6)
+        ids = list(frame.set_index("record_id").loc[row.record_id, "input_ids"])
+        preparations = {
+            "position": [(list(t) + [PAD_ID] * length)[:length] for t in train["input_ids"]],
+            "sequence": [_difflib_aligned(ids, list(t)) for t in train["input_ids"]],
+        }
+        assert preparations["position"] != preparations["sequence"]
+        widths = {
+            n: [float(width(model.embed(torch.tensor([p])))) for p in ps] for n, ps in preparations.items()
+        }
+        residual = {n: abs(float(row.coords["e"].sum()) - (fx - np.mean(fb))) for n, fb in widths.items()}
+        assert row.residual == pytest.approx(residual[alignment], abs=2e-6)
+        other = "sequence" if alignment == "position" else "position"
+        assert residual[other] > 10 * max(row.residual, 1e-6)  # the other preparation does not match
+        fb = widths[alignment]
         assert row.residual <= row.error_bound <= 1e-4
         assert not row.budget_exhausted
         # the recomputation can fail: with the natural (unpadded) reference widths it does not match

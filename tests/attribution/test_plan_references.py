@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from scipy import integrate
 
 from xurs_pipeline.attribution.plan import QUADRATURES, batches, collection_seed, eg_plan, quadrature
-from xurs_pipeline.attribution.references import align_paired, pad_or_truncate
+from xurs_pipeline.attribution.references import align_paired, pad_or_truncate, prepare_training
 
 PAD = 0
+CPU = torch.device("cpu")
 
 
 def test_eg_plan_is_replayable_and_matches_numpy_draw_order() -> None:
@@ -91,3 +93,20 @@ def test_align_paired_replacement_fits_and_omits_extra_tokens() -> None:
     shorter = align_paired([1, 30, 31, 32, 4], [1, 40, 4], PAD)
     assert shorter.prepared_ids == (1, 40, PAD, PAD, 4)
     assert shorter.changed_positions == (1, 2, 3)
+
+
+def test_training_prompts_aligned_by_sequence_keep_shared_text_in_place() -> None:
+    """A training prompt whose case text is one token longer than the question's: by position (Sec. 3.3)
+    every later token is shifted and differs, so the shared options and answer cue can take attribution;
+    aligned by sequence only the case's own tokens differ (hand-worked)."""
+    question = [1, 5, 30, 31, 8, 40, 41, 4]  # template, case (30, 31), '.', options (40, 41), cue
+    train = [1, 5, 50, 51, 52, 8, 40, 41, 4]
+    by_position = prepare_training(question, [train], ["t"], PAD, CPU)
+    by_sequence = prepare_training(question, [train], ["t"], PAD, CPU, "sequence")
+    assert by_position.prepared_ids.tolist() == [[1, 5, 50, 51, 52, 8, 40, 41]]
+    assert by_position.changed_positions == [(2, 3, 4, 5, 6, 7)]
+    assert by_sequence.prepared_ids.tolist() == [[1, 5, 50, 51, 8, 40, 41, 4]]
+    assert by_sequence.changed_positions == [(2, 3)]
+    assert by_sequence.natural_ids == [train]  # the natural prompt is kept for the reference-shift check
+    with pytest.raises(ValueError, match="alignment='diff'"):
+        prepare_training(question, [train], ["t"], PAD, CPU, "diff")

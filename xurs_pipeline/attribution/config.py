@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 METHODS = ("eg", "ig", "kronrod")
 PATHS = ("straight", "blocks")  # attribution/paths.py
 REFERENCE_KINDS = ("train", "zero", "aligned")
+REFERENCE_ALIGNMENTS = ("position", "sequence")  # how a training prompt is fitted to the question
 RESULT_FILTERS = ("all", "with_result", "without_result")
 ROUTES = ("direct", "answer_set")
 TARGET_RULES = ("predicted", "correct", "all")
@@ -46,6 +47,11 @@ class AttributionConfig:
       (adaptive Gauss-Kronrod quadrature per reference to a stated tolerance, ``attribution.quadrature``).
     reference: ``train`` (training prompts), ``zero`` (zero embeddings), ``aligned`` (paired prompt
       aligned to the question, Sec. 5.4: the other member of the question's pair).
+    reference_alignment: how a training prompt is fitted to the question's L positions: ``position``
+      (Sec. 3.3: truncated or right-padded, token i against token i) or ``sequence`` (beyond the paper:
+      the paired prompt's alignment of Sec. 5.4 applied to each training prompt, so text it shares with the
+      question sits at the question's positions and cannot receive attribution; the rest is the training
+      prompt's own tokens fitted into the span, or padding). Nothing in it knows where a clue is.
     result_filter: on controlled data, explain ``all`` questions of the split, only those
       ``with_result`` or only those ``without_result`` (the uncertain ones: why is the model uncertain?).
       ``aligned`` needs one member of each pair: there ``all`` means ``with_result`` (Sec. 5.4).
@@ -73,6 +79,7 @@ class AttributionConfig:
 
     method: str = "eg"
     reference: str = "train"
+    reference_alignment: str = "position"
     result_filter: str = "all"
     route: str = "direct"
     target_fn: str = "width"  # the function explained: width (the paper's), entropy or betp (Sec. 7)
@@ -108,6 +115,12 @@ class AttributionConfig:
     def __post_init__(self) -> None:
         _one_of("method", self.method, METHODS)
         _one_of("reference", self.reference, REFERENCE_KINDS)
+        _one_of("reference_alignment", self.reference_alignment, REFERENCE_ALIGNMENTS)
+        if self.reference_alignment != "position" and self.reference != "train":
+            raise ValueError(
+                f"attribution.reference_alignment={self.reference_alignment!r} fits training prompts to the "
+                f"question: it needs reference='train' (got {self.reference!r})"
+            )
         _one_of("result_filter", self.result_filter, RESULT_FILTERS)
         _one_of("route", self.route, ROUTES)
         _one_of("target_fn", self.target_fn, TARGET_NAMES)

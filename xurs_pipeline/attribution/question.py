@@ -85,7 +85,7 @@ def _collections(
     if pool is None:
         raise ValueError("attribution.reference='train' needs a ReferencePool of training prompts")
     return [
-        (prepare_training(q.input_ids, ids, rids, pad_id, device), natural)
+        (prepare_training(q.input_ids, ids, rids, pad_id, device, cfg.reference_alignment), natural)
         for rids, ids, natural in zip(pool.record_ids, pool.token_ids, pool.natural, strict=True)
     ]
 

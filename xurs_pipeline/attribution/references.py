@@ -1,7 +1,8 @@
 """Reference preparation (Sec. 3.3, 5.4): training prompts, zero baseline, aligned paired prompt.
 
 A prepared reference is a sequence of L token ids (or the zero embedding) evaluated under the
-original prompt's attention mask and positions. Training prompts are truncated or right-padded to L.
+original prompt's attention mask and positions. Training prompts are truncated or right-padded to L
+(or, with ``attribution.reference_alignment='sequence'``, aligned as the paired prompt is).
 The aligned paired reference places text shared with the original prompt at the original positions
 (``difflib.SequenceMatcher`` on token ids) and pads everything unmatched. Which training prompts form
 the collections is decided by ``xurs_pipeline.data.references.reference_collections``.
@@ -104,10 +105,17 @@ def prepare_training(
     ref_ids: Sequence[str],
     pad_id: int,
     device: torch.device,
+    alignment: str = "position",
 ) -> PreparedReferences:
-    """Training prompts truncated / right-padded to the question's length L (Sec. 3.3)."""
+    """Training prompts fitted to the question's length L: ``position``, truncated / right-padded (Sec. 3.3);
+    ``sequence``, aligned as the paired prompt is (:func:`align_paired`, Sec. 5.4), shared text in place."""
     length = len(original)
-    prepared = [pad_or_truncate(ids, length, pad_id) for ids in refs]
+    if alignment == "position":
+        prepared = [pad_or_truncate(ids, length, pad_id) for ids in refs]
+    elif alignment == "sequence":
+        prepared = [list(align_paired(original, ids, pad_id).prepared_ids) for ids in refs]
+    else:
+        raise ValueError(f"alignment={alignment!r}: must be 'position' or 'sequence'")
     return PreparedReferences(
         record_ids=tuple(ref_ids),
         natural_ids=[list(ids) for ids in refs],
