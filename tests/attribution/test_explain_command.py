@@ -259,3 +259,27 @@ def test_block_paths_from_the_command_line(project, monkeypatch, capsys):
                       "--path", "blocks")  # fmt: skip
     assert rc == 2
     assert "attribution.path='blocks'" in err
+
+
+def test_training_prompts_aligned_by_sequence_from_the_command_line(project, monkeypatch, capsys):
+    """--alignment sequence: text a training prompt shares with the question keeps the question's positions,
+    so those positions take exactly zero attribution (far more of them than position by position, where
+    shared text after the first difference is shifted); the page and the printout name the alignment;
+    a reference that is not a training prompt cannot be aligned, and the message names the key."""
+    record = _test_record(project)
+    zeros = {}
+    for alignment in ("position", "sequence"):
+        save = f"{alignment}.json"
+        rc, out, _ = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "ig",
+                          "--points", "2", "--alignment", alignment, "--save", save)  # fmt: skip
+        assert rc == 0
+        expl = Explanation.load(project / save)
+        assert expl.alignment == alignment
+        label = "train, aligned by token sequence" if alignment == "sequence" else "train;"
+        assert f"references {label}" in out
+        zeros[alignment] = int((np.asarray(expl.token_magnitude) == 0).sum())
+    assert zeros["sequence"] > zeros["position"] + 5
+    rc, _, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--reference", "zero",
+                      "--alignment", "sequence")  # fmt: skip
+    assert rc == 2
+    assert "attribution.reference_alignment='sequence'" in err

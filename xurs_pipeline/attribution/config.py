@@ -39,6 +39,12 @@ def _at_least(key: str, value: float, low: float) -> None:
         raise ValueError(f"attribution.{key}={value}: must be >= {low}")
 
 
+def describe_references(kind: str, alignment: str) -> str:
+    """How pages and reports name the references: ``kind`` (train, zero, aligned), with how training
+    prompts were fitted to the question when they were aligned by token sequence."""
+    return f"{kind}, aligned by token sequence" if kind == "train" and alignment == "sequence" else kind
+
+
 @dataclass
 class AttributionConfig:
     """Which questions, which references, which estimator, how much compute.

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.config import AttributionConfig, describe_references
 from xurs_pipeline.attribution.endpoints import natural_widths, prompt_of
 from xurs_pipeline.attribution.inputs import AttributionInputError, reference_pool, select_questions
 from xurs_pipeline.attribution.model import DTYPES, WidthModel, frozen, model_device, set_precision
@@ -83,6 +83,7 @@ class Explanation:
 
     correct: int | None = None  # the correct option, if known (inline questions: --answer)
     path: str = "straight"  # the path from each reference to the input (attribution/paths.py)
+    alignment: str = "position"  # how training prompts were fitted to the question (references.py)
     experiment: str = ""
     model: str = ""
 
@@ -114,6 +115,7 @@ class Explanation:
             f"width W_{LETTERS[c]} = {self.width[c]:.4f} in [Bel, Pl] = [{self.belief[c]:.4f}, "
             f"{self.plausibility[c]:.4f}]",
             f"completeness residual R (Eq. 9) = {self.residual:.3g}{check}",
+            f"references {describe_references(self.reference, self.alignment)}; "
             f"estimator {self.method} on {self.path} paths: error bound {self.error_bound:.3g}, "
             f"{self.grad_evals} gradient evaluations{exhausted}; path roughness (total variation / net "
             f"change) {self.roughness:.3g}",
@@ -146,7 +148,8 @@ class Explanation:
             provenance=ReportProvenance(
                 experiment=f"xurs explain ({self.experiment})" if self.experiment else "xurs explain",
                 config_hash="", method=f"{self.method.upper()}, {self.precision}",
-                references=self.reference, samples=self.grad_evals, extra=extra,
+                references=describe_references(self.reference, self.alignment), samples=self.grad_evals,
+                extra=extra,
             ),
         )  # fmt: skip
 
@@ -231,7 +234,7 @@ def explain_row(
         width_difference=row.width_difference, signed_sum=row.signed_sum, residual=row.residual,
         method=row.method, reference=row.reference, precision=row.precision, grad_evals=row.grad_evals,
         seed=row.seed, error_bound=row.error_bound, budget_exhausted=row.budget_exhausted,
-        roughness=row.roughness, path=row.path,
+        roughness=row.roughness, path=row.path, alignment=cfg.reference_alignment,
     )  # fmt: skip
 
 

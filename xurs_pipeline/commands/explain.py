@@ -7,7 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from xurs_pipeline.attribution.config import METHODS, PATHS, AttributionConfig
+from xurs_pipeline.attribution.config import METHODS, PATHS, REFERENCE_ALIGNMENTS, AttributionConfig
 
 LETTERS = "ABCD"
 
@@ -59,6 +59,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     how.add_argument("--path", choices=PATHS, help="straight, or one token block at a time (ig, kronrod)")
     how.add_argument("--path-block", type=positive_int, help="positions per block of --path blocks")
     how.add_argument("--reference", choices=["train", "zero"], help="reference prompts")
+    how.add_argument(
+        "--alignment", choices=REFERENCE_ALIGNMENTS,
+        help="fit training prompts to the question by position (Sec. 3.3) or by token sequence (shared "
+             "text in place; attribution.reference_alignment)",
+    )  # fmt: skip
     how.add_argument("--refs", type=positive_int, help="training reference prompts per collection")
     how.add_argument("--samples", type=positive_int, help="EG samples per collection")
     how.add_argument("--points", type=positive_int, help="IG points per reference")
@@ -115,10 +120,12 @@ def attribution_config(base: AttributionConfig, args: argparse.Namespace) -> Att
         "method": args.method, "reference": args.reference, "refs_per_collection": args.refs,
         "n_samples": args.samples, "ig_points": args.points, "samples_per_call": args.samples_per_call,
         "precision": args.precision, "seed": args.seed, "path": args.path, "path_block": args.path_block,
+        "reference_alignment": args.alignment,
     }  # fmt: skip
     changed = {key: value for key, value in overrides.items() if value is not None}
-    if reference != "train":  # zero and aligned references: one per question
+    if reference != "train":  # zero and aligned references: one per question, nothing to fit
         changed |= {"n_collections": 1, "refs_per_collection": 1}
+        changed.setdefault("reference_alignment", "position")
     target = "predicted" if base.target == "all" else base.target
     return replace(base, **changed, target=target, record_ids=[], max_questions=0, progress=True)
 

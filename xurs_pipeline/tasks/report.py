@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from xurs_pipeline.attribution.config import describe_references
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_predictions, read_prompts
@@ -43,7 +44,8 @@ def run(cfg: RootConfig) -> None:
         experiment=cfg.experiment_name,
         config_hash=config_hash(asdict(cfg)),
         method=f"{a.method.upper()} {a.route} route, {a.precision}",
-        references=f"{a.n_collections} x {a.refs_per_collection} {a.reference} references",
+        references=f"{a.n_collections} x {a.refs_per_collection} "
+        f"{describe_references(a.reference, a.reference_alignment)} references",
         samples={"eg": a.n_samples, "ig": a.ig_points, "kronrod": a.kronrod_max_evals}[a.method],
         extra=(("seed", str(a.seed)), ("model", model_name(cfg.model))),
     )
