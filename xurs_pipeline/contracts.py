@@ -343,6 +343,7 @@ _STAGES = (
             "attributions",
             "mask_effects",
             "mask_metrics",
+            "check_summary",
             "tables",
             "plots",
         ),

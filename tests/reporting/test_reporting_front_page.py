@@ -11,10 +11,12 @@ import pandas as pd
 import pytest
 from reporting_html_cases import small_view  # the page tests' example view
 
+from xurs_pipeline.evaluation.evidence import localisation_summary
 from xurs_pipeline.reporting.front_page import (
     AccuracyRow,
     AttributionError,
     CheckLine,
+    ClueRow,
     EffectRow,
     FrontPage,
     Link,
@@ -157,3 +159,32 @@ def test_the_attribution_error_table_lists_ran_out_questions_first_with_their_nu
     for column in ("residual", "error_bound", "grad_evals", "roughness"):
         assert (merged[column] == merged[f"{column}_in"]).all(), column
     assert attribution_error_frame(rows.iloc[:0]).empty
+
+
+def test_the_front_page_says_whether_the_attribution_found_the_clue() -> None:
+    """App. C on the front page: per region the share of questions whose best clue token ranks first, the
+    median rank, the clue's share and its difference to control windows with the bootstrap interval (an
+    interval reaching zero is marked as a failure); the references are named; no section without a clue."""
+    table = pd.DataFrame({
+        "region": ["case_text"] * 4 + ["all_text"] * 4,
+        "clue_share": [0.8, 0.7, 0.9, 0.6, 0.10, 0.05, 0.20, 0.02],
+        "control_mean_share": [0.1, 0.2, 0.1, 0.1, 0.09, 0.10, 0.05, 0.06],
+        "best_rank": [1, 1, 2, 1, 3, 1, 9, 12],
+    })  # fmt: skip
+    rows = ClueRow.of(localisation_summary(table, 2_000, 0.95, "percentile", 0))
+    assert [r.region for r in rows] == ["case_text", "all_text"]
+    case, text = rows
+    assert (case.questions, case.rank_1_share, case.median_best_rank) == (4, 0.75, 1.0)
+    assert case.clue_share_pct == pytest.approx(75.0)
+    assert case.difference_pp == pytest.approx(62.5)
+    assert 0 < case.ci_low < 62.5 < case.ci_high
+    assert text.ci_low < 0 < text.ci_high  # the clue holds no more than text of its length
+    page = replace(PAGE, clue=rows, references="1 x 4 train, aligned by token sequence references")
+    html = str(render_front(page))
+    words = " ".join(" ".join(_parse(html).text).split())
+    for fact in ("Does the attribution find the clue?", "case text", "75.0%", "62.5",
+                 "1 x 4 train, aligned by token sequence references"):  # fmt: skip
+        assert fact in words, fact
+    verdicts = re.findall(r'<td class="num (pass|fail)">\s*\[', html)
+    assert verdicts == ["pass", "fail"]
+    assert "find the clue" not in str(render_front(PAGE))

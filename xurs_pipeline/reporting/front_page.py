@@ -95,6 +95,32 @@ class AttributionError:
 
 
 @dataclass(frozen=True)
+class ClueRow:
+    """App. C's localisation over the explained questions in one region (case text, all text): the share
+    of questions whose best clue token ranks first, the median best rank, the clue's mean share of the
+    region's attribution magnitude (%) and its mean difference to equal-length clue-free control windows
+    (pp) with the question-level bootstrap interval (``checks/checks.json``'s ``localisation``)."""
+
+    region: str
+    questions: int
+    rank_1_share: float
+    median_best_rank: float
+    clue_share_pct: float
+    difference_pp: float
+    ci_low: float
+    ci_high: float
+
+    @classmethod
+    def of(cls, localisation: dict[str, dict[str, float]]) -> tuple[ClueRow, ...]:
+        """From ``evaluation.evidence.localisation_summary``'s output; () on data without a clue."""
+        return tuple(
+            cls(region, int(m["questions"]), m["best_rank_1_share"], m["median_best_rank"],
+                m["mean_clue_share_pct"], m["mean_difference_pp"], m["ci_low"], m["ci_high"])
+            for region, m in localisation.items()
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Link:
     title: str
     href: str
@@ -114,6 +140,8 @@ class FrontPage:
     skipped: tuple[Link, ...]  # tables not made: title and reason
     plots: tuple[Link, ...]  # image href and what it shows
     error: AttributionError | None = None  # the attribution's error; None: nothing was attributed
+    references: str = ""  # what the attribution was measured against (the Experiment table)
+    clue: tuple[ClueRow, ...] = ()  # App. C localisation per region; () on data without a clue
 
 
 FRONT = """
@@ -123,6 +151,7 @@ FRONT = """
 <tr><th>Experiment</th><td>{{ p.experiment }}</td></tr>
 <tr><th>Model</th><td>{{ p.model }}</td></tr>
 <tr><th>Data</th><td>{{ p.data }}</td></tr>
+{% if p.references %}<tr><th>References</th><td>{{ p.references }}</td></tr>{% endif %}
 <tr><th>Config hash</th><td><code>{{ p.config_hash }}</code></td></tr>
 </table>
 </section>
@@ -173,6 +202,32 @@ when the width and 1 - BetP order the questions the same way, as a head-only mod
 for a random eligible token (Eq. 8). An interval above zero: the attribution found a token that matters.</p>
 {% else %}<p class="note">No zero-masking results.</p>{% endif %}
 </section>
+
+{% if p.clue %}
+<section id="clue">
+<h2>Does the attribution find the clue?</h2>
+<table>
+<thead><tr><th>Region</th><th class="num">Questions</th><th class="num">Clue ranks first</th>
+<th class="num">Median best rank</th><th class="num">Clue share</th>
+<th class="num">Above control windows (pp)</th><th class="num">95% CI</th></tr></thead>
+<tbody>
+{% for c in p.clue %}
+<tr><td>{{ c.region | replace("_", " ") }}</td><td class="num">{{ c.questions }}</td>
+<td class="num">{{ pct(c.rank_1_share) }}</td><td class="num">{{ c.median_best_rank | round(1) }}</td>
+<td class="num">{{ c.clue_share_pct | round(1) }}%</td><td class="num">{{ c.difference_pp | round(1) }}</td>
+<td class="num {{ 'pass' if c.ci_low > 0 else 'fail' }}">
+[{{ c.ci_low | round(1) }}, {{ c.ci_high | round(1) }}]</td></tr>
+{% endfor %}
+</tbody>
+</table>
+<p class="note">App. C: "clue ranks first" is the share of questions whose best clue token has the largest
+attribution magnitude in the region; the clue share is its part of the region's magnitude, compared with
+equal-length clue-free windows of the same region (an interval above zero: the clue holds more than text
+of its length). With training references nothing tells the attribution where the clue is; with an aligned
+paired reference only the positions that differ from it (the clue) can receive attribution, so these
+numbers hold by construction (table table9_localisation).</p>
+</section>
+{% endif %}
 
 <section id="attribution-error">
 <h2>Attribution error</h2>

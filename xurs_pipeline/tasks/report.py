@@ -20,6 +20,7 @@ from xurs_pipeline.reporting.front_page import (
     AccuracyRow,
     AttributionError,
     CheckLine,
+    ClueRow,
     EffectRow,
     FrontPage,
     Link,
@@ -44,8 +45,7 @@ def run(cfg: RootConfig) -> None:
         experiment=cfg.experiment_name,
         config_hash=config_hash(asdict(cfg)),
         method=f"{a.method.upper()} {a.route} route, {a.precision}",
-        references=f"{a.n_collections} x {a.refs_per_collection} "
-        f"{describe_references(a.reference, a.reference_alignment)} references",
+        references=references(cfg),
         samples={"eg": a.n_samples, "ig": a.ig_points, "kronrod": a.kronrod_max_evals}[a.method],
         extra=(("seed", str(a.seed)), ("model", model_name(cfg.model))),
     )
@@ -65,6 +65,13 @@ def run(cfg: RootConfig) -> None:
     front, markdown = front_page(cfg, attributions)
     pages = build_report(views, artifact("html").at(cfg.paths), cfg.experiment_name, front, markdown)
     print(f"report: {len(views)} explanation pages, {len(markdown)} tables; open {pages[-1]}")
+
+
+def references(cfg: RootConfig) -> str:
+    """What the attributions were measured against, as the front page and every explanation page say."""
+    a = cfg.attribution
+    kind = describe_references(a.reference, a.reference_alignment)
+    return f"{a.n_collections} x {a.refs_per_collection} {kind} references"
 
 
 def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, dict[str, str]]:
@@ -101,6 +108,8 @@ def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, 
     names = index.get("tables", {})
     markdown = {name: (tables / f"{name}.md").read_text(encoding="utf-8") for name in names}
     verdicts = pd.read_csv(tables / "verdicts.csv") if (tables / "verdicts.csv").is_file() else pd.DataFrame()
+    check_summary = artifact("check_summary").at(cfg.paths)
+    localisation = read_json(check_summary).get("localisation") or {} if check_summary.is_file() else {}
     page = FrontPage(
         experiment=cfg.experiment_name,
         model=f"{model_name(cfg.model)} ({cfg.train.adaptation}, {cfg.model.head} head)",
@@ -121,5 +130,7 @@ def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, 
             for f in index.get("plots", [])
         ),
         error=AttributionError.of(attributions),
+        references=references(cfg),
+        clue=ClueRow.of(localisation),
     )
     return page, markdown
