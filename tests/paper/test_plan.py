@@ -115,7 +115,10 @@ def test_gradient_evaluations_state_each_estimators_budget() -> None:
     }  # fmt: skip
 
 
-def test_plan_command_and_help(capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_command_and_help(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no prepared prompts here: after `dvc repro` plan would size from those
     with pytest.raises(SystemExit) as stop:
         xurs(["plan", "--help"])
     assert stop.value.code == 0
