@@ -108,8 +108,9 @@ def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, 
     names = index.get("tables", {})
     markdown = {name: (tables / f"{name}.md").read_text(encoding="utf-8") for name in names}
     verdicts = pd.read_csv(tables / "verdicts.csv") if (tables / "verdicts.csv").is_file() else pd.DataFrame()
-    check_summary = artifact("check_summary").at(cfg.paths)
-    localisation = read_json(check_summary).get("localisation") or {} if check_summary.is_file() else {}
+    check_summary = artifact("check_summary").at(cfg.paths)  # absent for `xurs report` before `checks`
+    checked = read_json(check_summary) if check_summary.is_file() else {}
+    localisation = checked.get("localisation") or {}
     page = FrontPage(
         experiment=cfg.experiment_name,
         model=f"{model_name(cfg.model)} ({cfg.train.adaptation}, {cfg.model.head} head)",
