@@ -27,7 +27,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--params", default="params.yaml", help="composed config when no overrides are given")
     p.add_argument("--conf", default="conf", help="config directory for overrides (default: conf)")
     p.add_argument(
-        "--measure", action="store_true", help="time a few gradient samples and training steps here"
+        "--measure",
+        action="store_true",
+        help="time a few gradient samples and training steps on this machine: on its GPU when --device is a "
+        "GPU and this machine has one, else on its CPU",
     )
     p.add_argument("--sample-seconds", type=float, help="stated seconds per attribution gradient sample")
     p.add_argument(
@@ -73,9 +76,11 @@ def run(args: argparse.Namespace) -> int:
     work = resolve_workload(cfg, Path.cwd(), args.prompt_tokens, args.train_examples, args.questions)
     costs = Costs(gradient_sample=args.sample_seconds, train_example=args.train_seconds)
     if args.measure:
-        from xurs_pipeline.planning.measure import measure_costs
+        from xurs_pipeline.planning.measure import describe_device, measure_costs, measurement_device
 
-        costs = measure_costs(cfg, config, work.prompt_tokens)
+        where = measurement_device(device.kind)
+        costs = measure_costs(cfg, config, work.prompt_tokens, device=where)
+        print(f"measured on {describe_device(where)}")
     print(
         f"plan: experiment {cfg.experiment_name}, {config.model_type} ({shape.layers} layers, hidden "
         f"{shape.hidden}), device {device.name} ({_gib(device.memory_bytes)}; process "

@@ -1,5 +1,6 @@
 """Per-sample costs timed on this machine, on a backbone of the config's shape with random weights (the
-cost of a gradient does not depend on the weights' values)."""
+cost of a gradient does not depend on the weights' values), on its CPU or, where the plan is for a CUDA
+device and this machine has one, on its GPU (``measurement_device``)."""
 
 from __future__ import annotations
 
@@ -19,28 +20,55 @@ from xurs_pipeline.models.heads import RandomSetHead
 from xurs_pipeline.planning.estimate import Costs
 
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+CPU = torch.device("cpu")
 
 
-def _classifier(config: PretrainedConfig, cfg: RootConfig, dtype: torch.dtype) -> RandomSetClassifier:
+def measurement_device(kind: str) -> torch.device:
+    """Where ``--measure`` times the costs: the GPU when the plan's device is ``kind == "cuda"`` and this
+    machine has one (the costs then are that card's), else this machine's CPU."""
+    return torch.device("cuda" if kind == "cuda" and torch.cuda.is_available() else "cpu")
+
+
+def describe_device(device: torch.device) -> str:
+    """``'cuda (NVIDIA H100 80GB HBM3)'`` or ``'cpu (2 threads)'``: what a measurement ran on."""
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return f"cpu ({torch.get_num_threads()} threads)"
+
+
+def _classifier(
+    config: PretrainedConfig, cfg: RootConfig, dtype: torch.dtype, device: torch.device = CPU
+) -> RandomSetClassifier:
     m = cfg.model
-    backbone = AutoModel.from_config(config, dtype=dtype).eval()
-    width = feature_width(config.hidden_size, m.feature_layers, m.pooling)
-    head = RandomSetHead(width, m.output_kind, m.head, m.head_hidden, m.conversion, depth=m.head_depth)
-    return RandomSetClassifier(backbone, head, m.padding_side, m.feature_layers, m.pooling)
+    with device:  # parameters are created (and randomly initialised) where they are timed
+        backbone = AutoModel.from_config(config, dtype=dtype).eval()
+        width = feature_width(config.hidden_size, m.feature_layers, m.pooling)
+        head = RandomSetHead(width, m.output_kind, m.head, m.head_hidden, m.conversion, depth=m.head_depth)
+    return RandomSetClassifier(backbone, head, m.padding_side, m.feature_layers, m.pooling).to(device)
 
 
-def _seconds_per_row(step: Callable[[], None], rows: int, calls: int) -> float:
+def _seconds_per_row(step: Callable[[], None], rows: int, calls: int, device: torch.device = CPU) -> float:
     step()  # warm-up (allocator, kernels)
+    _synchronize(device)
     start = time.perf_counter()
     for _ in range(calls):
         step()
+    _synchronize(device)  # CUDA kernels run asynchronously: wait for them before reading the clock
     return (time.perf_counter() - start) / (calls * rows)
 
 
-def _inputs(rows: int, tokens: int, hidden: int, dtype: torch.dtype, grad: bool) -> tuple[torch.Tensor, ...]:
-    embeds = (0.02 * torch.randn(rows, tokens, hidden)).to(dtype).requires_grad_(grad)
-    mask = torch.ones(rows, tokens, dtype=torch.long)
-    positions = torch.arange(tokens).expand(rows, tokens)
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _inputs(
+    rows: int, tokens: int, hidden: int, dtype: torch.dtype, grad: bool, device: torch.device = CPU
+) -> tuple[torch.Tensor, ...]:
+    """(rows, tokens, hidden) input embeddings in ``dtype``, an all-ones mask and positions, on ``device``."""
+    embeds = (0.02 * torch.randn(rows, tokens, hidden, device=device)).to(dtype).requires_grad_(grad)
+    mask = torch.ones(rows, tokens, dtype=torch.long, device=device)
+    positions = torch.arange(tokens, device=device).expand(rows, tokens)
     return embeds, mask, positions
 
 
@@ -56,45 +84,70 @@ def _save_and_load_seconds(config: PretrainedConfig, dtype: torch.dtype) -> tupl
         return saved - start, time.perf_counter() - saved
 
 
-def measure_costs(cfg: RootConfig, config: PretrainedConfig, tokens: int, calls: int = 2) -> Costs:
-    """Seconds per attribution gradient sample (``attribution.samples_per_call`` rows per call, in
-    ``attribution.precision``), per training example (``train.batch_size`` rows, forward and backward with
-    the adaptation under ``train.mixed_precision``) and per feature-pass example (no gradients), and to
-    save and load the backbone (in ``model.dtype``)."""
-    torch.manual_seed(0)
-    h = config.hidden_size
-    a, t = cfg.attribution, cfg.train
-    attribution = _classifier(config, cfg, TORCH_DTYPES[a.precision])
-    rows = a.samples_per_call
-    x, mask, pos = _inputs(rows, tokens, h, TORCH_DTYPES[a.precision], True)
+def _gradient_cost(
+    cfg: RootConfig, config: PretrainedConfig, tokens: int, calls: int, device: torch.device
+) -> float:
+    """Seconds per attribution gradient sample: d width / d input embeddings, ``samples_per_call`` rows."""
+    a = cfg.attribution
+    model = _classifier(config, cfg, TORCH_DTYPES[a.precision], device)
+    x, mask, pos = _inputs(
+        a.samples_per_call, tokens, config.hidden_size, TORCH_DTYPES[a.precision], True, device
+    )
 
     def gradient() -> None:
-        width = credal_width(attribution(x, mask, pos).masses.float(), validate=False)[:, 0].sum()
+        width = credal_width(model(x, mask, pos).masses.float(), validate=False)[:, 0].sum()
         torch.autograd.grad(width, x)
 
-    gradient_sample = _seconds_per_row(gradient, rows, calls)
-    model_dtype = TORCH_DTYPES[cfg.model.dtype]
-    trained = _classifier(config, cfg, model_dtype)
+    return _seconds_per_row(gradient, a.samples_per_call, calls, device)
+
+
+def _training_costs(
+    cfg: RootConfig, config: PretrainedConfig, tokens: int, calls: int, device: torch.device
+) -> tuple[float, float | None]:
+    """Seconds per feature-pass example (no gradients) and per training example (None for head-only)."""
+    t, h, dtype = cfg.train, config.hidden_size, TORCH_DTYPES[cfg.model.dtype]
+    trained = _classifier(config, cfg, dtype, device)
     lora = LoraSpec(t.lora_rank, t.lora_alpha, t.lora_dropout, list(t.lora_targets))
     apply_adaptation(trained, t.adaptation, t.partial_layers, lora)
-    fx, fmask, fpos = _inputs(t.feature_batch_size, tokens, h, model_dtype, False)
+    fx, fmask, fpos = _inputs(t.feature_batch_size, tokens, h, dtype, False, device)
 
     def feature() -> None:
         with torch.no_grad():
             trained(fx, fmask, fpos)
 
-    feature_example = _seconds_per_row(feature, t.feature_batch_size, calls)
-    train_example = None
-    if t.adaptation != "head_only":
-        trained.train()
-        tx, tmask, tpos = _inputs(t.batch_size, tokens, h, model_dtype, False)
-        autocast = AUTOCAST.get(t.mixed_precision)
+    feature_example = _seconds_per_row(feature, t.feature_batch_size, calls, device)
+    if t.adaptation == "head_only":
+        return feature_example, None
+    trained.train()
+    tx, tmask, tpos = _inputs(t.batch_size, tokens, h, dtype, False, device)
+    autocast = AUTOCAST.get(t.mixed_precision)
 
-        def train_step() -> None:
-            with torch.autocast("cpu", dtype=autocast or torch.bfloat16, enabled=autocast is not None):
-                masses = trained(tx, tmask, tpos).masses
-            masses.float()[:, 0].clamp_min(1e-12).log().sum().neg().backward()
+    def train_step() -> None:
+        with torch.autocast(device.type, dtype=autocast or torch.bfloat16, enabled=autocast is not None):
+            masses = trained(tx, tmask, tpos).masses
+        masses.float()[:, 0].clamp_min(1e-12).log().sum().neg().backward()
 
-        train_example = _seconds_per_row(train_step, t.batch_size, calls)
-    save_model, load_model = _save_and_load_seconds(config, model_dtype)
+    return feature_example, _seconds_per_row(train_step, t.batch_size, calls, device)
+
+
+def measure_costs(
+    cfg: RootConfig, config: PretrainedConfig, tokens: int, calls: int = 2, device: torch.device = CPU
+) -> Costs:
+    """Seconds per attribution gradient sample (``attribution.samples_per_call`` rows per call, in
+    ``attribution.precision``), per training example (``train.batch_size`` rows, forward and backward with
+    the adaptation under ``train.mixed_precision``) and per feature-pass example (no gradients), and to
+    save and load the backbone (in ``model.dtype``). Per-sample costs are timed on ``device``, one model
+    there at a time (a 7B model in two copies need not fit); the save and load on this machine's disk."""
+    torch.manual_seed(0)
+    gradient_sample = _gradient_cost(cfg, config, tokens, calls, device)
+    _release(device)
+    feature_example, train_example = _training_costs(cfg, config, tokens, calls, device)
+    _release(device)
+    save_model, load_model = _save_and_load_seconds(config, TORCH_DTYPES[cfg.model.dtype])
     return Costs(gradient_sample, train_example, feature_example, load_model, save_model)
+
+
+def _release(device: torch.device) -> None:
+    """Give the cached blocks of the model just timed back to the device before the next one is built."""
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
