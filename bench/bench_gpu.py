@@ -141,14 +141,15 @@ def gradients(experiment: str, tokens: int, rounds: int, device: torch.device, t
 
     def captum(r: int) -> None:
         np.random.seed(1000 + r)  # noqa: NPY002  GradientShap draws from numpy's global RNG
-        # Captum interpolates in float32 (its alphas are float32): the forward casts back to the model's dtype
+        # Captum interpolates in float32 (its alphas are): the forward casts back to the model's dtype
         attributions[f"captum{r}"] = GradientShap(lambda z, m, q: width(z.to(dtype), m, q)).attribute(
             prompt.embeds, baselines=baselines, n_samples=batch, stdevs=0.0,
             additional_forward_args=(prompt.attention_mask, prompt.position_ids),
         )[0].detach().float()  # fmt: skip
 
+    parameters = sum(p.numel() for p in model.parameters())
     result: dict = {"experiment": experiment, "tokens": tokens, "samples_per_call": batch,
-                    "precision": cfg.attribution.precision, "parameters": sum(p.numel() for p in model.parameters())}  # fmt: skip
+                    "precision": cfg.attribution.precision, "parameters": parameters}  # fmt: skip
     for name, fn in (("bare", bare), ("engine", engine), ("captum", captum)):
         result[f"{name}_ms_per_sample"] = float(np.median(time_ms(fn, device, rounds))) / batch
     ours, theirs = attributions["engine0"], attributions["captum0"]
@@ -159,9 +160,6 @@ def gradients(experiment: str, tokens: int, rounds: int, device: torch.device, t
         engine(0)
         result["engine_peak_gib"] = torch.cuda.max_memory_allocated(device) / GIB
         result["weights_gib"] = base / GIB
-    del model, baselines, attributions
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
     return result
 
 
@@ -248,7 +246,9 @@ def pipelines(experiments: list[str]) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--experiments", default="paper_smollm3,paper_llama2")
     parser.add_argument("--tokens", default="256,512")
     parser.add_argument("--rounds", type=int, default=5)
@@ -278,6 +278,8 @@ def main() -> None:
             measured: dict = {}
             if "gradients" in sections:
                 measured = gradients(experiment, t, args.rounds, device, args.tiny)
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()  # the model of the call above is gone: give its blocks back
                 results["gradients"].append(measured)
                 print("gradients:", json.dumps(measured), flush=True)
                 save()
