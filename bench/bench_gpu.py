@@ -55,8 +55,12 @@ N_REFS = 16
 GIB = 2**30
 
 
+OVERRIDES: list[str] = []  # --override: extra config overrides for every experiment (e.g. a precision)
+
+
 def experiment_config(experiment: str) -> RootConfig:
-    return validate(compose([f"experiment={experiment}"], conf_dir=C.ROOT / "conf"), source=experiment)
+    overrides = [f"experiment={experiment}", *OVERRIDES]
+    return validate(compose(overrides, conf_dir=C.ROOT / "conf"), source=" ".join(overrides))
 
 
 def shrink(config: object) -> object:
@@ -154,6 +158,9 @@ def gradients(experiment: str, tokens: int, rounds: int, device: torch.device, t
         result[f"{name}_ms_per_sample"] = float(np.median(time_ms(fn, device, rounds))) / batch
     ours, theirs = attributions["engine0"], attributions["captum0"]
     result["engine_vs_captum_rel_l2"] = float((ours - theirs).norm() / theirs.norm())
+    if hasattr(model.backbone, "merge_and_unload"):  # LoRA: the same function with W + s B A in one weight
+        model.backbone = model.backbone.merge_and_unload()
+        result["engine_lora_merged_ms_per_sample"] = float(np.median(time_ms(engine, device, rounds))) / batch
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
         base = torch.cuda.memory_allocated(device)
@@ -230,7 +237,8 @@ def pipelines(experiments: list[str]) -> dict:
     for experiment in experiments:
         for where in ("cuda", "cpu"):
             with tempfile.TemporaryDirectory() as tmp:
-                env = {**os.environ, "PYTHONPATH": str(C.ROOT)}
+                path = os.pathsep.join([str(C.ROOT), os.environ.get("PYTHONPATH", "")])
+                env = {**os.environ, "PYTHONPATH": path}
                 if where == "cpu":
                     env["CUDA_VISIBLE_DEVICES"] = ""
                 code = (f"import sys, json; sys.path.insert(0, {str(C.ROOT / 'bench')!r}); import bench_gpu; "
@@ -255,7 +263,9 @@ def main() -> None:
     parser.add_argument("--sections", default="gradients,plan,pipelines")
     parser.add_argument("--tiny", action="store_true", help="two-layer backbones (a CPU check of the script)")
     parser.add_argument("--json", type=Path, help="also write every number here")
+    parser.add_argument("--override", action="append", default=[], help="a config override (repeatable)")
     args = parser.parse_args()
+    OVERRIDES.extend(args.override)
     started = time.perf_counter()
     C.print_header("GPU measurements at the paper's scale", " ".join(["python", *sys.argv]))
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
