@@ -46,8 +46,7 @@ from xurs_pipeline.attribution.plan import eg_plan
 from xurs_pipeline.attribution.references import prepare_training
 from xurs_pipeline.config import RootConfig, compose, validate
 from xurs_pipeline.credal import credal_width
-from xurs_pipeline.models.adapters import LoraSpec, apply_adaptation
-from xurs_pipeline.models.backbone import TORCH_DTYPES
+from xurs_pipeline.planning.measure import attributed_classifier
 from xurs_pipeline.planning.shapes import backbone_config
 
 TARGET = 0
@@ -72,18 +71,6 @@ def shrink(config: object) -> object:
     if hasattr(config, "layer_types"):
         config.layer_types = config.layer_types[:2]
     return config
-
-
-def attributed_classifier(cfg: RootConfig, config: object, device: torch.device) -> torch.nn.Module:
-    """The classifier attribution explains: backbone in ``attribution.precision`` with the experiment's
-    adaptation (LoRA unmerged), random weights, frozen, on ``device``."""
-    from xurs_pipeline.planning.measure import _classifier  # the plan's own random-weight classifier
-
-    model = _classifier(config, cfg, TORCH_DTYPES[cfg.attribution.precision], device)
-    t = cfg.train
-    apply_adaptation(model, t.adaptation, t.partial_layers, LoraSpec(t.lora_rank, t.lora_alpha, 0.0,
-                                                                    list(t.lora_targets)))  # fmt: skip
-    return model.to(device).eval().requires_grad_(False)
 
 
 def sync(device: torch.device) -> None:
@@ -111,7 +98,7 @@ def gradients(experiment: str, tokens: int, rounds: int, device: torch.device, t
     config = backbone_config(cfg.model)
     config = shrink(config) if tiny else config
     torch.manual_seed(0)
-    model = attributed_classifier(cfg, config, device)
+    model = attributed_classifier(config, cfg, device)
     batch = cfg.attribution.samples_per_call
     rng = np.random.default_rng(0)
     vocab = config.vocab_size
@@ -199,8 +186,13 @@ def plan_vs_measured(experiment: str, tokens: int, measured: dict, device: torch
 
 
 PIPELINE_SIZES = [
-    "data.medqa_path=medqa", "train.max_epochs=1", "train.head_first_epochs=2", "attribution.max_questions=2",
-    "attribution.refs_per_collection=4", "evaluation.bootstrap_resamples=200", "evaluation.n_random=4",
+    "data.medqa_path=medqa",
+    "train.max_epochs=1",
+    "train.head_first_epochs=2",
+    "attribution.max_questions=2",
+    "attribution.refs_per_collection=4",
+    "evaluation.bootstrap_resamples=200",
+    "evaluation.n_random=4",
     "evaluation.randomisation_questions=0",
 ]  # fmt: skip  (tests/paper/test_paper_pipelines.py's SIZES)
 PIPELINE_SAMPLES = {"paper_smollm3": "attribution.n_samples=8", "paper_llama2": "attribution.n_samples=4"}
@@ -253,6 +245,98 @@ def pipelines(experiments: list[str]) -> dict:
     return out
 
 
+def render(files: list[Path]) -> str:
+    """Markdown tables from the ``--json`` files of earlier runs (what BENCHMARKS.md shows)."""
+    runs = [json.loads(f.read_text()) for f in files]
+    grads = [g for r in runs for g in r.get("gradients", [])]
+    rows = [
+        [
+            g["experiment"],
+            g["precision"],
+            g["tokens"],
+            g["samples_per_call"],
+            f"{g['bare_ms_per_sample']:.1f}",
+            f"{g['engine_ms_per_sample']:.1f}",
+            f"{g['captum_ms_per_sample']:.1f}",
+            f"{g['engine_ms_per_sample'] / g['captum_ms_per_sample']:.2f}",
+            f"{g['engine_lora_merged_ms_per_sample']:.1f}"
+            if "engine_lora_merged_ms_per_sample" in g
+            else "-",
+            f"{g['engine_ms_per_sample'] / g['engine_lora_merged_ms_per_sample']:.2f}"
+            if "engine_lora_merged_ms_per_sample" in g
+            else "-",
+            f"{g['engine_vs_captum_rel_l2']:.1e}",
+            f"{g.get('engine_peak_gib', float('nan')):.1f}",
+        ]
+        for g in grads
+    ]
+    out = [
+        C.markdown_table(
+            [
+                "experiment",
+                "precision",
+                "tokens",
+                "per call",
+                "bare ms",
+                "engine ms",
+                "captum ms",
+                "engine / captum",
+                "engine, LoRA merged ms",
+                "unmerged / merged",
+                "engine vs captum (rel. L2)",
+                "engine peak GiB",
+            ],
+            rows,
+        )
+    ]
+    for r in runs:
+        for q in r.get("plan", []):
+            out.append(
+                f"\n`xurs plan` for {q['experiment']} at {q['tokens']} tokens on {q['plan_device']}: "
+                f"measured {q['plan_measured_ms_per_sample']:.1f} ms per gradient sample (engine in the "
+                f"gradients run: {q['engine_ms_per_sample']:.1f}), attribute stage peak "
+                f"{q['plan_attribute_peak_gib']:.1f} GiB planned vs {q['measured_engine_peak_gib']:.1f} GiB "
+                "allocated by the engine."
+            )
+        pipes = r.get("pipelines", {})
+        names = sorted({k.split("/")[0] for k in pipes})
+        prow = []
+        for name in names:
+            for where in ("cuda", "cpu"):
+                h = pipes.get(f"{name}/{where}", {}).get("headlines")
+                if not h:
+                    prow.append([name, where, "failed", "", "", "", ""])
+                    continue
+                prow.append(
+                    [
+                        name,
+                        where,
+                        f"{pipes[f'{name}/{where}']['seconds']:.1f}",
+                        h["predict"]["accuracy"],
+                        f"{h['attribute']['R_max']:.5f}",
+                        f"{h['mask_eval']['advantage']:.6f}",
+                        f"{h['checks']['checks'] - h['checks']['checks_failed']}/{h['checks']['checks']}",
+                    ]
+                )
+        if prow:
+            out.append(
+                "\n"
+                + C.markdown_table(
+                    [
+                        "experiment (tiny model)",
+                        "device",
+                        "seconds",
+                        "accuracy",
+                        "R_max",
+                        "Table 1 advantage",
+                        "checks passed",
+                    ],
+                    prow,
+                )
+            )
+    return "\n".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -264,7 +348,13 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="two-layer backbones (a CPU check of the script)")
     parser.add_argument("--json", type=Path, help="also write every number here")
     parser.add_argument("--override", action="append", default=[], help="a config override (repeatable)")
+    parser.add_argument(
+        "--render", type=Path, nargs="+", help="print the tables of earlier --json files, run nothing"
+    )
     args = parser.parse_args()
+    if args.render:
+        print(render(args.render))
+        return
     OVERRIDES.extend(args.override)
     started = time.perf_counter()
     C.print_header("GPU measurements at the paper's scale", " ".join(["python", *sys.argv]))

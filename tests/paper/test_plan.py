@@ -183,3 +183,26 @@ def test_mixed_precision_training_counts_autocasts_weight_copies() -> None:
     assert training_bytes(half, counts, shape, device, 512) == (
         device.process_bytes + weights + counts.trainable * 16 + acts[2]
     )
+
+
+def test_measured_costs_time_the_attributed_classifier_where_planned() -> None:
+    """``--measure`` times the classifier attribution explains (LoRA adapters on, every weight frozen), on
+    the CPU unless the plan is for a GPU and one is here; every cost it returns is a positive time."""
+    import torch
+    from peft.tuners.lora import LoraLayer
+
+    from xurs_pipeline.planning.measure import attributed_classifier, measure_costs, measurement_device
+
+    cfg = _paper("paper_llama2", "attribution.samples_per_call=1", "train.feature_batch_size=1")
+    config = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                         num_key_value_heads=2, vocab_size=64)  # fmt: skip
+    model = attributed_classifier(config, cfg)
+    assert sum(isinstance(m, LoraLayer) for m in model.modules()) == 7  # q k v o gate up down of one layer
+    assert not any(p.requires_grad for p in model.parameters())
+    assert not model.training
+    assert measurement_device("cpu") == torch.device("cpu")
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert measurement_device("cuda") == torch.device(expected)
+    costs = measure_costs(cfg, config, tokens=8, calls=1)
+    for name in ("gradient_sample", "train_example", "feature_example", "load_model", "save_model"):
+        assert 0 < getattr(costs, name) < 60, name

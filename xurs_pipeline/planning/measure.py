@@ -84,12 +84,28 @@ def _save_and_load_seconds(config: PretrainedConfig, dtype: torch.dtype) -> tupl
         return saved - start, time.perf_counter() - saved
 
 
+def attributed_classifier(
+    config: PretrainedConfig, cfg: RootConfig, device: torch.device = CPU
+) -> RandomSetClassifier:
+    """The classifier attribution explains, with random weights: backbone of ``config``'s shape in
+    ``attribution.precision`` with the experiment's adaptation (LoRA adapters unmerged, as
+    ``load_classifier`` gives them), frozen, in eval mode, on ``device``."""
+    t = cfg.train
+    model = _classifier(config, cfg, TORCH_DTYPES[cfg.attribution.precision], device)
+    apply_adaptation(
+        model, t.adaptation, t.partial_layers, LoraSpec(t.lora_rank, t.lora_alpha, 0.0, list(t.lora_targets))
+    )
+    return model.to(device).eval().requires_grad_(False)
+
+
 def _gradient_cost(
     cfg: RootConfig, config: PretrainedConfig, tokens: int, calls: int, device: torch.device
 ) -> float:
-    """Seconds per attribution gradient sample: d width / d input embeddings, ``samples_per_call`` rows."""
+    """Seconds per attribution gradient sample: d width / d input embeddings, ``samples_per_call`` rows, on
+    the classifier attribution explains: with the experiment's adaptation (LoRA adapters unmerged, as
+    ``load_classifier`` gives them; on an H100 they make a half-precision sample 2-2.5x dearer)."""
     a = cfg.attribution
-    model = _classifier(config, cfg, TORCH_DTYPES[a.precision], device)
+    model = attributed_classifier(config, cfg, device)
     x, mask, pos = _inputs(
         a.samples_per_call, tokens, config.hidden_size, TORCH_DTYPES[a.precision], True, device
     )
