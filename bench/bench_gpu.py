@@ -6,8 +6,9 @@
 Sections (each prints Markdown; ``--json`` also writes every number):
 
 - ``gradients``: on a random-weight classifier of each experiment's backbone (SmolLM3-3B, Llama-2-7B: the
-  cost of a gradient does not depend on the weights' values) with the LoRA adapters of Table 4 unmerged,
-  in the experiment's attribution precision (FP16, BF16), milliseconds per gradient sample of
+  cost of a gradient does not depend on the weights' values) with the LoRA adapters of Table 4 beside the
+  weights (then, for the engine once more, merged into them: ``attribution.merge_lora``), in the
+  experiment's attribution precision (FP16, BF16), milliseconds per gradient sample of
   ``attribution.samples_per_call`` samples per call for a bare forward+backward (the least any
   implementation must do), the engine (``attribution.gradients.accumulate``) and Captum's GradientShap on
   the same EG plan (``np.random.seed`` replays the plan inside Captum; the two attributions are compared),
@@ -57,8 +58,8 @@ GIB = 2**30
 OVERRIDES: list[str] = []  # --override: extra config overrides for every experiment (e.g. a precision)
 
 
-def experiment_config(experiment: str) -> RootConfig:
-    overrides = [f"experiment={experiment}", *OVERRIDES]
+def experiment_config(experiment: str, *extra: str) -> RootConfig:
+    overrides = [f"experiment={experiment}", *OVERRIDES, *extra]
     return validate(compose(overrides, conf_dir=C.ROOT / "conf"), source=" ".join(overrides))
 
 
@@ -94,7 +95,7 @@ def time_ms(fn, device: torch.device, rounds: int) -> list[float]:
 def gradients(experiment: str, tokens: int, rounds: int, device: torch.device, tiny: bool) -> dict:
     from captum.attr import GradientShap
 
-    cfg = experiment_config(experiment)
+    cfg = experiment_config(experiment, "attribution.merge_lora=false")  # merged below, after timing
     config = backbone_config(cfg.model)
     config = shrink(config) if tiny else config
     torch.manual_seed(0)
@@ -145,7 +146,7 @@ def gradients(experiment: str, tokens: int, rounds: int, device: torch.device, t
         result[f"{name}_ms_per_sample"] = float(np.median(time_ms(fn, device, rounds))) / batch
     ours, theirs = attributions["engine0"], attributions["captum0"]
     result["engine_vs_captum_rel_l2"] = float((ours - theirs).norm() / theirs.norm())
-    if hasattr(model.backbone, "merge_and_unload"):  # LoRA: the same function with W + s B A in one weight
+    if hasattr(model.backbone, "merge_and_unload"):  # unmerged LoRA: the same function, W + s B A merged
         model.backbone = model.backbone.merge_and_unload()
         result["engine_lora_merged_ms_per_sample"] = float(np.median(time_ms(engine, device, rounds))) / batch
     if device.type == "cuda":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from rs_fixtures import fresh_classifier
+from rs_fixtures import fresh_classifier, make_prompts
 
 from xurs_pipeline.io import ArtifactError
 from xurs_pipeline.models.adapters import LoraSpec, apply_adaptation
@@ -84,3 +84,52 @@ def test_failed_save_writes_nothing(tiny_backbone_dir, tmp_path) -> None:
     with pytest.raises(ValueError, match="pass its tokenizer"):
         save_classifier(classifier, tmp_path / "clf")  # partial needs the tokenizer
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def lora_checkpoint(tiny_backbone_dir, tmp_path_factory):
+    """A LoRA classifier trained one epoch (its adapters are no longer zero), saved; (dir, dev prompts)."""
+    classifier, backbone = fresh_classifier(tiny_backbone_dir)
+    train, dev = make_prompts(backbone.tokenizer, 48), make_prompts(backbone.tokenizer, 16, start=48)
+    directory = tmp_path_factory.mktemp("lora")
+    adaptation = Adaptation("lora", lora=LoraSpec(rank=4, alpha=8.0, dropout=0.0))
+    train_classifier(classifier, train, dev, backbone.tokenizer.pad_token_id, adaptation, SHORT,
+                     feature_cache_dir=directory / "features")  # fmt: skip
+    save_classifier(classifier, directory / "clf", backbone.tokenizer)
+    return directory / "clf", dev
+
+
+@pytest.mark.parametrize(("dtype", "tolerance"), [(torch.float32, 1e-5), (torch.bfloat16, 2**-6)])
+def test_merged_lora_is_the_trained_function_to_rounding(lora_checkpoint, dtype, tolerance) -> None:
+    """``merge_lora`` (attribution.merge_lora) folds the adapters into the weights: no LoRA layer is left,
+    the masses and the width's input gradient are the adapters' own to the rounding of the dtype that
+    computes them (float32 1e-5; bfloat16's 8-bit mantissa, 2^-6 on values of order 1), while the base
+    weights alone (adapters dropped) give another function."""
+    from peft.tuners.lora import LoraLayer
+
+    from xurs_pipeline.attribution.model import set_precision
+    from xurs_pipeline.credal import credal_width
+
+    directory, dev = lora_checkpoint
+    adapters, tokenizer = load_classifier(directory)
+    merged, _ = load_classifier(directory, merge_lora=True)
+    assert any(isinstance(m, LoraLayer) for m in adapters.modules())
+    assert not any(isinstance(m, LoraLayer) for m in merged.modules())
+    for model in (adapters, merged):
+        set_precision(model, dtype)
+    ids, mask = pad_batch(dev.inputs, tokenizer.pad_token_id, adapters.padding_side)
+
+    def width_and_gradient(model):
+        embeds = model.embed(ids).detach().requires_grad_(True)
+        width = credal_width(model(embeds, mask, None).masses.float(), validate=False)[:, 0]
+        (gradient,) = torch.autograd.grad(width.sum(), embeds)
+        return width.detach(), gradient.float()
+
+    (w_a, g_a), (w_m, g_m) = width_and_gradient(adapters), width_and_gradient(merged)
+    torch.testing.assert_close(w_m, w_a, atol=tolerance, rtol=0)
+    assert float((g_m - g_a).norm() / g_a.norm()) < 10 * tolerance
+    with adapters.backbone.disable_adapter():  # the same weights with the adapters switched off
+        w_base, _ = width_and_gradient(adapters)
+    # the agreement above is not the base model's: in float32 the adapters moved the widths by > 1e-3
+    if dtype == torch.float32:
+        assert float((w_base - w_a).abs().max()) > 100 * tolerance

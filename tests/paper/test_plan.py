@@ -186,7 +186,7 @@ def test_mixed_precision_training_counts_autocasts_weight_copies() -> None:
 
 
 def test_measured_costs_time_the_attributed_classifier_where_planned() -> None:
-    """``--measure`` times the classifier attribution explains (LoRA adapters on, every weight frozen), on
+    """``--measure`` times the classifier attribution explains (LoRA merged or not, every weight frozen), on
     the CPU unless the plan is for a GPU and one is here; every cost it returns is a positive time."""
     import torch
     from peft.tuners.lora import LoraLayer
@@ -196,8 +196,10 @@ def test_measured_costs_time_the_attributed_classifier_where_planned() -> None:
     cfg = _paper("paper_llama2", "attribution.samples_per_call=1", "train.feature_batch_size=1")
     config = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                          num_key_value_heads=2, vocab_size=64)  # fmt: skip
-    model = attributed_classifier(config, cfg)
+    model = attributed_classifier(config, _paper("paper_llama2", "attribution.merge_lora=false"))
     assert sum(isinstance(m, LoraLayer) for m in model.modules()) == 7  # q k v o gate up down of one layer
+    merged = attributed_classifier(config, cfg)  # attribution.merge_lora: true, the default
+    assert not any(isinstance(m, LoraLayer) for m in merged.modules())
     assert not any(p.requires_grad for p in model.parameters())
     assert not model.training
     assert measurement_device("cpu") == torch.device("cpu")

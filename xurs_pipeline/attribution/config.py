@@ -78,6 +78,12 @@ class AttributionConfig:
     eval_batch_size: prompts per no-grad call when evaluating widths of references.
     reuse_prefix: run the prompt prefix that every reference of a plan shares with the input once and
       only the rest per gradient sample (``attribution.prefix``; same results to rounding).
+    merge_lora: explain a LoRA-adapted classifier with its adapters merged into the base weights
+      (W + s B A in one matrix, peft's ``merge_and_unload``): the same function to the rounding of the
+      weights' dtype, and on an H100 2-2.5x fewer milliseconds per half-precision gradient sample than
+      with the adapters beside the weights (BENCHMARKS.md, GPU section). Used by every stage that
+      computes widths to explain or mask them (attribute and its variants, mask_eval, checks, ``xurs
+      explain``); ``predict`` keeps the adapters as trained.
     on_nonfinite: a question with inf/NaN widths or gradients is ``report``-ed (``nonfinite.json`` with
       its reference ids, no row), ``raise``-d, or ``retry``-ed once in float32 (half precision runs;
       reported if it fails again).
@@ -114,6 +120,7 @@ class AttributionConfig:
     seed: int = 11
     eval_batch_size: int = 16
     reuse_prefix: bool = True
+    merge_lora: bool = True
     device: str = "auto"
     on_nonfinite: str = "report"
     progress: bool = True

@@ -266,7 +266,7 @@ def explain(
         )
     if cfg.target == "correct" and question is not None and answer is None:
         raise AttributionInputError("explain: target='correct' on an inline question needs answer=0..3")
-    model, tokenizer = load_classifier(classifier_dir)
+    model, tokenizer = load_classifier(classifier_dir, merge_lora=cfg.merge_lora)
     device = "cuda" if cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available()) else "cpu"
     model.to(device=device)
     set_precision(model, DTYPES[cfg.precision])

@@ -145,11 +145,17 @@ def _referenced_backbone(directory: Path, info: dict, backbone_dir: str | Path |
 
 
 def load_classifier(
-    directory: str | Path, backbone_dir: str | Path | None = None, config_hash: str = ""
+    directory: str | Path,
+    backbone_dir: str | Path | None = None,
+    config_hash: str = "",
+    merge_lora: bool = False,
 ) -> tuple[RandomSetClassifier, PreTrainedTokenizerBase]:
     """(classifier in eval mode with every weight frozen, tokenizer) from :func:`save_classifier`.
 
-    With ``config_hash`` the checkpoint must have been saved under it (ArtifactError otherwise).
+    With ``config_hash`` the checkpoint must have been saved under it (ArtifactError otherwise). With
+    ``merge_lora`` a LoRA classifier's adapters are merged into its base weights (peft's
+    ``merge_and_unload``: the same function to the rounding of the weights' dtype, fewer kernels per
+    layer; ``attribution.merge_lora``); otherwise it is returned as trained, adapters beside the weights.
     """
     path = Path(directory)
     info = read_json(path / CLASSIFIER_INFO, Provenance(CLASSIFIER_SCHEMA, 1, config_hash))
@@ -160,6 +166,8 @@ def load_classifier(
         for weights in sorted((path / "adapter").glob("*.safetensors")):
             check_safetensors(weights)
         backbone_model = PeftModel.from_pretrained(backbone_model, path / "adapter")
+        if merge_lora:
+            backbone_model = backbone_model.merge_and_unload()
     # Classifiers saved before feature layers and pooling were choices read the final layer's last token.
     features = {"layers": list(DEFAULT_FEATURE_LAYERS), "pooling": "last", **info.get("features", {})}
     expected_in = feature_width(loaded.model.config.hidden_size, features["layers"], features["pooling"])

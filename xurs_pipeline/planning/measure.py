@@ -88,13 +88,15 @@ def attributed_classifier(
     config: PretrainedConfig, cfg: RootConfig, device: torch.device = CPU
 ) -> RandomSetClassifier:
     """The classifier attribution explains, with random weights: backbone of ``config``'s shape in
-    ``attribution.precision`` with the experiment's adaptation (LoRA adapters unmerged, as
-    ``load_classifier`` gives them), frozen, in eval mode, on ``device``."""
+    ``attribution.precision`` with the experiment's adaptation (LoRA adapters merged into the weights
+    under ``attribution.merge_lora``, else beside them, as ``load_classifier`` gives them), frozen, in
+    eval mode, on ``device``."""
     t = cfg.train
     model = _classifier(config, cfg, TORCH_DTYPES[cfg.attribution.precision], device)
-    apply_adaptation(
-        model, t.adaptation, t.partial_layers, LoraSpec(t.lora_rank, t.lora_alpha, 0.0, list(t.lora_targets))
-    )
+    lora = LoraSpec(t.lora_rank, t.lora_alpha, 0.0, list(t.lora_targets))
+    apply_adaptation(model, t.adaptation, t.partial_layers, lora)
+    if t.adaptation == "lora" and cfg.attribution.merge_lora:
+        model.backbone = model.backbone.merge_and_unload()
     return model.to(device).eval().requires_grad_(False)
 
 
@@ -102,8 +104,8 @@ def _gradient_cost(
     cfg: RootConfig, config: PretrainedConfig, tokens: int, calls: int, device: torch.device
 ) -> float:
     """Seconds per attribution gradient sample: d width / d input embeddings, ``samples_per_call`` rows, on
-    the classifier attribution explains: with the experiment's adaptation (LoRA adapters unmerged, as
-    ``load_classifier`` gives them; on an H100 they make a half-precision sample 2-2.5x dearer)."""
+    the classifier attribution explains (:func:`attributed_classifier`; on an H100, LoRA adapters left
+    beside the weights make a half-precision sample 2-2.5x dearer than merged ones)."""
     a = cfg.attribution
     model = attributed_classifier(config, cfg, device)
     x, mask, pos = _inputs(

@@ -44,7 +44,7 @@ def attribute_into(cfg: RootConfig, out_dir: Path) -> dict | None:
     state = PartialState(cpu=cpu, **({"backend": "gloo"} if cpu and distributed else {}))
     prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
     classifier, tokenizer = load_classifier(
-        artifact("classifier").at(cfg.paths), config_hash=train_run_hash(cfg)
+        artifact("classifier").at(cfg.paths), config_hash=train_run_hash(cfg), merge_lora=at.merge_lora
     )
     classifier.to(device=state.device)
     set_precision(classifier, DTYPES[at.precision])

@@ -41,7 +41,9 @@ def _randomisation(cfg: RootConfig, prompts: pd.DataFrame, main: Run) -> pd.Data
     if ev.randomisation_questions == 0:
         return pd.DataFrame()
     classifier, tokenizer = load_classifier(
-        artifact("classifier").at(cfg.paths), config_hash=train_run_hash(cfg)
+        artifact("classifier").at(cfg.paths),
+        config_hash=train_run_hash(cfg),
+        merge_lora=cfg.attribution.merge_lora,
     )
     record_ids = list(dict.fromkeys(main.frame["record_id"]))[: ev.randomisation_questions]
     max_positions = getattr(classifier.backbone.config, "max_position_embeddings", None)

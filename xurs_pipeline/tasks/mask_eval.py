@@ -54,7 +54,11 @@ def run(cfg: RootConfig) -> dict[str, Any]:
     attributions = pd.concat(runs, ignore_index=True)
     rows = select_rows(attributions, ev.targets, ev.max_questions)
     prompts_by_id(prompts, list(rows["record_id"]), str(attribute_dir))
-    classifier, _ = load_classifier(artifact("classifier").at(cfg.paths), config_hash=train_run_hash(cfg))
+    classifier, _ = load_classifier(  # the function the attributions explain (attribution.merge_lora)
+        artifact("classifier").at(cfg.paths),
+        config_hash=train_run_hash(cfg),
+        merge_lora=cfg.attribution.merge_lora,
+    )
     classifier.to(device)
     set_precision(classifier, DTYPES[ev.precision])
     spec = MaskingSpec(ev.n_random, ev.top_k_max, ev.seed, ev.mask_batch_size, ev.mask_reuse_prefix)
