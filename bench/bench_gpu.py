@@ -224,9 +224,9 @@ def pipeline_headlines(experiment: str, work: Path) -> dict:
             "headlines": {k: dict(v) for k, v in headlines.items() if v}}  # fmt: skip
 
 
-def pipelines(experiments: list[str]) -> dict:
-    """Each experiment once here (the GPU when there is one) and once in a subprocess with CUDA hidden."""
-    out: dict = {}
+def pipelines(experiments: list[str], out: dict, save) -> dict:
+    """Each experiment once here (the GPU when there is one) and once in a subprocess with CUDA hidden,
+    into ``out``; ``save()`` after each run, so a run cut short keeps what finished."""
     for experiment in experiments:
         for where in ("cuda", "cpu"):
             with tempfile.TemporaryDirectory() as tmp:
@@ -243,6 +243,7 @@ def pipelines(experiments: list[str]) -> dict:
                 out[f"{experiment}/{where}"] = (json.loads(line[4:]) if line else
                                                 {"error": proc.stderr[-2000:]})  # fmt: skip
                 print(f"{experiment} on {where}: {'ok' if line else 'FAILED'}", flush=True)
+                save()
     return out
 
 
@@ -390,7 +391,7 @@ def main() -> None:
                 print("plan:", json.dumps(planned, default=str), flush=True)
                 save()
     if "pipelines" in sections:
-        results["pipelines"] = pipelines(experiments)
+        pipelines(experiments, results["pipelines"], save)
         print("pipelines:", json.dumps(results["pipelines"], default=str)[:4000], flush=True)
         save()
     C.print_footer(started)
