@@ -272,25 +272,29 @@ def render(files: list[Path]) -> str:
         ]
         for g in grads
     ]
-    out = [
-        C.markdown_table(
-            [
-                "experiment",
-                "precision",
-                "tokens",
-                "per call",
-                "bare ms",
-                "engine ms",
-                "captum ms",
-                "engine / captum",
-                "engine, LoRA merged ms",
-                "unmerged / merged",
-                "engine vs captum (rel. L2)",
-                "engine peak GiB",
-            ],
-            rows,
-        )
-    ]
+    out = (
+        []
+        if not rows
+        else [
+            C.markdown_table(
+                [
+                    "experiment",
+                    "precision",
+                    "tokens",
+                    "per call",
+                    "bare ms",
+                    "engine ms",
+                    "captum ms",
+                    "engine / captum",
+                    "engine, LoRA merged ms",
+                    "unmerged / merged",
+                    "engine vs captum (rel. L2)",
+                    "engine peak GiB",
+                ],
+                rows,
+            )
+        ]
+    )
     for r in runs:
         for q in r.get("plan", []):
             out.append(
