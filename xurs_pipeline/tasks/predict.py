@@ -68,8 +68,13 @@ def run(cfg: RootConfig) -> dict[str, Any] | None:
         metrics[split] = prediction_metrics(with_result_flags(frame, prompts))
         audit[split] = correction_audit(frame, configuration_label(cfg))
         log.info("predict %s: %s", split, metrics[split])
-    if not state.is_main_process:  # (gathered_outputs waited for every process)
-        return None
+    if state.is_main_process:  # (gathered_outputs waited for every process)
+        _write(cfg, frames, metrics, audit)
+    state.wait_for_everyone()  # a next stage in the same processes reads what the main process wrote
+    return predict_headline(metrics, cfg.train.predict_splits, audit) if state.is_main_process else None
+
+
+def _write(cfg: RootConfig, frames: list[pd.DataFrame], metrics: dict, audit: dict) -> None:
     run_hash = config_hash({"model": asdict(cfg.model), "train": asdict(cfg.train), "data": asdict(cfg.data)})
     predictions = artifact("predictions")
     write_parquet(
@@ -78,4 +83,3 @@ def run(cfg: RootConfig) -> dict[str, Any] | None:
     )  # fmt: skip
     for name, payload in (("prediction_metrics", metrics), ("correction_audit", audit)):
         write_json(payload, artifact(name).at(cfg.paths), artifact(name).provenance(run_hash))
-    return predict_headline(metrics, cfg.train.predict_splits, audit)

@@ -74,24 +74,24 @@ def fit_into(cfg: RootConfig, out: Path, init_head_from: str | None) -> dict[str
     best = outcome.fit
     log.info("train: best epoch %d of %d, dev score %.4f", best.best_epoch, best.epochs_run, best.best_score)
     state.wait_for_everyone()  # the main process writes once, after every process has finished
-    if not state.is_main_process:
-        return None
-    summary = {
-        **outcome.fit.to_dict(),
-        "feature_cache_hits": outcome.feature_cache_hits,
-        "n_train": len(train.record_ids),
-        "n_dev": len(dev.record_ids),
-        "adaptation": t.adaptation,
-        "init_head_from": init_head_from or "",
-        "global_batch": t.global_batch,
-        "batch_size": t.batch_size,
-        "processes": processes,
-        "grad_accum": grad_accum,
-    }
-    save_classifier(classifier, out / "classifier", backbone.tokenizer, config_hash=run_hash)
-    metrics = artifact("train_metrics")
-    write_json(summary, out / Path(metrics.path).name, metrics.provenance(run_hash))
-    return summary
+    if state.is_main_process:
+        summary = {
+            **outcome.fit.to_dict(),
+            "feature_cache_hits": outcome.feature_cache_hits,
+            "n_train": len(train.record_ids),
+            "n_dev": len(dev.record_ids),
+            "adaptation": t.adaptation,
+            "init_head_from": init_head_from or "",
+            "global_batch": t.global_batch,
+            "batch_size": t.batch_size,
+            "processes": processes,
+            "grad_accum": grad_accum,
+        }
+        save_classifier(classifier, out / "classifier", backbone.tokenizer, config_hash=run_hash)
+        metrics = artifact("train_metrics")
+        write_json(summary, out / Path(metrics.path).name, metrics.provenance(run_hash))
+    state.wait_for_everyone()  # a next stage in the same processes reads what the main process wrote
+    return summary if state.is_main_process else None
 
 
 def run(cfg: RootConfig) -> dict[str, Any] | None:
