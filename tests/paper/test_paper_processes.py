@@ -23,10 +23,12 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import psutil
 import pytest
 import torch
 import yaml
@@ -173,3 +175,39 @@ def test_the_comparison_fails_at_another_global_batch(
         _max_difference(other / "data" / "train" / "classifier", two / "data" / "train" / "classifier")
         > 100 * FLOAT32_ATOL
     )
+
+
+@pytest.mark.slow
+def test_a_killed_process_stops_the_run_without_a_classifier(
+    runs: dict[str, tuple[Path, Path]], tmp_path: Path
+) -> None:
+    """SIGKILL of process 1 after epoch 1's state was saved: torchrun stops process 0 too (no survivor
+    trains on alone) and no classifier or metrics appear."""
+    one, _ = runs["head_only"]
+    long_run = ["train.batch_size=4", "train.max_epochs=100000", "train.patience=0"]
+    project = _project(tmp_path / "killed", [*CASES["head_only"][0], *long_run])
+    for artifact in ("backbone", "prepared"):
+        shutil.copytree(one / "data" / artifact, project / "data" / artifact)
+    launcher = subprocess.Popen(
+        torchrun(str(project), "train"), cwd=tmp_path, env=_env(), stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        progress = project / ".cache" / "xurs" / "train_state"
+        deadline = time.monotonic() + 120
+        while not any(read_json(f)["epoch"] >= 1 for f in progress.glob("*/progress.json")):
+            assert launcher.poll() is None, launcher.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "epoch 1 was never saved"
+            time.sleep(0.2)
+        workers = psutil.Process(launcher.pid).children(recursive=True)
+        ranks = {w.environ().get("RANK"): w for w in workers if w.environ().get("RANK") is not None}
+        assert set(ranks) == {"0", "1"}
+        ranks["1"].kill()
+        returncode = launcher.wait(timeout=120)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert returncode != 0
+    assert not ranks["0"].is_running() or ranks["0"].status() == psutil.STATUS_ZOMBIE
+    assert not (project / "data" / "train" / "classifier").exists()
+    assert not (project / "data" / "train" / "train_metrics.json").exists()
