@@ -10,9 +10,9 @@ the 6 dev prompts in batches of 4 make accelerate pad one process's last dev bat
 
 Tolerances: the two runs add the same per-example gradients in another order (two partial sums
 all-reduced by gloo instead of one sum; batches padded to other lengths), so float32 results agree to
-rounding, ~1e-7 relative per step, and Adam's normalised steps keep the drift of a few steps at the
-rounding level: FLOAT32_ATOL. Under bf16 autocast (8 significand bits) a reordered sum can round one
-activation to the neighbouring bf16 value (relative 2^-8 = 4e-3), which the following steps carry: BF16_ATOL.
+rounding (measured: weights 3e-9, history 2e-7): FLOAT32_ATOL. Under bf16 autocast (8 significand bits) a
+reordered sum can round one activation to the neighbouring bf16 value, which the following steps carry
+(measured: weights 2e-4, masses 9e-5): BF16_ATOL, half a bf16 step at 1 (2^-8 = 3.9e-3).
 LoRA runs with lora_dropout=0: dropout masks are drawn per process, so with dropout the runs agree only in
 distribution.
 """
@@ -41,7 +41,7 @@ from xurs_pipeline.io import read_json
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("processes_worker.py")
 FLOAT32_ATOL = 1e-5
-BF16_ATOL = 2e-2
+BF16_ATOL = 2e-3
 # 16 synthetic prompts: 8 train, 4 dev (batches of 3 and 1: accelerate pads the second process's dev batch
 # with duplicates that gather_for_metrics drops), 4 test
 COMMON = ["data.families=[2,1,1]", "data.cases_per_family=2", "train.eval_batch_size=3"]
