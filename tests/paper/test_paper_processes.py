@@ -3,10 +3,10 @@
 One torchrun launch runs three projects: head-only on the smoke backbone, partial tuning of the tiny
 Llama-2 and LoRA on the tiny SmolLM3 (with its head-only warm start, ``train_head``), both in bf16 mixed
 precision. Each is run twice from the same backbone and prompts: one process with batch 2b, two processes
-with batch b, at the same global batch (the LoRA and partial runs accumulate two micro-batches and end each
-epoch on a step of half the global batch, so the weight-0 stand-ins of ``train.data.step_batches`` run;
-the 6 dev prompts in batches of 4 make accelerate pad one process's last dev batch with duplicates that
-``gather_for_metrics`` drops).
+with batch b, at the same global batch (head-only: the 8 training examples at global batch 16 make each
+epoch one step whose second accumulation step is a weight-0 stand-in of ``train.data.step_batches``;
+partial and LoRA accumulate two micro-batches of one example per process; the 4 dev prompts in batches of
+3 make accelerate pad the second process's dev batch with duplicates that ``gather_for_metrics`` drops).
 
 Tolerances: the two runs add the same per-example gradients in another order (two partial sums
 all-reduced by gloo instead of one sum; batches padded to other lengths), so float32 results agree to
