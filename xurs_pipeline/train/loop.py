@@ -4,8 +4,12 @@ AdamW with separate learning rates for the head and the adapter (no weight decay
 weights), linear warmup then linear decay, gradient accumulation, gradient-norm clipping, evaluation on
 the dev set after every epoch, early stopping with patience, and the best epoch by dev answer NLL
 restored at the end. With ``state_dir`` the full training state is saved after each epoch and
-``resume=True`` continues from it, ending exactly where an uninterrupted run ends. Multi-GPU runs use
-the same code under ``accelerate launch``.
+``resume=True`` continues from it, ending exactly where an uninterrupted run ends.
+
+Several processes (torchrun / ``accelerate launch --multi_gpu``, DDP through accelerate) run the same
+code: each optimiser step is the mean over the same examples whatever the process count
+(:func:`~xurs_pipeline.train.data.step_batches`), dev metrics are gathered over the processes
+(``gather_for_metrics``), and the main process saves the state (docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -240,7 +244,8 @@ def fit(
                 raise _nonfinite(f"gradient norm {float(norm)}", epoch, progress["steps"], batch, train)
             progress["steps"] += 1
             optimizer.step()
-            scheduler.step()
+            if not optimizer.step_was_skipped:  # (fp16: the gradient scaler skipped an overflowing step)
+                scheduler.step()
             optimizer.zero_grad()
         loss_sum, count = accelerator.reduce(totals, reduction="sum").tolist()
         dev_loss, dev_nll, dev_acc = _evaluate(
