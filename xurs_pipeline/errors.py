@@ -16,3 +16,8 @@ class XursError(Exception):
 class NonFiniteValuesError(XursError, FloatingPointError):
     """Values that must be finite (features, outputs, losses) are NaN or inf; names the records and the
     usual causes. Nothing is written."""
+
+
+class LaunchError(XursError, RuntimeError):
+    """A multi-process launch that did not form the process group it asked for (it would run N independent
+    copies racing on the outputs); says which command starts the processes."""

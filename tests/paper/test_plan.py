@@ -208,3 +208,38 @@ def test_measured_costs_time_the_attributed_classifier_where_planned() -> None:
     costs = measure_costs(cfg, config, tokens=8, calls=1)
     for name in ("gradient_sample", "train_example", "feature_example", "load_model", "save_model"):
         assert 0 < getattr(costs, name) < 60, name
+
+def test_processes_split_training_and_attribution_time(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With N processes each trains on 1/N of every step and scores 1/N of the dev prompts, and the
+    attribution stages split the questions (the busiest process's share, rounded up); memory is per process
+    and the head-only feature pass stays on the main process. A global batch the processes cannot split
+    is refused naming the key (hand sums of the same formulas as the one-process test above)."""
+    cfg = _paper("paper_smollm3")
+    config = backbone_config(cfg.model)
+    counts = count_parameters(config, cfg.model, cfg.train)
+    work = Workload(512, 100, 10, dev_examples=20)
+    costs = Costs(0.01, train_example=0.1, feature_example=0.02, load_model=3.0)
+
+    def plans(processes: int) -> dict[str, StagePlan]:
+        stages = plan_stages(cfg, counts, Shape.of(config), DEVICES["h100-80gb"], work, costs, processes)
+        return {s.stage: s for s in stages}
+
+    one, four = plans(1), plans(4)
+    a = cfg.attribution
+    assert four["train"].seconds == pytest.approx(3.0 + (0.1 * 25 + 0.02 * 5) * cfg.train.max_epochs)
+    widths = (3 + 1) * a.n_collections * a.refs_per_collection * 0.02  # 3 of the 10 questions
+    assert four["attribute"].seconds == pytest.approx(3.0 + 0.01 * 3 * a.n_samples * a.n_collections + widths)
+    assert four["attribute"].gradient_evaluations == one["attribute"].gradient_evaluations  # all processes
+    assert four["train_head"].seconds == one["train_head"].seconds
+    assert all(four[s].peak_bytes == one[s].peak_bytes for s in one)
+
+    monkeypatch.chdir(tmp_path)
+    common = ["plan", "experiment=paper_llama2", f"--conf={ROOT / 'conf'}", "--device", "h100-80gb",
+              "--train-examples", "10178", "--questions", "100"]  # fmt: skip
+    assert xurs([*common, "--processes", "8"]) == 0
+    assert "global batch 32 = 1 per process x 8 x 4 accumulation steps" in capsys.readouterr().out
+    assert xurs([*common, "--processes", "3"]) == 1
+    assert "NO: train.global_batch=32 is not a multiple of train.batch_size=1 x 3" in capsys.readouterr().out
+    assert xurs([*common, "--processes", "0"]) == 2

@@ -4,7 +4,12 @@ config on a device, before anything runs (logic in ``xurs_pipeline.planning``)."
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xurs_pipeline.train.config import TrainConfig
 
 GIB = 1 << 30
 
@@ -43,6 +48,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--train-examples", type=int, help="training examples (default: prepared prompts / MedQA file)"
     )
     p.add_argument("--questions", type=int, help="explained questions (default: attribution.max_questions)")
+    p.add_argument(
+        "--processes", type=int, default=1,
+        help="processes of a torchrun / accelerate launch, one device each (default 1: dvc repro); training "
+        "splits each optimiser step over them (train.global_batch = batch_size x processes x accumulation), "
+        "attribution splits the questions",
+    )  # fmt: skip
     p.set_defaults(run=run)
 
 
@@ -58,6 +69,20 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
+def _print_processes(t: TrainConfig, processes: int) -> bool:
+    """Print how ``processes`` split training's global batch; False (naming the key) where they cannot."""
+    from xurs_pipeline.train.config import accumulation_steps
+
+    try:
+        steps = accumulation_steps(t.global_batch, t.batch_size, processes)
+    except ValueError as err:
+        print(f"processes: {processes}; NO: {err}")
+        return False
+    print(f"processes: {processes}; training's global batch {t.global_batch} = {t.batch_size} per process x "
+          f"{processes} x {steps} accumulation steps (times: the busiest process's share)")  # fmt: skip
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
     from xurs_pipeline.config import compose, load_params, validate
     from xurs_pipeline.planning.devices import resolve_device
@@ -65,6 +90,9 @@ def run(args: argparse.Namespace) -> int:
     from xurs_pipeline.planning.shapes import backbone_config, count_parameters
     from xurs_pipeline.planning.workload import resolve_workload
 
+    if args.processes < 1:
+        print(f"xurs plan: --processes {args.processes}: must be at least 1", file=sys.stderr)
+        return 2
     if args.overrides:
         cfg = validate(compose(args.overrides, conf_dir=args.conf), source=f"overrides {args.overrides}")
     else:
@@ -94,9 +122,9 @@ def run(args: argparse.Namespace) -> int:
         train = f", {1e3 * costs.train_example:.1f} ms per training example" if costs.train_example else ""
         load = f", {costs.load_model:.1f} s to load the backbone" if costs.load_model is not None else ""
         print(f"cost: {1e3 * costs.gradient_sample:.1f} ms per gradient sample{train}{load}")
+    refused = not _print_processes(cfg.train, args.processes)
     print(f"{'stage':<18} {'peak memory':>12} {'gradients':>10} {'time':>10}  fits")
-    refused = False
-    for s in plan_stages(cfg, counts, shape, device, work, costs):
+    for s in plan_stages(cfg, counts, shape, device, work, costs, args.processes):
         fits = s.peak_bytes <= device.memory_bytes
         refused |= not fits
         verdict = "yes" if fits else f"NO: {s.advice}"

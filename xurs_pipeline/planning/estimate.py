@@ -235,12 +235,22 @@ def plan_stages(
     device: Device,
     work: Workload,
     costs: Costs,
+    processes: int = 1,
 ) -> list[StagePlan]:
     """One ``StagePlan`` per stage that holds the backbone: train_head (when ``train.head_first``), train,
     predict and the attribution stages. Seconds include the fixed costs of a stage process: start-up
     (imports) and loading the backbone; training adds the dev pass after every epoch and, for a partially
-    tuned backbone, writing it."""
+    tuned backbone, writing it.
+
+    ``processes`` (a torchrun / accelerate launch, one device each): peak memory is per process; each
+    process trains on its share of every optimiser step and scores its share of the dev prompts, and the
+    attribution stages split the questions; the head-only feature pass runs on the main process (the
+    others wait for its cache)."""
     tokens = work.prompt_tokens
+
+    def share(n: int) -> int:
+        return -(-n // processes)  # the busiest process's share
+
     t = cfg.train
     plans = []
     start = device.startup_seconds + (costs.load_model or 0.0)
@@ -258,9 +268,10 @@ def plan_stages(
         plans.append(StagePlan("train_head", head_pass, 0, feature_seconds))
     train_seconds = feature_seconds
     if t.adaptation != "head_only" and costs.train_example is not None:
-        dev_pass = (costs.feature_example or 0.0) * work.dev_examples  # scored after every epoch
+        dev_pass = (costs.feature_example or 0.0) * share(work.dev_examples)  # scored after every epoch
         save = (costs.save_model or 0.0) if t.adaptation == "partial" else 0.0
-        train_seconds = start + (costs.train_example * work.train_examples + dev_pass) * t.max_epochs + save
+        per_epoch = costs.train_example * share(work.train_examples) + dev_pass
+        train_seconds = start + per_epoch * t.max_epochs + save
     plans.append(
         StagePlan("train", training_bytes(cfg, counts, shape, device, tokens), 0, train_seconds,
                   advice_training(cfg, counts, shape, device, tokens))
@@ -268,11 +279,12 @@ def plan_stages(
     plans.append(StagePlan("predict", head_pass, 0, None))
     attribution_peak = attribution_bytes(cfg, counts, shape, device, tokens, cfg.attribution.samples_per_call)
     advice = advice_attribution(cfg, counts, shape, device, tokens)
-    widths = reference_width_evaluations(cfg, work.questions) * (costs.feature_example or 0.0)
+    widths = reference_width_evaluations(cfg, share(work.questions)) * (costs.feature_example or 0.0)
+    per_process = gradient_evaluations(cfg, share(work.questions))
     for stage, evaluations in gradient_evaluations(cfg, work.questions).items():
         seconds = None
         if costs.gradient_sample is not None and evaluations:
-            seconds = start + costs.gradient_sample * evaluations + widths
+            seconds = start + costs.gradient_sample * per_process[stage] + widths
         plans.append(StagePlan(stage, attribution_peak if evaluations else 0, evaluations, seconds, advice))
     return plans
 

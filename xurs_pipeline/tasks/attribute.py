@@ -14,13 +14,11 @@ process 0 merges.
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
-from accelerate import PartialState
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.model import DTYPES, set_precision
@@ -31,6 +29,7 @@ from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import read_prompts
 from xurs_pipeline.io import write_json
 from xurs_pipeline.models.checkpoint import load_classifier
+from xurs_pipeline.processes import process_group
 from xurs_pipeline.reporting.headline import attribute_headline
 from xurs_pipeline.tasks.runner import log
 
@@ -40,8 +39,7 @@ def attribute_into(cfg: RootConfig, out_dir: Path) -> dict | None:
     the merged metrics on the main process, else None."""
     at = cfg.attribution
     cpu = at.device == "cpu" or (at.device == "auto" and not torch.cuda.is_available())
-    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun / accelerate launch
-    state = PartialState(cpu=cpu, **({"backend": "gloo"} if cpu and distributed else {}))
+    state = process_group(cpu)  # one group of every launched process, or a LaunchError
     prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
     classifier, tokenizer = load_classifier(
         artifact("classifier").at(cfg.paths), config_hash=train_run_hash(cfg), merge_lora=at.merge_lora

@@ -6,6 +6,9 @@
 - ``metrics.json``: per split accuracy, answer NLL and error-detection AUROC from width and from low
   selected-answer probability (Sec. 6.1);
 - ``correction_audit.json``: this configuration's row of the correction table (Table 8), per split.
+
+Several processes (``torchrun --nproc_per_node N -m stages.predict``) each compute a contiguous share of
+every split's rows; the main process gathers them in order and writes the same files as one process.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ from dataclasses import asdict
 from typing import Any
 
 import pandas as pd
-from accelerate import PartialState
 
 from xurs_pipeline.config import RootConfig, configuration_label, train_run_hash
 from xurs_pipeline.contracts import artifact
@@ -22,21 +24,27 @@ from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import read_prompts
 from xurs_pipeline.io import config_hash, write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
+from xurs_pipeline.processes import process_group
 from xurs_pipeline.reporting.headline import predict_headline
 from xurs_pipeline.tasks.runner import log
 from xurs_pipeline.train.metrics import correction_audit, prediction_metrics, with_result_flags
-from xurs_pipeline.train.predict import classifier_outputs, prediction_frame
+from xurs_pipeline.train.predict import (
+    classifier_outputs,
+    gathered_outputs,
+    prediction_frame,
+    process_rows,
+)
 from xurs_pipeline.train.prompts import split_examples
 
 
-def run(cfg: RootConfig) -> dict[str, Any]:
+def run(cfg: RootConfig) -> dict[str, Any] | None:
+    state = process_group()  # several processes split each split's rows; the main one writes
     prompts_path = artifact("prompts").at(cfg.paths)
     prompts = read_prompts(prompts_path, data_config_hash(cfg.data))
     classifier, tokenizer = load_classifier(
         artifact("classifier").at(cfg.paths), config_hash=train_run_hash(cfg)
     )
     head_only = classifier.meta["adaptation"] == "head_only"
-    device = PartialState().device
     frames, metrics, audit = [], {}, {}
     for split in cfg.train.predict_splits:  # nothing is written before every split is computed
         examples = split_examples(
@@ -44,8 +52,10 @@ def run(cfg: RootConfig) -> dict[str, Any]:
         )
         out = classifier_outputs(
             classifier, examples.data.inputs, tokenizer.pad_token_id, cfg.train.eval_batch_size,
-            feature_cache_dir=cfg.train.feature_cache_dir if head_only else None, device=device,
+            feature_cache_dir=cfg.train.feature_cache_dir if head_only else None, device=state.device,
+            rows=process_rows(len(examples.record_ids), state),
         )  # fmt: skip
+        out = gathered_outputs(out, state)
         frame = prediction_frame(
             out,
             classifier.output_kind,
@@ -58,6 +68,13 @@ def run(cfg: RootConfig) -> dict[str, Any]:
         metrics[split] = prediction_metrics(with_result_flags(frame, prompts))
         audit[split] = correction_audit(frame, configuration_label(cfg))
         log.info("predict %s: %s", split, metrics[split])
+    if state.is_main_process:  # (gathered_outputs waited for every process)
+        _write(cfg, frames, metrics, audit)
+    state.wait_for_everyone()  # a next stage in the same processes reads what the main process wrote
+    return predict_headline(metrics, cfg.train.predict_splits, audit) if state.is_main_process else None
+
+
+def _write(cfg: RootConfig, frames: list[pd.DataFrame], metrics: dict, audit: dict) -> None:
     run_hash = config_hash({"model": asdict(cfg.model), "train": asdict(cfg.train), "data": asdict(cfg.data)})
     predictions = artifact("predictions")
     write_parquet(
@@ -66,4 +83,3 @@ def run(cfg: RootConfig) -> dict[str, Any]:
     )  # fmt: skip
     for name, payload in (("prediction_metrics", metrics), ("correction_audit", audit)):
         write_json(payload, artifact(name).at(cfg.paths), artifact(name).provenance(run_hash))
-    return predict_headline(metrics, cfg.train.predict_splits, audit)

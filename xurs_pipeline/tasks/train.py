@@ -7,15 +7,16 @@ seeds and head variants reuse them). The training state is saved after every epo
 ``train.state_dir/<content key>`` (the run's config hash, the backbone's and prompts' SHA-256 and the code
 version); ``train.resume=true`` continues an interrupted run of the same inputs from it. The global batch
 (``train.global_batch``) is per-process batch x processes x accumulation steps, the last derived.
-Multi-GPU: ``accelerate launch -m stages.train`` runs the same code.
+Several processes (``torchrun --nproc_per_node N -m stages.train`` on CPUs or GPUs, ``accelerate launch
+--multi_gpu --num_processes N -m stages.train`` on GPUs) form one group: each runs its share of every
+optimiser step, gradients are averaged, dev metrics gathered, and the main process writes the outputs
+once every process has finished (docs/scaling.md).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-
-from accelerate import PartialState
 
 from xurs_pipeline.attribution.inputs import check_record_ids
 from xurs_pipeline.config import RootConfig, train_run_hash
@@ -27,6 +28,7 @@ from xurs_pipeline.io import write_json
 from xurs_pipeline.models.adapters import LoraSpec
 from xurs_pipeline.models.backbone import load_backbone_dir
 from xurs_pipeline.models.checkpoint import build_classifier, save_classifier
+from xurs_pipeline.processes import process_group
 from xurs_pipeline.reporting.headline import train_headline
 from xurs_pipeline.tasks.runner import log
 from xurs_pipeline.train.config import accumulation_steps
@@ -41,7 +43,8 @@ def fit_into(cfg: RootConfig, out: Path, init_head_from: str | None) -> dict[str
     returns the metrics on the main process (None elsewhere)."""
     m, t = cfg.model, cfg.train
     prompts_path = artifact("prompts").at(cfg.paths)
-    processes = PartialState().num_processes
+    state = process_group()  # every launched process in one group (gloo/NCCL), or a LaunchError
+    processes = state.num_processes
     run_hash = train_run_hash(cfg)
     grad_accum = accumulation_steps(t.global_batch, t.batch_size, processes)
     log.info("train: global batch %d = %d per process x %d processes x %d accumulation steps",
@@ -70,24 +73,25 @@ def fit_into(cfg: RootConfig, out: Path, init_head_from: str | None) -> dict[str
     )  # fmt: skip
     best = outcome.fit
     log.info("train: best epoch %d of %d, dev score %.4f", best.best_epoch, best.epochs_run, best.best_score)
-    if not PartialState().is_main_process:
-        return None
-    summary = {
-        **outcome.fit.to_dict(),
-        "feature_cache_hits": outcome.feature_cache_hits,
-        "n_train": len(train.record_ids),
-        "n_dev": len(dev.record_ids),
-        "adaptation": t.adaptation,
-        "init_head_from": init_head_from or "",
-        "global_batch": t.global_batch,
-        "batch_size": t.batch_size,
-        "processes": processes,
-        "grad_accum": grad_accum,
-    }
-    save_classifier(classifier, out / "classifier", backbone.tokenizer, config_hash=run_hash)
-    metrics = artifact("train_metrics")
-    write_json(summary, out / Path(metrics.path).name, metrics.provenance(run_hash))
-    return summary
+    state.wait_for_everyone()  # the main process writes once, after every process has finished
+    if state.is_main_process:
+        summary = {
+            **outcome.fit.to_dict(),
+            "feature_cache_hits": outcome.feature_cache_hits,
+            "n_train": len(train.record_ids),
+            "n_dev": len(dev.record_ids),
+            "adaptation": t.adaptation,
+            "init_head_from": init_head_from or "",
+            "global_batch": t.global_batch,
+            "batch_size": t.batch_size,
+            "processes": processes,
+            "grad_accum": grad_accum,
+        }
+        save_classifier(classifier, out / "classifier", backbone.tokenizer, config_hash=run_hash)
+        metrics = artifact("train_metrics")
+        write_json(summary, out / Path(metrics.path).name, metrics.provenance(run_hash))
+    state.wait_for_everyone()  # a next stage in the same processes reads what the main process wrote
+    return summary if state.is_main_process else None
 
 
 def run(cfg: RootConfig) -> dict[str, Any] | None:

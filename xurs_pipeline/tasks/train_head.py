@@ -12,6 +12,7 @@ from pathlib import Path
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.io import write_json
+from xurs_pipeline.processes import process_group
 from xurs_pipeline.tasks.runner import log
 from xurs_pipeline.tasks.train import fit_into
 from xurs_pipeline.train.config import head_first_settings
@@ -19,9 +20,11 @@ from xurs_pipeline.train.config import head_first_settings
 
 def run(cfg: RootConfig) -> None:
     out = artifact("head_first").at(cfg.paths)
+    state = process_group()
     if not cfg.train.head_first:
-        write_json({"skipped": "train.head_first is false: the train stage starts from no head-only run"},
-                   out / Path(artifact("train_metrics").path).name)  # fmt: skip
+        if state.is_main_process:
+            write_json({"skipped": "train.head_first is false: the train stage starts from no head-only run"},
+                       out / Path(artifact("train_metrics").path).name)  # fmt: skip
         log.info("train_head: skipped (train.head_first is false)")
         return
-    fit_into(dataclasses.replace(cfg, train=head_first_settings(cfg.train)), out, None)
+    fit_into(dataclasses.replace(cfg, train=head_first_settings(cfg.train, state.num_processes)), out, None)

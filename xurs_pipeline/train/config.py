@@ -121,12 +121,13 @@ def accumulation_steps(global_batch: int, batch_size: int, processes: int) -> in
     return global_batch // per_step
 
 
-def head_first_settings(t: TrainConfig) -> TrainConfig:
+def head_first_settings(t: TrainConfig, processes: int = 1) -> TrainConfig:
     """The head-only run that ``t`` (``head_first``) starts from: same data, seed and global batch, the
-    ``head_first_*`` learning rate, epochs and patience, the whole global batch per step (cached frozen
-    features make that cheap)."""
+    ``head_first_*`` learning rate, epochs and patience, the whole global batch per step split over the
+    ``processes`` (cached frozen features make that cheap)."""
+    accumulation_steps(t.global_batch, 1, processes)  # names train.global_batch if it does not split
     return replace(
         t, adaptation="head_only", lr_head=t.head_first_lr, max_epochs=t.head_first_epochs,
-        patience=t.head_first_patience, batch_size=t.global_batch,
+        patience=t.head_first_patience, batch_size=t.global_batch // processes,
         mixed_precision="no", head_first=False, init_head_from="",
     )  # fmt: skip

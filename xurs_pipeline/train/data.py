@@ -111,6 +111,34 @@ class EpochSampler(Sampler[int]):
         return self.n
 
 
+MicroBatch = tuple[list[int], bool]  # positions in the set; False: a weight-0 stand-in (no examples left)
+
+
+def step_batches(
+    order: Sequence[int], global_batch: int, batch_size: int, processes: int, rank: int
+) -> list[tuple[int, list[MicroBatch]]]:
+    """One epoch's optimiser steps as process ``rank`` of ``processes`` runs them: per step, the number of
+    real examples over all processes and this process's micro-batches (the accumulation steps).
+
+    Step ``s`` takes the next ``global_batch`` positions of ``order`` (the last step fewer), cut into slots
+    of ``batch_size``; micro-batch ``a`` of process ``p`` is slot ``a * processes + p``. Every process count
+    thus covers the same examples per step (2 processes x batch 4 = 1 process x batch 8), and every process
+    runs the same number of micro-batches: one whose slot is empty holds a weight-0 stand-in (the step's
+    first example) so the processes meet at every gradient synchronisation.
+    """
+    accumulation = global_batch // (batch_size * processes)
+    steps = []
+    for start in range(0, len(order), global_batch):
+        step = list(order[start : start + global_batch])
+        micro: list[MicroBatch] = []
+        for a in range(accumulation):
+            slot = (a * processes + rank) * batch_size
+            chunk = step[slot : slot + batch_size]
+            micro.append((chunk, True) if chunk else ([step[0]], False))
+        steps.append((len(step), micro))
+    return steps
+
+
 class TokenForward(nn.Module):
     """model(input_ids, attention_mask) -> ClassifierOutput, through the whole classifier."""
 

@@ -4,12 +4,17 @@ AdamW with separate learning rates for the head and the adapter (no weight decay
 weights), linear warmup then linear decay, gradient accumulation, gradient-norm clipping, evaluation on
 the dev set after every epoch, early stopping with patience, and the best epoch by dev answer NLL
 restored at the end. With ``state_dir`` the full training state is saved after each epoch and
-``resume=True`` continues from it, ending exactly where an uninterrupted run ends. Multi-GPU runs use
-the same code under ``accelerate launch``.
+``resume=True`` continues from it, ending exactly where an uninterrupted run ends.
+
+Several processes (torchrun / ``accelerate launch --multi_gpu``, DDP through accelerate) run the same
+code: each optimiser step is the mean over the same examples whatever the process count
+(:func:`~xurs_pipeline.train.data.step_batches`), dev metrics are gathered over the processes
+(``gather_for_metrics``), and the main process saves the state (docs/scaling.md).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from collections.abc import Callable
@@ -20,16 +25,16 @@ from typing import Any
 import torch
 from accelerate import Accelerator, PartialState
 from accelerate.state import AcceleratorState
-from accelerate.utils import set_seed
+from accelerate.utils import send_to_device, set_seed
 from torch import nn
 from torch.utils.data import DataLoader
 from transformers import get_linear_schedule_with_warmup
 
 from xurs_pipeline.credal import pignistic
 from xurs_pipeline.errors import NonFiniteValuesError
-from xurs_pipeline.models.losses import rs_loss
+from xurs_pipeline.models.losses import LossParts, rs_loss
 from xurs_pipeline.train.config import TrainConfig, accumulation_steps
-from xurs_pipeline.train.data import Collator, EpochSampler, ExampleDataset, LabelledSet
+from xurs_pipeline.train.data import Collator, EpochSampler, ExampleDataset, LabelledSet, step_batches
 from xurs_pipeline.train.state import has_state, load_state, load_trainable, save_state, trainable_state
 
 log = logging.getLogger(__name__)
@@ -97,6 +102,11 @@ def _param_groups(groups: dict[str, list[nn.Parameter]], s: TrainConfig) -> list
     return out
 
 
+def _example_losses(parts: LossParts, output_kind: str, w: float) -> torch.Tensor:
+    """Per-example training loss (b,) whose batch mean is ``rs_loss(...).total``."""
+    return parts.set_term if output_kind == "mass15" else parts.answer_nll + w * parts.set_term
+
+
 @torch.no_grad()
 def _evaluate(
     model: nn.Module,
@@ -114,13 +124,41 @@ def _evaluate(
     for batch in loader:
         out = model(**batch["inputs"])
         parts = rs_loss(out, batch["labels"], output_kind, w, batch.get("target_masses"), computed_in)
-        losses = parts.set_term if output_kind == "mass15" else parts.answer_nll + w * parts.set_term
+        losses = _example_losses(parts, output_kind, w)
         correct = (pignistic(out.masses, validate=False).argmax(-1) == batch["labels"]).float()
         stacked = accelerator.gather_for_metrics(torch.stack([losses, parts.answer_nll, correct], dim=-1))
         totals += stacked.sum(dim=0)
         n += stacked.shape[0]
     loss, nll, acc = (totals / n).tolist()
     return loss, nll, acc
+
+
+def _micro_step(
+    model: nn.Module,
+    batch: dict[str, Any],
+    accelerator: Accelerator,
+    s: TrainConfig,
+    output_kind: str,
+    computed_in: torch.dtype | None,
+    scale: float,
+    where: tuple[int, int, LabelledSet],
+) -> float:
+    """Forward and backward of one micro-batch: the gradient of ``scale`` x its summed example losses
+    (0 for a stand-in; DDP then averages over the processes); returns the summed losses.
+    ``where``: (epoch, optimiser step, the training set) for errors naming the records."""
+    out = model(**batch["inputs"])
+    finite = torch.isfinite(out.masses).all(-1)  # (b,), before the loss validates the masses
+    if not bool(finite.all()):
+        raise _nonfinite("non-finite outputs", *where[:2], batch, where[2], ~finite)
+    parts = rs_loss(
+        out, batch["labels"], output_kind, s.set_loss_weight, batch.get("target_masses"), computed_in
+    )
+    summed = _example_losses(parts, output_kind, s.set_loss_weight).sum()
+    value = summed.item()
+    if not math.isfinite(value):
+        raise _nonfinite(f"training loss {value}", *where[:2], batch, where[2])
+    accelerator.backward(summed * scale)
+    return value
 
 
 def fit(
@@ -149,22 +187,22 @@ def fit(
     # accelerate keeps one precision per process: reset it so a process can train under another in turn
     # (run_pipeline's train_head in float32, then train under bf16; notebooks)
     AcceleratorState._reset_state()
-    grad_accum = accumulation_steps(s.global_batch, s.batch_size, PartialState().num_processes)
-    accelerator = Accelerator(gradient_accumulation_steps=grad_accum, mixed_precision=s.mixed_precision)
+    accumulation_steps(s.global_batch, s.batch_size, PartialState().num_processes)  # names the key if off
+    # Accumulation is driven here (step_batches), not by accelerate: each optimiser step is the mean over
+    # the real examples of the step whatever the number of processes or micro-batches.
+    accelerator = Accelerator(mixed_precision=s.mixed_precision)
+    processes, rank = accelerator.num_processes, accelerator.process_index
     sampler = EpochSampler(len(train.labels), s.seed)
-    train_loader = DataLoader(
-        ExampleDataset(train), batch_size=s.batch_size, sampler=sampler, collate_fn=collator
-    )
+    train_set = ExampleDataset(train)
     dev_loader = DataLoader(ExampleDataset(dev), batch_size=s.eval_batch_size, collate_fn=collator)
-    steps_per_epoch = math.ceil(len(train_loader) / grad_accum)
+    steps_per_epoch = math.ceil(len(train_set) / s.global_batch)
     total_steps = s.max_epochs * steps_per_epoch
     optimizer = torch.optim.AdamW(_param_groups(groups, s))
+    # not prepared: accelerate's scheduler wrapper steps once per process for each optimiser step
     scheduler = get_linear_schedule_with_warmup(
         optimizer, round(s.warmup_fraction * total_steps), total_steps
     )
-    model, optimizer, train_loader, dev_loader, scheduler = accelerator.prepare(
-        model, optimizer, train_loader, dev_loader, scheduler
-    )
+    model, optimizer, dev_loader = accelerator.prepare(model, optimizer, dev_loader)
     state_path = Path(state_dir) if state_dir else None
     progress: dict[str, Any] = {
         "epoch": -1,
@@ -185,36 +223,31 @@ def fit(
     for epoch in range(progress["epoch"] + 1, s.max_epochs):
         if stopped_early:
             break
-        train_loader.set_epoch(epoch)  # accelerate passes it on to the EpochSampler at each pass
+        sampler.set_epoch(epoch)
         model.train()
-        loss_sum, count = 0.0, 0
-        for batch in train_loader:
-            with accelerator.accumulate(model):
-                out = model(**batch["inputs"])
-                finite = torch.isfinite(out.masses).all(-1)  # (b,), before the loss validates the masses
-                if not bool(finite.all()):
-                    raise _nonfinite("non-finite outputs", epoch, progress["steps"], batch, train, ~finite)
-                loss = rs_loss(
-                    out, batch["labels"], output_kind, s.set_loss_weight, batch.get("target_masses"),
-                    computed_in,
-                ).total  # fmt: skip
-                value = loss.item()
-                if not math.isfinite(value):
-                    raise _nonfinite(f"training loss {value}", epoch, progress["steps"], batch, train)
-                accelerator.backward(loss)
-                if accelerator.sync_gradients:
-                    norm = accelerator.clip_grad_norm_(model.parameters(), s.max_grad_norm)
-                    if norm is not None and s.mixed_precision != "fp16" and not math.isfinite(float(norm)):
-                        # (fp16 runs skip such steps through their gradient scaler)
-                        raise _nonfinite(
-                            f"gradient norm {float(norm)}", epoch, progress["steps"], batch, train
-                        )
-                    progress["steps"] += 1
-                optimizer.step()
+        totals = torch.zeros(2, dtype=torch.float64, device=accelerator.device)  # loss sum, examples
+        for n_step, micro in step_batches(list(sampler), s.global_batch, s.batch_size, processes, rank):
+            for a, (indices, real) in enumerate(micro):
+                last = a == len(micro) - 1  # gradients are synchronised over the processes here
+                if not real and not last:
+                    continue
+                batch = send_to_device(collator([train_set[i] for i in indices]), accelerator.device)
+                with contextlib.nullcontext() if last else accelerator.no_sync(model):
+                    scale = float(real) * processes / n_step
+                    value = _micro_step(model, batch, accelerator, s, output_kind, computed_in, scale,
+                                        (epoch, progress["steps"], train))  # fmt: skip
+                if real:
+                    totals += torch.tensor([value, len(indices)], dtype=torch.float64, device=totals.device)
+            norm = accelerator.clip_grad_norm_(model.parameters(), s.max_grad_norm)
+            if norm is not None and s.mixed_precision != "fp16" and not math.isfinite(float(norm)):
+                # (fp16 runs skip such steps through their gradient scaler)
+                raise _nonfinite(f"gradient norm {float(norm)}", epoch, progress["steps"], batch, train)
+            progress["steps"] += 1
+            optimizer.step()
+            if not optimizer.step_was_skipped:  # (fp16: the gradient scaler skipped an overflowing step)
                 scheduler.step()
-                optimizer.zero_grad()
-            loss_sum += value * len(batch["labels"])
-            count += len(batch["labels"])
+            optimizer.zero_grad()
+        loss_sum, count = accelerator.reduce(totals, reduction="sum").tolist()
         dev_loss, dev_nll, dev_acc = _evaluate(
             model, dev_loader, accelerator, output_kind, s.set_loss_weight, computed_in
         )

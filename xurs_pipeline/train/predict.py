@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from accelerate import PartialState
+from accelerate.utils import gather_object
 
 from xurs_pipeline.contracts import PREDICTION_COLUMNS  # one split's frame; the stage adds "split"
 from xurs_pipeline.credal import belief, correction_stats, credal_width, pignistic, plausibility
@@ -28,11 +30,14 @@ def classifier_outputs(
     batch_size: int = 8,
     feature_cache_dir: str | Path | None = None,
     device: torch.device | str = "cpu",
+    rows: slice = slice(None),
 ) -> ClassifierOutput:
-    """Raw outputs (n, 14|15) and masses (n, 15) on CPU, in input order.
+    """Raw outputs (r, 14|15) and masses (r, 15) on CPU of the ``rows`` of ``input_ids`` (all by
+    default), in input order.
 
     With ``feature_cache_dir`` the classifier's features come from the cache (valid when the
-    backbone is the frozen one the cache was keyed by: head-only classifiers).
+    backbone is the frozen one the cache was keyed by: head-only classifiers); the cache holds every
+    prompt, so processes that split the rows share one cache file (the main process writes it first).
     """
     classifier.eval().to(device)
     if feature_cache_dir is not None:
@@ -40,18 +45,37 @@ def classifier_outputs(
             raise ValueError(
                 "feature cache: only valid for head-only classifiers (the backbone must be frozen)"
             )
-        features, _ = cached_features(
-            classifier, input_ids, pad_token_id, feature_cache_dir, batch_size, device
-        )
-        out = classifier.head(features.to(device))
+        with PartialState().main_process_first():
+            features, _ = cached_features(
+                classifier, input_ids, pad_token_id, feature_cache_dir, batch_size, device
+            )
+        out = classifier.head(features[rows].to(device))
         return ClassifierOutput(out.raw.cpu(), out.masses.cpu())
     raws, masses = [], []
-    for start in range(0, len(input_ids), batch_size):
-        ids, mask = pad_batch(input_ids[start : start + batch_size], pad_token_id, classifier.padding_side)
+    mine = list(input_ids)[rows]
+    for start in range(0, len(mine), batch_size):
+        ids, mask = pad_batch(mine[start : start + batch_size], pad_token_id, classifier.padding_side)
         out = classifier.classify_ids(ids.to(device), mask.to(device))
         raws.append(out.raw.float().cpu())
         masses.append(out.masses.float().cpu())
+    if not raws:  # more processes than rows
+        return ClassifierOutput(
+            torch.zeros(0, 14 if classifier.output_kind == "belief14" else 15), torch.zeros(0, 15)
+        )
     return ClassifierOutput(torch.cat(raws), torch.cat(masses))
+
+
+def process_rows(n: int, state: PartialState) -> slice:
+    """This process's contiguous share of ``n`` rows (the first ``n % processes`` processes one more)."""
+    per, extra = divmod(n, state.num_processes)
+    start = state.process_index * per + min(state.process_index, extra)
+    return slice(start, start + per + (state.process_index < extra))
+
+
+def gathered_outputs(out: ClassifierOutput, state: PartialState) -> ClassifierOutput:
+    """Every process's rows of :func:`process_rows`, concatenated in process order (on every process)."""
+    parts = gather_object([(out.raw, out.masses)])
+    return ClassifierOutput(torch.cat([raw for raw, _ in parts]), torch.cat([m for _, m in parts]))
 
 
 def check_finite_outputs(output: ClassifierOutput, record_ids: Sequence[str]) -> None:

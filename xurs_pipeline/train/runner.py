@@ -24,6 +24,7 @@ from xurs_pipeline.models.block_cache import TopBlocks, cached_lower_states, sup
 from xurs_pipeline.models.checkpoint import warm_start_head
 from xurs_pipeline.models.classifier import RandomSetClassifier
 from xurs_pipeline.models.feature_cache import cached_features
+from xurs_pipeline.processes import process_group
 from xurs_pipeline.train.config import TrainConfig
 from xurs_pipeline.train.data import Collator, FeatureForward, LabelledSet, TokenForward
 from xurs_pipeline.train.loop import EpochRecord, FitResult, fit
@@ -86,7 +87,9 @@ def train_classifier(
     init_head_from: str | Path | None = None,
     on_epoch_end: Callable[[EpochRecord], None] | None = None,
 ) -> TrainOutcome:
-    """Train ``classifier`` in place (``train``/``dev`` hold token-id lists) and return the loop's result."""
+    """Train ``classifier`` in place (``train``/``dev`` hold token-id lists) and return the loop's result.
+    Under a multi-process launch the processes form one group first (or raise LaunchError)."""
+    process_group()
     if init_head_from:
         warm_start_head(classifier, init_head_from)
     set_seed(settings.seed)  # LoRA's initial A matrices come from the global RNG
