@@ -36,9 +36,10 @@ GROUPS = {
     "smoke": [("tests/pipeline/", ""), ("tests/foundation/test_foundation_sweep.py::", "")],
     "paper_smollm3": [(PAPER_TESTS, "[paper_smollm3]")],
     "paper_llama2": [(PAPER_TESTS, "[paper_llama2]")],
+    "user_clone": [("tests/foundation/test_foundation_experiments.py::", "")],
 }
 # the groups that take longest start first (they are the suite's critical path)
-LONG_FIRST = ("smoke", "paper_llama2", "paper_smollm3")
+LONG_FIRST = ("smoke", "paper_llama2", "paper_smollm3", "user_clone")
 
 
 def worker_group(nodeid: str) -> str | None:
