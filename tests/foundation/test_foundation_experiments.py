@@ -70,9 +70,10 @@ def test_a_gates_experiment_is_tabulated_by_gates_sweep(clone: Path) -> None:
     state = shown[name]
     assert params_of(state)["train"]["seed"] == 17
     headline = metric(state, GATES)
-    out = clone / "results" / "sweeps"
-    result = run_ok([xurs, "gates-sweep", "--out", str(out)], clone)
-    table = pd.read_csv(out / "gates_sweep.csv")
+    result = run_ok([xurs, "gates-sweep"], clone)  # README's command: results/sweeps/gates_sweep[_<n>].*
+    (wrote,) = [line for line in result.stderr.splitlines() if line.startswith("wrote ")]
+    (csv,) = [p for p in wrote.removeprefix("wrote ").split(", ") if p.endswith(".csv")]
+    table = pd.read_csv(clone / csv)
     assert table["name"].tolist() == [name], result.stderr  # the sweep's points stopped at predict
     for point in SEEDS:
         assert f"left out {point}:" in result.stderr
