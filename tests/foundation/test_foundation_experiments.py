@@ -5,6 +5,7 @@ gate and queue tests add experiments to it, reusing its stages through DVC's run
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -58,7 +59,25 @@ def test_the_sweep_lists_each_seeds_accuracy_in_dvc_exp_show(clone: Path) -> Non
         test = predictions[predictions["split"] == "test"]
         assert len(test) > 0
         assert headline["accuracy"] == pytest.approx(test["correct"].mean(), abs=1e-12), name  # its own run
-        assert metric(state, "data/train/headline.json")["best_epoch"] >= 0
+        assert headline["rescaled"] == pytest.approx(100 * test["rescaled"].mean(), abs=1e-9), name
+        history = json.loads(dvc.api.read("data/train/train_metrics.json", repo=str(clone), rev=state["rev"]))
+        assert metric(state, "data/train/headline.json")["best_epoch"] == history["best_epoch"], name
+
+
+def test_plots_diff_draws_both_experiments_training_curves(clone: Path) -> None:
+    """``dvc plots diff sweep-0 sweep-1``: each experiment's per-epoch dev loss (DVCLive), one line per
+    experiment, equal to the history its own training run recorded."""
+    shown = json.loads(run_ok([str(BIN / "dvc"), "plots", "diff", *SEEDS, "--json"], clone).stdout)
+    (curve,) = shown["data"]["data/train/dvclive/plots/metrics/loss/dev.tsv"]
+    assert curve["revisions"] == list(SEEDS)
+    for name in SEEDS:
+        history = json.loads(dvc.api.read("data/train/train_metrics.json", repo=str(clone), rev=name))
+        drawn = [
+            (int(v["step"]), float(v["dev"])) for v in curve["content"]["data"]["values"] if v["rev"] == name
+        ]
+        assert drawn == [(h["epoch"], pytest.approx(h["dev_loss"], rel=1e-6)) for h in history["history"]], (
+            name
+        )
 
 
 def test_a_gates_experiment_is_tabulated_by_gates_sweep(clone: Path) -> None:
