@@ -38,9 +38,10 @@ GROUPS = {
     "paper_llama2": [(PAPER_TESTS, "[paper_llama2]")],
     # one torchrun launch shared by the file's tests (its module fixture would run on each worker)
     "processes": [("tests/paper/test_paper_processes.py::", "")],
+    "user_clone": [("tests/foundation/test_foundation_experiments.py::", "")],
 }
 # the groups that take longest start first (they are the suite's critical path)
-LONG_FIRST = ("smoke", "paper_llama2", "paper_smollm3", "processes")
+LONG_FIRST = ("user_clone", "smoke", "paper_llama2", "paper_smollm3", "processes")
 
 
 def worker_group(nodeid: str) -> str | None:

@@ -28,8 +28,9 @@ class Artifact:
     and files without one); columns: the columns of a Parquet artifact readers rely on and check (its
     writer may add more: the attribute stage writes every ``attribution.records.COLUMNS``);
     writer: the stage that writes it; kind: ``metric`` files are the small headline JSON DVC shows
-    (``dvc metrics show``), ``detail`` files are outputs DVC does not cache (detail metrics the tables and
-    report read, curves for ``dvc plots``), ``out`` the cached outputs.
+    (``dvc metrics show``, ``dvc exp show``), ``detail`` files the detail metrics the tables, the report and
+    ``xurs gates-sweep`` read and the curves for ``dvc plots``, ``out`` the other outputs. DVC caches all
+    three (``data/`` is git-ignored: an experiment holds them through its ``dvc.lock``).
     """
 
     name: str

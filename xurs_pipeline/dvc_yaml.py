@@ -22,6 +22,8 @@ HEADER = """\
 # Every stage reads the composed params.yaml (see conf/), writes only its declared outs atomically under
 # ${paths.artifacts} (or ${paths.results}), and depends on exactly the files it imports, the artifacts
 # it reads and the params keys it reads. `dvc repro` runs what changed; `dvc dag` draws the graph.
+# DVC caches every output, metrics and plots included: `dvc exp show` and `dvc plots diff` read each
+# experiment's from the cache through its dvc.lock (data/ is git-ignored).
 """
 
 
@@ -141,20 +143,14 @@ def render(composed: Mapping[str, Any], root: Path | None = None) -> str:
         lines += [f"      - {dep}" for dep in stage_deps(name, composed, root)]
         lines.append("    params:")
         lines += [f"      - {key}" for key in param_keys(name, composed)]
+        # Every output, metrics included, is cached by DVC (data/ is git-ignored): an experiment's commit
+        # holds dvc.lock's hashes and DVC reads each file back from its cache at that revision.
         outs = [a for a in stage.writes if a.kind in ("out", "detail")]
         metrics = [a for a in stage.writes if a.kind == "metric"]
-        if outs:
-            lines.append("    outs:")
-            for a in outs:
-                lines += (
-                    [f"      - {a.dvc_path}"]
-                    if a.kind == "out"
-                    else [f"      - {a.dvc_path}:", "          cache: false"]
-                )
-        if metrics:
-            lines.append("    metrics:")
-            for a in metrics:
-                lines += [f"      - {a.dvc_path}:", "          cache: false"]
+        for title, listed in (("outs", outs), ("metrics", metrics)):
+            if listed:
+                lines.append(f"    {title}:")
+                lines += [f"      - {a.dvc_path}" for a in listed]
     lines += ["", "plots:", f"  - {ARTIFACTS['train_live'].dvc_path}/plots/metrics:", "      x: step"]
     lines += [f"  - {ARTIFACTS['plots'].dvc_path}/{plot}.png" for plot in PLOTS]
     return "\n".join(lines) + "\n"

@@ -167,6 +167,27 @@ def test_data_readme_lists_every_artifact_and_git_ignores_them():
     assert ignored == ["data/prepared/prompts.parquet"]
 
 
+def test_every_output_git_ignores_is_cached_by_dvc():
+    """An experiment's commit holds only what git tracks: an output under the git-ignored data/ reaches it
+    only through DVC's cache (dvc.lock's hash), so none may be ``cache: false`` (its metrics would be
+    missing from ``dvc exp show`` in every experiment)."""
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    entries = {
+        next(iter(entry)) if isinstance(entry, dict) else entry: entry
+        for stage in stages.values()
+        for entry in [*stage.get("outs", []), *stage.get("metrics", [])]
+    }
+    paths = {name.replace("${paths.artifacts}", "data").replace("${paths.results}", "results"): entry
+             for name, entry in entries.items()}  # fmt: skip
+    check = subprocess.run(["git", "check-ignore", *paths], cwd=ROOT, capture_output=True, text=True)
+    ignored = check.stdout.split()
+    assert "data/predict/headline.json" in ignored  # the metric the bug report saw missing
+    cached = {p: not isinstance(e, dict) or next(iter(e.values())).get("cache", True)
+              for p, e in paths.items()}  # fmt: skip
+    assert len(cached) == sum(len(stage.writes) for stage in STAGES.values())  # every declared output
+    assert [p for p in ignored if not cached[p]] == []
+
+
 def test_the_cli_prints_a_project_error_in_one_line_and_keeps_a_bugs_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ):

@@ -145,7 +145,9 @@ def test_missing_files_are_named_in_words_not_errno(show, tmp_path, capsys):
 def test_gates_detail_is_read_from_the_experiments_commit_when_dvc_shows_only_the_headline(
     show, tmp_path, monkeypatch, capsys
 ):
-    """gates.json is a detail file (not a DVC metric): the sweep reads it from each experiment's commit."""
+    """gates.json is a detail file (not a DVC metric): the sweep reads it through DVC at each experiment's
+    revision (``dvc.api``), which serves a git-tracked file from the commit as well as a DVC-cached one
+    (the end-to-end case: tests/foundation/test_foundation_experiments.py)."""
     import subprocess
 
     def git(*args: str) -> str:
@@ -176,4 +178,4 @@ def test_gates_detail_is_read_from_the_experiments_commit_when_dvc_shows_only_th
         for key, value in expected_row(states[name], "dev").items():
             assert key == "train.lr_head" or csv.loc[name, key] == value, (name, key)
     err = capsys.readouterr().err
-    assert f"left out lr05: {GATES} not found" in err
+    assert f"left out lr05: {GATES}: unknown Git revision '{'0' * 40}'" in err  # no such commit here

@@ -22,7 +22,9 @@ needs only prepare, train and predict:
   dvc exp run gates --queue -S experiment=controlled_v2 -S 'train.seed=7,17' -S 'train.lr_head=1e-3,3e-3'
   dvc queue start -j 1 && dvc queue status
 
-This command reads `dvc exp show --json` (run here, or a saved copy with --from FILE) and writes one row per
+This command reads `dvc exp show --json` (run here, or a saved copy with --from FILE) for the experiments and
+their params, and each experiment's <paths.artifacts>/gates/gates.json through DVC at the experiment's
+revision (dvc.api: DVC caches it, the experiment's dvc.lock names it), and writes one row per
 experiment: its name, the params that differ between experiments, every gate value of the chosen split
 (valid_share; familiar.* and unseen.* per wording-template group), whether all gates passed, and how many
 failed (fewest first). The table goes to <out>/gates_sweep.{md,tex,csv}, or to the first free
@@ -87,25 +89,31 @@ def exp_show_json(cwd: str | Path = ".", all_commits: bool = False) -> list[dict
 
 
 def gates_detail(state: dict[str, Any], cwd: str | Path = ".") -> tuple[dict[str, Any] | None, str]:
-    """An experiment's ``<paths.artifacts>/gates/gates.json``: the workspace's file, or the copy in the
-    experiment's commit (``git show <rev>:<path>``; DVC commits untracked-by-cache outputs with it)."""
+    """An experiment's ``<paths.artifacts>/gates/gates.json`` as DVC holds it: the workspace's file, or the
+    experiment's revision read through DVC (``dvc.api``: the hash its ``dvc.lock`` records, from the DVC
+    cache; a git-tracked file from the commit)."""
+    import dvc.api
+    from dvc.exceptions import DvcException, PathMissingError
+
     from xurs_pipeline.reporting.gates_sweep import experiment_params
 
     path = f"{experiment_params(state).get('paths.artifacts', 'data')}/gates/gates.json"
     missing = f"{path} not found (its stage did not run in this experiment, or the run failed before it)"
-    if state.get("rev") == "workspace":
+    rev = state.get("rev")
+    if rev == "workspace":
         file = Path(cwd) / path
         if not file.is_file():
             return None, missing
         return _parse(file.read_text(encoding="utf-8"), str(file)), path
     try:
-        shown = subprocess.run(["git", "show", f"{state['rev']}:{path}"], cwd=cwd, capture_output=True,
-                               text=True, check=False)  # fmt: skip
-    except OSError as err:
-        return None, f"could not run git to read {path} ({err.strerror})"
-    if shown.returncode != 0:
+        text = dvc.api.read(path, repo=str(cwd), rev=rev, encoding="utf-8")
+    except PathMissingError:  # neither a DVC output nor git-tracked at that revision
         return None, missing
-    found = _parse(shown.stdout, f"{state['rev'][:7]}:{path}")
+    except FileNotFoundError:  # in dvc.lock, but its cache entry is gone (a `dvc gc`, an interrupted run)
+        return None, f"{path}: in the experiment's dvc.lock but not in the DVC cache (`dvc exp pull` it)"
+    except DvcException as err:
+        return None, f"{path}: {err}"
+    found = _parse(text, f"{str(rev)[:7]}:{path}")
     return (found, path) if isinstance(found, dict) else (None, f"{path}: not a JSON object")
 
 

@@ -3,8 +3,8 @@
 - ``gates.parquet`` (schema ``gates``): one row per controlled-model gate and split in
   ``evaluation.gate_splits``: split, group (familiar/unseen templates, or all rows), name, value,
   threshold, direction, n, passed;
-- ``gates.json`` (metrics, for ``dvc exp show`` and ``xurs gates-sweep``): per split the gate values by
-  template group, ``valid_share``, ``passed`` and ``n_failed``.
+- ``gates.json`` (detail metrics for ``xurs gates-sweep``; DVC shows ``headline.json``): per split the
+  gate values by template group, ``valid_share``, ``passed`` and ``n_failed``.
 
 Data the gates do not apply to (MedQA: no controlled pairs) gives an empty table and
 ``{"skipped": "<reason>"}``; that is not a failure.

@@ -1,0 +1,132 @@
+"""Sweeps a user can compare, from a fresh clone: every experiment's metrics in ``dvc exp show`` and its
+outputs readable by DVC at the experiment's revision (``dvc.api``), with README's own commands and nothing
+force-added to git. One clone per module (``clone``): the two-seed sweep to ``predict`` runs once; the
+gate and queue tests add experiments to it, reusing its stages through DVC's run-cache."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import dvc.api
+import pandas as pd
+import pytest
+from smoke_project import BIN, run_ok
+from user_clone import exp_show, experiments, git_clone
+
+PREDICT = "data/predict/headline.json"
+GATES = "data/gates/headline.json"
+SEEDS = {"sweep-0": 7, "sweep-1": 17}
+
+pytestmark = pytest.mark.slow  # end to end: each test runs DVC experiments of the smoke pipeline
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh clone where README's Table 8-style sweep ran: two seeds of the smoke experiment to predict."""
+    work = git_clone(tmp_path_factory.mktemp("user") / "xurs")
+    run_ok([str(BIN / "xurs"), "sweep", "--stage", "predict", "experiment=smoke", "train.seed=7,17"], work)
+    return work
+
+
+def params_of(state: dict) -> dict:
+    return state["data"]["params"]["params.yaml"]["data"]
+
+
+def metric(state: dict, path: str) -> dict:
+    """One metrics file of an experiment in ``dvc exp show --json``; fails with DVC's error if absent."""
+    found = state["data"]["metrics"].get(path, {"error": "not listed"})
+    assert "data" in found, (path, found)
+    return found["data"]
+
+
+def read_parquet(work: Path, path: str, rev: str) -> pd.DataFrame:
+    """An output as DVC holds it at revision ``rev`` (an experiment's name or commit)."""
+    with dvc.api.open(path, repo=str(work), rev=rev, mode="rb") as handle:
+        return pd.read_parquet(handle)
+
+
+def test_the_sweep_lists_each_seeds_accuracy_in_dvc_exp_show(clone: Path) -> None:
+    shown = experiments(exp_show(clone))
+    assert set(SEEDS) <= set(shown), sorted(shown)
+    for name, seed in SEEDS.items():
+        state = shown[name]
+        assert params_of(state)["train"]["seed"] == seed
+        assert params_of(state)["experiment_name"] == "smoke"
+        headline = metric(state, PREDICT)
+        predictions = read_parquet(clone, "data/predict/predictions.parquet", state["rev"])
+        test = predictions[predictions["split"] == "test"]
+        assert len(test) > 0
+        assert headline["accuracy"] == pytest.approx(test["correct"].mean(), abs=1e-12), name  # its own run
+        assert headline["rescaled"] == pytest.approx(100 * test["rescaled"].mean(), abs=1e-9), name
+        history = json.loads(dvc.api.read("data/train/train_metrics.json", repo=str(clone), rev=state["rev"]))
+        assert metric(state, "data/train/headline.json")["best_epoch"] == history["best_epoch"], name
+
+
+def test_plots_diff_draws_both_experiments_training_curves(clone: Path) -> None:
+    """``dvc plots diff sweep-0 sweep-1``: each experiment's per-epoch dev loss (DVCLive), one line per
+    experiment, equal to the history its own training run recorded."""
+    shown = json.loads(run_ok([str(BIN / "dvc"), "plots", "diff", *SEEDS, "--json"], clone).stdout)
+    (curve,) = shown["data"]["data/train/dvclive/plots/metrics/loss/dev.tsv"]
+    assert curve["revisions"] == list(SEEDS)
+    for name in SEEDS:
+        history = json.loads(dvc.api.read("data/train/train_metrics.json", repo=str(clone), rev=name))
+        drawn = [
+            (int(v["step"]), float(v["dev"])) for v in curve["content"]["data"]["values"] if v["rev"] == name
+        ]
+        assert drawn == [(h["epoch"], pytest.approx(h["dev_loss"], rel=1e-6)) for h in history["history"]], (
+            name
+        )
+
+
+def test_a_gates_experiment_is_tabulated_by_gates_sweep(clone: Path) -> None:
+    dvc, xurs = str(BIN / "dvc"), str(BIN / "xurs")
+    before = set(experiments(exp_show(clone)))
+    run_ok([dvc, "exp", "run", "gates", "-S", "experiment=smoke", "-S", "train.seed=17"], clone)
+    shown = experiments(exp_show(clone))
+    (name,) = set(shown) - before
+    state = shown[name]
+    assert params_of(state)["train"]["seed"] == 17
+    headline = metric(state, GATES)
+    result = run_ok([xurs, "gates-sweep"], clone)  # README's command: results/sweeps/gates_sweep[_<n>].*
+    (wrote,) = [line for line in result.stderr.splitlines() if line.startswith("wrote ")]
+    (csv,) = [p for p in wrote.removeprefix("wrote ").split(", ") if p.endswith(".csv")]
+    table = pd.read_csv(clone / csv)
+    assert table["name"].tolist() == [name], result.stderr  # the sweep's points stopped at predict
+    for point in SEEDS:
+        assert f"left out {point}:" in result.stderr
+    row = table.iloc[0]
+    gates = read_parquet(clone, "data/gates/gates.parquet", state["rev"])
+    dev = gates[gates["split"] == "dev"]
+    assert len(dev) > 0
+    for _, gate in dev.iterrows():  # every dev gate of the experiment's own gates.parquet is in its row
+        column = gate["name"] if gate["group"] == "all" else f"{gate['group']}.{gate['name']}"
+        assert row[column] == pytest.approx(gate["value"], nan_ok=True), column
+    assert int(row["n_failed"]) == int((~dev["passed"]).sum())
+    assert headline["gates"] == len(gates)  # dvc exp show's gate counts come from the same run
+    assert headline["gates_failed"] == int((~gates["passed"]).sum())
+
+
+def test_a_queued_sweep_of_two_model_sizes_runs_with_dvc_queue_start(clone: Path) -> None:
+    """``dvc exp run --queue`` + ``dvc queue start`` (DVC's local task queue: no network): two sizes of the
+    tiny model, each its own experiment with its predict headline."""
+    dvc = str(BIN / "dvc")
+    before = set(experiments(exp_show(clone)))
+    run_ok([dvc, "exp", "run", "predict", "--queue", "-S", "experiment=smoke", "-S", "train.seed=17",
+            "-S", "model.tiny_layers=2,3"], clone)  # fmt: skip
+    run_ok([dvc, "queue", "start", "-j", "1"], clone)
+    deadline = time.monotonic() + 1000
+    while time.monotonic() < deadline:
+        status = run_ok([dvc, "queue", "status"], clone).stdout
+        if "Queued" not in status and "Running" not in status:
+            break
+        time.sleep(5)
+    assert status.count("Success") >= 2, status
+    shown = experiments(exp_show(clone))
+    new = {name: shown[name] for name in set(shown) - before}
+    assert sorted(params_of(s)["model"]["tiny_layers"] for s in new.values()) == [2, 3], status
+    for name, state in new.items():
+        predictions = read_parquet(clone, "data/predict/predictions.parquet", state["rev"])
+        test = predictions[predictions["split"] == "test"]
+        assert metric(state, PREDICT)["accuracy"] == pytest.approx(test["correct"].mean(), abs=1e-12), name
