@@ -87,9 +87,12 @@ _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
         "<": r"\textless{}", ">": r"\textgreater{}", "—": "---"}  # fmt: skip
 _TEX_SPECIAL = re.compile("|".join(re.escape(c) for c in _TEX))
-# Markdown syntax in a text cell: raw HTML, emphasis, code, links, the table's own pipes, escapes, line
-# breaks; an underscore inside a word (``family000_case00``) opens no emphasis and stays as it is.
-_MD_SPECIAL = re.compile(r"[\\`*<>|&~\[\]!#$^]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+# Markdown syntax in a text cell: raw HTML (``<`` before a tag name, ``&`` before an entity), emphasis,
+# code, links, the table's own pipes, escapes, line breaks; an underscore inside a word
+# (``family000_case00``) opens no emphasis and stays as it is, and so does ``<= 0.05``.
+_MD_SPECIAL = re.compile(
+    r"[\\`*|~\[\]!#$^]|<(?=[A-Za-z/!?])|&(?=[#A-Za-z0-9])|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])"
+)
 
 
 def _tex_escape(text: str) -> str:
