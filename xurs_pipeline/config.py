@@ -8,6 +8,7 @@ Each package owns the dataclass of its own section (``xurs_pipeline/<pkg>/config
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from collections.abc import Mapping
@@ -68,7 +69,7 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
     data = OmegaConf.to_container(raw, resolve=True) if isinstance(raw, DictConfig) else dict(raw)
     data.pop("hydra", None)
     schema = OmegaConf.structured(RootConfig)
-    misshapen = _first_misshapen(schema, data)
+    misshapen = _first_unknown(schema, data) or _first_misshapen(schema, data)
     if misshapen:
         raise ConfigError(f"{source}: invalid config at key {misshapen}")
     nonfinite = _first_nonfinite(data)
@@ -96,6 +97,23 @@ def _first_nonfinite(data: Any, prefix: str = "") -> str | None:
         found = _first_nonfinite(value, f"{where}.")
         if found:
             return found
+    return None
+
+
+def _first_unknown(schema: DictConfig, data: Mapping[str, Any], prefix: str = "") -> str | None:
+    """The first key the schema does not have, with the closest existing key when one is close
+    (``difflib.get_close_matches``: a typo such as ``lr_haed`` for ``lr_head``); None if all are known."""
+    for key, value in data.items():
+        where = f"{prefix}{key}"
+        if not isinstance(key, str) or key not in schema:
+            section = f"section {prefix.rstrip('.')!r}" if prefix else "the config"
+            close = difflib.get_close_matches(str(key), [str(k) for k in schema], n=1, cutoff=0.6)
+            hint = f"; did you mean '{prefix}{close[0]}'?" if close else f"; its keys: {', '.join(schema)}"
+            return f"{where!r}: {section} has no such key{hint}"
+        if OmegaConf.is_dict(schema[key]) and isinstance(value, Mapping):
+            found = _first_unknown(schema[key], value, f"{where}.")
+            if found:
+                return found
     return None
 
 
