@@ -141,11 +141,18 @@ class AttributionConfig:
         _one_of("precision", self.precision, PRECISIONS)
         _one_of("path", self.path, PATHS)
         _at_least("path_block", self.path_block, 1)
-        if self.path == "blocks" and (self.method == "eg" or self.reference == "zero"):
-            raise ValueError(
-                f"attribution.path='blocks' needs a quadrature estimator (method ig or kronrod, got "
-                f"{self.method!r}) and token references (reference train or aligned, got {self.reference!r})"
-            )
+        if self.path == "blocks":
+            needs = []
+            if self.method == "eg":
+                needs.append(
+                    f"a quadrature estimator (attribution.method ig or kronrod, got {self.method!r})"
+                )
+            if self.reference == "zero":
+                needs.append(
+                    f"token references (attribution.reference train or aligned, got {self.reference!r})"
+                )
+            if needs:
+                raise ValueError(f"attribution.path='blocks' needs {' and '.join(needs)}")
         _one_of("device", self.device, DEVICES)
         _one_of("on_nonfinite", self.on_nonfinite, NONFINITE_POLICIES)
         _at_least("max_questions", self.max_questions, 0)
