@@ -21,7 +21,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.config import AttributionConfig, check_gradient_budget
 from xurs_pipeline.data.config import DataConfig
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation.config import EvaluationConfig
@@ -77,7 +77,10 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
         raise ConfigError(f"{source}: {nonfinite}: must be a finite number")
     try:
         merged = OmegaConf.merge(schema, data)
-        return OmegaConf.to_object(merged)  # type: ignore[return-value]
+        cfg: RootConfig = OmegaConf.to_object(merged)  # type: ignore[assignment]
+        max_tokens = cfg.data.max_tokens
+        check_gradient_budget(cfg.attribution, max_tokens, f"data.max_tokens={max_tokens}")
+        return cfg
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None)
         raise ConfigError(

@@ -4,7 +4,10 @@ config on a device, before anything runs (logic in ``xurs_pipeline.planning``)."
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
+
+from xurs_pipeline.commands.explain import positive_int
 
 GIB = 1 << 30
 
@@ -29,18 +32,48 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--measure", action="store_true", help="time a few gradient samples and training steps here"
     )
-    p.add_argument("--sample-seconds", type=float, help="stated seconds per attribution gradient sample")
     p.add_argument(
-        "--train-seconds", type=float, help="stated seconds per training example (forward+backward)"
+        "--sample-seconds", type=positive_float, help="stated seconds per attribution gradient sample"
     )
     p.add_argument(
-        "--prompt-tokens", type=int, help="prompt length (default: prepared prompts, else data.max_tokens)"
+        "--train-seconds", type=positive_float, help="stated seconds per training example (forward+backward)"
     )
     p.add_argument(
-        "--train-examples", type=int, help="training examples (default: prepared prompts / MedQA file)"
-    )
-    p.add_argument("--questions", type=int, help="explained questions (default: attribution.max_questions)")
+        "--prompt-tokens", type=positive_int,
+        help="prompt length (default: the prepared prompts of this data config, else data.max_tokens)",
+    )  # fmt: skip
+    p.add_argument(
+        "--train-examples", type=positive_int,
+        help="training examples (default: the prepared prompts of this data config / MedQA file)",
+    )  # fmt: skip
+    p.add_argument(
+        "--questions", type=non_negative_int,
+        help="explained questions; 0 = every question of the split, as attribution.max_questions=0 "
+        "(default: attribution.max_questions)",
+    )  # fmt: skip
     p.set_defaults(run=run)
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0 (a negative or NaN cost would print negative or NaN time)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number of seconds > 0")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be an integer >= 0")
+    return value
 
 
 def _gib(n: int) -> str:
