@@ -108,7 +108,8 @@ def test_gradient_evaluations_state_each_estimators_budget() -> None:
     }  # fmt: skip
     four = ("attribution.refs_per_collection=4", "attribution.kronrod_max_evals=60")  # the first pass
     small = _paper("controlled_direct_kronrod", *four, repeat)
-    assert gradient_evaluations(small, questions=1, tokens=512)["attribute_repeats"] == 15 * 2 * 4  # twice the intervals
+    repeats = gradient_evaluations(small, questions=1, tokens=512)["attribute_repeats"]
+    assert repeats == 15 * 2 * 4  # twice the intervals
     eg = _paper("controlled_direct", "evaluation.repeat_seeds=[17,23]", "evaluation.repeat_n_samples=32")
     assert gradient_evaluations(eg, questions=3, tokens=512) == {
         "attribute": 3 * eg.attribution.n_samples, "attribute_repeats": 2 * 3 * 32, "attribute_targets": 0,
