@@ -33,7 +33,9 @@ from xurs_pipeline.models.tiny import TINY_CORPUS
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--prompts", type=int, default=256)
     parser.add_argument("--tokens", type=int, default=96)
     parser.add_argument("--hidden", type=int, default=576)

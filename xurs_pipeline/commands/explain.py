@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from xurs_pipeline.attribution.config import METHODS, PATHS, REFERENCE_ALIGNMENTS, AttributionConfig
+from xurs_pipeline.commands.args import positive_int
 
 LETTERS = "ABCD"
 
@@ -72,17 +73,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     how.add_argument("--seed", type=int)
     how.add_argument("--top", type=positive_int, help="tokens listed here and on the page (default 10)")
     p.set_defaults(run=run)
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (``--top -5`` is refused, not read as "all but the last five")."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be a positive integer")
-    return value
 
 
 def checked_text(flag: str, text: str) -> str:

@@ -4,10 +4,9 @@ config on a device, before anything runs (logic in ``xurs_pipeline.planning``)."
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
-from xurs_pipeline.commands.explain import positive_int
+from xurs_pipeline.commands.args import non_negative_int, positive_float, positive_int
 
 GIB = 1 << 30
 
@@ -52,28 +51,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "(default: attribution.max_questions)",
     )  # fmt: skip
     p.set_defaults(run=run)
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0 (a negative or NaN cost would print negative or NaN time)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number of seconds > 0")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    """argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be an integer >= 0")
-    return value
 
 
 def _gib(n: int) -> str:
