@@ -78,8 +78,7 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
     try:
         merged = OmegaConf.merge(schema, data)
         cfg: RootConfig = OmegaConf.to_object(merged)  # type: ignore[assignment]
-        max_tokens = cfg.data.max_tokens
-        check_gradient_budget(cfg.attribution, max_tokens, f"data.max_tokens={max_tokens}")
+        _check_budgets(cfg)
         return cfg
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None)
@@ -88,6 +87,22 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
         ) from err
     except ValueError as err:
         raise ConfigError(f"{source}: {err}") from err
+
+
+def _check_budgets(cfg: RootConfig) -> None:
+    """The main run's and every repeat's gradient budget (``repeat_config``: IG repeats take twice the
+    points) within ``attribution.max_grad_evals`` on prompts of ``data.max_tokens`` (ValueError)."""
+    where = f"data.max_tokens={cfg.data.max_tokens}"
+    check_gradient_budget(cfg.attribution, cfg.data.max_tokens, where)
+    for seed in cfg.evaluation.repeat_seeds:
+        try:
+            repeat = repeat_config(cfg, seed).attribution
+        except ConfigError:
+            continue  # a repeat that cannot be made is refused where repeats are made
+        try:
+            check_gradient_budget(repeat, cfg.data.max_tokens, where)
+        except ValueError as err:
+            raise ValueError(f"the repeat with evaluation.repeat_seeds {seed}: {err}") from None
 
 
 def _first_nonfinite(data: Any, prefix: str = "") -> str | None:

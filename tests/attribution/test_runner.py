@@ -215,7 +215,8 @@ def test_ig_on_block_paths_counts_references_x_pieces_x_points(tmp_path: Path, m
     would need more than ``attribution.max_grad_evals`` is refused before any gradient, naming the key."""
     monkeypatch.setattr(runner, "tqdm", RecordingBar)
     model, frame = Counting(TinyBeliefClassifier(vocab=40)), prompts_frame(n_test=2)
-    blocks = {"method": "ig", "ig_points": 2, "path": "blocks", "path_block": 2, "samples_per_call": 8}
+    blocks = {"method": "ig", "ig_points": 2, "path": "blocks", "path_block": 2, "samples_per_call": 8,
+              "target": "predicted"}  # fmt: skip
     _run(model, frame, tmp_path / "a", progress=True, **blocks)
     bar = RecordingBar.opened[-1]
     lengths = [len(ids) for ids in frame.loc[frame.split == "test", "input_ids"]]
