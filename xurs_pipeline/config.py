@@ -237,13 +237,13 @@ QUESTION_SELECTION = ("split", "max_questions", "record_ids", "result_filter")
 
 
 def attribution_fingerprint(cfg: RootConfig, *, per_question: bool = False) -> str:
-    """Identity of an attribution run: everything its result depends on (the progress display and
-    ``train.resume`` excluded). The merged table carries it. ``per_question``: without
-    :data:`QUESTION_SELECTION`, the key of one finished question (the resume parts carry it), so a run
-    widened from 8 questions to 24 recomputes only the 16 new ones."""
+    """Identity of an attribution run: everything its result depends on (the progress display, the
+    ``max_grad_evals`` limit and ``train.resume`` excluded). The merged table carries it.
+    ``per_question``: without :data:`QUESTION_SELECTION`, the key of one finished question (the resume
+    parts carry it), so a run widened from 8 questions to 24 recomputes only the 16 new ones."""
     from xurs_pipeline.io import config_hash
 
-    dropped = {"progress", *(QUESTION_SELECTION if per_question else ())}
+    dropped = {"progress", "max_grad_evals", *(QUESTION_SELECTION if per_question else ())}
     attribution = {k: v for k, v in asdict(cfg.attribution).items() if k not in dropped}
     train = {k: v for k, v in asdict(cfg.train).items() if k != "resume"}
     return config_hash(
