@@ -8,6 +8,7 @@ Each package owns the dataclass of its own section (``xurs_pipeline/<pkg>/config
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from collections.abc import Mapping
@@ -20,7 +21,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.config import AttributionConfig, check_gradient_budget
 from xurs_pipeline.data.config import DataConfig
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation.config import EvaluationConfig
@@ -68,7 +69,7 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
     data = OmegaConf.to_container(raw, resolve=True) if isinstance(raw, DictConfig) else dict(raw)
     data.pop("hydra", None)
     schema = OmegaConf.structured(RootConfig)
-    misshapen = _first_misshapen(schema, data)
+    misshapen = _first_unknown(schema, data) or _first_misshapen(schema, data)
     if misshapen:
         raise ConfigError(f"{source}: invalid config at key {misshapen}")
     nonfinite = _first_nonfinite(data)
@@ -76,7 +77,9 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
         raise ConfigError(f"{source}: {nonfinite}: must be a finite number")
     try:
         merged = OmegaConf.merge(schema, data)
-        return OmegaConf.to_object(merged)  # type: ignore[return-value]
+        cfg: RootConfig = OmegaConf.to_object(merged)  # type: ignore[assignment]
+        _check_budgets(cfg)
+        return cfg
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None)
         raise ConfigError(
@@ -84,6 +87,22 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
         ) from err
     except ValueError as err:
         raise ConfigError(f"{source}: {err}") from err
+
+
+def _check_budgets(cfg: RootConfig) -> None:
+    """The main run's and every repeat's gradient budget (``repeat_config``: IG repeats take twice the
+    points) within ``attribution.max_grad_evals`` on prompts of ``data.max_tokens`` (ValueError)."""
+    where = f"data.max_tokens={cfg.data.max_tokens}"
+    check_gradient_budget(cfg.attribution, cfg.data.max_tokens, where)
+    for seed in cfg.evaluation.repeat_seeds:
+        try:
+            repeat = repeat_config(cfg, seed).attribution
+        except ConfigError:
+            continue  # a repeat that cannot be made is refused where repeats are made
+        try:
+            check_gradient_budget(repeat, cfg.data.max_tokens, where)
+        except ValueError as err:
+            raise ValueError(f"the repeat with evaluation.repeat_seeds {seed}: {err}") from None
 
 
 def _first_nonfinite(data: Any, prefix: str = "") -> str | None:
@@ -96,6 +115,23 @@ def _first_nonfinite(data: Any, prefix: str = "") -> str | None:
         found = _first_nonfinite(value, f"{where}.")
         if found:
             return found
+    return None
+
+
+def _first_unknown(schema: DictConfig, data: Mapping[str, Any], prefix: str = "") -> str | None:
+    """The first key the schema does not have, with the closest existing key when one is close
+    (``difflib.get_close_matches``: a typo such as ``lr_haed`` for ``lr_head``); None if all are known."""
+    for key, value in data.items():
+        where = f"{prefix}{key}"
+        if not isinstance(key, str) or key not in schema:
+            section = f"section {prefix.rstrip('.')!r}" if prefix else "the config"
+            close = difflib.get_close_matches(str(key), [str(k) for k in schema], n=1, cutoff=0.6)
+            hint = f"; did you mean '{prefix}{close[0]}'?" if close else f"; its keys: {', '.join(schema)}"
+            return f"{where!r}: {section} has no such key{hint}"
+        if OmegaConf.is_dict(schema[key]) and isinstance(value, Mapping):
+            found = _first_unknown(schema[key], value, f"{where}.")
+            if found:
+                return found
     return None
 
 
@@ -201,13 +237,13 @@ QUESTION_SELECTION = ("split", "max_questions", "record_ids", "result_filter")
 
 
 def attribution_fingerprint(cfg: RootConfig, *, per_question: bool = False) -> str:
-    """Identity of an attribution run: everything its result depends on (the progress display and
-    ``train.resume`` excluded). The merged table carries it. ``per_question``: without
-    :data:`QUESTION_SELECTION`, the key of one finished question (the resume parts carry it), so a run
-    widened from 8 questions to 24 recomputes only the 16 new ones."""
+    """Identity of an attribution run: everything its result depends on (the progress display, the
+    ``max_grad_evals`` limit and ``train.resume`` excluded). The merged table carries it.
+    ``per_question``: without :data:`QUESTION_SELECTION`, the key of one finished question (the resume
+    parts carry it), so a run widened from 8 questions to 24 recomputes only the 16 new ones."""
     from xurs_pipeline.io import config_hash
 
-    dropped = {"progress", *(QUESTION_SELECTION if per_question else ())}
+    dropped = {"progress", "max_grad_evals", *(QUESTION_SELECTION if per_question else ())}
     attribution = {k: v for k, v in asdict(cfg.attribution).items() if k not in dropped}
     train = {k: v for k, v in asdict(cfg.train).items() if k != "resume"}
     return config_hash(

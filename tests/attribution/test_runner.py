@@ -46,7 +46,12 @@ CFG = {"progress": False, "refs_per_collection": 3, "n_samples": 6, "samples_per
 
 
 def _run(
-    model, frame, out: Path, shards: int = 1, fingerprint: str = "fp", part_fingerprint: str | None = None,
+    model,
+    frame,
+    out: Path,
+    shards: int = 1,
+    fingerprint: str = "fp",
+    part_fingerprint: str | None = None,
     **overrides,
 ):
     cfg = AttributionConfig(**{**CFG, **overrides})
@@ -165,10 +170,22 @@ class RecordingBar:
 @pytest.mark.parametrize(
     ("overrides", "stops_early"),
     [
-        ({"method": "kronrod", "kronrod_tolerance": 1.0, "kronrod_max_evals": 105, "samples_per_call": 15},
-         True),
-        ({"method": "ig", "ig_adaptive": True, "ig_points": 2, "ig_refine_factor": 2, "ig_max_points": 8,
-          "ig_tolerance": 1e-12, "samples_per_call": 8}, False),
+        (
+            {"method": "kronrod", "kronrod_tolerance": 1.0, "kronrod_max_evals": 105, "samples_per_call": 15},
+            True,
+        ),
+        (
+            {
+                "method": "ig",
+                "ig_adaptive": True,
+                "ig_points": 2,
+                "ig_refine_factor": 2,
+                "ig_max_points": 8,
+                "ig_tolerance": 1e-12,
+                "samples_per_call": 8,
+            },
+            False,
+        ),
         ({"method": "ig", "ig_points": 2}, False),
         ({"method": "eg"}, False),
     ],
@@ -184,11 +201,37 @@ def test_the_progress_total_starts_at_the_budget_and_ends_at_what_was_spent(
     model, frame = Counting(TinyBeliefClassifier(vocab=40)), prompts_frame(n_test=2)
     _run(model, frame, tmp_path, progress=True, **overrides)
     bar = RecordingBar.opened[-1]
-    budget, _ = AttributionConfig(**{**CFG, **overrides}).gradient_budget()
+    budget = AttributionConfig(**{**CFG, **overrides}).gradient_budget().per_question
     assert bar.totals[0] == 2 * budget
     assert bar.n == bar.total == model.grad_samples > 0
     assert (bar.total < 2 * budget) == stops_early
     assert bar.totals == sorted(bar.totals, reverse=True)  # it only shrinks
+
+
+def test_ig_on_block_paths_counts_references_x_pieces_x_points(tmp_path: Path, monkeypatch) -> None:
+    """IG on a block path spends its points on every piece: the bar opens at references x pieces (one per
+    block of each question's own length) x points per question, which bounds what runs (blocks where a
+    reference equals the question are skipped) and is far above references x points; a question that
+    would need more than ``attribution.max_grad_evals`` is refused before any gradient, naming the key."""
+    monkeypatch.setattr(runner, "tqdm", RecordingBar)
+    model, frame = Counting(TinyBeliefClassifier(vocab=40)), prompts_frame(n_test=2)
+    blocks = {"method": "ig", "ig_points": 2, "path": "blocks", "path_block": 2, "samples_per_call": 8,
+              "target": "predicted"}  # fmt: skip
+    _run(model, frame, tmp_path / "a", progress=True, **blocks)
+    bar = RecordingBar.opened[-1]
+    lengths = [len(ids) for ids in frame.loc[frame.split == "test", "input_ids"]]
+    assert bar.totals[0] == sum(CFG["refs_per_collection"] * -(-n // 2) * 2 for n in lengths)
+    assert 2 * CFG["refs_per_collection"] * 2 < bar.n == model.grad_samples <= bar.totals[0]
+    before = model.grad_samples
+    tight = {**blocks, "max_grad_evals": CFG["refs_per_collection"] * 2}  # enough for the straight path only
+    with pytest.raises(
+        AttributionInputError,
+        match=r"attribution\.max_grad_evals=6: ig needs up to .* x \d+ "
+        r"piece\(s\) x 2 point\(s\) \(path_block=2 on prompts of up to \d+ tokens, record ",
+    ):
+        _run(model, frame, tmp_path / "b", **tight)
+    assert model.grad_samples == before
+    assert not (tmp_path / "b").exists()
 
 
 def test_nonfinite_question_is_reported_not_written(tmp_path: Path) -> None:

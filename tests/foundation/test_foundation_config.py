@@ -72,3 +72,6 @@ def test_the_part_key_ignores_only_the_question_selection():
     assert part_key(base) == part_key(widened)
     assert part_key(base) != part_key(costlier)
     assert set(QUESTION_SELECTION) <= set(vars(base.attribution))
+    limited = validate(compose(["attribution.max_grad_evals=100000"], conf_dir=CONF))  # a limit only
+    assert attribution_fingerprint(limited) == attribution_fingerprint(base)
+    assert part_key(limited) == part_key(base)

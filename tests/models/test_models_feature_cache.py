@@ -32,7 +32,7 @@ def test_second_run_hits_cache_and_never_runs_backbone(tiny_backbone_dir, labell
     outcome = train_classifier(second, train, dev, backbone.tokenizer.pad_token_id, Adaptation("head_only"),
                                settings, feature_cache_dir=tmp_path)  # fmt: skip
     assert outcome.feature_cache_hits == [True, True]
-    assert calls[0] == 0
+    assert calls[0] == 2  # one batch of sampled prompts per file, recomputed to verify it (no epoch runs it)
     assert len(list(tmp_path.glob("*.safetensors"))) == 2
 
 
@@ -64,3 +64,26 @@ def test_cache_key_depends_on_backbone_ids_and_padding() -> None:
         feature_cache_key("sha-a", [[1, 2, 3]], 5, "left", "float32"),
     ]
     assert len({base, *variants}) == 1 + len(variants)
+
+
+def test_a_planted_file_with_a_valid_checksum_is_recomputed_not_served(
+    tiny_backbone_dir, labelled_prompts, tmp_path, caplog
+) -> None:
+    """The checksum catches damage, not substitution: a file holding other prompts' states, written with a
+    valid checksum under these prompts' name, is caught by the recomputed sample and never served."""
+    from xurs_pipeline.io import write_safetensors
+    from xurs_pipeline.models.feature_cache import extract_pooled
+
+    classifier, backbone = fresh_classifier(tiny_backbone_dir)
+    pad = backbone.tokenizer.pad_token_id
+    prompts, others = labelled_prompts[0].inputs[:12], labelled_prompts[0].inputs[12:24]
+    honest, hit = cached_features(classifier, prompts, pad, tmp_path)
+    (path,) = tmp_path.glob("*.safetensors")
+    write_safetensors({"pooled": extract_pooled(classifier, others, pad)}, path, {"key": path.stem})
+    served, hit = cached_features(classifier, prompts, pad, tmp_path)
+    assert not hit
+    assert "cached states differ from a recomputation" in caplog.text
+    torch.testing.assert_close(served, honest, atol=1e-5, rtol=1e-5)
+    again, hit = cached_features(classifier, prompts, pad, tmp_path)  # the recomputed file is served
+    assert hit
+    torch.testing.assert_close(again, honest, atol=1e-5, rtol=1e-5)

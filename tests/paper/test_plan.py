@@ -103,14 +103,15 @@ def test_gradient_evaluations_state_each_estimators_budget() -> None:
     repeat, targets = "evaluation.repeat_seeds=[17]", "evaluation.targets=[width,betp]"
     kronrod = _paper("controlled_direct_kronrod", repeat, targets)
     budget = kronrod.attribution.kronrod_max_evals
-    assert gradient_evaluations(kronrod, questions=8) == {
+    assert gradient_evaluations(kronrod, questions=8, tokens=512) == {
         "attribute": 8 * budget, "attribute_repeats": 8 * budget, "attribute_targets": 8 * budget,
     }  # fmt: skip
     four = ("attribution.refs_per_collection=4", "attribution.kronrod_max_evals=60")  # the first pass
     small = _paper("controlled_direct_kronrod", *four, repeat)
-    assert gradient_evaluations(small, questions=1)["attribute_repeats"] == 15 * 2 * 4  # twice the intervals
+    repeats = gradient_evaluations(small, questions=1, tokens=512)["attribute_repeats"]
+    assert repeats == 15 * 2 * 4  # twice the intervals
     eg = _paper("controlled_direct", "evaluation.repeat_seeds=[17,23]", "evaluation.repeat_n_samples=32")
-    assert gradient_evaluations(eg, questions=3) == {
+    assert gradient_evaluations(eg, questions=3, tokens=512) == {
         "attribute": 3 * eg.attribution.n_samples, "attribute_repeats": 2 * 3 * 32, "attribute_targets": 0,
     }  # fmt: skip
 

@@ -136,8 +136,9 @@ def test_broken_configs_are_refused(case: dict[str, Any], tmp_path: Path) -> Non
     _matches(case, err.value)
 
 
-def test_the_prepare_stage_refuses_a_broken_medqa_file(reference: Path, tmp_path: Path) -> None:
-    case = next(c for c in CASES["medqa"] if c["name"] == "truncated_download")
+@pytest.mark.parametrize("name", ["truncated_download", "forged_line_separator", "lone_surrogate_id"])
+def test_the_prepare_stage_refuses_a_broken_medqa_file(reference: Path, tmp_path: Path, name: str) -> None:
+    case = next(c for c in CASES["medqa"] if c["name"] == name)
     root = _medqa_dir(case, tmp_path / "medqa")
     data = {"source": "medqa", "medqa_path": str(root), "medqa_files": "{split}.jsonl"}
     project = write_project(tmp_path / "p", mini_params(data=data))

@@ -111,3 +111,29 @@ def test_unknown_record_ids_stop_train_before_training(reference: Path, tmp_path
     assert "Traceback" not in log
     assert not (project / "data" / "train").exists()
     assert not (project / ".cache" / "xurs" / "features").exists()
+
+
+def test_the_pickle_refusal_names_what_was_refused_and_never_advises_weights_only_false(
+    tmp_path: Path,
+) -> None:
+    """torch's message for a refused pickle says re-running with ``weights_only=False`` "will likely
+    succeed" (and run the file's code); the refusal keeps one line: the file and the refused global."""
+    from xurs_pipeline.io import ArtifactError
+    from xurs_pipeline.train.state import _torch_load
+
+    marker = tmp_path / "executed"
+    torch.save({"state": _Planted(marker)}, tmp_path / "optimizer.pt")
+    (tmp_path / "garbage.pt").write_bytes(b"not a torch file")
+    for name, refused in (("optimizer.pt", "GLOBAL posix.mkdir"), ("garbage.pt", "")):
+        try:
+            _torch_load(tmp_path / name)
+        except ArtifactError as err:
+            message = str(err)
+        else:
+            raise AssertionError(f"{name} was loaded")
+        assert f"{name}: corrupt or truncated training state" in message
+        assert refused in message
+        assert "weights_only" not in message
+        assert "succeed" not in message
+        assert "\n" not in message
+    assert not marker.exists()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from html import unescape
+
 import pandas as pd
 import pytest
 
@@ -53,3 +56,33 @@ def test_an_interval_of_fractions_reads_as_percentages() -> None:
     assert fmt_interval(0, percent=True)((0.3006, 0.9494)) == "[30, 95]"
     assert fmt_interval(2)((0.3006, 0.9494)) == "[0.30, 0.95]"
     assert fmt_interval(0, percent=True)((float("nan"), 1.0)) == "[—, 100]"
+
+
+HOSTILE_ID = "<img src=x onerror=alert(1)>*x* _y_ a_b [l](javascript:z) | `c` \\ &amp; ~~s~~ $5 {t} ^~ #%"
+
+
+def test_a_record_id_is_shown_literally_in_markdown_and_latex(tmp_path):
+    """A record id is data: a Markdown renderer with raw HTML on (GitHub's, CommonMark's) shows it as the
+    same text in one cell, and LaTeX gets every special character escaped."""
+    from markdown_it import MarkdownIt
+
+    spec = TableSpec(
+        "t2", "IdRows", "Ids", [Column("record_id", "Record", align="l"), Column("x", "x", fmt_float(1))]
+    )
+    md, tex, _ = write_table(pd.DataFrame({"record_id": [HOSTILE_ID], "x": [1.0]}), spec, tmp_path, "e", "h")
+    html = MarkdownIt("commonmark", {"html": True}).enable("table").render(md.read_text())
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", html)
+    assert [unescape(c) for c in cells] == [HOSTILE_ID, "1.0"]
+    table = html[html.index("<table>") : html.index("</table>")]
+    for tag in ("<img", "<em>", "<a ", "<code>", "<del>"):
+        assert tag not in table
+    row = next(line for line in tex.read_text().splitlines() if line.endswith(r"& 1.0\\"))
+    body = row.removesuffix(r" & 1.0\\")
+    assert not re.search(r"(?<!\\)[$&%#_{}~^]", re.sub(r"\\text\w+\{\}", "", body))
+    for char, escaped in (
+        ("$", r"\$"),
+        ("{", r"\{"),
+        ("^", r"\textasciicircum{}"),
+        ("~", r"\textasciitilde{}"),
+    ):
+        assert escaped in body, char

@@ -72,6 +72,10 @@ class AttributionConfig:
     kronrod_*: the ``kronrod`` estimator's target for the mean per-reference error bound (which bounds the
       question's completeness residual, Eq. 9), its gradient-evaluation budget per collection (a question
       that exhausts it is flagged ``budget_exhausted``) and the equal intervals each path starts with.
+    max_grad_evals: the most gradient evaluations one question may take, all collections, as
+      :meth:`gradient_budget` counts them (references x path pieces x points for IG; a setting above it is
+      refused when the config is checked, with ``data.max_tokens`` bounding the pieces, and again when the
+      stage starts, with the prompts' own lengths).
     path: ``straight`` (the paper's, Eq. 3 and 5) or ``blocks``: from the reference to the input one block of
       ``path_block`` positions at a time, left to right, through real token sequences (``paths.py``; the
       quadrature estimators ``ig`` and ``kronrod``, token references ``train`` and ``aligned``).
@@ -114,6 +118,7 @@ class AttributionConfig:
     kronrod_tolerance: float = 0.01
     kronrod_max_evals: int = 8192
     kronrod_intervals: int = 1
+    max_grad_evals: int = 131072
     path: str = "straight"
     path_block: int = 16
     precision: str = "float32"
@@ -148,11 +153,18 @@ class AttributionConfig:
         _one_of("precision", self.precision, PRECISIONS)
         _one_of("path", self.path, PATHS)
         _at_least("path_block", self.path_block, 1)
-        if self.path == "blocks" and (self.method == "eg" or self.reference == "zero"):
-            raise ValueError(
-                f"attribution.path='blocks' needs a quadrature estimator (method ig or kronrod, got "
-                f"{self.method!r}) and token references (reference train or aligned, got {self.reference!r})"
-            )
+        if self.path == "blocks":
+            needs = []
+            if self.method == "eg":
+                needs.append(
+                    f"a quadrature estimator (attribution.method ig or kronrod, got {self.method!r})"
+                )
+            if self.reference == "zero":
+                needs.append(
+                    f"token references (attribution.reference train or aligned, got {self.reference!r})"
+                )
+            if needs:
+                raise ValueError(f"attribution.path='blocks' needs {' and '.join(needs)}")
         _one_of("device", self.device, DEVICES)
         _one_of("on_nonfinite", self.on_nonfinite, NONFINITE_POLICIES)
         _at_least("max_questions", self.max_questions, 0)
@@ -186,31 +198,87 @@ class AttributionConfig:
                 f"n_collections=1 and refs_per_collection=1 (got {self.n_collections}, "
                 f"{self.refs_per_collection})"
             )
-        per_collection, what = self.gradient_budget()
-        total = self.n_collections * per_collection
-        if total > MAX_SAMPLES_PER_QUESTION:
+        _at_least("max_grad_evals", self.max_grad_evals, 1)
+        if self.max_grad_evals > MAX_SAMPLES_PER_QUESTION:
             raise ValueError(
-                f"attribution.{what}: {self.n_collections} collection(s) x {per_collection} = {total} "
-                f"gradient samples per question, above the limit of {MAX_SAMPLES_PER_QUESTION} (2**22: "
-                "sampling plans are held in memory, and that many already take hours per question)"
+                f"attribution.max_grad_evals={self.max_grad_evals}: must be <= {MAX_SAMPLES_PER_QUESTION} "
+                "(2**22: sampling plans are held in memory, and that many already take hours per question)"
+            )
+        budget = self.gradient_budget()
+        if budget.per_question > MAX_SAMPLES_PER_QUESTION:
+            raise ValueError(
+                f"attribution.{budget.keys}: {budget.count} = {budget.per_question} gradient samples per "
+                f"question, above the limit of {MAX_SAMPLES_PER_QUESTION} (2**22: sampling plans are held in "
+                "memory, and that many already take hours per question)"
             )
         if len(set(self.record_ids)) != len(self.record_ids):
             raise ValueError(f"attribution.record_ids: duplicates in {self.record_ids}")
 
-    def gradient_budget(self) -> tuple[int, str]:
-        """The most gradient samples one collection may take on the straight path, and the keys that set
-        it: EG ``n_samples``; fixed IG ``ig_points`` per reference; adaptive IG every level of its schedule
-        (``ig_points`` x ``ig_refine_factor``^k up to ``ig_max_points``, each level recomputed) per
-        reference; kronrod ``kronrod_max_evals`` (adaptive estimators usually stop earlier). On the block
-        path IG's count is per piece. The limit above, the progress bar's total and ``xurs plan`` use it."""
+    def pieces_per_reference(self, tokens: int) -> int:
+        """Most pieces of one reference's path to a prompt of ``tokens`` positions: 1 on the straight path,
+        one per block of ``path_block`` positions on block paths (blocks where the reference already
+        equals the prompt are skipped, so this bounds the count)."""
+        return 1 if self.path == "straight" else max(1, -(-int(tokens) // self.path_block))
+
+    def gradient_budget(self, pieces: int = 1) -> GradientBudget:
+        """The most gradient evaluations of one question whose reference paths have ``pieces`` pieces each
+        (:meth:`pieces_per_reference`), and how they are counted. EG: ``n_samples`` per collection (one
+        point per straight path). IG: references x pieces x points, the points of fixed IG ``ig_points``,
+        of adaptive IG every level of its schedule (``ig_points`` x ``ig_refine_factor``^k up to
+        ``ig_max_points``, each level recomputed). kronrod: ``kronrod_max_evals`` per collection, shared by
+        all pieces (it usually stops earlier). Validation (with ``data.max_tokens``), the stage start and
+        the progress bar (with the prompts' lengths) and ``xurs plan`` all count with it."""
+        collections = f"{self.n_collections} collection(s) x "
         if self.method == "eg":
-            return self.n_samples, "n_samples"
-        if self.method == "kronrod":
-            return self.kronrod_max_evals, "kronrod_max_evals"
-        if not self.ig_adaptive:
-            return self.refs_per_collection * self.ig_points, "refs_per_collection x ig_points"
-        levels, n = [self.ig_points], self.ig_points
-        while n < self.ig_max_points:
-            n = min(n * self.ig_refine_factor, self.ig_max_points)
-            levels.append(n)
-        return self.refs_per_collection * sum(levels), "refs_per_collection x ig_points ... ig_max_points"
+            per, count, keys = self.n_samples, f"{self.n_samples} sample(s)", "n_samples"
+        elif self.method == "kronrod":
+            per, count, keys = self.kronrod_max_evals, f"{self.kronrod_max_evals}", "kronrod_max_evals"
+        else:
+            levels, n = [self.ig_points], self.ig_points
+            while self.ig_adaptive and n < self.ig_max_points:
+                n = min(n * self.ig_refine_factor, self.ig_max_points)
+                levels.append(n)
+            per = self.refs_per_collection * pieces * sum(levels)
+            points = "+".join(map(str, levels))
+            count = f"{self.refs_per_collection} reference(s) x {pieces} piece(s) x {points} point(s)"
+            keys = "refs_per_collection x " + ("path pieces x " if self.path == "blocks" else "") + (
+                "ig_points ... ig_max_points" if self.ig_adaptive else "ig_points"
+            )
+        return GradientBudget(per, self.n_collections * per, collections + count, keys)
+
+
+@dataclass(frozen=True)
+class GradientBudget:
+    """The most gradient evaluations of one question: ``per_collection`` and ``per_question`` (all
+    collections); ``count`` says how they were counted, ``keys`` the settings that set them."""
+
+    per_collection: int
+    per_question: int
+    count: str
+    keys: str
+
+
+_LOWER = {
+    "eg": "lower n_samples or n_collections",
+    "ig": "lower ig_points (ig_max_points), refs_per_collection or n_collections",
+    "kronrod": "lower kronrod_max_evals or n_collections",
+}
+
+
+def check_gradient_budget(cfg: AttributionConfig, tokens: int, where: str) -> GradientBudget:
+    """Refuse a setting whose question may take more than ``attribution.max_grad_evals`` gradient
+    evaluations on prompts of up to ``tokens`` positions (``where`` says where that length comes from:
+    ``data.max_tokens`` at validation, the longest prompt at the stage start); return the budget."""
+    pieces = cfg.pieces_per_reference(tokens)
+    budget = cfg.gradient_budget(pieces)
+    if budget.per_question > cfg.max_grad_evals:
+        blocks = (
+            f" (path_block={cfg.path_block} on prompts of up to {tokens} tokens, {where})"
+            if cfg.path == "blocks" else ""
+        )  # fmt: skip
+        raise ValueError(
+            f"attribution.max_grad_evals={cfg.max_grad_evals}: {cfg.method} needs up to {budget.count}"
+            f"{blocks} = {budget.per_question} gradient evaluations per question; {_LOWER[cfg.method]}"
+            f"{', raise path_block' if cfg.path == 'blocks' else ''}, or raise attribution.max_grad_evals"
+        )
+    return budget

@@ -20,7 +20,12 @@ import torch
 
 from xurs_pipeline.attribution.config import AttributionConfig, describe_references
 from xurs_pipeline.attribution.endpoints import natural_widths, prompt_of
-from xurs_pipeline.attribution.inputs import AttributionInputError, reference_pool, select_questions
+from xurs_pipeline.attribution.inputs import (
+    AttributionInputError,
+    question_budgets,
+    reference_pool,
+    select_questions,
+)
 from xurs_pipeline.attribution.model import DTYPES, WidthModel, frozen, model_device, set_precision
 from xurs_pipeline.attribution.question import NonFiniteError, ReferencePool, attribute_question
 from xurs_pipeline.credal import belief, check_masses, credal_width, pignistic, plausibility
@@ -203,6 +208,7 @@ def explain_row(
         raise AttributionInputError(f"explain: option {option} must be 0..3 (A..D)")
     cfg = AttributionConfig(**{**asdict(config), "record_ids": [record_id], "progress": False})
     (question,) = select_questions(prompts, cfg, max_positions)
+    question_budgets([question], cfg)  # refused before any work if above attribution.max_grad_evals
     pool = None
     if cfg.reference == "train":
         pool = ReferencePool(*reference_pool(prompts, cfg, max_positions))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.config import AttributionConfig, check_gradient_budget
 from xurs_pipeline.attribution.question import Question
 from xurs_pipeline.errors import XursError
 
@@ -60,6 +60,20 @@ def result_filter(cfg: AttributionConfig) -> bool | None:
     if cfg.result_filter == "all":
         return True if cfg.reference == "aligned" else None
     return cfg.result_filter == "with_result"
+
+
+def question_budgets(questions: Sequence[Question], cfg: AttributionConfig) -> list[int]:
+    """Each question's most gradient evaluations (``AttributionConfig.gradient_budget`` with its own path
+    pieces), checked against ``attribution.max_grad_evals`` when the stage starts: the longest prompt,
+    not ``data.max_tokens``, bounds the block path's pieces here."""
+    if not questions:
+        return []
+    longest = max(questions, key=lambda q: len(q.input_ids))
+    try:
+        check_gradient_budget(cfg, len(longest.input_ids), f"record {longest.record_id!r}")
+    except ValueError as err:
+        raise AttributionInputError(str(err)) from None
+    return [cfg.gradient_budget(cfg.pieces_per_reference(len(q.input_ids))).per_question for q in questions]
 
 
 def check_record_ids(prompts: pd.DataFrame, record_ids: Sequence[str]) -> None:

@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import natural_widths
-from xurs_pipeline.attribution.inputs import reference_pool, select_questions
+from xurs_pipeline.attribution.inputs import question_budgets, reference_pool, select_questions
 from xurs_pipeline.attribution.model import WidthModel, model_device, model_dtype, set_precision
 from xurs_pipeline.attribution.question import Question, QuestionResult, ReferencePool, attribute_question
 from xurs_pipeline.attribution.records import COLUMNS, provenance
@@ -71,9 +71,9 @@ def run_shard(
         pool.natural = [
             natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn) for ids in pool.token_ids
         ]
-    budget = cfg.n_collections * cfg.gradient_budget()[0]  # a question's most samples: the bar's ETA bounds
+    budgets = question_budgets(pending, cfg)  # each question's most samples: the bar's ETA bounds the time
     bar = tqdm(
-        total=len(pending) * budget,
+        total=sum(budgets),
         unit="sample",
         dynamic_ncols=True,
         disable=not cfg.progress,
@@ -84,12 +84,12 @@ def run_shard(
     def on_batch(size: int) -> None:
         bar.update(size)
         if bar.total is not None and bar.n > bar.total:
-            bar.total = bar.n  # IG over block-path pieces, or a float32 retry, went past it
+            bar.total = bar.n  # a float32 retry went past it
 
     grad_evals = 0
     wide_pool: list[ReferencePool | None] = []  # the pool's natural widths in float32, made on first retry
     try:
-        for done, q in enumerate(pending, start=1):
+        for done, (q, budget) in enumerate(zip(pending, budgets, strict=True), start=1):
             before = bar.n
             result = attribute_question(model, q, pool, cfg, pad_id, on_batch)
             if result.failure is not None and cfg.on_nonfinite == "retry" and cfg.precision != "float32":
@@ -253,6 +253,7 @@ def run_attribution(
     ``barrier`` (in-process simulation) run the other shards first.
     """
     questions = select_questions(prompts, cfg, max_positions)
+    question_budgets(questions, cfg)  # above attribution.max_grad_evals: refused before anything is written
     pool = ReferencePool(*reference_pool(prompts, cfg, max_positions)) if cfg.reference == "train" else None
     config = part_fingerprint or fingerprint
     key = ContentKey({"config": config, "code": code_version(), **dict(inputs or {})})

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from xurs_pipeline.attribution.config import METHODS, PATHS, REFERENCE_ALIGNMENTS, AttributionConfig
+from xurs_pipeline.commands.args import positive_int
 
 LETTERS = "ABCD"
 
@@ -74,17 +75,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (``--top -5`` is refused, not read as "all but the last five")."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be a positive integer")
-    return value
-
-
 def checked_text(flag: str, text: str) -> str:
     """Refuse text that is not valid UTF-8 (undecodable argv bytes arrive as lone surrogates)."""
     try:
@@ -104,12 +94,17 @@ def html_target(html: str | None, results: Path, record_id: str) -> Path:
     from xurs_pipeline.reporting.html import page_name
 
     path = Path(html) if html else results / "explain" / page_name(record_id)
+    return writable_file("--html", path, page_name(record_id))
+
+
+def writable_file(flag: str, path: Path, example: str) -> Path:
+    """``path`` if a file can be written there: not a directory, no file where a parent directory goes
+    (checked before any work, so a bad ``--html`` or ``--save`` costs nothing)."""
     if path.is_dir():
-        example = path / page_name(record_id)
-        raise ValueError(f"--html {path}: is a directory; give a file name such as {example}")
+        raise ValueError(f"{flag} {path}: is a directory; give a file name such as {path / example}")
     for parent in path.parents:
         if parent.exists() and not parent.is_dir():
-            raise ValueError(f"--html {path}: {parent} is a file, not a directory")
+            raise ValueError(f"{flag} {path}: {parent} is a file, not a directory")
     return path
 
 
@@ -154,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
             "with an inline question"
         )
     html = html_target(args.html, Path(cfg.paths.results), args.record_id or INLINE_ID)
+    if args.save:
+        writable_file("--save", Path(args.save), "explanation.json")
     residual_max, top = cfg.evaluation.numerics.max_residual_max, args.top or TOP_TOKENS
     explanation = explain(
         args.classifier or artifacts / "train" / "classifier",
@@ -176,7 +173,10 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.save:
-        print(f"saved {explanation.save(args.save)}")
+        try:
+            print(f"saved {explanation.save(args.save)}")
+        except OSError as err:  # the checks above passed, the write failed (permissions, disk): the page next
+            print(f"xurs explain: warning: --save {args.save}: not written ({err.strerror})", file=sys.stderr)
     try:
         explanation.to_html(html, top, residual_max)
     except OSError as err:

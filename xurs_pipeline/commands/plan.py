@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from xurs_pipeline.train.config import TrainConfig
 
+from xurs_pipeline.commands.args import non_negative_int, positive_float, positive_int
+
 GIB = 1 << 30
 
 
@@ -37,19 +39,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="time a few gradient samples and training steps on this machine: on its GPU when --device is a "
         "GPU and this machine has one, else on its CPU",
     )
-    p.add_argument("--sample-seconds", type=float, help="stated seconds per attribution gradient sample")
     p.add_argument(
-        "--train-seconds", type=float, help="stated seconds per training example (forward+backward)"
+        "--sample-seconds", type=positive_float, help="stated seconds per attribution gradient sample"
     )
     p.add_argument(
-        "--prompt-tokens", type=int, help="prompt length (default: prepared prompts, else data.max_tokens)"
+        "--train-seconds", type=positive_float, help="stated seconds per training example (forward+backward)"
     )
     p.add_argument(
-        "--train-examples", type=int, help="training examples (default: prepared prompts / MedQA file)"
-    )
-    p.add_argument("--questions", type=int, help="explained questions (default: attribution.max_questions)")
+        "--prompt-tokens", type=positive_int,
+        help="prompt length (default: the prepared prompts of this data config, else data.max_tokens)",
+    )  # fmt: skip
     p.add_argument(
-        "--processes", type=int, default=1,
+        "--train-examples", type=positive_int,
+        help="training examples (default: the prepared prompts of this data config / MedQA file)",
+    )  # fmt: skip
+    p.add_argument(
+        "--questions", type=non_negative_int,
+        help="explained questions; 0 = every question of the split, as attribution.max_questions=0 "
+        "(default: attribution.max_questions)",
+    )  # fmt: skip
+    p.add_argument(
+        "--processes", type=positive_int, default=1,
         help="processes of a torchrun / accelerate launch, one device each (default 1: dvc repro); training "
         "splits each optimiser step over them (train.global_batch = batch_size x processes x accumulation), "
         "attribution splits the questions",

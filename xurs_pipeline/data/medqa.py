@@ -66,7 +66,9 @@ def parse_row(raw: Any, where: str, split: str, default_id: str) -> QuestionReco
     record_id = raw.get("id", default_id)
     if isinstance(record_id, bool) or not isinstance(record_id, str | int) or not visible(str(record_id)):
         raise DataError(f"{where}: id {record_id!r} must be a non-empty string")
-    for name, text in (("question", question), *(("option " + k, options[k]) for k in OPTION_LETTERS)):
+    options_named = (("option " + k, options[k]) for k in OPTION_LETTERS)
+    named = (("id", str(record_id)), ("question", question), *options_named)
+    for name, text in named:
         _check_encodable(text, where, name)
     try:
         return QuestionRecord(

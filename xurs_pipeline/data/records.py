@@ -1,8 +1,12 @@
 """In-memory question records (before tokenisation) and the error every bad input raises.
 
-Every record is checked on construction: visible text (zero-width and other format characters do
-not count), four distinct options, no line that imitates the prompt layout (``"\nB. ..."``,
-``"\nAnswer: B"``, which would let a question or option forge further options or the answer).
+Every record is checked on construction: visible text (whitespace, zero-width and other format
+characters, blank-rendering letters such as the Braille blank and the Hangul fillers, and lone combining
+marks do not count), four distinct options, no line that imitates the prompt layout (``"\nB. ..."``,
+``"\nAnswer: B"``, which would let a question or option forge further options or the answer). Lines are
+split on every Unicode line break (``str.splitlines``: ``\r``, ``\u2028``, ``\x85``...), and each line's
+start is stripped of whitespace and invisible characters and NFKC-normalised (fullwidth letters, no-break
+spaces) before it is matched.
 """
 
 from __future__ import annotations
@@ -12,27 +16,53 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from xurs_pipeline.errors import XursError
 from xurs_pipeline.data.schema import SOURCES, SPLITS
+from xurs_pipeline.errors import XursError
 
 
 class DataError(XursError, ValueError):
     """Bad input data: names the file and line (or the record id) and what is allowed."""
 
 
-# A line that starts like the prompt's own option labels or answer prefix (``prompt.py``).
-PROMPT_FORMAT_LINE = re.compile(r"\n[ \t]*(?:[A-D]\.[ \t]|Answer[ \t]*:)")
+# A line that starts like the prompt's own option labels or answer prefix (``prompt.py``), matched on
+# the line's NFKC form after its invisible start (see ``format_line``) is removed.
+PROMPT_FORMAT_LINE = re.compile(r"(?:[A-D]\.(?:\s|$)|answer\s*:)", re.IGNORECASE)
+# Letters that render as blank space but are not whitespace or format characters: the Braille blank,
+# the Hangul fillers, the Khmer inherent vowels, the Mongolian vowel separator (Cf in older Unicode).
+BLANK_LETTERS = frozenset("\u2800\u3164\u115f\u1160\uffa0\u17b4\u17b5\u180e")
+
+
+def _invisible(c: str, marks: bool = True) -> bool:
+    """Whether ``c`` renders as nothing: whitespace, a format character (category Cf: zero-width space,
+    joiners, BOM...), a blank-rendering letter, or (``marks``) a combining mark (category M)."""
+    category = unicodedata.category(c)
+    return c.isspace() or category == "Cf" or c in BLANK_LETTERS or (marks and category[0] == "M")
 
 
 def visible(text: str) -> str:
-    """``text`` without whitespace and format characters (category Cf: zero-width space, joiners,
-    BOM...), which render as nothing: the check for "empty" text."""
-    return "".join(c for c in text if not c.isspace() and unicodedata.category(c) != "Cf")
+    """``text`` without the characters that render as nothing (:func:`_invisible`), so a question of
+    zero-width spaces, Braille blanks, Hangul fillers or lone combining marks is "empty"."""
+    return "".join(c for c in text if not _invisible(c))
 
 
 def normalised(text: str) -> str:
-    """Comparison form of a question or option: visible words joined by single spaces, casefolded."""
-    return " ".join(filter(None, (visible(word) for word in text.split()))).casefold()
+    """Comparison form of a question or option: visible words joined by single spaces, casefolded
+    (combining marks kept: options that differ only in an accent differ)."""
+    words = ("".join(c for c in word if not _invisible(c, marks=False)) for word in text.split())
+    return " ".join(filter(None, words)).casefold()
+
+
+def format_line(text: str) -> str | None:
+    """The first line of ``text`` after its first that imitates the prompt format (``"B. ..."``,
+    ``"Answer: ..."``), shown as its visible start, or None. Every Unicode line break splits lines, and a
+    line's leading whitespace and invisible characters are dropped (NFKC form) before matching."""
+    for line in text.splitlines()[1:]:
+        line = unicodedata.normalize("NFKC", line)
+        start = "".join(c for c in line if c.isspace() or not _invisible(c, marks=False)).lstrip()
+        found = PROMPT_FORMAT_LINE.match(start)
+        if found:
+            return found.group().strip()
+    return None
 
 
 @dataclass(frozen=True)
@@ -90,12 +120,12 @@ class QuestionRecord:
         if same:
             raise DataError(f"{where}: identical option texts ({', '.join(same)}): options must differ")
         for name, text in (("question", self.question), *zip("ABCD", self.options, strict=True)):
-            found = PROMPT_FORMAT_LINE.search(text)
-            if found:
+            found = format_line(text)
+            if found is not None:
                 raise DataError(
                     f"{where}: {'the question' if name == 'question' else f'option {name}'} contains a line "
-                    f"imitating the prompt format ({found.group().strip()!r}...): it would forge options "
-                    "or the answer in the prompt"
+                    f"imitating the prompt format ({found!r}...): it would forge options or the answer in "
+                    "the prompt"
                 )
 
 

@@ -10,6 +10,14 @@ of everything the states depend on: the backbone weights (SHA-256 from its direc
 (which fix the data and tokenizer), the pad id, padding side, dtype, this module's version and the code
 version (``fingerprint.code_version``). The file carries the SHA-256 of its tensor bytes, checked on
 every read: a damaged file is recomputed (with a log line saying why), never served.
+
+A checksum catches damage, not substitution: anyone who can write the cache can write a file with a valid
+checksum under the right name. So every read also recomputes :data:`VERIFY_PROMPTS` prompts drawn at
+random (``random.SystemRandom``: a planted file cannot know which) and compares their pooled states with
+the file's (relative L2 difference per prompt within :data:`VERIFY_TOLERANCE` of the backbone's dtype);
+a file that disagrees is recomputed with a log line, never served. A file whose every row was replaced is
+always caught; one with m of n rows replaced escapes with probability about (1 - m/n)^8. The cost is one
+backbone batch of 8 prompts per read (BENCHMARKS.md: the feature-cache verification).
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import random
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,6 +38,10 @@ from xurs_pipeline.models.classifier import POOLED_KINDS, RandomSetClassifier
 from xurs_pipeline.models.collate import pad_batch
 
 FEATURE_CACHE_VERSION = 3  # 1: final-layer last-token features (n, d); 2: no checksum
+VERIFY_PROMPTS = 8  # prompts recomputed on every read (one backbone batch)
+# Largest relative L2 difference between a cached prompt's pooled states and a recomputation in another
+# batch (other padding), per backbone dtype: float32 agrees to ~1e-6, half precision to its rounding.
+VERIFY_TOLERANCE = {"float32": 1e-3, "float16": 2e-2, "bfloat16": 5e-2}
 log = logging.getLogger(__name__)
 
 
@@ -105,6 +118,31 @@ def _read_layers(path: Path, shape: tuple[int, ...], layers: Sequence[int]) -> d
         raise ArtifactError(f"{path}: corrupt or truncated safetensors file ({err})") from err
 
 
+def _verify_sample(
+    path: Path,
+    classifier: RandomSetClassifier,
+    input_ids: Sequence[Sequence[int]],
+    pad_token_id: int,
+    device: torch.device | str,
+    dtype: str,
+) -> None:
+    """Recompute :data:`VERIFY_PROMPTS` random prompts' pooled states (k, n_layers + 1, 2, d) and raise
+    ArtifactError naming the first whose cached states differ beyond the dtype's tolerance."""
+    rows = sorted(random.SystemRandom().sample(range(len(input_ids)), min(VERIFY_PROMPTS, len(input_ids))))
+    fresh = extract_pooled(classifier, [input_ids[i] for i in rows], pad_token_id, len(rows), device)
+    with safe_open(str(path), framework="pt") as handle:
+        pooled = handle.get_slice("pooled")
+        cached = torch.stack([pooled[i : i + 1][0] for i in rows])
+    tolerance = VERIFY_TOLERANCE.get(dtype, VERIFY_TOLERANCE["float32"])
+    difference = (cached - fresh).flatten(1).norm(dim=1) / fresh.flatten(1).norm(dim=1).clamp_min(1e-12)
+    worst = int(difference.argmax())
+    if not difference[worst] <= tolerance:  # NaN fails too
+        raise ArtifactError(
+            f"{path}: prompt {rows[worst]}'s cached states differ from a recomputation (relative difference "
+            f"{float(difference[worst]):.3g} > {tolerance:g} for {dtype}): not the features of these prompts"
+        )
+
+
 def cached_features(
     classifier: RandomSetClassifier,
     input_ids: Sequence[Sequence[int]],
@@ -125,6 +163,7 @@ def cached_features(
     if path.is_file():
         try:
             pooled = _read_layers(path, shape, classifier.layer_indices)
+            _verify_sample(path, classifier, input_ids, pad_token_id, device, dtype)
         except ArtifactError as err:
             log.warning("feature cache %s is unreadable (%s): recomputing", path, err)
         else:

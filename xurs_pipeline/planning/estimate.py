@@ -145,15 +145,16 @@ def attribution_bytes(
     return device.process_bytes + weights + acts
 
 
-def gradient_evaluations(cfg: RootConfig, questions: int) -> dict[str, int]:
-    """Most gradient samples of the attribution stages (``AttributionConfig.gradient_budget`` per collection:
-    EG its samples, IG its quadrature points, kronrod its budget, which it usually undercuts): ``attribute``,
+def gradient_evaluations(cfg: RootConfig, questions: int, tokens: int) -> dict[str, int]:
+    """Most gradient samples of the attribution stages on ``questions`` prompts of ``tokens`` positions
+    (``AttributionConfig.gradient_budget``: EG its samples, IG references x path pieces x quadrature points,
+    kronrod its budget, which it usually undercuts): ``attribute``,
     ``attribute_repeats`` (one run per ``evaluation.repeat_seeds``, each as :func:`repeat_config` makes it),
     ``attribute_targets`` (one run per comparison target besides the main one, at the same budget)."""
     a, e = cfg.attribution, cfg.evaluation
 
     def run(at: AttributionConfig) -> int:
-        return questions * at.n_collections * at.gradient_budget()[0]
+        return questions * at.gradient_budget(at.pieces_per_reference(tokens)).per_question
 
     return {
         "attribute": run(a),
@@ -280,8 +281,8 @@ def plan_stages(
     attribution_peak = attribution_bytes(cfg, counts, shape, device, tokens, cfg.attribution.samples_per_call)
     advice = advice_attribution(cfg, counts, shape, device, tokens)
     widths = reference_width_evaluations(cfg, share(work.questions)) * (costs.feature_example or 0.0)
-    per_process = gradient_evaluations(cfg, share(work.questions))
-    for stage, evaluations in gradient_evaluations(cfg, work.questions).items():
+    per_process = gradient_evaluations(cfg, share(work.questions), work.prompt_tokens)
+    for stage, evaluations in gradient_evaluations(cfg, work.questions, work.prompt_tokens).items():
         seconds = None
         if costs.gradient_sample is not None and evaluations:
             seconds = start + costs.gradient_sample * per_process[stage] + widths

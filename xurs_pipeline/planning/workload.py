@@ -1,7 +1,8 @@
 """The sizes a plan needs from the data: prompt tokens, training examples, explained questions, dev examples.
-Read from the prepared prompts (``<artifacts>/prepared/prompts.parquet``) when ``prepare`` has run, else from
-the config (``data.max_tokens``, ``attribution.max_questions``) or a MedQA train file's line count (dev
-examples: 0 before ``prepare``)."""
+Read from the prepared prompts (``<artifacts>/prepared/prompts.parquet``) when ``prepare`` has run for the
+planned ``data`` section (their provenance hash equals ``data_config_hash`` of it: prompts another
+experiment prepared size nothing here), else from the config (``data.max_tokens``,
+``attribution.max_questions``) or a MedQA train file's line count (dev examples: 0 before ``prepare``)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,16 @@ from xurs_pipeline.planning.estimate import Workload
 
 
 def _prepared(cfg: RootConfig, root: Path):  # type: ignore[no-untyped-def]
+    """The prepared prompts' split and token columns if ``prepare`` ran for ``cfg.data``, else None."""
+    from xurs_pipeline.data.dataset import data_config_hash
+    from xurs_pipeline.io import read_provenance
+
     path = root / cfg.paths.artifacts / "prepared" / "prompts.parquet"
     if not path.is_file():
         return None
+    provenance = read_provenance(path)
+    if provenance is None or provenance.config_hash != data_config_hash(cfg.data):
+        return None  # another data config's prompts (another experiment, or a changed key)
     import pandas as pd
 
     return pd.read_parquet(path, columns=["split", "input_ids"])
@@ -53,15 +61,16 @@ def resolve_workload(
         raise ValueError(
             "the number of training examples is unknown before `prepare` runs: give --train-examples"
         )
-    if questions is None:
-        limit = cfg.attribution.max_questions or len(cfg.attribution.record_ids)
+    if questions is None or questions == 0:  # --questions 0: every question, as attribution.max_questions=0
+        limit = (cfg.attribution.max_questions or len(cfg.attribution.record_ids)) if questions is None else 0
         available = None if prepared is None else int((prepared["split"] == cfg.attribution.split).sum())
         questions = (
             min(x for x in (limit or None, available) if x is not None) if (limit or available) else None
         )
     if questions is None:
         raise ValueError(
-            "attribution.max_questions is 0 (every question) and `prepare` has not run: give --questions"
+            "the number of explained questions is unknown: attribution.max_questions (or --questions) is 0, "
+            "every question of the split, and `prepare` has not run for this data config: give --questions N"
         )
     dev_examples = 0 if prepared is None else int((prepared["split"] == "dev").sum())
     return Workload(prompt_tokens, train_examples, questions, dev_examples)

@@ -9,6 +9,7 @@ table environments (``\\EffectRows``, ``\\NumericsRows``, ...) can ``\\input`` t
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,14 +82,35 @@ def _cells(frame: pd.DataFrame, spec: TableSpec) -> list[list[str]]:
     return [[col.fmt(row[col.key]) for col in spec.columns] for _, row in frame.iterrows()]
 
 
+# LaTeX's special characters, replaced in one pass (so a replacement is never escaped again).
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+        "<": r"\textless{}", ">": r"\textgreater{}", "—": "---"}  # fmt: skip
+_TEX_SPECIAL = re.compile("|".join(re.escape(c) for c in _TEX))
+# Markdown syntax in a text cell: raw HTML (``<`` before a tag name, ``&`` before an entity), emphasis,
+# code, links, the table's own pipes, escapes, line breaks; an underscore inside a word
+# (``family000_case00``) opens no emphasis and stays as it is, and so does ``<= 0.05``.
+_MD_SPECIAL = re.compile(
+    r"[\\`*|~\[\]!#$^]|<(?=[A-Za-z/!?])|&(?=[#A-Za-z0-9])|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])"
+)
+
+
 def _tex_escape(text: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#")):
-        text = text.replace(a, b)
-    return text.replace("—", "---")
+    """``text`` as LaTeX typesets it literally: ``\\ & % $ # _ { } ~ ^ < >`` escaped."""
+    return _TEX_SPECIAL.sub(lambda m: _TEX[m.group()], text)
+
+
+def _md_escape(text: str) -> str:
+    """A text value (a record id, a setting) as Markdown shows it literally: every character with
+    Markdown or HTML meaning backslash-escaped, line breaks as spaces."""
+    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(), " ".join(text.splitlines()))
 
 
 def to_markdown(frame: pd.DataFrame, spec: TableSpec, footer: str) -> str:
-    rows = _cells(frame, spec)
+    text_cells = [c.fmt is fmt_text for c in spec.columns]  # values from the data; the rest we format
+    rows = [
+        [_md_escape(v) if t else v for v, t in zip(r, text_cells, strict=True)] for r in _cells(frame, spec)
+    ]
     head = "| " + " | ".join(c.header for c in spec.columns) + " |"
     rule = "|" + "|".join("---:" if c.align == "r" else "---" for c in spec.columns) + "|"
     body = ["| " + " | ".join(r) + " |" for r in rows]

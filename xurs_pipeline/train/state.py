@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import pickle
 import random
 from pathlib import Path
 from typing import Any
@@ -205,4 +206,18 @@ def _torch_load(path: Path) -> Any:
     try:
         return torch.load(path, weights_only=True)
     except Exception as err:  # torch raises RuntimeError, EOFError, UnpicklingError... on a bad file
-        raise _damaged(path, f"{type(err).__name__}: {err}") from err
+        raise _damaged(path, _load_failure(err)) from err
+
+
+def _load_failure(err: Exception) -> str:
+    """Why ``torch.load(weights_only=True)`` refused a file, in one line. torch's own message for a
+    refused pickle advises re-running with ``weights_only=False``, which would execute whatever the file
+    holds: only the line naming what was refused is kept."""
+    if isinstance(err, pickle.UnpicklingError) and "Weights only load failed" in str(err):
+        lines = [line.strip() for line in str(err).splitlines()]
+        what = next(
+            (line for line in lines if line.startswith(("Trying to load", "Unsupported"))), "unknown content"
+        )
+        return f"it holds more than tensors and containers ({what.rstrip('.')}); it was not loaded"
+    first = next((line.strip() for line in str(err).splitlines() if line.strip()), "")
+    return f"{type(err).__name__}: {first}" if first else type(err).__name__
