@@ -17,6 +17,8 @@ from browser_checks import (
     sort_is_broken,
 )
 
+pytestmark = pytest.mark.slow  # the first to use the session's smoke project may build it (dvc repro)
+
 
 @pytest.fixture(scope="module")
 def report(smoke_project: Path) -> Path:
