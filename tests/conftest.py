@@ -100,3 +100,23 @@ def smoke_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The smoke experiment through ``dvc repro`` once per session (tests/smoke_project.py). Tests that
     edit its files restore them before they return."""
     return build_smoke_project(tmp_path_factory.mktemp("smoke"))
+
+
+@pytest.fixture(scope="session")
+def chromium():  # type: ignore[no-untyped-def]
+    """Headless Chromium (Debian's package, tests/browser_checks.py) driven by Playwright, once per worker.
+    Skips where the browser or Playwright is missing, unless XURS_BROWSER_REQUIRED is set (CI), where it
+    fails."""
+    from browser_checks import CHROMIUM, CHROMIUM_ARGS, REQUIRED_ENV, browser_missing, required
+
+    why = browser_missing()
+    if why:
+        if required():
+            pytest.fail(f"the browser tests must run ({REQUIRED_ENV} is set), but {why}")
+        pytest.skip(why)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

@@ -27,3 +27,14 @@ def test_ci_runs_the_readme_test_command_verbatim():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "set -euo pipefail" in ci
     assert quickstart_commands()[1] in ci.splitlines()
+
+
+def test_ci_installs_chromium_before_the_tests_and_requires_the_browser_tests():
+    """The report's browser tests run in CI (tests/browser_checks.py): Chromium is installed before the
+    test command, and XURS_BROWSER_REQUIRED turns their skip-without-a-browser into a failure."""
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    test_line = lines.index(quickstart_commands()[1])
+    install = next(i for i, line in enumerate(lines) if "install -y" in line and "chromium" in line)
+    required = lines.index("export XURS_BROWSER_REQUIRED=1")
+    assert install < test_line
+    assert required < test_line

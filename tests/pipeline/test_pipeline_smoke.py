@@ -51,7 +51,8 @@ def test_every_stage_leaves_its_outputs_and_a_second_repro_runs_nothing(project:
                  "results/plots/topk_curve.png", "results/html/index.html"):  # fmt: skip
         assert (project / path).is_file(), path
     front = (project / "results/html/index.html").read_text()
-    for fact in ("Accuracy against chance", "Table 1: zero-masking advantage", "Checks: ", "Plots"):
+    for fact in ("At a glance", "Accuracy against chance", "Table 1: zero-masking advantage",
+                 "Attribution checks: ", "Controlled-model gates", "Plots"):  # fmt: skip
         assert fact in front, fact
     links = re.findall(r'(?:href|src)="([^"#]+)"', front)
     assert any(link.startswith("tables/") for link in links)

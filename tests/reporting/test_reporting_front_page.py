@@ -87,7 +87,7 @@ def test_front_page_shows_accuracy_against_chance_table1_checks_and_links():
     page = _parse(html)
     text = re.sub(r"\s+", " ", " ".join(page.text))
     for fact in ("local", "SmolLM2-135M-Instruct.Q4_1", "96 records", "81.2%", "25.0%", "31.2%", "62.5%",
-                 "+0.0123", "[+0.0040, +0.0200]", "Checks: 1 of 2 passed",
+                 "+0.0123", "[+0.0040, +0.0200]", "Attribution checks: 1 of 2 passed",
                  "table3_endpoints: not made (the experiment has no aligned references)"):  # fmt: skip
         assert fact in text, fact
     pattern = r"<tr><td>completeness_eg_train · (\w+)</td>.*?<td class=\"(pass|fail)\">(pass|FAIL)"
@@ -188,3 +188,78 @@ def test_the_front_page_says_whether_the_attribution_found_the_clue() -> None:
     verdicts = re.findall(r'<td class="num (pass|fail)">\s*\[', html)
     assert verdicts == ["pass", "fail"]
     assert "find the clue" not in str(render_front(PAGE))
+
+
+def _verdicts(page: FrontPage) -> dict[str, str]:
+    """The verdict line's answers by question, as the page renders them."""
+    html = str(render_front(page))
+    section = html.split('<section id="verdicts">', 1)[1].split("</section>", 1)[0]
+    found = re.findall(r"<span>([^<]+) <b class=\"(?:pass|fail|none)\">([^<]+)</b></span>", section)
+    return dict(found)
+
+
+CLUE = ClueRow("case_text", 8, 1.0, 1.0, 81.0, 73.0, 69.0, 77.0)
+
+
+def test_the_verdict_line_answers_three_questions_and_each_can_say_no() -> None:
+    error = AttributionError("kronrod", 8, 0.0013, 0.0028, 0.009, 340.0, ())
+    good = replace(PAGE, accuracy=(AccuracyRow("test", 120, 0.85, 0.25, 0.33),), error=error, clue=(CLUE,))
+    assert _verdicts(good) == {
+        "Model learned?": "yes", "Attribution error within tolerance?": "yes", "Clue found?": "yes"
+    }
+    bad = replace(
+        good,
+        accuracy=(AccuracyRow("test", 120, 0.30, 0.25, 0.33),),  # below the majority answer
+        error=replace(error, residual_median=0.02),  # median R above App. B.4's 0.01
+        clue=(replace(CLUE, ci_low=-1.0),),  # the interval reaches zero
+    )
+    assert set(_verdicts(bad).values()) == {"no"}
+    assert _verdicts(replace(good, error=replace(error, budget_ran_out=("q3",))))[
+        "Attribution error within tolerance?"] == "no"  # fmt: skip
+    assert _verdicts(replace(good, error=replace(error, residual_max=0.06)))[
+        "Attribution error within tolerance?"] == "no"  # fmt: skip
+    assert _verdicts(replace(good, clue=()))["Clue found?"] == "n/a"
+    assert _verdicts(replace(good, error=None))["Attribution error within tolerance?"] == "n/a"
+
+
+GATES = (
+    CheckLine("gates_test", "valid_share", 1.0, ">= 1", True),
+    CheckLine("gates_test_familiar", "mass_error_with_result", 0.47, "<= 0.2", False),
+    CheckLine("gates_test_familiar", "accuracy_with_result", 0.5, ">= 0.8", False),
+)
+
+
+def test_gates_stand_apart_from_the_attribution_checks_and_known_misses_are_labelled() -> None:
+    page = replace(PAGE, checks=PAGE.checks + GATES,
+                   known_misses=(("mass_error_with_result", "calibration gate, known miss"),))  # fmt: skip
+    html = str(render_front(page))
+    checks = html.split('<section id="checks">', 1)[1].split("</section>", 1)[0]
+    gates = html.split('<section id="gates">', 1)[1].split("</section>", 1)[0]
+    assert "Attribution checks: 1 of 2 passed" in checks
+    assert "gates_test" not in checks
+    assert "completeness" not in gates
+    assert "1 of 3 passed, 1 not expected to pass on this data" in gates
+    pattern = r"<td>gates_test\w* · (\w+)</td>.*?<td class=\"(pass|fail|expected)\">([^<]+)</td>"
+    rows = re.findall(pattern, gates, re.DOTALL)
+    assert rows == [
+        ("valid_share", "pass", "pass"),
+        ("mass_error_with_result", "expected", "FAIL (not expected to pass)"),
+        ("accuracy_with_result", "fail", "FAIL"),  # an unexpected miss stays a plain failure
+    ]
+    assert "calibration gate, known miss" in gates
+    assert 'id="gates"' not in str(render_front(PAGE))  # no gates section without gates
+
+
+def test_the_positive_controls_calibration_gates_are_its_known_misses_and_no_other_datas() -> None:
+    from xurs_pipeline.reporting.gate_notes import known_misses
+
+    names = [name for name, _ in known_misses("synthetic_direct")]
+    assert names == ["mass_error_with_result", "mass_error_without_result", "width_error"]
+    assert known_misses("synthetic_v2") == ()
+    assert known_misses("medqa") == ()
+
+
+def test_plots_not_drawn_are_listed_with_their_reason() -> None:
+    page = replace(PAGE, plots_not_drawn=(Link("surviving total", "", "this head predicts the masses"),))
+    text = " ".join(" ".join(_parse(str(render_front(page))).text).split())
+    assert "surviving total: not drawn (this head predicts the masses)" in text

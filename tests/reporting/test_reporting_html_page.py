@@ -195,3 +195,56 @@ def test_page_is_self_contained():
     assert {a.attrs["href"] for a in tree.find("a")} == {"index.html"}
     assert not re.search(r"\b(src|url)\s*[=(]", page)
     assert not parse(render_explanation(small_view(), index_href=None)).find("a")
+
+
+def test_marked_spans_are_outlined_with_their_labels_in_both_heatmaps():
+    """The clue (and, on a two-cue record, each cue) is outlined in both views and named in the key; the
+    positions the marks do not hold stay unmarked."""
+    from xurs_pipeline.reporting.html_view import Mark
+
+    view = small_view(marks=(Mark("clue", (5, 6)), Mark("second cue", (10,))))
+    page = render_explanation(view)
+    drawn = [i for i, s in enumerate(view.sections) if s != "padding"]
+    for name in ("signed", "magnitude"):
+        spans = _tokens(page, name)
+        marked = {i: span.attrs.get("data-mark") for i, span in zip(drawn, spans, strict=True)}
+        assert marked == {i: {5: "clue", 6: "clue", 10: "second cue"}.get(i) for i in drawn}
+        classes = {i: span.attrs["class"].split() for i, span in zip(drawn, spans, strict=True)}
+        assert "mark-0" in classes[5]
+        assert "mark-1" in classes[10]
+        assert "mark" not in classes[3]
+    words = " ".join(" ".join(parse(page).all_text().split()).split())
+    assert "outlined: clue (2 tokens)" in words
+    assert "outlined: second cue (1 token)" in words
+    assert "outlined:" not in render_explanation(small_view())  # nothing marked: no key
+
+
+@pytest.mark.parametrize(
+    ("marks", "message"),
+    [
+        ((("clue", (5, 11)),), "outside the prompt"),
+        ((("clue", (5,)), ("clue", (6,))), "distinct"),
+        (((" ", (5,)),), "non-empty"),
+    ],
+)
+def test_marks_outside_the_prompt_or_with_duplicate_labels_are_refused(marks, message):
+    from xurs_pipeline.reporting.html_view import Mark
+
+    with pytest.raises(ValueError, match=message):
+        small_view(marks=tuple(Mark(label, positions) for label, positions in marks))
+
+
+def test_marks_come_from_the_prepared_prompts_labelled_columns():
+    import numpy as np
+    import pandas as pd
+
+    from xurs_pipeline.reporting.build_report import marks_of
+    from xurs_pipeline.reporting.html_view import Mark
+
+    assert marks_of(pd.Series({"clue_positions": np.array([3, 4])})) == (Mark("clue", (3, 4)),)
+    assert marks_of(pd.Series({"clue_positions": np.array([], dtype=int)})) == ()  # no clue: nothing marked
+    assert marks_of(pd.Series({"question": "MedQA has no clue column"})) == ()
+    two_cues = pd.Series({"cue_a": [1, 2], "cue_b": np.array([7])})
+    assert marks_of(two_cues, (("cue_a", "cue A"), ("cue_b", "cue B"))) == (
+        Mark("cue A", (1, 2)), Mark("cue B", (7,))
+    )

@@ -69,17 +69,74 @@ def ax_ticks(ax, which: str) -> np.ndarray:
     return ticks[(ticks >= low) & (ticks <= high)]
 
 
-def test_surviving_total_of_a_mass15_head_says_there_is_none(tmp_path, monkeypatch):
-    """A mass15 head has no Eq. 5 correction, so predictions carry s = NaN: the picture says why instead of
-    failing the tables stage (it did on the default experiment)."""
-    texts = []
+def test_a_plot_without_data_is_not_drawn_and_says_why(tmp_path):
+    """A mass15 head has no Eq. 5 correction (s = NaN everywhere) and `local` masks only k = 1: an empty
+    picture and a one-point curve are not drawn; NOT_DRAWN gives the front page the reason."""
+    assert plots.surviving_total(np.full(12, np.nan), tmp_path / "s.png") is None
+    assert plots.topk_curve(np.array([1]), np.array([0.1]), np.array([0.0]), np.array([0.2]),
+                            tmp_path / "k.png") is None  # fmt: skip
+    assert plots.residual_vs_evaluations(np.array([8.0]), np.array([np.nan]), tmp_path / "r.png") is None
+    assert list(tmp_path.iterdir()) == []
+    assert "mass15" in plots.NOT_DRAWN["surviving_total"]
+    assert "k = 1" in plots.NOT_DRAWN["topk_curve"]
+    # with data they are drawn: s partly NaN keeps the finite values, two values of k make a curve
+    assert plots.surviving_total(np.array([np.nan, 1.1, 0.9]), tmp_path / "s.png").is_file()
+    assert plots.topk_curve(np.array([1, 2]), np.array([0.1, 0.2]), np.zeros(2), np.ones(2),
+                            tmp_path / "k.png").is_file()  # fmt: skip
+
+
+def _labels(fig, ax) -> dict[str, list]:
+    """Each axis's drawn, non-empty tick labels with their boxes in pixels."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    return {
+        name: [(t.get_text(), t.get_window_extent(renderer)) for t in axis.get_ticklabels(which="both")
+               if t.get_visible() and t.get_text()]
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis))
+    }  # fmt: skip
+
+
+def _overlapping(labels: list) -> list[tuple[str, str]]:
+    pairs = [(a, b) for i, a in enumerate(labels) for b in labels[i + 1 :]]
+    return [(a[0], b[0]) for a, b in pairs if a[1].overlaps(b[1])]
+
+
+RESIDUAL_CASES = {
+    "one evaluation count (fixed IG, `local`)": (np.full(24, 36.0), np.linspace(0.0005, 0.009, 24)),
+    "a narrow range of evaluations (kronrod, sequence-aligned)": (np.linspace(270, 420, 8),
+                                                                 np.linspace(0.0004, 0.0028, 8)),
+    "decades of evaluations and residuals": (np.array([8, 64, 512, 4096]),
+                                             np.array([0.2, 0.03, 0.001, 1e-5])),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(RESIDUAL_CASES))
+def test_residual_plot_has_readable_ticks_and_more_than_one_x_value(tmp_path, monkeypatch, case):
+    """The residual plot's tick labels never overlap and each axis has at least two; with one evaluation
+    count (every explanation the same) the x axis is the explanations, not a single column of points."""
+    seen = {}
     save = plots._save
 
     def keep(fig, path):
-        texts.extend(t.get_text() for t in fig.axes[0].texts)
+        seen["labels"] = _labels(fig, fig.axes[0])
+        seen["x"] = fig.axes[0].lines[0].get_xdata()
         return save(fig, path)
 
     monkeypatch.setattr(plots, "_save", keep)
-    path = plots.surviving_total(np.full(12, np.nan), tmp_path / "s.png")
-    assert path.read_bytes().startswith(PNG_MAGIC)
-    assert any("mass15" in t for t in texts)
+    evaluations, residual = RESIDUAL_CASES[case]
+    plots.residual_vs_evaluations(evaluations, residual, tmp_path / "r.png")
+    for axis, labels in seen["labels"].items():
+        assert len(labels) >= 2, (axis, [text for text, _ in labels])
+        assert not _overlapping(labels), (axis, _overlapping(labels))
+    assert np.unique(seen["x"]).size == residual.size
+
+
+def test_the_overlap_check_catches_crowded_labels(tmp_path):
+    """The check above must fail on the old log axis of a narrow range: minor labels 3x10^2, 4x10^2 ..."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(1.5, 1.5))
+    ax.loglog([270, 420], [0.0004, 0.0028], "o")
+    ax.set_yticks([0.001, 0.0011, 0.0012])  # crowded on purpose
+    assert _overlapping(_labels(fig, ax)["y"])
+    plt.close(fig)

@@ -21,11 +21,25 @@ from xurs_pipeline.reporting.html import (
     RESIDUAL_CHECK,
     CheckRow,
     ExplanationView,
+    Mark,
     ReportProvenance,
     write_report,
 )
 
 TARGET_RULES = {"predicted": "argmax BetP on the original prompt", "correct": "the correct answer"}
+# Prepared-prompt columns of token positions that a question page outlines, and their labels (a record with
+# two cues lists a column per cue here); a column the prompts lack, or an empty span, is not drawn.
+MARK_COLUMNS: tuple[tuple[str, str], ...] = (("clue_positions", "clue"),)
+
+
+def marks_of(prompt: pd.Series, columns: Sequence[tuple[str, str]] = MARK_COLUMNS) -> tuple[Mark, ...]:
+    """The labelled token spans of one prepared prompt (``clue_positions``, ...) that its page outlines."""
+    marks = []
+    for column, label in columns:
+        positions = prompt.get(column)
+        if positions is not None and np.ndim(positions) == 1 and len(positions):
+            marks.append(Mark(label, tuple(int(p) for p in positions)))
+    return tuple(marks)
 
 
 def _shares(magnitude: np.ndarray, sections: Sequence[str], record_id: str) -> tuple[tuple[str, float], ...]:
@@ -87,6 +101,7 @@ def explanation_views(
                 checks=tuple(checks),
                 reference_width=float(row.width_reference_mean),
                 gold=int(prompt["answer_idx"]),
+                marks=marks_of(prompt),
             )
         )
     return views

@@ -133,9 +133,11 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
             "the gates stage found no controlled-data predictions on evaluation.gate_splits (see gates.json)"
         )
 
-    index["plots"] = [
-        p.name for p in _plots(predictions, per_question, mask_metrics, attributions, out_plots)
-    ]
+    drawn = _plots(predictions, per_question, mask_metrics, attributions, out_plots)
+    index["plots"] = [p.name for p in drawn.values() if p is not None]
+    index["plots_not_drawn"] = {name: plots.NOT_DRAWN[name] for name, p in drawn.items() if p is None}
+    for name in index["plots_not_drawn"]:  # no picture from an earlier run stands in for one not drawn
+        (out_plots / f"{name}.png").unlink(missing_ok=True)
     write_json(index, out_tables / "index.json")
     return index
 
@@ -146,33 +148,36 @@ def _plots(
     mask_metrics: Mapping[str, Any],
     attributions: pd.DataFrame,
     out: Path,
-) -> list[Path]:
-    """The report's five pictures (issue 7): width by correctness, s, A(x) per question, top-k, R vs evals."""
+) -> dict[str, Path | None]:
+    """The report's five pictures by name (None: nothing to draw, ``plots.NOT_DRAWN`` says why): width by
+    correctness, s, A(x) per question, top-k, R vs evaluations."""
     width = np.array([w[p] for w, p in zip(predictions["width"], predictions["predicted"], strict=True)])
     width_metric = mask_metrics["targets"].get("width", next(iter(mask_metrics["targets"].values())))
     curve = width_metric.get("curve", {})
     ks = np.array(sorted(int(k[1:]) for k in curve))
     rows = per_question[per_question["target_fn"] == "width"] if "target_fn" in per_question else per_question
-    return [
-        plots.width_by_correctness(
+    return {
+        "width_by_correctness": plots.width_by_correctness(
             width, predictions["correct"].to_numpy(bool), out / "width_by_correctness.png"
         ),
-        plots.surviving_total(predictions["s"].to_numpy(float), out / "surviving_total.png"),
-        plots.advantage_per_question(
+        "surviving_total": plots.surviving_total(
+            predictions["s"].to_numpy(float), out / "surviving_total.png"
+        ),
+        "advantage_per_question": plots.advantage_per_question(
             rows["advantage"].to_numpy(float),
             (width_metric["ci_low"], width_metric["ci_high"]),
             out / "advantage_per_question.png",
         ),
-        plots.topk_curve(
+        "topk_curve": plots.topk_curve(
             ks,
             np.array([curve[f"k{k}"]["mean"] for k in ks]),
             np.array([curve[f"k{k}"]["low"] for k in ks]),
             np.array([curve[f"k{k}"]["high"] for k in ks]),
             out / "topk_curve.png",
         ),
-        plots.residual_vs_evaluations(
+        "residual_vs_evaluations": plots.residual_vs_evaluations(
             attributions["grad_evals"].to_numpy(float),
             attributions["residual"].to_numpy(float),
             out / "residual_vs_evaluations.png",
         ),
-    ]
+    }

@@ -27,6 +27,7 @@ from xurs_pipeline.reporting.html_view import (
     RESIDUAL_CHECK,
     CheckRow,
     ExplanationView,
+    Mark,
     ReportProvenance,
 )
 
@@ -39,6 +40,7 @@ __all__ = [
     "CheckRow",
     "ExplanationView",
     "IndexEntry",
+    "Mark",
     "ReportProvenance",
     "index_entry",
     "page_name",

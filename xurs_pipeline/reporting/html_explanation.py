@@ -17,7 +17,14 @@ from xurs_pipeline.data.schema import OPTION_LETTERS
 from xurs_pipeline.reporting.html_style import CSS
 from xurs_pipeline.reporting.html_svg import EXPLAINED_FILL, OTHER_FILL, axis_svg, interval_svg
 from xurs_pipeline.reporting.html_templates import environment
-from xurs_pipeline.reporting.html_tokens import display_texts, hidden_count, scales, token_cells, visible
+from xurs_pipeline.reporting.html_tokens import (
+    MARK_STYLES,
+    display_texts,
+    hidden_count,
+    scales,
+    token_cells,
+    visible,
+)
 from xurs_pipeline.reporting.html_view import GREYED_SECTIONS, HIDDEN_SECTIONS, CheckRow, ExplanationView
 
 TOP_TOKENS = 10
@@ -177,4 +184,5 @@ def render_explanation(
         share_rows=share_rows(view),
         top_rows=top_tokens(view, top_k),
         check_rows=[check_line(row) for row in view.checks],
+        mark_styles=MARK_STYLES,
     )

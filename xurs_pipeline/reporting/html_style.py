@@ -54,6 +54,17 @@ tr.explained td { background: #e8eefb; font-weight: 600; }
 .fail { color: #c62828; font-weight: 700; }
 .none { color: var(--muted); }
 .prov { font-size: 13px; }
+.tok.mark { outline-offset: -1px; }
+.mark-0 { outline: 2px solid #2e7d32; }
+.mark-1 { outline: 2px dashed #8e24aa; }
+.mark-2 { outline: 2px dotted #ef6c00; }
+.mark-swatch { display: inline-block; width: 22px; height: 12px; margin-right: 4px; vertical-align: -2px; }
+section, .md-table { overflow-x: auto; }
+.cards > section { min-width: 0; }
+@media (max-width: 960px) { .cards { grid-template-columns: 1fr; } main { padding: 12px 10px 30px; } }
+.verdicts { display: flex; flex-wrap: wrap; gap: 6px 26px; margin: 4px 0 6px; font-size: 16px; }
+#verdicts ul { margin: 0; padding-left: 18px; }
+.expected { color: #8a5a00; font-weight: 700; }
 th.sortable { cursor: pointer; }
 th.sortable::after { content: " ⇅"; color: #b0b0b0; }
 th.sorted-desc::after { content: " ▼"; color: var(--ink); }

@@ -32,7 +32,7 @@ LEGEND = """{% macro legend(scale_css, low, mid, high, caption) -%}
 {% macro heatmap(cells, view_name) -%}
 <div class="heatmap" id="{{ view_name }}" data-view="{{ view_name }}">
 {%- for c in cells -%}
-<span class="{{ c.css_class }}"
+<span class="{{ c.css_class }}"{% if c.mark %} data-mark="{{ c.mark }}"{% endif %}
  style="background-color: {{ c.background }}; color: {{ c.colour }}" title="{{ c.tooltip }}">
 {{- c.text -}}
 </span>{% for _ in range(c.breaks) %}<br>{% endfor %}
@@ -101,6 +101,10 @@ EXPLANATION = """{% extends "base.html" %}
 {{ legend(signed_scale.gradient(), s4(-signed_scale.vmax), "white = 0", s4(signed_scale.vmax),
    "red raises the width relative to the references, blue lowers it") }}
 {{ heatmap(signed_cells, "signed") }}
+{% if v.marks %}<p class="key marks">
+{%- for m in v.marks %}<span><span class="mark-swatch mark-{{ loop.index0 % mark_styles }}"></span>
+{% set n = m.positions | length %}outlined: {{ m.label }} ({{ n }} token{{ '' if n == 1 else 's' }})</span>
+{% endfor %}</p>{% endif %}
 <p class="note">Hover a token for its exact values.
 Dotted underline: not eligible for zero-masking (Sec. 5.2). Special tokens are outlined and unshaded
 {%- if n_hidden %}; {{ n_hidden }} padding positions are hidden{% endif %}.</p>

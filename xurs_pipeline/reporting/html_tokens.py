@@ -140,6 +140,9 @@ class ColourScale:
         return "linear-gradient(to right, " + ", ".join(to_hex(cmap(s)) for s in stops) + ")"
 
 
+MARK_STYLES = 3  # distinct outline styles for marks (html_style: .mark-0 .. .mark-2), reused cyclically
+
+
 @dataclass(frozen=True)
 class TokenCell:
     """One drawn token: its visible text, line breaks after it, style, tooltip and CSS class."""
@@ -150,6 +153,7 @@ class TokenCell:
     colour: str
     tooltip: str
     css_class: str
+    mark: str = ""  # the label of the view's mark holding this token ("" if none)
 
 
 def _shaded(view: ExplanationView) -> list[int]:
@@ -176,6 +180,7 @@ def token_cells(view: ExplanationView, values: Sequence[float], scale: ColourSca
     """Cells for every token but padding, in order; ``values`` (seq,): signed or magnitude, pick colours."""
     texts = display_texts(view.tokens, view.sections, view.token_scheme)
     colours = scale.colours(values)
+    marked = {p: (k, mark.label) for k, mark in enumerate(view.marks) for p in mark.positions}
     cells = []
     for i, (raw, text) in enumerate(zip(view.tokens, texts, strict=True)):
         section = view.sections[i]
@@ -187,7 +192,11 @@ def token_cells(view: ExplanationView, values: Sequence[float], scale: ColourSca
         else:
             background, colour = colours[i]
             css = "tok" if view.eligible[i] else "tok ineligible"
-        cells.append(TokenCell(shown, breaks, background, colour, _tooltip(view, i, raw), css))
+        tooltip, label = _tooltip(view, i, raw), ""
+        if i in marked:
+            k, label = marked[i]
+            css, tooltip = f"{css} mark mark-{k % MARK_STYLES}", f"{tooltip} · {label}"
+        cells.append(TokenCell(shown, breaks, background, colour, tooltip, css, label))
     return cells
 
 

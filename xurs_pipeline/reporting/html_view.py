@@ -54,6 +54,15 @@ class CheckRow:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """Prompt tokens to outline on the page, with what they are: the clue of a controlled record, or each
+    cue of a two-cue record (``label`` says which). ``positions``: token indices into the prompt (seq,)."""
+
+    label: str
+    positions: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class ReportProvenance:
     """Where the numbers on a page come from."""
 
@@ -98,6 +107,8 @@ class ExplanationView:
     mass_threshold: masses below it are left out of the mass table (their count and total are shown).
     title: page heading (default: a question about the explained answer and the record id).
     token_scheme: how ``tokens`` spell text, one of ``TOKEN_SCHEMES`` ("auto" guesses from the pieces).
+    marks: spans of tokens to outline in the heatmaps (the clue; both cues of a two-cue record), each
+        with its label; distinct labels, positions inside the prompt.
     """
 
     record_id: str
@@ -122,6 +133,7 @@ class ExplanationView:
     mass_threshold: float = 1e-3
     title: str = ""
     token_scheme: str = "auto"
+    marks: tuple[Mark, ...] = ()
 
     def __post_init__(self) -> None:
         rid = self.record_id
@@ -160,6 +172,16 @@ class ExplanationView:
             raise ValueError(
                 f"{_where(rid, 'token_scheme')} = {self.token_scheme!r}; allowed: {TOKEN_SCHEMES}"
             )
+        labels = [mark.label for mark in self.marks]
+        if len(set(labels)) != len(labels) or not all(label.strip() for label in labels):
+            raise ValueError(f"{_where(rid, 'marks')} labels {labels}; need distinct, non-empty labels")
+        for mark in self.marks:
+            outside = [p for p in mark.positions if not 0 <= p < n]
+            if outside:
+                raise ValueError(
+                    f"{_where(rid, 'marks')} {mark.label!r} has positions {outside} outside the prompt "
+                    f"(0..{n - 1})"
+                )
         if not 0 <= self.mass_threshold < 1:
             raise ValueError(f"{_where(rid, 'mass_threshold')} = {self.mass_threshold}; must be in [0, 1)")
         for name, share in self.section_shares:

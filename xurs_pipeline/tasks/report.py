@@ -26,6 +26,7 @@ from xurs_pipeline.reporting.front_page import (
     Link,
     markdown_title,
 )
+from xurs_pipeline.reporting.gate_notes import known_misses
 from xurs_pipeline.reporting.plots import FIGURES
 
 
@@ -133,5 +134,11 @@ def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, 
         error=AttributionError.of(attributions),
         references=references(cfg),
         clue=ClueRow.of(localisation),
+        tolerance=(cfg.evaluation.numerics.residual_center_max, cfg.evaluation.numerics.max_residual_max),
+        known_misses=known_misses(cfg.data.source),
+        clue_by_construction=cfg.attribution.reference == "aligned",
+        plots_not_drawn=tuple(
+            Link(name.replace("_", " "), "", why) for name, why in index.get("plots_not_drawn", {}).items()
+        ),
     )
     return page, markdown
