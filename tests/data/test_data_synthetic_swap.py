@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.stats import chi2_contingency
 
@@ -66,7 +67,9 @@ def test_probes_are_the_unresolved_test_records_and_share_their_label(records) -
 
 
 def test_a_cue_that_does_not_name_its_label_is_rejected(records, tiny_tokenizer) -> None:
-    record = next(r for r in records if all(r.synthetic.cue_resolved))
+    record = next(
+        r for r in records if all(r.synthetic.cue_resolved) and len(set(r.synthetic.cue_answers)) == 2
+    )
     label = record.options[record.synthetic.cue_answers[1]]
     wrong = record.options[(record.synthetic.cue_answers[1] + 1) % 4]
     text = record.question.replace(f"positive for {label}.", f"positive for {wrong}.")
@@ -90,3 +93,30 @@ def test_prepared_cues_and_relabelling_by_cue_2(records, tiny_tokenizer) -> None
     assert 0.6 < moved < 0.9  # independent labels differ on ~3/4 of the records
     with pytest.raises(DataError, match=r"relabelling by cue needs data\.source=synthetic_swap"):
         relabel_by_cue(frame.drop(columns=["cue_answers"]), 2)
+
+
+def test_the_input_only_ranking_is_the_same_under_both_models(records, tiny_tokenizer) -> None:
+    """Model A's and model B's inputs differ only in labels, so the input-only ranking of the probes against
+    the sequence-aligned references is identical, and its swap study sits exactly at 1/2 with no share
+    difference; other references (hash-ordered) give another ranking, so the comparison can fail."""
+    from xurs_pipeline.attribution.config import AttributionConfig
+    from xurs_pipeline.evaluation.swap import score_frame, swap_summary
+    from xurs_pipeline.evaluation.swap_study import input_only_magnitudes
+
+    frame = prepare_and_validate(records, tiny_tokenizer, 512).frame
+    probes = frame.loc[frame["variant"] == "probe", "record_id"].tolist()
+    embedding = np.random.default_rng(0).normal(size=(len(tiny_tokenizer), 16))
+    at = AttributionConfig(method="kronrod", reference_alignment="sequence", refs_per_collection=2)
+    pad = tiny_tokenizer.pad_token_id
+    ranking = {
+        cue: input_only_magnitudes(relabel_by_cue(frame, cue), probes, at, pad, embedding) for cue in (1, 2)
+    }
+    assert all(np.array_equal(ranking[1][p], ranking[2][p]) for p in probes)
+    rows = [{"ranking": "input_only", "role": role, "record_id": p, "token_magnitude": ranking[cue][p]}
+            for role, cue in (("A", 1), ("B", 2)) for p in probes]  # fmt: skip
+    cues = dict(zip(frame["record_id"], frame["cue_positions"], strict=True))
+    study = swap_summary(score_frame(pd.DataFrame(rows), cues), "input_only", resamples=1000)
+    assert study["swap_accuracy"] == 0.5
+    assert study["share_difference"] == 0.0
+    other = input_only_magnitudes(frame, probes, replace(at, reference_order="hash"), pad, embedding)
+    assert not all(np.array_equal(ranking[1][p], other[p]) for p in probes)

@@ -54,6 +54,9 @@ def run(cfg: RootConfig) -> dict[str, Any]:
     }
     tokenizer = models["A"][1]
     embedding = models["A"][0].backbone.get_input_embeddings().weight.detach().double().numpy()
+    other = models["B"][0].backbone.get_input_embeddings().weight.detach().double().numpy()
+    if not np.array_equal(embedding, other):
+        raise ArtifactError("models A and B embed tokens differently: the swap study needs one backbone")
     input_only = input_only_magnitudes(prompts, probes, cfg.attribution, tokenizer.pad_token_id, embedding)
     rows = []
     for name, frame in runs.items():
