@@ -4,7 +4,8 @@ same references, the same estimator):
 
 - ``B``: model B (``train_swap``, labels follow cue 2);
 - ``A_random``, ``B_random``: models A and B with the head re-initialised
-  (``evaluation.randomisation.reinitialise(classifier, "head", evaluation.seed)``).
+  (``evaluation.randomisation.reinitialise(classifier, "head", seed)``, seed ``evaluation.seed`` for A and
+  ``evaluation.seed + 1`` for B, so the two random heads are different functions).
 
 Model A's attributions are the ``attribute`` stage's. ``index.json`` lists the runs.
 """
@@ -38,14 +39,16 @@ def run(cfg: RootConfig) -> None:
         if name == "A":
             continue  # the attribute stage's run
         log.info("attribute_swap: %s", name)
-        modify = partial(_reinitialise_head, seed=seed) if randomised else None
-        variant = f"head reinitialised, seed {seed}" if randomised else ""
+        head_seed = seed + (model == "B")  # each model's head its own draw: two different random functions
+        modify = partial(_reinitialise_head, seed=head_seed) if randomised else None
+        variant = f"head reinitialised, seed {head_seed}" if randomised else ""
         classifier = swap_classifier_dir(cfg.paths, model)
         metrics[name] = attribute_into(cfg, out / name, classifier, modify, variant)
         shutil.rmtree(out / name / "parts", ignore_errors=True)  # no DVC output (as attribute_variants)
     if any(m is None for m in metrics.values()):
         return  # not the main process
-    write_json({"runs": {n: {"model": SWAP_RUNS[n][0], "head_reinitialised": SWAP_RUNS[n][1], "seed": seed}
+    write_json({"runs": {n: {"model": SWAP_RUNS[n][0], "head_reinitialised": SWAP_RUNS[n][1],
+                              "seed": seed + (SWAP_RUNS[n][0] == "B")}
                          for n in metrics}}, out / "index.json")  # fmt: skip
 
 

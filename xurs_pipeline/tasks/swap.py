@@ -26,7 +26,7 @@ from xurs_pipeline.evaluation.artifacts import read_attributions, read_prompts
 from xurs_pipeline.evaluation.swap import SWAP_RUNS, passes, score_frame, skipped_reason, swap_summary
 from xurs_pipeline.evaluation.swap_study import input_only_magnitudes, role_accuracy
 from xurs_pipeline.evaluation.verdicts import json_safe
-from xurs_pipeline.io import ArtifactError, write_json, write_parquet
+from xurs_pipeline.io import ArtifactError, Provenance, write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
 from xurs_pipeline.tasks.attribute_swap import swap_classifier_dir
 from xurs_pipeline.tasks.runner import log
@@ -85,8 +85,8 @@ def run(cfg: RootConfig) -> dict[str, Any]:
     scores = score_frame(pd.DataFrame(rows), cues)
     ev = cfg.evaluation
     studies = {k: swap_summary(scores, k, ev.bootstrap_resamples, ev.confidence, ev.seed) for k in RANKINGS}
-    for study in studies.values():
-        study["passes"] = passes(study)
+    for result in studies.values():
+        result["passes"] = passes(result)
     trained = pd.concat([runs["A"], runs["B"]])
     summary = {
         "studies": studies,
@@ -109,7 +109,7 @@ def run(cfg: RootConfig) -> dict[str, Any]:
         "swap: %s",
         {k: {m: v[m] for m in ("swap_accuracy", "share_difference") if m in v} for k, v in studies.items()},
     )
-    write_parquet(scores, study / "per_question.parquet")
+    write_parquet(scores, study / "per_question.parquet", Provenance("swap_scores", 1, train_run_hash(cfg)))
     write_json(json_safe(summary), study / "summary.json")
     t, r = studies["trained"], studies["randomised"]
     return {
