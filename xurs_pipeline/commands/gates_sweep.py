@@ -80,7 +80,9 @@ def exp_show_json(cwd: str | Path = ".", all_commits: bool = False) -> list[dict
     except OSError as err:
         raise XursError(f"could not run `dvc exp show --json` ({err}); is DVC installed?") from err
     if result.returncode != 0:
-        raise XursError(f"`dvc exp show --json` failed (exit {result.returncode}): {result.stderr[-2000:]}")
+        raise XursError(
+            f"`dvc exp show --json` failed (exit {result.returncode}): {result.stderr[-2000:]}"
+        )
     return _parse(result.stdout, "`dvc exp show --json` output")
 
 

@@ -28,3 +28,5 @@ def run(args: argparse.Namespace) -> int:
 
     tables.run(load_params(args.params))
     return 0
+
+
