@@ -173,6 +173,12 @@ _ARTIFACTS = (
             ("checks", "checks"),
         )
     ),
+    # The two-cue swap control (docs/swap-control.md): model B, its and the re-initialised heads'
+    # attributions (one attribute-format folder per run), the measures and the study's headline.
+    Artifact("swap_model", "swap/train", "train_swap"),  # classifier/ and train_metrics.json, or skipped
+    Artifact("swap_attributions", "swap/attribute", "attribute_swap"),
+    Artifact("swap_study", "swap/study", "swap"),  # per_question.parquet and summary.json, or skipped
+    Artifact("swap_headline", "swap/headline.json", "swap", kind="metric"),
     Artifact("config_check", "check.json", "check", kind="detail"),
     Artifact("tables", "tables", "tables", root="results"),
     Artifact("plots", "plots", "tables", root="results"),
@@ -313,6 +319,32 @@ _STAGES = (
         ("classifier", "prompts", "attributions", "coords", "repeats"),
         (*(f"evaluation.{k}" for k in _CHECK_KEYS), "attribution.*"),
         "Also reads ${paths.artifacts}/<run> for each evaluation.comparison_runs entry.",
+    ),
+    Stage(
+        "train_swap",
+        ("backbone", "prompts"),
+        ("data.*", "model.*", "train.*", "attribution.record_ids"),
+        "The swap control's model B: the train stage's run on the two-cue prompts relabelled by cue 2.",
+    ),
+    Stage(
+        "attribute_swap",
+        ("classifier", "swap_model", "prompts"),
+        ("data.*", "attribution.*", "evaluation.seed"),
+        "Model B's and both re-initialised heads' attributions of model A's questions (same references).",
+    ),
+    Stage(
+        "swap",
+        ("classifier", "swap_model", "prompts", "attributions", "swap_attributions"),
+        (
+            "data.*",
+            "model.*",
+            "train.*",
+            "attribution.*",
+            "evaluation.seed",
+            "evaluation.bootstrap_resamples",
+            "evaluation.confidence",
+        ),
+        "The swap study's measures and headline (swap accuracy, share difference, randomised, input-only).",
     ),
     Stage(
         "tables",

@@ -13,7 +13,9 @@ class DataConfig:
     """What to prepare and how.
 
     source: ``synthetic_v1`` | ``synthetic_v2`` | ``synthetic_direct`` (the result names the condition:
-      the positive control, ``data/synthetic/direct.py``) | ``medqa``.
+      the positive control, ``data/synthetic/direct.py``) | ``synthetic_swap`` (two cues of the same form,
+      the label following cue 1 or, relabelled, cue 2: the swap control, ``data/synthetic/swap.py``) |
+      ``medqa``.
     max_tokens: prompt budget in tokens, special tokens included (Sec. 5.1: 512); only the question is cut.
     seed: seeds the synthetic generators and the MedQA train/dev carve.
     medqa_path: directory holding ``medqa_files`` (``{split}`` = train/dev/test), relative to the

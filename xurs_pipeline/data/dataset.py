@@ -28,9 +28,11 @@ from xurs_pipeline.data.synthetic import (
     check_all,
     check_pairs,
     generate_direct,
+    generate_swap,
     generate_v1,
     generate_v2,
     read_direct,
+    read_swap,
     shortcut_diagnostics,
 )
 from xurs_pipeline.io import config_hash, write_json, write_parquet
@@ -54,6 +56,8 @@ def load_records(data: DataConfig) -> list[QuestionRecord]:
         return generate_v1(families, data.cases_per_family, data.seed, reproduce_flaws=data.v1_flaws)
     if data.source == "synthetic_direct":
         return generate_direct(families, data.cases_per_family, data.seed, data.pair_every)
+    if data.source == "synthetic_swap":
+        return generate_swap(families, data.cases_per_family, data.seed)
     return generate_v2(families, data.cases_per_family, data.seed)
 
 
@@ -70,8 +74,8 @@ def prepare_and_validate(
     ``require_paired_lengths`` and a result pair does not tokenise position by position alike.
     """
     synthetic = bool(records) and records[0].synthetic is not None
-    if synthetic and records[0].source == "synthetic_direct":
-        return _prepare_direct(records, tokenizer, max_tokens)
+    if synthetic and records[0].source in _READERS:
+        return _prepare_read(records, tokenizer, max_tokens)
     reader = check_all(records, favour_label) if synthetic else None
     if reader is not None and reader.rejections:
         shown = "; ".join(f"record {rid!r}: {why}" for rid, why in reader.rejections[:5])
@@ -96,30 +100,35 @@ def prepare_and_validate(
     return PreparedPrompts(prepared.frame, summary)
 
 
-def _prepare_direct(records: list[QuestionRecord], tokenizer: Any, max_tokens: int) -> PreparedPrompts:
-    """The direct-clue data: its reader (:func:`read_direct`) must find the label among the options the
-    result names, one with the result and two without; then prepared like any synthetic data."""
+def _read_direct(record: QuestionRecord) -> None:
+    """The direct-clue reader: the label among the options the result names, one with it, two without."""
+    named = read_direct(record)
+    if len(named) != (1 if record.synthetic.has_result else 2):
+        raise ValueError(f"result names {len(named)} options but has_result={record.synthetic.has_result}")
+
+
+_READERS = {"synthetic_direct": ("direct-clue", _read_direct), "synthetic_swap": ("two-cue", read_swap)}
+
+
+def _prepare_read(records: list[QuestionRecord], tokenizer: Any, max_tokens: int) -> PreparedPrompts:
+    """Data with a one-record reader (direct: :func:`read_direct`; two cues: :func:`read_swap`): every
+    record must pass it; then prepared like any synthetic data (direct data also checks its pairs)."""
+    source = records[0].source
+    what, reader = _READERS[source]
     rejections = []
     for record in records:
         try:
-            named = read_direct(record)
-            if len(named) != (1 if record.synthetic.has_result else 2):
-                raise ValueError(
-                    f"result names {len(named)} options but has_result={record.synthetic.has_result}"
-                )
+            reader(record)
         except ValueError as err:
             rejections.append((record.record_id, str(err)))
     if rejections:
         shown = "; ".join(f"record {rid!r}: {why}" for rid, why in rejections[:5])
-        raise DataError(f"direct-clue reader rejected {len(rejections)} of {len(records)} records: {shown}")
+        raise DataError(f"{what} reader rejected {len(rejections)} of {len(records)} records: {shown}")
     prepared = prepare_records(records, tokenizer, max_tokens)
-    pairs = check_pairs(prepared.frame)
-    summary = {
-        "source": "synthetic_direct",
-        **prepared.summary,
-        "validators": {"reader": {"n_checked": len(records), "n_rejected": 0}, "pairs": pairs.as_dict()},
-    }
-    return PreparedPrompts(prepared.frame, summary)
+    validators: dict[str, Any] = {"reader": {"n_checked": len(records), "n_rejected": 0}}
+    if source == "synthetic_direct":
+        validators["pairs"] = check_pairs(prepared.frame).as_dict()
+    return PreparedPrompts(prepared.frame, {"source": source, **prepared.summary, "validators": validators})
 
 
 def prepare_dataset(

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from xurs_pipeline.data.records import QuestionRecord, check_unique_ids, normalised
-from xurs_pipeline.data.schema import PROMPT_COLUMNS, SECTION_NAMES, SPLITS, SYNTHETIC_COLUMNS
+from xurs_pipeline.data.schema import PROMPT_COLUMNS, SECTION_NAMES, SPLITS, SWAP_COLUMNS, SYNTHETIC_COLUMNS
 from xurs_pipeline.data.sections import tokens_in_span
 from xurs_pipeline.data.tokenize import TokenizedPrompt, tokenize_records
 
@@ -63,6 +63,13 @@ def _row(item: TokenizedPrompt) -> dict[str, Any]:
             clue_positions=_positions(item, info.clue_span),
             case_positions=_positions(item, info.case_span),
         )
+        if info.cue_spans:
+            row.update(
+                cue_positions=[_positions(item, span) for span in info.cue_spans],
+                cue_answers=list(info.cue_answers),
+                cue_resolved=list(info.cue_resolved),
+                cue_masses=[list(m) for m in info.cue_masses],
+            )
     return row
 
 
@@ -129,5 +136,7 @@ def prepare_records(records: Sequence[QuestionRecord], tokenizer: Any, max_token
     rows = [_row(item) for item in items]
     synthetic = any(r.synthetic is not None for r in records)
     columns = list(PROMPT_COLUMNS) + (list(SYNTHETIC_COLUMNS) if synthetic else [])
+    if any(r.synthetic is not None and r.synthetic.cue_spans for r in records):
+        columns += list(SWAP_COLUMNS)
     frame = pd.DataFrame(rows, columns=columns)
     return PreparedPrompts(frame, summarise(items, max_tokens))

@@ -85,6 +85,12 @@ class SyntheticInfo:
     template_unseen: bool = False
     arrangement: int = 0
     detail: str = ""
+    # Two-cue data (``synthetic/swap.py``): each cue's named span in ``question``, the option each cue's
+    # role labels, whether it resolves the question, and that role's prescribed (15,) masses.
+    cue_spans: tuple[tuple[int, int], ...] = ()
+    cue_answers: tuple[int, ...] = ()
+    cue_resolved: tuple[bool, ...] = ()
+    cue_masses: tuple[tuple[float, ...], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ PROMPTS_FILE = Path(artifact("prompts").path).name  # under <artifacts>/prepared
 SUMMARY_FILE = Path(artifact("prepare_summary").path).name
 
 SPLITS = ("train", "dev", "test")
-SOURCES = ("medqa", "synthetic_v1", "synthetic_v2", "synthetic_direct")
+SOURCES = ("medqa", "synthetic_v1", "synthetic_v2", "synthetic_direct", "synthetic_swap")
 OPTION_LETTERS = ("A", "B", "C", "D")
 OPTION_SECTIONS = tuple(f"option_{letter}" for letter in OPTION_LETTERS)
 SECTION_NAMES = (
@@ -63,6 +63,9 @@ SYNTHETIC_COLUMNS = (
     "clue_positions",
     "case_positions",
 )
+# Two-cue data (``synthetic_swap``) adds, per record: each cue's token positions (2 lists), the option
+# each cue's role labels, whether each cue resolves the question, and each role's 15 prescribed masses.
+SWAP_COLUMNS = ("cue_positions", "cue_answers", "cue_resolved", "cue_masses")
 
 
 def prompts_provenance(config_hash: str = "") -> Provenance:

@@ -15,6 +15,7 @@ process 0 merges.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +35,26 @@ from xurs_pipeline.reporting.headline import attribute_headline
 from xurs_pipeline.tasks.runner import log
 
 
-def attribute_into(cfg: RootConfig, out_dir: Path) -> dict | None:
-    """Attribute ``cfg.attribution`` with the trained classifier into ``out_dir`` (this process's shard);
-    the merged metrics on the main process, else None."""
+def attribute_into(
+    cfg: RootConfig,
+    out_dir: Path,
+    classifier_dir: Path | None = None,
+    modify: Callable[[torch.nn.Module], None] | None = None,
+    variant: str = "",
+) -> dict | None:
+    """Attribute ``cfg.attribution`` with the trained classifier (or the one in ``classifier_dir``, then
+    ``modify``-ed: the swap control's re-initialised heads, a ``variant`` that keys its parts apart) into
+    ``out_dir`` (this process's shard); the merged metrics on the main process, else None."""
     at = cfg.attribution
     cpu = at.device == "cpu" or (at.device == "auto" and not torch.cuda.is_available())
     state = process_group(cpu)  # one group of every launched process, or a LaunchError
     prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
+    classifier_dir = classifier_dir or artifact("classifier").at(cfg.paths)
     classifier, tokenizer = load_classifier(
-        artifact("classifier").at(cfg.paths), config_hash=train_run_hash(cfg), merge_lora=at.merge_lora
+        classifier_dir, config_hash=train_run_hash(cfg), merge_lora=at.merge_lora
     )
+    if modify is not None:
+        modify(classifier)
     classifier.to(device=state.device)
     set_precision(classifier, DTYPES[at.precision])
     max_positions = getattr(classifier.backbone.config, "max_position_embeddings", None)
@@ -51,7 +62,8 @@ def attribute_into(cfg: RootConfig, out_dir: Path) -> dict | None:
         classifier, prompts, at, pad_id=tokenizer.pad_token_id, max_positions=max_positions,
         out_dir=out_dir, fingerprint=attribution_fingerprint(cfg),
         part_fingerprint=attribution_fingerprint(cfg, per_question=True),
-        inputs=input_hashes(artifact("classifier").at(cfg.paths), artifact("prompts").at(cfg.paths)),
+        inputs={**input_hashes(classifier_dir, artifact("prompts").at(cfg.paths)),
+                **({"variant": variant} if variant else {})},
         shard_index=state.process_index, shard_count=state.num_processes, barrier=state.wait_for_everyone,
     )  # fmt: skip
     if metrics is not None:

@@ -15,6 +15,7 @@ from xurs_pipeline.contracts import STAGES
 from xurs_pipeline.tasks import (
     attribute,
     attribute_repeats,
+    attribute_swap,
     attribute_targets,
     backbone,
     check,
@@ -24,9 +25,11 @@ from xurs_pipeline.tasks import (
     predict,
     prepare,
     report,
+    swap,
     tables,
     train,
     train_head,
+    train_swap,
 )
 from xurs_pipeline.tasks.runner import Task, run_task
 
@@ -43,6 +46,9 @@ TASKS: dict[str, Task] = {
     "attribute_targets": attribute_targets.run,
     "mask_eval": mask_eval.run,
     "checks": checks.run,
+    "train_swap": train_swap.run,
+    "attribute_swap": attribute_swap.run,
+    "swap": swap.run,
     "tables": tables.run,
     "report": report.run,
 }

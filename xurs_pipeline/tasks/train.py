@@ -15,8 +15,11 @@ once every process has finished (docs/scaling.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from xurs_pipeline.attribution.inputs import check_record_ids
 from xurs_pipeline.config import RootConfig, train_run_hash
@@ -38,9 +41,16 @@ from xurs_pipeline.train.runner import Adaptation, train_classifier
 from xurs_pipeline.train.state import keyed_state_dir
 
 
-def fit_into(cfg: RootConfig, out: Path, init_head_from: str | None) -> dict[str, Any] | None:
-    """Train ``cfg.train`` on the prepared prompts and save the classifier and its metrics under ``out``;
-    returns the metrics on the main process (None elsewhere)."""
+def fit_into(
+    cfg: RootConfig,
+    out: Path,
+    init_head_from: str | None,
+    relabel: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+    variant: str = "",
+) -> dict[str, Any] | None:
+    """Train ``cfg.train`` on the prepared prompts (``relabel``-ed, a ``variant`` of the run that keys its
+    training state apart: the swap control's model B) and save the classifier and its metrics under
+    ``out``; returns the metrics on the main process (None elsewhere)."""
     m, t = cfg.model, cfg.train
     prompts_path = artifact("prompts").at(cfg.paths)
     state = process_group()  # every launched process in one group (gloo/NCCL), or a LaunchError
@@ -52,8 +62,11 @@ def fit_into(cfg: RootConfig, out: Path, init_head_from: str | None) -> dict[str
     backbone = load_backbone_dir(artifact("backbone").at(cfg.paths))
     prompts = read_prompts(prompts_path, data_config_hash(cfg.data))
     check_record_ids(prompts, cfg.attribution.record_ids)  # before hours of training, not after
+    if relabel is not None:
+        prompts = relabel(prompts)
     key = ContentKey({"config": run_hash, "backbone": backbone.info["weights_sha256"],
-                      "prompts": sha256_file(prompts_path), "code": code_version()})  # fmt: skip
+                      "prompts": sha256_file(prompts_path), "code": code_version(),
+                      **({"variant": variant} if variant else {})})  # fmt: skip
     vocab, mass15 = backbone.model.config.vocab_size, m.output_kind == "mass15"
     train = split_examples(prompts, "train", vocab, mass15, where=str(prompts_path))
     dev = split_examples(prompts, "dev", vocab, mass15, where=str(prompts_path))

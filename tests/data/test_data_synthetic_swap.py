@@ -1,0 +1,122 @@
+"""The two-cue data of the swap control: cues independent of the label where they should be (a test that
+fails on data where they are not), probes shared by both roles, spans, relabelling and preparation."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import chi2_contingency
+
+from xurs_pipeline.data.dataset import prepare_and_validate
+from xurs_pipeline.data.records import DataError
+from xurs_pipeline.data.synthetic import generate_swap, read_swap
+from xurs_pipeline.data.synthetic.swap import relabel_by_cue
+
+
+@pytest.fixture(scope="module")
+def records():
+    return generate_swap((150, 6, 8), 4, seed=3)
+
+
+def _independence_p(a: list[int], b: list[int]) -> float:
+    table = np.zeros((int(max(a)) + 1, int(max(b)) + 1))
+    np.add.at(table, (a, b), 1)
+    return float(chi2_contingency(table).pvalue)
+
+
+def test_the_other_cue_is_independent_of_each_roles_label(records) -> None:
+    """In training, cue 2's label and resolved flag are independent of set A's label (cue 1's) and vice
+    versa; the same chi-square test rejects data whose cue 2 follows the label."""
+    train = [r.synthetic for r in records if r.split == "train"]
+    first = [s.cue_answers[0] for s in train]
+    second = [s.cue_answers[1] for s in train]
+    assert _independence_p(first, second) > 0.001
+    assert _independence_p(first, [int(s.cue_resolved[1]) for s in train]) > 0.001
+    assert _independence_p(second, [int(s.cue_resolved[0]) for s in train]) > 0.001
+    leaky = [a if k % 4 else b for k, (a, b) in enumerate(zip(first, second, strict=True))]  # 3 of 4 copy
+    assert _independence_p(first, leaky) < 1e-6
+
+
+def test_each_cue_names_its_roles_label_and_spans_cover_the_names(records) -> None:
+    for record in records:
+        info = record.synthetic
+        named = read_swap(record)
+        for k in range(2):
+            assert info.cue_answers[k] in named[k]
+            assert record.question[slice(*info.cue_spans[k])] == " or ".join(
+                record.options[i] for i in named[k]
+            )
+        assert record.answer_idx == info.cue_answers[0]
+        assert info.target_masses == info.cue_masses[0]
+        assert info.has_result == any(info.cue_resolved)
+
+
+def test_probes_are_the_unresolved_test_records_and_share_their_label(records) -> None:
+    test = [r for r in records if r.split == "test"]
+    probes = [r for r in test if not r.synthetic.has_result]
+    assert {r.synthetic.variant for r in probes} == {"probe"}
+    assert len(probes) == 8  # one per test family
+    for probe in probes:
+        a, b = read_swap(probe)
+        assert probe.synthetic.cue_answers[0] == probe.synthetic.cue_answers[1] == probe.answer_idx
+        assert len(a) == len(b) == 2
+        assert set(a) != set(b)  # the cues name different pairs: the text tells them apart
+
+
+def test_a_cue_that_does_not_name_its_label_is_rejected(records, tiny_tokenizer) -> None:
+    record = next(
+        r for r in records if all(r.synthetic.cue_resolved) and len(set(r.synthetic.cue_answers)) == 2
+    )
+    label = record.options[record.synthetic.cue_answers[1]]
+    wrong = record.options[(record.synthetic.cue_answers[1] + 1) % 4]
+    text = record.question.replace(f"positive for {label}.", f"positive for {wrong}.")
+    tampered = replace(record, question=text)
+    with pytest.raises(ValueError, match="cue 2 names"):
+        read_swap(tampered)
+    with pytest.raises(DataError, match=f"record '{record.record_id}'"):
+        prepare_and_validate([tampered], tiny_tokenizer, 512)
+
+
+def test_prepared_cues_and_relabelling_by_cue_2(records, tiny_tokenizer) -> None:
+    frame = prepare_and_validate(records, tiny_tokenizer, 512).frame
+    for cues in frame["cue_positions"]:
+        assert len(cues[0])
+        assert len(cues[1])
+        assert not set(cues[0]) & set(cues[1])
+    b = relabel_by_cue(frame, 2)
+    assert b["input_ids"].map(tuple).equals(frame["input_ids"].map(tuple))  # the same texts and tokens
+    assert (b["answer_idx"] == [c[1] for c in frame["cue_answers"]]).all()
+    moved = (b["answer_idx"] != frame["answer_idx"]).mean()
+    assert 0.6 < moved < 0.9  # independent labels differ on ~3/4 of the records
+    with pytest.raises(DataError, match=r"relabelling by cue needs data\.source=synthetic_swap"):
+        relabel_by_cue(frame.drop(columns=["cue_answers"]), 2)
+
+
+def test_the_input_only_ranking_is_the_same_under_both_models(records, tiny_tokenizer) -> None:
+    """Model A's and model B's inputs differ only in labels, so the input-only ranking of the probes against
+    the sequence-aligned references is identical, and its swap study sits exactly at 1/2 with no share
+    difference; other references (hash-ordered) give another ranking, so the comparison can fail."""
+    from xurs_pipeline.attribution.config import AttributionConfig
+    from xurs_pipeline.evaluation.swap import score_frame, swap_summary
+    from xurs_pipeline.evaluation.swap_study import input_only_magnitudes
+
+    frame = prepare_and_validate(records, tiny_tokenizer, 512).frame
+    probes = frame.loc[frame["variant"] == "probe", "record_id"].tolist()
+    embedding = np.random.default_rng(0).normal(size=(len(tiny_tokenizer), 16))
+    at = AttributionConfig(method="kronrod", reference_alignment="sequence", refs_per_collection=2)
+    pad = tiny_tokenizer.pad_token_id
+    ranking = {
+        cue: input_only_magnitudes(relabel_by_cue(frame, cue), probes, at, pad, embedding) for cue in (1, 2)
+    }
+    assert all(np.array_equal(ranking[1][p], ranking[2][p]) for p in probes)
+    rows = [{"ranking": "input_only", "role": role, "record_id": p, "token_magnitude": ranking[cue][p]}
+            for role, cue in (("A", 1), ("B", 2)) for p in probes]  # fmt: skip
+    cues = dict(zip(frame["record_id"], frame["cue_positions"], strict=True))
+    study = swap_summary(score_frame(pd.DataFrame(rows), cues), "input_only", resamples=1000)
+    assert study["swap_accuracy"] == 0.5
+    assert study["share_difference"] == 0.0
+    other = input_only_magnitudes(frame, probes, replace(at, reference_order="hash"), pad, embedding)
+    assert not all(np.array_equal(ranking[1][p], other[p]) for p in probes)

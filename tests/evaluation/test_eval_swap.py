@@ -1,0 +1,105 @@
+"""The swap control's measures on planted attributions where the answer is known, and where it must fail."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from xurs_pipeline.evaluation.swap import cue_score, passes, score_frame, swap_summary, wilson
+
+CUES = [[3, 4], [7, 8, 9]]  # cue 1 and cue 2 token positions in a 12-token prompt
+
+
+def _magnitudes(make, n: int = 16, ranking: str = "trained") -> tuple[pd.DataFrame, dict]:
+    rng = np.random.default_rng(0)
+    rows = [
+        {"ranking": ranking, "role": role, "record_id": f"q{i}", "token_magnitude": make(role, rng)}
+        for i in range(n)
+        for role in ("A", "B")
+    ]
+    return pd.DataFrame(rows), {f"q{i}": CUES for i in range(n)}
+
+
+def _planted(role: str, rng: np.random.Generator) -> np.ndarray:
+    """The learned cue carries the attribution (plus noise everywhere)."""
+    a = rng.uniform(0, 0.1, 12)
+    a[CUES[0] if role == "A" else CUES[1]] += 1.0
+    return a
+
+
+def test_cue_score_reads_the_learned_cue() -> None:
+    a = np.zeros(12)
+    a[4], a[8] = 2.0, 1.0  # cue 1 best 2, cue 2 best 1; shares 2/3 and 1/3
+    s = cue_score(a, CUES, learned=0)
+    assert s.learned_first
+    assert s.learned_share == pytest.approx(2 / 3)
+    assert s.cue1_share == pytest.approx(2 / 3)
+    s = cue_score(a, CUES, learned=1)
+    assert not s.learned_first
+    assert s.learned_share == pytest.approx(1 / 3)
+    assert s.cue1_share == pytest.approx(2 / 3)
+    tie = cue_score(np.zeros(12), CUES, learned=0)  # a model that moves neither cue fails, share undefined
+    assert not tie.learned_first
+    assert math.isnan(tie.learned_share)
+    with pytest.raises(ValueError, match="share positions"):
+        cue_score(a, [[3, 4], [4, 5]], learned=0)
+    with pytest.raises(ValueError, match="within the 12 tokens"):
+        cue_score(a, [[3, 40], [7]], learned=0)
+
+
+def test_wilson_interval_matches_the_closed_form() -> None:
+    k, n, z = 14, 16, 1.959963984540054
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    got = wilson([True] * k + [False] * (n - k))
+    assert (got.low, got.high) == pytest.approx((centre - half, centre + half), abs=1e-9)
+
+
+def test_planted_attribution_passes() -> None:
+    frame, cues = _magnitudes(_planted)
+    summary = swap_summary(score_frame(frame, cues), "trained", resamples=2000)
+    assert summary["swap_accuracy"] == 1.0
+    assert summary["n"] == 32
+    assert summary["swap_ci_low"] > 0.85  # Wilson lower bound of 32 of 32
+    assert summary["share_ci_low"] > 0.8
+    assert summary["share_difference"] > 0.9
+    assert passes(summary)
+
+
+def test_a_model_independent_ranking_cannot_pass() -> None:
+    """Identical magnitudes under both models (what the input-only ranking gives): pooled accuracy
+    exactly 1/2 and no share difference, whatever the magnitudes."""
+
+    def same(role: str, rng: np.random.Generator) -> np.ndarray:
+        return _planted("A", np.random.default_rng(int(rng.integers(1 << 30))))  # cue 1 loud, for both
+
+    rows = []
+    rng = np.random.default_rng(3)
+    for i in range(16):
+        a = rng.uniform(0, 1, 12)
+        rows += [
+            {"ranking": "input_only", "role": r, "record_id": f"q{i}", "token_magnitude": a} for r in "AB"
+        ]
+    summary = swap_summary(score_frame(pd.DataFrame(rows), {f"q{i}": CUES for i in range(16)}), "input_only")
+    assert summary["swap_accuracy"] == 0.5
+    assert summary["share_difference"] == 0.0
+    assert not passes(summary)
+    frame, cues = _magnitudes(same)
+    summary = swap_summary(score_frame(frame, cues), "trained", resamples=2000)
+    assert summary["swap_accuracy"] == 0.5
+    assert summary["swap_accuracy_A"] == 1.0
+    assert summary["swap_accuracy_B"] == 0.0
+    assert not passes(summary)
+
+
+def test_a_randomised_run_does_not_pass() -> None:
+    """Magnitudes that ignore the cues (a re-initialised head's, at chance): the swap accuracy's interval
+    holds 1/2 and the test fails."""
+    frame, cues = _magnitudes(lambda role, rng: rng.uniform(0, 1, 12), ranking="randomised")
+    summary = swap_summary(score_frame(frame, cues), "randomised", resamples=2000)
+    assert summary["swap_ci_low"] <= 0.5 <= summary["swap_ci_high"]
+    assert not passes(summary)

@@ -1,0 +1,169 @@
+"""Controlled synthetic dataset "swap": two cues of the same form, the label following one of them.
+
+The two-cue swap control (docs/swap-control.md). Every case states two test results of the same form::
+
+    A patient presents with hiccups. The blood test is positive for Favix disease. The urine test is
+    positive for Dramox syndrome or Keltor palsy.
+                                     `- cue 1 --'                                      `------ cue 2 -------'
+
+Cue ``k`` names its own label ``label_k`` (resolved) or a pair holding it (unresolved, random order), and the
+two labels and the two resolved flags are drawn independently. The text is the same for both roles; the
+record carries each role's answer, resolved flag and prescribed masses (``cue_answers``, ``cue_resolved``,
+``cue_masses``), and ``answer_idx``/``target_masses`` follow cue 1 (training set A). Set B is the same
+records labelled by cue 2 (``relabel`` in ``evaluation/swap.py``): in A cue 2 names conditions at random,
+in B cue 1 does.
+
+Test families hold, at case index 0, a probe: both cues unresolved and sharing the label ``P`` (cue 1
+"P or Q", cue 2 "P or R", Q != R), so the probe's answer and text are the same under both roles and only
+what each model learned tells the cues apart. Every other test case has at least one cue resolved, so the
+probes are exactly the test records without a result (``has_result``: some cue resolves the question).
+``cue_spans`` are the character spans of each cue's named condition(s) in ``question`` (as ``clue_span``
+is for the direct data; ``clue_span`` is cue 1's).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pandas as pd
+
+from xurs_pipeline.data.records import DataError, QuestionRecord, SyntheticInfo
+from xurs_pipeline.data.synthetic.common import CasePlan, case_plans, fill
+from xurs_pipeline.data.synthetic.targets import prescribed_masses
+
+SWAP_INSTRUCTION = "The conditions and tests below are fictional."
+CASE_TEMPLATE = "A patient presents with {symptom}.{cue1}{cue2}"
+CUE_TEMPLATES = (" The blood test is positive for {named}.", " The urine test is positive for {named}.")
+PROBE_EVERY = 4  # test case index 0, 4, ... of a family is a probe
+
+
+def generate_swap(
+    families: tuple[int, int, int], cases_per_family: int, seed: int = 0, resolved_share: float = 0.5
+) -> list[QuestionRecord]:
+    """Two-cue records in split, family, case order (see the module docstring)."""
+    if not 0.0 < resolved_share < 1.0:
+        raise ValueError(f"swap data: resolved_share={resolved_share} must be in (0, 1)")
+    records = []
+    for split, plan, rng in case_plans("generate_swap", families, cases_per_family, seed, False):
+        probe = split == "test" and plan.index % PROBE_EVERY == 0
+        if probe:
+            labels = (plan.label, plan.label)
+            others = rng.sample([k for k in range(4) if k != plan.label], 2)
+            cues = tuple(_pair(plan.label, o, rng) for o in others)
+        else:
+            labels = (plan.label, rng.randrange(4))
+            resolved = [rng.random() < resolved_share for _ in range(2)]
+            while split == "test" and not any(resolved):  # a test case without a result is a probe
+                resolved = [rng.random() < resolved_share for _ in range(2)]
+            cues = tuple(
+                [label] if r else _pair(label, _other(label, rng), rng)
+                for label, r in zip(labels, resolved, strict=True)
+            )
+        symptom = plan.family.symptoms[rng.randrange(2)]  # not tied to either label
+        records.append(_record(plan, labels, cues, symptom, "probe" if probe else "case"))
+    return records
+
+
+def _other(label: int, rng: random.Random) -> int:
+    return rng.choice([k for k in range(4) if k != label])
+
+
+def _pair(label: int, other: int, rng: random.Random) -> list[int]:
+    pair = [label, other]
+    rng.shuffle(pair)
+    return pair
+
+
+def _record(
+    plan: CasePlan, labels: tuple[int, int], cues: tuple[list[int], ...], symptom: str, variant: str
+) -> QuestionRecord:
+    """One rendered case: ``labels`` and ``cues`` (the family condition indices each cue names)."""
+    conditions = plan.family.conditions
+    named = [" or ".join(conditions[c] for c in cue) for cue in cues]
+    values = {"symptom": symptom}
+    for k, (template, names) in enumerate(zip(CUE_TEMPLATES, named, strict=True)):
+        values[f"cue{k + 1}"] = template.format(named=names)
+    text, spans = fill(CASE_TEMPLATE, values)
+    starts = [spans[f"cue{k + 1}"][0] + values[f"cue{k + 1}"].rindex(n) for k, n in enumerate(named)]
+    cue_spans = tuple((s, s + len(n)) for s, n in zip(starts, named, strict=True))
+    order = list(plan.base_order)  # option k shows family condition order[k]
+    answers = tuple(order.index(label) for label in labels)
+    masses = tuple(_masses(cue, label, order) for cue, label in zip(cues, labels, strict=True))
+    resolved = tuple(len(cue) == 1 for cue in cues)
+    info = SyntheticInfo(
+        family=plan.family.name,
+        pair_id=plan.case_id,
+        variant=variant,
+        has_result=any(resolved),
+        target_masses=masses[0],
+        clue_span=cue_spans[0],
+        case_span=(0, len(text)),
+        cue_spans=cue_spans,
+        cue_answers=answers,
+        cue_resolved=resolved,
+        cue_masses=masses,
+    )
+    return QuestionRecord(
+        record_id=f"{plan.case_id}_{variant}",
+        split=plan.split,
+        source="synthetic_swap",
+        question=text,
+        options=tuple(conditions[i] for i in order),  # type: ignore[arg-type]
+        answer_idx=answers[0],
+        instruction=SWAP_INSTRUCTION,
+        synthetic=info,
+    )
+
+
+def _masses(cue: list[int], label: int, order: list[int]) -> tuple[float, ...]:
+    """(15,) prescribed masses of one role: its cue resolves the label, or narrows it to the cue's pair
+    (the pair of a resolved cue is the label and a fixed other option, which only sets m(pair) = 0.1)."""
+    answer = order.index(label)
+    pair = cue if len(cue) == 2 else [label, next(k for k in range(4) if k != label)]
+    plausible = (order.index(pair[0]), order.index(pair[1]))
+    return prescribed_masses(plausible, answer if len(cue) == 1 else None, answer)
+
+
+_CUE = re.compile(r"The (?:blood|urine) test is positive for (?P<named>[^.]+)\.")
+
+
+def read_swap(record: QuestionRecord) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Option indices each cue names; ValueError when the question does not state two cues, a cue names
+    something that is not an option, or a role's answer is not among its cue's names (or a resolved cue
+    names more than one option): the two-cue reader."""
+    found = [m["named"].split(" or ") for m in _CUE.finditer(record.question)]
+    if len(found) != 2:
+        raise ValueError(f"question states {len(found)} test results; the two-cue data needs 2")
+    info = record.synthetic
+    named = []
+    for k, names in enumerate(found):
+        missing = [n for n in names if n not in record.options]
+        if missing:
+            raise ValueError(f"cue {k + 1} names {missing}, which are not options {list(record.options)}")
+        indices = tuple(record.options.index(n) for n in names)
+        if info is None or info.cue_answers[k] not in indices or (len(indices) == 1) != info.cue_resolved[k]:
+            raise ValueError(
+                f"cue {k + 1} names {names}, which do not fit its role's label and resolved flag"
+            )
+        named.append(indices)
+    return named[0], named[1]
+
+
+def relabel_by_cue(prompts: pd.DataFrame, cue: int) -> pd.DataFrame:
+    """The prepared two-cue prompts labelled by cue ``cue`` (1: set A, as prepared; 2: set B): answer_idx,
+    target_masses and clue_positions become that cue's role; the texts, tokens and ``has_result`` (some cue
+    resolves the question, a property of the text) stay."""
+    missing = [c for c in ("cue_answers", "cue_masses", "cue_resolved", "cue_positions") if c not in prompts]
+    if missing:
+        raise DataError(
+            f"prepared prompts lack {missing}: relabelling by cue needs data.source=synthetic_swap"
+        )
+    if cue not in (1, 2):
+        raise DataError(f"cue={cue}: the two-cue data has cues 1 and 2")
+    k = cue - 1
+    out = prompts.copy()
+    out["answer_idx"] = [int(a[k]) for a in prompts["cue_answers"]]
+    out["target_masses"] = [list(m[k]) for m in prompts["cue_masses"]]
+    out["clue_positions"] = [list(p[k]) for p in prompts["cue_positions"]]
+    return out

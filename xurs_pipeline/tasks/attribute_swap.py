@@ -1,0 +1,63 @@
+"""Task ``attribute_swap``: the swap control's other attributions, each in the ``attribute`` stage's format
+under ``<artifacts>/swap/attribute/<run>/``, with the main run's ``attribution.*`` (the same probes, the
+same references, the same estimator):
+
+- ``B``: model B (``train_swap``, labels follow cue 2);
+- ``A_random``, ``B_random``: models A and B with the head re-initialised
+  (``evaluation.randomisation.reinitialise(classifier, "head", seed)``, seed ``evaluation.seed`` for A and
+  ``evaluation.seed + 1`` for B, so the two random heads are different functions).
+
+Model A's attributions are the ``attribute`` stage's. ``index.json`` lists the runs.
+"""
+
+from __future__ import annotations
+
+import shutil
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from xurs_pipeline.config import RootConfig
+from xurs_pipeline.contracts import artifact
+from xurs_pipeline.evaluation.randomisation import reinitialise
+from xurs_pipeline.evaluation.swap import SWAP_RUNS, skipped_reason
+from xurs_pipeline.io import write_json
+from xurs_pipeline.tasks.attribute import attribute_into
+from xurs_pipeline.tasks.runner import log
+
+
+def run(cfg: RootConfig) -> None:
+    out = artifact("swap_attributions").at(cfg.paths)
+    reason = skipped_reason(cfg.data.source)
+    if reason is not None:
+        write_json({"skipped": reason}, out / "index.json")
+        log.info("attribute_swap: skipped (%s)", reason)
+        return
+    seed = cfg.evaluation.seed
+    metrics = {}
+    for name, (model, randomised) in SWAP_RUNS.items():
+        if name == "A":
+            continue  # the attribute stage's run
+        log.info("attribute_swap: %s", name)
+        head_seed = seed + (model == "B")  # each model's head its own draw: two different random functions
+        modify = partial(_reinitialise_head, seed=head_seed) if randomised else None
+        variant = f"head reinitialised, seed {head_seed}" if randomised else ""
+        classifier = swap_classifier_dir(cfg.paths, model)
+        metrics[name] = attribute_into(cfg, out / name, classifier, modify, variant)
+        shutil.rmtree(out / name / "parts", ignore_errors=True)  # no DVC output (as attribute_variants)
+    if any(m is None for m in metrics.values()):
+        return  # not the main process
+    write_json({"runs": {n: {"model": SWAP_RUNS[n][0], "head_reinitialised": SWAP_RUNS[n][1],
+                              "seed": seed + (SWAP_RUNS[n][0] == "B")}
+                         for n in metrics}}, out / "index.json")  # fmt: skip
+
+
+def _reinitialise_head(classifier: Any, seed: int) -> None:
+    reinitialise(classifier, "head", seed)
+
+
+def swap_classifier_dir(paths: Any, model: str) -> Path:
+    """Model A's classifier (the train stage's) or model B's (train_swap's)."""
+    return (
+        artifact("classifier").at(paths) if model == "A" else artifact("swap_model").at(paths) / "classifier"
+    )

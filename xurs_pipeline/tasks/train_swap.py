@@ -1,0 +1,28 @@
+"""Task ``train_swap``: the swap control's model B -> ``<artifacts>/swap/train/classifier/`` and
+``train_metrics.json``: the ``train`` stage's run (same config, features from the same cache: the texts are
+the same) on the prepared two-cue prompts relabelled by cue 2 (``data/synthetic/swap.py``). Model A is the
+``train`` stage's own classifier (labels follow cue 1). On other data it writes only ``train_metrics.json``
+saying it was skipped, so other experiments pay nothing."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+from xurs_pipeline.config import RootConfig
+from xurs_pipeline.contracts import artifact
+from xurs_pipeline.data.synthetic.swap import relabel_by_cue
+from xurs_pipeline.evaluation.swap import skipped_reason
+from xurs_pipeline.io import write_json
+from xurs_pipeline.tasks.runner import log
+from xurs_pipeline.tasks.train import fit_into
+
+
+def run(cfg: RootConfig) -> None:
+    out = artifact("swap_model").at(cfg.paths)
+    reason = skipped_reason(cfg.data.source)
+    if reason is not None:
+        write_json({"skipped": reason}, out / Path(artifact("train_metrics").path).name)
+        log.info("train_swap: skipped (%s)", reason)
+        return
+    fit_into(cfg, out, cfg.train.init_head_from or None, partial(relabel_by_cue, cue=2), "cue2")
