@@ -103,15 +103,22 @@ def test_gradient_evaluations_state_each_estimators_budget() -> None:
     repeat, targets = "evaluation.repeat_seeds=[17]", "evaluation.targets=[width,betp]"
     kronrod = _paper("controlled_direct_kronrod", repeat, targets)
     budget = kronrod.attribution.kronrod_max_evals
+    assert kronrod.evaluation.randomisation_blocks == 0  # a clue study's nulls: the head, re-initialised
     assert gradient_evaluations(kronrod, questions=8) == {
         "attribute": 8 * budget, "attribute_repeats": 8 * budget, "attribute_targets": 8 * budget,
+        "checks": 8 * budget,
     }  # fmt: skip
+    off = _paper("controlled_direct_kronrod", "evaluation.randomisation_questions=0")
+    assert gradient_evaluations(off, questions=8)["checks"] == 0
+    cascade = _paper("controlled_direct_kronrod", "evaluation.randomisation_blocks=2")
+    assert gradient_evaluations(cascade, questions=5)["checks"] == 3 * 5 * budget  # head + 2 blocks
     four = ("attribution.refs_per_collection=4", "attribution.kronrod_max_evals=60")  # the first pass
     small = _paper("controlled_direct_kronrod", *four, repeat)
     assert gradient_evaluations(small, questions=1)["attribute_repeats"] == 15 * 2 * 4  # twice the intervals
     eg = _paper("controlled_direct", "evaluation.repeat_seeds=[17,23]", "evaluation.repeat_n_samples=32")
     assert gradient_evaluations(eg, questions=3) == {
         "attribute": 3 * eg.attribution.n_samples, "attribute_repeats": 2 * 3 * 32, "attribute_targets": 0,
+        "checks": 3 * eg.attribution.n_samples,  # the head on the 3 questions (randomisation_questions 8)
     }  # fmt: skip
 
 
