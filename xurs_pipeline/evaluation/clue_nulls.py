@@ -37,7 +37,8 @@ def prepared_references(
     the zero baseline: training prompts re-prepared from ``reference_record_ids`` with
     ``attribution.reference_alignment`` (``prepare_training``), an aligned paired prompt as stored in
     ``prepared_input_ids``."""
-    ids = list(frame["record_id"]) + [r for refs in frame["reference_record_ids"] for r in refs]
+    trained = frame[frame["reference"] == "train"]
+    ids = list(frame["record_id"]) + [r for refs in trained["reference_record_ids"] for r in refs]
     by_id = prompts_by_id(prompts, list(dict.fromkeys(ids)), "attribution run")
     out: dict[str, np.ndarray | None] = {}
     for row in frame.drop_duplicates("record_id").itertuples(index=False):
