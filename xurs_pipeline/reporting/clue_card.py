@@ -17,7 +17,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from xurs_pipeline.reporting.html_view import environment
+from xurs_pipeline.reporting.html_templates import environment
 
 NULLS = {
     "trained": "trained model",

@@ -15,6 +15,7 @@ import pandas as pd
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from xurs_pipeline.reporting.clue_card import render_clue_card
 from xurs_pipeline.reporting.html_style import CSS
 from xurs_pipeline.reporting.html_templates import environment
 
@@ -142,6 +143,7 @@ class FrontPage:
     error: AttributionError | None = None  # the attribution's error; None: nothing was attributed
     references: str = ""  # what the attribution was measured against (the Experiment table)
     clue: tuple[ClueRow, ...] = ()  # App. C localisation per region; () on data without a clue
+    clue_nulls: dict[str, dict] | None = None  # checks.json's localisation_nulls (reporting/clue_card.py)
 
 
 FRONT = """
@@ -203,31 +205,7 @@ for a random eligible token (Eq. 8). An interval above zero: the attribution fou
 {% else %}<p class="note">No zero-masking results.</p>{% endif %}
 </section>
 
-{% if p.clue %}
-<section id="clue">
-<h2>Does the attribution find the clue?</h2>
-<table>
-<thead><tr><th>Region</th><th class="num">Questions</th><th class="num">Clue ranks first</th>
-<th class="num">Median best rank</th><th class="num">Clue share</th>
-<th class="num">Above control windows (pp)</th><th class="num">95% CI</th></tr></thead>
-<tbody>
-{% for c in p.clue %}
-<tr><td>{{ c.region | replace("_", " ") }}</td><td class="num">{{ c.questions }}</td>
-<td class="num">{{ pct(c.rank_1_share) }}</td><td class="num">{{ c.median_best_rank | round(1) }}</td>
-<td class="num">{{ c.clue_share_pct | round(1) }}%</td><td class="num">{{ c.difference_pp | round(1) }}</td>
-<td class="num {{ 'pass' if c.ci_low > 0 else 'fail' }}">
-[{{ c.ci_low | round(1) }}, {{ c.ci_high | round(1) }}]</td></tr>
-{% endfor %}
-</tbody>
-</table>
-<p class="note">App. C: "clue ranks first" is the share of questions whose best clue token has the largest
-attribution magnitude in the region; the clue share is its part of the region's magnitude, compared with
-equal-length clue-free windows of the same region (an interval above zero: the clue holds more than text
-of its length). With training references nothing tells the attribution where the clue is; with an aligned
-paired reference only the positions that differ from it (the clue) can receive attribution, so these
-numbers hold by construction (table table9_localisation).</p>
-</section>
-{% endif %}
+{{ clue_card }}
 
 <section id="attribution-error">
 <h2>Attribution error</h2>
@@ -302,7 +280,10 @@ def render_front(page: FrontPage) -> Markup:
     template = environment().from_string(FRONT)
     has_result = any(a.with_result is not None or a.without_result is not None for a in page.accuracy)
     n_passed = sum(c.passed for c in page.checks)
-    return Markup(template.render(p=page, has_result=has_result, n_passed=n_passed, pct=_pct, f3=_f3))
+    card = render_clue_card(page.clue, page.clue_nulls or {})
+    return Markup(
+        template.render(p=page, has_result=has_result, n_passed=n_passed, pct=_pct, f3=_f3, clue_card=card)
+    )
 
 
 def markdown_title(text: str, fallback: str) -> str:

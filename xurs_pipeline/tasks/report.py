@@ -133,5 +133,6 @@ def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, 
         error=AttributionError.of(attributions),
         references=references(cfg),
         clue=ClueRow.of(localisation),
+        clue_nulls=checked.get("localisation_nulls") or {},
     )
     return page, markdown
