@@ -54,6 +54,10 @@ def test_live_positions_input_only_ranking_and_base_rate_on_a_planted_question()
     np.testing.assert_array_equal(refs["q1"], [R1, R2])
     live = live_by_question(prompts, refs)
     assert live["q1"] == (4, 5, 6, 7)  # only the clue and position 7 differ from a reference
+    aligned = prepared_references(trained, prompts, "sequence", PAD)  # shared text in place, as prepared
+    assert live_by_question(prompts, aligned)["q1"] == (4, 5, 6, 7)
+    stored = trained.assign(reference="aligned", prepared_input_ids=[R1])  # an aligned pair: as stored
+    np.testing.assert_array_equal(prepared_references(stored, prompts, "position", PAD)["q1"], [R1])
     rng = np.random.default_rng(0)
     embedding = rng.normal(size=(60, 8))
     embedding[[40, 41, 42]] *= 10  # clue tokens far from everything: the input-only ranking finds them
