@@ -97,3 +97,33 @@ def test_control_windows_never_overlap_the_clue(region, data):
         1 for s in range(len(region) - len(clue) + 1) if set(region[s : s + len(clue)]).isdisjoint(clue)
     )
     assert len(windows) == expected
+
+
+def test_localisation_over_live_positions_counts_only_them():
+    """Planted: 12 positions, of which 6 can take attribution (2, 3, 4 clue; 7, 8, 10 not). Ranks, windows
+    and shares are over those 6; a dead position with a large (spurious) magnitude cannot outrank the clue,
+    and the chance that random scores put the clue first is 3 / 6."""
+    mag = np.zeros(12)
+    mag[[2, 3, 4, 7, 8, 10]] = [1.0, 2.0, 0.5, 3.0, 0.1, 0.4]
+    mag[11] = 50.0  # dead position (identical to every reference): excluded
+    live = [2, 3, 4, 7, 8, 10]
+    loc = clue_localisation(mag, range(12), [1, 2, 3, 4], "case", live=live)  # clue 1 is dead
+    assert (loc.n_live, loc.n_clue_live, loc.chance_rank_1) == (6, 3, 0.5)
+    assert loc.best_rank == 2  # 7 (3.0) first, then clue 3 (2.0)
+    assert loc.clue_share == pytest.approx(3.5 / 7.0)
+    assert loc.n_windows == 1  # live run 7, 8, 10 is the one clue-free window of 3 live positions
+    assert loc.control_mean_share == pytest.approx(3.5 / 7.0)
+    everything = clue_localisation(mag, range(12), [1, 2, 3, 4], "case")
+    assert everything.best_rank == 3  # counted over all positions the dead 11 outranks the clue
+
+
+def test_a_clue_that_fills_the_live_positions_leaves_no_control_window():
+    mag = np.array([0.0, 1.0, 2.0, 3.0, 0.5, 0.0])
+    loc = clue_localisation(mag, range(6), [1, 2, 3], "case", live=[1, 2, 3, 4])
+    assert loc.n_windows == 0
+    assert np.isnan(loc.control_mean_share)
+    assert np.isnan(loc.difference_pp)
+    assert loc.best_rank == 1
+    assert loc.chance_rank_1 == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="no clue position can take attribution"):
+        clue_localisation(mag, range(6), [1, 2], "case", live=[3, 4])

@@ -120,6 +120,22 @@ def test_checks_stage_reports_verdicts_for_completeness_not_gates(artifacts: Pat
     rnd = read_parquet(artifacts / "checks" / "details" / "randomisation.parquet")
     assert rnd["randomised"].tolist()[:1] == ["head"]
     assert "randomisation" in summary
+    # the clue's nulls on the randomisation's question: trained, head re-initialised, input only; against a
+    # zero baseline every position is live, so the base rate is the clue's share of the region's tokens
+    nulls = summary["localisation_nulls"]
+    assert set(nulls) == {"trained", "randomised_head", "input_only"}
+    assert {m["case_text"]["questions"] for m in nulls.values()} == {1}
+    table = read_parquet(artifacts / "checks" / "details" / "localisation_nulls.parquet")
+    case = table[(table["region"] == "case_text") & (table["ranking"] == "trained")].iloc[0]
+    prompts = read_parquet(artifacts / "prepared" / "prompts.parquet").set_index("record_id")
+    prompt = prompts.loc[case["record_id"]]
+    assert case["n_live"] == len(prompt["case_positions"])
+    assert case["n_clue_live"] == len(prompt["clue_positions"])
+    assert case["chance_rank_1"] == pytest.approx(case["n_clue_live"] / case["n_live"])
+    assert nulls["trained"]["case_text"]["base_rate_rank_1"] == pytest.approx(case["chance_rank_1"])
+    assert not table[table["ranking"] == "randomised_head"]["clue_share"].equals(
+        table[table["ranking"] == "trained"]["clue_share"].reset_index(drop=True)
+    )
 
 
 def test_stages_fail_clearly_on_missing_or_mismatched_artifacts(artifacts: Path, tmp_path: Path):

@@ -99,13 +99,21 @@ def test_a_run_that_does_not_fit_names_the_key_to_change() -> None:
 
 def test_gradient_evaluations_state_each_estimators_budget() -> None:
     """Per stage, questions x collections x the estimator's most samples: kronrod's budget (not IG's points),
-    a kronrod repeat's raised first pass, and one more run per comparison target (hand sums)."""
+    a kronrod repeat's raised first pass, one more run per comparison target, and the clue study's
+    randomised-head re-attribution in ``checks`` (hand sums)."""
     repeat, targets = "evaluation.repeat_seeds=[17]", "evaluation.targets=[width,betp]"
     kronrod = _paper("controlled_direct_kronrod", repeat, targets)
     budget = kronrod.attribution.kronrod_max_evals
+    assert kronrod.evaluation.randomisation_blocks == 0  # a clue study's nulls: the head, re-initialised
     assert gradient_evaluations(kronrod, questions=8, tokens=512) == {
         "attribute": 8 * budget, "attribute_repeats": 8 * budget, "attribute_targets": 8 * budget,
+        "checks": 8 * budget,
     }  # fmt: skip
+    off = _paper("controlled_direct_kronrod", "evaluation.randomisation_questions=0")
+    assert gradient_evaluations(off, questions=8, tokens=512)["checks"] == 0
+    cascade = _paper("controlled_direct_kronrod", "evaluation.randomisation_blocks=2")
+    cascaded = gradient_evaluations(cascade, questions=5, tokens=512)["checks"]
+    assert cascaded == 3 * 5 * budget  # head + 2 blocks
     four = ("attribution.refs_per_collection=4", "attribution.kronrod_max_evals=60")  # the first pass
     small = _paper("controlled_direct_kronrod", *four, repeat)
     repeats = gradient_evaluations(small, questions=1, tokens=512)["attribute_repeats"]
@@ -113,6 +121,7 @@ def test_gradient_evaluations_state_each_estimators_budget() -> None:
     eg = _paper("controlled_direct", "evaluation.repeat_seeds=[17,23]", "evaluation.repeat_n_samples=32")
     assert gradient_evaluations(eg, questions=3, tokens=512) == {
         "attribute": 3 * eg.attribution.n_samples, "attribute_repeats": 2 * 3 * 32, "attribute_targets": 0,
+        "checks": 3 * eg.attribution.n_samples,  # the head on the 3 questions (randomisation_questions 8)
     }  # fmt: skip
 
 

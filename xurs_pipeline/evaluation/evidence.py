@@ -10,6 +10,8 @@ equals the input token (aligned references) or, for other references, whose attr
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -57,10 +59,17 @@ def _forced_zero(row: object, input_ids: np.ndarray, magnitude: np.ndarray) -> l
     return np.flatnonzero(magnitude == 0).tolist()
 
 
-def localisation_table(frame: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFrame:
+def localisation_table(
+    frame: pd.DataFrame, prompts: pd.DataFrame, live: Mapping[str, Sequence[int]] | None = None
+) -> pd.DataFrame:
     """App. C measurements for every row whose prompt has a clue, in both regions (a region without any
-    attribution magnitude gets a row with only a ``note``: its shares are undefined)."""
-    if "clue_positions" not in prompts.columns:
+    attribution magnitude gets a row with only a ``note``: its shares are undefined).
+
+    ``frame``: record_id, target, reference, token_magnitude (seq,) per row (and prepared_input_ids,
+    used without ``live``). ``live``: per record id, the positions that can take attribution
+    (``nulls.live_positions`` of the references as prepared); given, every statistic counts only them
+    and each row carries ``chance_rank_1``, the rank-1 probability of random scores."""
+    if "clue_positions" not in prompts.columns or frame.empty:
         return pd.DataFrame()
     by_id = prompts_by_id(prompts, list(frame["record_id"]), "attribution run")
     rows = []
@@ -75,7 +84,11 @@ def localisation_table(frame: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFra
             "all_text": np.flatnonzero(~np.isin(sections, INACTIVE_SECTIONS)).tolist(),
             "case_text": [int(i) for i in prompt["case_positions"]],
         }
-        zero = _forced_zero(row, np.asarray(prompt["input_ids"], dtype=np.int64), magnitude)
+        alive = None if live is None else sorted(int(i) for i in live[str(row.record_id)])
+        if alive is None:
+            zero = _forced_zero(row, np.asarray(prompt["input_ids"], dtype=np.int64), magnitude)
+        else:
+            zero = sorted(set(range(magnitude.size)) - set(alive))
         for name, region in regions.items():
             key = {
                 "record_id": row.record_id,
@@ -86,7 +99,10 @@ def localisation_table(frame: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFra
             if magnitude[region].sum() == 0:  # nothing attributed (e.g. a saturated width): shares undefined
                 rows.append({**key, "note": "all-zero attribution in the region"})
                 continue
-            loc = clue_localisation(magnitude, region, clue, name, zero, str(row.record_id))
+            if alive is not None and not set(clue) & set(alive):
+                rows.append({**key, "note": "no clue position can take attribution"})
+                continue
+            loc = clue_localisation(magnitude, region, clue, name, zero, str(row.record_id), alive)
             rows.append({**key, **loc.to_dict(), "note": ""})
     return pd.DataFrame(rows)
 
@@ -102,19 +118,30 @@ def localisation_summary(
         return {}
     out: dict[str, dict[str, float | int]] = {}
     for region, rows in table.dropna(subset=["clue_share"]).groupby("region", sort=False):
-        ci = mean_advantage_interval(
-            100 * rows["clue_share"].to_numpy(), 100 * rows["control_mean_share"].to_numpy(),
-            resamples, confidence, method, seed,
-        )  # fmt: skip
+        paired = rows.dropna(subset=["control_mean_share"])  # live only: a clue may leave no window
+        nan = float("nan")
+        ci = None
+        if len(paired):
+            ci = mean_advantage_interval(
+                100 * paired["clue_share"].to_numpy(), 100 * paired["control_mean_share"].to_numpy(),
+                resamples, confidence, method, seed,
+            )  # fmt: skip
         out[str(region)] = {
-            "questions": ci.n,
+            "questions": len(rows),
             "mean_clue_share_pct": float(100 * rows["clue_share"].mean()),
-            "mean_difference_pp": ci.mean,
-            "ci_low": ci.low,
-            "ci_high": ci.high,
+            "mean_difference_pp": ci.mean if ci else nan,
+            "ci_low": ci.low if ci else nan,
+            "ci_high": ci.high if ci else nan,
             "median_best_rank": float(rows["best_rank"].median()),
             "best_rank_1_share": float((rows["best_rank"] == 1).mean()),
         }
+        if "chance_rank_1" in rows.columns and rows["chance_rank_1"].notna().any():
+            out[str(region)].update({
+                "questions_with_windows": len(paired),
+                "base_rate_rank_1": float(rows["chance_rank_1"].mean()),
+                "median_live_positions": float(rows["n_live"].median()),
+                "median_live_clue_positions": float(rows["n_clue_live"].median()),
+            })  # fmt: skip
     return out
 
 

@@ -59,22 +59,44 @@ def reinitialise(model: nn.Module, name: str, seed: int) -> int:
     return count
 
 
+def randomised_runs(
+    model: nn.Module, attribute: AttributeFn, cascade: Sequence[str], seed: int = 0
+) -> list[tuple[str, list[RunRecord]]]:
+    """``(module, records)`` per cascade step: the attribution after cumulatively re-initialising each
+    module in ``cascade`` (step k re-initialises ``cascade[k]`` with seed ``seed + k`` on a copy)."""
+    if not cascade:
+        raise ValueError("randomisation cascade is empty: name at least the head")
+    randomised = copy.deepcopy(model)
+    out = []
+    for step, name in enumerate(cascade):
+        reinitialise(randomised, name, seed + step)
+        out.append((name, list(attribute(randomised))))
+    return out
+
+
 def randomisation_check(
-    model: nn.Module, attribute: AttributeFn, cascade: Sequence[str], seed: int = 0, topk: int = 10
+    model: nn.Module,
+    attribute: AttributeFn,
+    cascade: Sequence[str],
+    seed: int = 0,
+    topk: int = 10,
+    original: Sequence[RunRecord] | None = None,
+    runs: list[tuple[str, list[RunRecord]]] | None = None,
 ) -> pd.DataFrame:
     """Attribution movement after cumulatively re-initialising each module in ``cascade``.
 
-    attribute(model) -> RunRecords (one per explained question). Returns one row per (step, question):
-    step (0-based), randomised (the module re-initialised at this step, the earlier ones stay random),
-    and the :func:`compare_runs` metrics against the trained model's attribution.
+    attribute(model) -> RunRecords (one per explained question). ``original``: the trained model's
+    records when already computed (the attribution run's own, same questions and options), else
+    ``attribute(model)``; ``runs``: :func:`randomised_runs` when already computed. Returns one row per
+    (step, question): step (0-based), randomised (the module re-initialised at this step, the earlier
+    ones stay random), and the :func:`compare_runs` metrics against the trained model's attribution.
     """
     if not cascade:
         raise ValueError("randomisation cascade is empty: name at least the head")
-    original = list(attribute(model))
-    randomised = copy.deepcopy(model)
+    trained = list(original) if original is not None else list(attribute(model))
+    runs = runs if runs is not None else randomised_runs(model, attribute, cascade, seed)
     frames = []
-    for step, name in enumerate(cascade):
-        reinitialise(randomised, name, seed + step)
-        frame = compare_runs(list(attribute(randomised)), original, topks=(topk,), names=(name, "trained"))
+    for step, (name, records) in enumerate(runs):
+        frame = compare_runs(records, trained, topks=(topk,), names=(name, "trained"))
         frames.append(frame.assign(step=step, randomised=name))
     return pd.concat(frames, ignore_index=True)

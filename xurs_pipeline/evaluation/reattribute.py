@@ -1,14 +1,15 @@
 """An attribution callable for the model-randomisation check, built on ``xurs_pipeline.attribution``.
 
 It re-runs the attribute stage's estimator (same method, references and budget) on a few questions
-for any model. The explained option is the correct answer (``attribution.target='correct'``), so the
-trained and the randomised model explain the same option even when their predictions differ.
+for any model. The explained options are given per question (the attribution run's own rows), or else
+the correct answer (``attribution.target='correct'``), so the trained and the randomised model explain
+the same option even when their predictions differ.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 from torch import nn
@@ -28,8 +29,10 @@ def attribution_callable(
     record_ids: Sequence[str],
     pad_id: int,
     max_positions: int | None,
+    targets: Mapping[str, tuple[int, ...]] | None = None,
 ) -> AttributeFn:
-    """``model -> RunRecords`` of ``record_ids`` under ``cfg`` (target forced to ``correct``)."""
+    """``model -> RunRecords`` of ``record_ids`` under ``cfg``: the options ``targets[record_id]``, or
+    the correct answer."""
     cfg = dataclasses.replace(cfg, record_ids=list(record_ids), target="correct", progress=False)
     questions = select_questions(prompts, cfg, max_positions)
     refs = reference_pool(prompts, cfg, max_positions) if cfg.reference == "train" else None
@@ -45,7 +48,8 @@ def attribution_callable(
             ]
         out = []
         for q in questions:
-            result = attribute_question(model, q, pool, cfg, pad_id)  # type: ignore[arg-type]
+            chosen = None if targets is None else tuple(targets[q.record_id])
+            result = attribute_question(model, q, pool, cfg, pad_id, targets=chosen)  # type: ignore[arg-type]
             if result.failure is not None:
                 raise FloatingPointError(result.failure.message())
             for row in result.rows:

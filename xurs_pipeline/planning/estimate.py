@@ -150,16 +150,21 @@ def gradient_evaluations(cfg: RootConfig, questions: int, tokens: int) -> dict[s
     (``AttributionConfig.gradient_budget``: EG its samples, IG references x path pieces x quadrature points,
     kronrod its budget, which it usually undercuts): ``attribute``,
     ``attribute_repeats`` (one run per ``evaluation.repeat_seeds``, each as :func:`repeat_config` makes it),
-    ``attribute_targets`` (one run per comparison target besides the main one, at the same budget)."""
+    ``attribute_targets`` (one run per comparison target besides the main one, at the same budget) and
+    ``checks`` (the model-randomisation check: the first ``evaluation.randomisation_questions`` explained
+    questions attributed again once per cascade step, the head and ``evaluation.randomisation_blocks``
+    blocks, at the main run's budget; the trained model's attribution is the main run's own)."""
     a, e = cfg.attribution, cfg.evaluation
 
-    def run(at: AttributionConfig) -> int:
-        return questions * at.gradient_budget(at.pieces_per_reference(tokens)).per_question
+    def run(at: AttributionConfig, n: int = questions) -> int:
+        return n * at.gradient_budget(at.pieces_per_reference(tokens)).per_question
 
+    steps = 1 + e.randomisation_blocks if e.randomisation_questions else 0
     return {
         "attribute": run(a),
         "attribute_repeats": sum(run(repeat_config(cfg, s).attribution) for s in e.repeat_seeds),
         "attribute_targets": sum(t != a.target_fn for t in e.targets) * run(a),
+        "checks": steps * run(a, min(questions, e.randomisation_questions)),
     }
 
 

@@ -108,6 +108,10 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
         tables.LOCALISATION_SUMMARY,
         tables.localisation_summary_frame(check_summary.get("localisation") or {}),
     )
+    frames["clue_nulls"] = (
+        tables.CLUE_NULLS,
+        tables.clue_nulls_frame(check_summary.get("localisation_nulls") or {}),
+    )
     frames["clue_masking"] = (tables.CLUE_MASKING, tables.clue_masking_frame(mask_metrics, label))
 
     data = params["data"]
@@ -125,7 +129,8 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
             "the classifier predicts the 15 masses directly (output_kind mass15): the App. A conversion and "
             "the Eq. 5 correction apply to belief heads only"
         )
-    for spec in (tables.ENDPOINTS, tables.LOCALISATION, tables.LOCALISATION_SUMMARY, tables.CLUE_MASKING):
+    for spec in (tables.ENDPOINTS, tables.LOCALISATION, tables.LOCALISATION_SUMMARY, tables.CLUE_MASKING,
+                 tables.CLUE_NULLS):  # fmt: skip
         if spec.name not in index["tables"]:
             index["skipped"].setdefault(spec.name, "the experiment has no aligned references or clue tokens")
     if gates.empty:

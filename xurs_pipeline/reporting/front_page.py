@@ -9,12 +9,16 @@ Pure rendering over typed inputs (``tasks/report.py`` reads them from artifacts 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from xurs_pipeline.reporting.clue_card import NullRow, render_clue_card
+from xurs_pipeline.reporting.clue_card import clue_verdict as null_verdict
 from xurs_pipeline.reporting.html_style import CSS
 from xurs_pipeline.reporting.html_templates import environment
 
@@ -146,6 +150,7 @@ class FrontPage:
     known_misses: tuple[tuple[str, str], ...] = ()  # (gate name, reason): gates this data is known to miss
     clue_by_construction: bool = False  # aligned paired references: only the clue can receive attribution
     plots_not_drawn: tuple[Link, ...] = ()  # plots without data to draw: name and reason
+    clue_nulls: dict[str, dict] | None = None  # checks.json's localisation_nulls (reporting/clue_card.py)
 
     @property
     def attribution_checks(self) -> tuple[CheckLine, ...]:
@@ -166,7 +171,7 @@ class FrontPage:
         """The front page's first line: did the model learn, is the attribution's error within App. B.4's
         tolerance, did the attribution find the clue."""
         return (learned_verdict(self.accuracy), error_verdict(self.error, self.tolerance),
-                clue_verdict(self.clue, self.clue_by_construction))  # fmt: skip
+                clue_verdict(self.clue, self.clue_by_construction, self.clue_nulls or {}))  # fmt: skip
 
 
 def is_gate(check: CheckLine) -> bool:
@@ -211,9 +216,14 @@ def error_verdict(error: AttributionError | None, tolerance: tuple[float, float]
     return Verdict(question, "yes" if ok else "no", "pass" if ok else "fail", detail)
 
 
-def clue_verdict(clue: tuple[ClueRow, ...], by_construction: bool) -> Verdict:
+def clue_verdict(
+    clue: tuple[ClueRow, ...], by_construction: bool, nulls: Mapping[str, Any] | None = None
+) -> Verdict:
     """App. C: the clue's share of the case text's attribution above equal-length clue-free windows, its
-    question-level 95% interval above zero (the first region when there is no case text)."""
+    question-level 95% interval above zero (the first region when there is no case text), and, where the
+    checks computed them (``localisation_nulls``), above its nulls: the base rate, the model with its head
+    re-initialised and the input-only ranking (``clue_card.clue_verdict``); a localisation that does not
+    beat them is not the model's and answers "no"."""
     question = "Clue found?"
     if not clue:
         return Verdict(question, "n/a", "none", "no known clue in this data")
@@ -224,6 +234,11 @@ def clue_verdict(clue: tuple[ClueRow, ...], by_construction: bool) -> Verdict:
               f"[{row.ci_low:.1f}, {row.ci_high:.1f}]")  # fmt: skip
     if by_construction:
         detail += " (by construction: aligned paired references leave only the clue to attribute)"
+    if nulls:
+        against = null_verdict(NullRow.of(nulls), row.region)
+        ok = ok and against.beats_nulls
+        reason = "beats its nulls" if against.beats_nulls else f"not above its nulls: {against.reasons[0]}"
+        detail += f"; {reason}"
     return Verdict(question, "yes" if ok else "no", "pass" if ok else "fail", detail)
 
 
@@ -296,31 +311,7 @@ for a random eligible token (Eq. 8). An interval above zero: the attribution fou
 {% else %}<p class="note">No zero-masking results.</p>{% endif %}
 </section>
 
-{% if p.clue %}
-<section id="clue">
-<h2>Does the attribution find the clue?</h2>
-<table>
-<thead><tr><th>Region</th><th class="num">Questions</th><th class="num">Clue ranks first</th>
-<th class="num">Median best rank</th><th class="num">Clue share</th>
-<th class="num">Above control windows (pp)</th><th class="num">95% CI</th></tr></thead>
-<tbody>
-{% for c in p.clue %}
-<tr><td>{{ c.region | replace("_", " ") }}</td><td class="num">{{ c.questions }}</td>
-<td class="num">{{ pct(c.rank_1_share) }}</td><td class="num">{{ c.median_best_rank | round(1) }}</td>
-<td class="num">{{ c.clue_share_pct | round(1) }}%</td><td class="num">{{ c.difference_pp | round(1) }}</td>
-<td class="num {{ 'pass' if c.ci_low > 0 else 'fail' }}">
-[{{ c.ci_low | round(1) }}, {{ c.ci_high | round(1) }}]</td></tr>
-{% endfor %}
-</tbody>
-</table>
-<p class="note">App. C: "clue ranks first" is the share of questions whose best clue token has the largest
-attribution magnitude in the region; the clue share is its part of the region's magnitude, compared with
-equal-length clue-free windows of the same region (an interval above zero: the clue holds more than text
-of its length). With training references nothing tells the attribution where the clue is; with an aligned
-paired reference only the positions that differ from it (the clue) can receive attribution, so these
-numbers hold by construction (table table9_localisation).</p>
-</section>
-{% endif %}
+{{ clue_card }}
 
 <section id="attribution-error">
 <h2>Attribution error</h2>
@@ -427,7 +418,8 @@ def render_front(page: FrontPage) -> Markup:
     n_gates_passed = sum(c.passed for c in page.gates)
     n_expected = sum(bool(page.expected_miss(c)) and not c.passed for c in page.gates)
     counts = {"n_passed": n_passed, "n_gates_passed": n_gates_passed, "n_expected": n_expected}
-    return Markup(template.render(p=page, has_result=has_result, pct=_pct, f3=_f3, **counts))
+    card = render_clue_card(page.clue, page.clue_nulls or {})
+    return Markup(template.render(p=page, has_result=has_result, pct=_pct, f3=_f3, clue_card=card, **counts))
 
 
 def markdown_title(text: str, fallback: str) -> str:

@@ -116,6 +116,24 @@ LOCALISATION_SUMMARY = TableSpec(
         Column("best_rank_1_share", "Rank 1 (%)", fmt_percent(0)),
     ],
 )
+CLUE_NULLS = TableSpec(
+    "table9_clue_nulls",
+    "ClueNullRows",
+    "Clue localisation against its nulls (App. C, positions that can take attribution only): the trained "
+    "model, the same estimator with the classifier's head re-initialised, and the input-only ranking "
+    "(summed embedding distance to the references as prepared), on the same questions and references; "
+    "random scores is the expected rank-1 share when every live position is equally likely to rank first.",
+    [
+        Column("region", "Region", align="l"),
+        Column("ranking", "Ranking", align="l"),
+        Column("questions", "Questions"),
+        Column("best_rank_1_share", "Clue first (%)", fmt_percent(0)),
+        Column("mean_clue_share_pct", "Clue share (%)", fmt_float(1)),
+        Column("base_rate_rank_1", "Random scores: clue first (%)", fmt_percent(0)),
+        Column("median_live_positions", "Live positions (median)", fmt_float(1)),
+        Column("median_live_clue_positions", "Live clue positions (median)", fmt_float(1)),
+    ],
+)
 CLUE_MASKING = TableSpec(
     "table1_clue_masking",
     "ClueMaskingRows",
@@ -318,6 +336,17 @@ def localisation_summary_frame(summary: Mapping[str, Mapping[str, Any]]) -> pd.D
     return pd.DataFrame(
         [{**m, "region": region, "ci": (m["ci_low"], m["ci_high"])} for region, m in summary.items()]
     )
+
+
+def clue_nulls_frame(nulls: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> pd.DataFrame:
+    """The clue-nulls rows from ``checks/checks.json``'s ``localisation_nulls`` (ranking -> region ->
+    summary): one per (region, ranking), regions first; empty without a clue."""
+    rows = [{**m, "region": region, "ranking": ranking.replace("_", " ")}
+            for ranking, regions in nulls.items() for region, m in regions.items()]  # fmt: skip
+    if not rows:
+        return pd.DataFrame()
+    frame = pd.DataFrame(rows)
+    return frame.sort_values("region", kind="stable").reset_index(drop=True)
 
 
 def clue_masking_frame(mask_metrics: Mapping[str, Any], configuration: str) -> pd.DataFrame:

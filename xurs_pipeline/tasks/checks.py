@@ -18,9 +18,17 @@ import pandas as pd
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, repeat_config, train_run_hash
 from xurs_pipeline.contracts import artifact, check_detail, comparison_run, stage_hash
 from xurs_pipeline.data.dataset import data_config_hash
-from xurs_pipeline.evaluation.artifacts import read_attributions, read_prompts
+from xurs_pipeline.evaluation.artifacts import read_attributions, read_prompts, run_records
+from xurs_pipeline.evaluation.clue_nulls import (
+    clue_nulls,
+    input_only_frame,
+    live_by_question,
+    prepared_references,
+    records_frame,
+)
+from xurs_pipeline.evaluation.comparisons import RunRecord
 from xurs_pipeline.evaluation.evidence import endpoint_checks, localisation_summary, localisation_table
-from xurs_pipeline.evaluation.randomisation import cascade_names, randomisation_check
+from xurs_pipeline.evaluation.randomisation import cascade_names, randomisation_check, randomised_runs
 from xurs_pipeline.evaluation.reattribute import attribution_callable
 from xurs_pipeline.evaluation.run_checks import (
     Run,
@@ -36,22 +44,64 @@ from xurs_pipeline.tasks.attribute_repeats import repeat_dir, repeat_name
 from xurs_pipeline.tasks.runner import log
 
 
-def _randomisation(cfg: RootConfig, prompts: pd.DataFrame, main: Run) -> pd.DataFrame:
+def _has_clue(prompts: pd.DataFrame, main: Run) -> bool:
+    if "clue_positions" not in prompts.columns:
+        return False
+    explained = prompts[prompts["record_id"].isin(set(main.frame["record_id"]))]
+    return bool(explained["clue_positions"].map(len).gt(0).any())
+
+
+def _randomisation(
+    cfg: RootConfig, prompts: pd.DataFrame, main: Run, classifier: Any, pad_id: int
+) -> tuple[pd.DataFrame, list[RunRecord]]:
+    """The model-randomisation check on the first ``evaluation.randomisation_questions`` explained
+    questions, explaining the options the attribution run explained; and the randomised head's records."""
     ev = cfg.evaluation
-    if ev.randomisation_questions == 0:
-        return pd.DataFrame()
+    record_ids = list(dict.fromkeys(main.frame["record_id"]))[: ev.randomisation_questions]
+    rows = main.frame[main.frame["record_id"].isin(record_ids)]
+    targets = {str(r): tuple(int(t) for t in g["target"]) for r, g in rows.groupby("record_id", sort=False)}
+    max_positions = getattr(classifier.backbone.config, "max_position_embeddings", None)
+    attribute = attribution_callable(prompts, cfg.attribution, record_ids, pad_id, max_positions, targets)
+    cascade = cascade_names(classifier, "head", ev.randomisation_blocks)
+    runs = randomised_runs(classifier, attribute, cascade, seed=ev.seed)
+    trained = run_records(rows, prompts, main.directory)
+    frame = randomisation_check(classifier, attribute, cascade, ev.seed, ev.ranking.topk, trained, runs)
+    return frame, runs[0][1]
+
+
+def _clue_study(
+    cfg: RootConfig, prompts: pd.DataFrame, main: Run, details: dict[str, pd.DataFrame]
+) -> dict[str, Any]:
+    """Localisation over live positions beside its nulls (randomised head, input-only ranking), and the
+    model-randomisation check; fills ``details`` and returns the summary's entries."""
+    ev = cfg.evaluation
+    has_clue = _has_clue(prompts, main)
+    details["randomisation"] = pd.DataFrame()
+    if not has_clue and ev.randomisation_questions == 0:
+        details["localisation"] = localisation_table(main.frame, prompts)
+        return {}
     classifier, tokenizer = load_classifier(
         artifact("classifier").at(cfg.paths),
         config_hash=train_run_hash(cfg),
         merge_lora=cfg.attribution.merge_lora,
     )
-    record_ids = list(dict.fromkeys(main.frame["record_id"]))[: ev.randomisation_questions]
-    max_positions = getattr(classifier.backbone.config, "max_position_embeddings", None)
-    attribute = attribution_callable(
-        prompts, cfg.attribution, record_ids, tokenizer.pad_token_id, max_positions
-    )
-    cascade = cascade_names(classifier, "head", ev.randomisation_blocks)
-    return randomisation_check(classifier, attribute, cascade, seed=ev.seed, topk=ev.ranking.topk)
+    head: list[RunRecord] = []
+    pad_id = tokenizer.pad_token_id
+    if ev.randomisation_questions:
+        details["randomisation"], head = _randomisation(cfg, prompts, main, classifier, pad_id)
+    if not has_clue:
+        details["localisation"] = localisation_table(main.frame, prompts)
+        return {}
+    embedding = classifier.backbone.get_input_embeddings().weight.detach().double().cpu().numpy()
+    refs = prepared_references(main.frame, prompts, cfg.attribution.reference_alignment, pad_id)
+    live = live_by_question(prompts, refs, embedding)
+    details["localisation"] = localisation_table(main.frame, prompts, live)
+    rankings = {"trained": main.frame, "input_only": input_only_frame(main.frame, prompts, refs, embedding)}
+    if head:
+        rankings["randomised_head"] = records_frame(head)
+    boot = (ev.bootstrap_resamples, ev.confidence, ev.bootstrap_method, ev.seed)
+    details["localisation_nulls"], nulls = clue_nulls(rankings, prompts, live, *boot)
+    return {"localisation": localisation_summary(details["localisation"], *boot), "localisation_nulls": nulls}
 
 
 def run(cfg: RootConfig) -> dict[str, Any]:
@@ -78,16 +128,17 @@ def run(cfg: RootConfig) -> dict[str, Any]:
     checks += [
         Check("reference_endpoints", f"shift_{e.case}", e.shift, e.warn_above, "<=", 1) for e in endpoints
     ]
-    details["localisation"] = localisation_table(main.frame, prompts)
-    details["randomisation"] = _randomisation(cfg, prompts, main)
+    clue = _clue_study(cfg, prompts, main, details)
     run_hash, checks_table = stage_hash("checks", cfg), artifact("checks")
     for name, table in details.items():
         write_parquet(table, check_detail(name).at(cfg.paths), check_detail(name).provenance(run_hash))
     write_parquet(checks_frame(checks), checks_table.at(cfg.paths), checks_table.provenance(run_hash))
     summary = checks_summary(checks)
-    summary["localisation"] = json_safe(localisation_summary(
+    summary["localisation"] = json_safe(clue.get("localisation") or localisation_summary(
         details["localisation"], ev.bootstrap_resamples, ev.confidence, ev.bootstrap_method, ev.seed
     ))  # fmt: skip
+    if "localisation_nulls" in clue:
+        summary["localisation_nulls"] = json_safe(clue["localisation_nulls"])
     if not details["randomisation"].empty:
         moved = details["randomisation"].groupby("randomised", sort=False)[["spearman", "relative_distance"]]
         summary["randomisation"] = json_safe(moved.median().to_dict(orient="index"))

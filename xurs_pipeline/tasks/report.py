@@ -140,5 +140,6 @@ def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, 
         plots_not_drawn=tuple(
             Link(name.replace("_", " "), "", why) for name, why in index.get("plots_not_drawn", {}).items()
         ),
+        clue_nulls=checked.get("localisation_nulls") or {},
     )
     return page, markdown
