@@ -1,6 +1,12 @@
 """Which head on the frozen backbone learns the two-cue data (the swap control's models A and B)?
 
     python bench/swap_heads.py [--experiment controlled_swap] [--config NAME:layers=-1/18,pool=last ...]
+    python bench/swap_heads.py --config p2:adapt=partial,blocks=2 --override train=partial_cpu \
+        'model.feature_layers=[-1]'
+
+``adapt=partial,blocks=k`` tunes the top k blocks with the head (``train.adaptation=partial``) from the
+cached states entering them (``models/block_cache.py``; filled once, shared by both roles, since the texts
+are the same), on a freshly loaded backbone per role, and reads the test outputs through the same blocks.
 
 Every configuration trains the experiment's head-only run (its ``train.*``) for role A (labels follow cue 1)
 and role B (cue 2) on the cached frozen features (every layer and both poolings are cached once, so each
@@ -27,7 +33,9 @@ from xurs_pipeline.data.schema import read_prompts
 from xurs_pipeline.data.synthetic.swap import relabel_by_cue
 from xurs_pipeline.evaluation.swap_study import role_accuracy
 from xurs_pipeline.models.backbone import load_backbone_dir
+from xurs_pipeline.models.block_cache import TopBlocks, cached_lower_states
 from xurs_pipeline.models.checkpoint import build_classifier
+from xurs_pipeline.train.data import Collator
 from xurs_pipeline.train.predict import classifier_outputs
 from xurs_pipeline.train.prompts import split_examples
 from xurs_pipeline.train.runner import Adaptation, train_classifier
@@ -40,6 +48,21 @@ def parse(text: str) -> tuple[str, dict[str, str]]:
     return name, dict(part.split("=") for part in spec.split(",") if part)
 
 
+def partial_masses(classifier, input_ids, blocks: int, pad: int, cache_dir: str):
+    """Masses (n, 15) of a partially tuned classifier: its top ``blocks`` blocks and head on the cached
+    (frozen) states entering them, in input order."""
+    import torch
+
+    states, _ = cached_lower_states(classifier, input_ids, blocks, pad, cache_dir)
+    model, collate = TopBlocks(classifier, blocks).eval(), Collator(pad, classifier.padding_side)
+    masses = []
+    with torch.no_grad():
+        for i in range(0, len(states), 16):
+            batch = collate([{"inputs": s, "labels": torch.tensor(0)} for s in states[i : i + 16]])
+            masses.append(model(**batch["inputs"]).masses.float())
+    return torch.cat(masses)
+
+
 def main() -> None:
     import argparse
 
@@ -49,6 +72,7 @@ def main() -> None:
     parser.add_argument("--experiment", default="controlled_swap")
     parser.add_argument("--config", nargs="+", default=DEFAULT)
     parser.add_argument("--override", nargs="*", default=[])
+    parser.add_argument("--roles", default="AB", help="which models to train: A (cue 1), B (cue 2)")
     args = parser.parse_args()
     C.print_header("Swap control: heads on frozen features", " ".join(sys.argv))
     cfg = validate(compose([f"experiment={args.experiment}", *args.override], conf_dir=C.ROOT / "conf"))
@@ -58,8 +82,12 @@ def main() -> None:
     rows = []
     for name, spec in (parse(c) for c in args.config):
         layers = [int(x) for x in spec.get("layers", "-1").split("/")]
-        for role, cue in (("A", 1), ("B", 2)):
+        for role, cue in (rc for rc in (("A", 1), ("B", 2)) if rc[0] in args.roles):
             frame = relabel_by_cue(prompts, cue)
+            adapt = spec.get("adapt", "head_only")
+            blocks = int(spec.get("blocks", 2))
+            if adapt != "head_only":  # adaptations change the backbone in place: a fresh one per role
+                backbone = load_backbone_dir(artifact("backbone").at(cfg.paths))
             vocab = backbone.model.config.vocab_size
             train = split_examples(frame, "train", vocab, True)
             dev = split_examples(frame, "dev", vocab, True)
@@ -87,19 +115,21 @@ def main() -> None:
                 train.data,
                 dev.data,
                 backbone.tokenizer.pad_token_id,
-                Adaptation("head_only"),
+                Adaptation(adapt, partial_layers=blocks),
                 settings,
                 feature_cache_dir=t.feature_cache_dir,
+                on_epoch_end=lambda rec, tag=f"{name} {role}": print(f"    {tag}: {rec}", flush=True),
             )
             test = frame[(frame["split"] == "test") & frame["has_result"].astype(bool)]
-            out = classifier_outputs(
-                classifier,
-                [list(map(int, x)) for x in test["input_ids"]],
-                backbone.tokenizer.pad_token_id,
-                32,
-                feature_cache_dir=t.feature_cache_dir,
-            )
-            acc = role_accuracy(out.masses, test, cue)
+            test_ids = [list(map(int, x)) for x in test["input_ids"]]
+            pad = backbone.tokenizer.pad_token_id
+            if adapt == "partial":
+                masses = partial_masses(classifier, test_ids, blocks, pad, t.feature_cache_dir)
+            else:
+                masses = classifier_outputs(
+                    classifier, test_ids, pad, 32, feature_cache_dir=t.feature_cache_dir
+                ).masses
+            acc = role_accuracy(masses, test, cue)
             rows.append(
                 (
                     name,
