@@ -186,25 +186,14 @@ def plan_vs_measured(experiment: str, tokens: int, measured: dict, device: torch
     }  # fmt: skip
 
 
-PIPELINE_SIZES = [
-    "data.medqa_path=medqa",
-    "train.max_epochs=1",
-    "train.head_first_epochs=2",
-    "attribution.max_questions=2",
-    "attribution.refs_per_collection=4",
-    "evaluation.bootstrap_resamples=200",
-    "evaluation.n_random=4",
-    "evaluation.randomisation_questions=0",
-]  # fmt: skip  (tests/paper/test_paper_pipelines.py's SIZES)
-PIPELINE_SAMPLES = {"paper_smollm3": "attribution.n_samples=8", "paper_llama2": "attribution.n_samples=4"}
-ARCHITECTURE = {"paper_smollm3": "smollm3", "paper_llama2": "llama"}
-
-
 def pipeline_headlines(experiment: str, work: Path) -> dict:
     """Run ``experiment`` on its tiny model in ``work`` to ``tables`` in this process; stage headlines."""
     sys.path.insert(0, str(C.ROOT / "tests"))
     sys.path.insert(0, str(C.ROOT / "tests" / "paper"))
+    # the paper tests' own sizes and tiny models (tests/paper/test_paper_pipelines.py, conftest.py)
+    from conftest import PAPER_MODEL_LAYERS
     from paper_helpers import scratch_project
+    from test_paper_pipelines import ARCHITECTURE, sized_overrides
 
     from xurs_pipeline.cli import main as xurs
     from xurs_pipeline.config import load_params
@@ -212,12 +201,10 @@ def pipeline_headlines(experiment: str, work: Path) -> dict:
     from xurs_pipeline.tasks.pipeline import run_pipeline
 
     scratch_project(work)
-    model_dir = save_tiny_paper_model(work / "model", ARCHITECTURE[experiment],
-                                      num_layers=4 if experiment == "paper_smollm3" else 2)  # fmt: skip
+    arch = ARCHITECTURE[experiment]
+    model_dir = save_tiny_paper_model(work / "model", arch, num_layers=PAPER_MODEL_LAYERS[arch])
     os.chdir(work)
-    overrides = [f"experiment={experiment}", f"model.source={model_dir}", *PIPELINE_SIZES,
-                 PIPELINE_SAMPLES[experiment]]  # fmt: skip
-    assert xurs(["params", *overrides]) == 0
+    assert xurs(["params", *sized_overrides(experiment, model_dir)]) == 0
     start = time.perf_counter()
     headlines = run_pipeline(load_params("params.yaml"), until="tables")
     return {"seconds": time.perf_counter() - start, "cuda": torch.cuda.is_available(),
