@@ -152,6 +152,7 @@ def localisation_by_target(
     confidence: float,
     method: str,
     seed: int,
+    live: Mapping[str, Sequence[int]] | None = None,
 ) -> pd.DataFrame:
     """Which target function's attribution finds the clue (the comparison the paper leaves to future work,
     Sec. 7): App. C localisation of each target's rows, one row per (target_fn, region).
@@ -161,13 +162,14 @@ def localisation_by_target(
     :func:`localisation_summary`'s fields, the Wilson interval of the share of questions whose best clue
     token ranks first (``scipy.stats.binomtest``), and the completeness residual R (Eq. 9) of that
     target's rows (median, max), so that targets are compared at their attained tolerance. Empty without a
-    clue or with a single target function.
+    clue or with a single target function. ``live``: per record id, the positions that can take
+    attribution (the checks stage's ``details/live_positions``), counted as :func:`localisation_table` does.
     """
     if "target_fn" not in frame.columns or frame["target_fn"].nunique() < 2:
         return pd.DataFrame()
     rows = []
     for fn, runs in frame.groupby("target_fn", sort=True):
-        table = localisation_table(runs, prompts)
+        table = localisation_table(runs, prompts, live)
         summary = localisation_summary(table, resamples, confidence, method, seed)
         for region, m in summary.items():
             measured = table[(table["region"] == region)].dropna(subset=["clue_share"])

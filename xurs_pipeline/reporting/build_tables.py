@@ -56,6 +56,12 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
     details = artifacts / "checks" / "details"
     comparisons = [read_parquet(p) for p in sorted(details.glob("compare_*.parquet"))]
     localisation = _optional_parquet(details / "localisation.parquet")
+    live_frame = _optional_parquet(details / "live_positions.parquet")  # absent without a known clue
+    live = (
+        None
+        if live_frame is None
+        else dict(zip(live_frame["record_id"], live_frame["positions"], strict=True))
+    )
     check_summary = read_json(artifacts / "checks" / "checks.json")
     endpoints = _optional_parquet(details / "endpoints.parquet")
 
@@ -92,7 +98,7 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
         tables.TARGET_LOCALISATION,
         localisation_by_target(
             pd.concat([attributions, *target_runs]), prompts, int(ev["bootstrap_resamples"]),
-            float(ev["confidence"]), str(ev["bootstrap_method"]), int(ev["seed"]),
+            float(ev["confidence"]), str(ev["bootstrap_method"]), int(ev["seed"]), live,
         ),
     )  # fmt: skip
     if endpoints is not None and not endpoints.empty:

@@ -95,6 +95,9 @@ def _clue_study(
     embedding = classifier.backbone.get_input_embeddings().weight.detach().double().cpu().numpy()
     refs = prepared_references(main.frame, prompts, cfg.attribution.reference_alignment, pad_id)
     live = live_by_question(prompts, refs, embedding)
+    details["live_positions"] = pd.DataFrame(  # for the tables stage's per-target localisation
+        {"record_id": list(live), "positions": [list(v) for v in live.values()]}
+    )
     details["localisation"] = localisation_table(main.frame, prompts, live)
     rankings = {"trained": main.frame, "input_only": input_only_frame(main.frame, prompts, refs, embedding)}
     if head:
