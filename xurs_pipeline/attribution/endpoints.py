@@ -75,8 +75,8 @@ def natural_widths(
     width equals that of the prompt evaluated alone.
     """
     by_length: dict[int, list[int]] = defaultdict(list)
-    for i, ids in enumerate(prompts):
-        by_length[len(ids)].append(i)
+    for i, prompt in enumerate(prompts):
+        by_length[len(prompt)].append(i)
     result = torch.empty((len(prompts), 4), dtype=torch.float32, device=device)
     with frozen(model):  # type: ignore[arg-type]
         for length in sorted(by_length):

@@ -151,7 +151,7 @@ def set_precision(model: nn.Module, dtype: torch.dtype) -> None:
     from xurs_pipeline.models.classifier import RandomSetClassifier  # lazy: keeps transformers optional
 
     if isinstance(model, RandomSetClassifier):
-        model.backbone.to(dtype)
+        nn.Module.to(model.backbone, dtype)  # nn.Module's own: PreTrainedModel.to's stub rejects a dtype
         model.head.to(torch.float32)
     else:
         model.to(dtype)

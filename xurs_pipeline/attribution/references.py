@@ -11,12 +11,14 @@ the collections is decided by ``xurs_pipeline.data.references.reference_collecti
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
 ZERO_REFERENCE_ID = "<zero>"
+
+Embedding = Callable[[torch.Tensor], torch.Tensor]  # token ids (b, L) -> embeddings (b, L, d)
 
 
 def pad_or_truncate(ids: Sequence[int], length: int, pad_id: int) -> list[int]:
@@ -82,13 +84,13 @@ class PreparedReferences:
     def __len__(self) -> int:
         return len(self.record_ids)
 
-    def embeds(self, embed, index: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    def embeds(self, embed: Embedding, index: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
         """Prepared embeddings B of references ``index`` (b,) -> (b, L, d) in the dtype/device of ``like``."""
         if self.prepared_ids is None:
             return torch.zeros((index.numel(), *like.shape[1:]), dtype=like.dtype, device=like.device)
         return embed(self.prepared_ids.index_select(0, index)).to(like.dtype)
 
-    def ends(self, embed, index: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    def ends(self, embed: Embedding, index: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
         """Where the paths of references ``index`` (b,) end: X itself (``like``, (1, L, d)) or (b, L, d)."""
         if self.end_ids is None:
             return like

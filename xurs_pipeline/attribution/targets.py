@@ -27,7 +27,8 @@ def _entropy_per_option(masses: torch.Tensor, validate: bool = True) -> torch.Te
     """Predictive entropy ``-sum_k BetP(k) log BetP(k)`` (nats, 0 log 0 = 0), the same for every option.
     masses (batch, 15) -> (batch, 4)."""
     p = credal.pignistic(masses, validate=validate)
-    return (-(torch.special.xlogy(p, p)).sum(-1, keepdim=True)).expand(-1, p.shape[-1])
+    entropy: torch.Tensor = -(torch.special.xlogy(p, p)).sum(-1, keepdim=True)
+    return entropy.expand(-1, p.shape[-1])
 
 
 # name -> fn(masses (batch, 15), validate) -> (batch, 4): the target's value for each answer option; what

@@ -6,10 +6,11 @@ zero-masking can change them (Sec. 3.3, Eq. 8).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import cast
 
 import torch
 from torch import nn
-from transformers import DynamicCache, PreTrainedModel
+from transformers import DynamicCache, PreTrainedConfig, PreTrainedModel
 from transformers.cache_utils import DynamicLayer
 
 from xurs_pipeline.models.config import DEFAULT_FEATURE_LAYERS, POOLINGS, check_feature_layers, resolve_layers
@@ -97,7 +98,7 @@ class RandomSetClassifier(nn.Module):
         self.backbone = backbone
         self.head = head
         self.padding_side = padding_side
-        config = backbone.config
+        config = cast(PreTrainedConfig, backbone.config)
         self.n_layers: int = config.num_hidden_layers
         self.feature_layers = tuple(feature_layers)  # as configured (saved in checkpoints)
         self.layer_indices = resolve_layers(self.feature_layers, self.n_layers)  # in 0..n_layers
@@ -117,7 +118,8 @@ class RandomSetClassifier(nn.Module):
 
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
         """input_ids (batch, seq) -> token embeddings (batch, seq, d)."""
-        return self.backbone.get_input_embeddings()(input_ids)
+        embeddings = cast(nn.Module, self.backbone.get_input_embeddings())  # type: ignore[operator]
+        return cast(torch.Tensor, embeddings(input_ids))
 
     def _hidden_states(
         self,
@@ -202,11 +204,12 @@ class RandomSetClassifier(nn.Module):
     ) -> ClassifierOutput:
         """inputs_embeds (batch, seq, d), attention_mask (batch, seq), position_ids (batch, seq) ->
         ClassifierOutput(raw (batch, 14|15), masses (batch, 15))."""
-        return self.head(self.features(inputs_embeds, attention_mask, position_ids))
+        return cast(ClassifierOutput, self.head(self.features(inputs_embeds, attention_mask, position_ids)))
 
     def classify_ids(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> ClassifierOutput:
         """Convenience: ``forward(embed(input_ids), attention_mask, position_ids_from_mask(mask))``."""
-        return self(self.embed(input_ids), attention_mask, position_ids_from_mask(attention_mask))
+        positions = position_ids_from_mask(attention_mask)
+        return cast(ClassifierOutput, self(self.embed(input_ids), attention_mask, positions))
 
     def prefix_cache(
         self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor
@@ -253,4 +256,4 @@ class RandomSetClassifier(nn.Module):
             use_cache=True,
         )
         suffix_mask = attention_mask[:, attention_mask.shape[1] - inputs_embeds.shape[1] :]
-        return self.head(pool_last_token(out.last_hidden_state, suffix_mask))
+        return cast(ClassifierOutput, self.head(pool_last_token(out.last_hidden_state, suffix_mask)))

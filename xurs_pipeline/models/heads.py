@@ -89,13 +89,17 @@ class RandomSetHead(nn.Module):
                 for width in [in_features] + [hidden_units] * (depth - 1):
                     hidden += [nn.Linear(width, hidden_units), nn.GELU()]
                 self.net = nn.Sequential(*hidden, nn.Linear(hidden_units, n_out))
-        last = self.net if kind == "linear" else self.net[-1]
+        last = self.net if isinstance(self.net, nn.Linear) else self.net[-1]
+        assert isinstance(last, nn.Linear)
         with torch.no_grad():
             # Small (not zero) output weights: the start stays at the bias for any feature scale, and
             # gradients still reach earlier layers, LoRA adapters and tuned blocks from the first step.
             last.weight.mul_(INIT_WEIGHT_SCALE)
             # belief14: start at the uniform mass's beliefs; mass15: zero logits = uniform over the 15 sets.
-            last.bias.copy_(torch.logit(uniform_mass_beliefs()) if output_kind == "belief14" else 0.0)
+            if output_kind == "belief14":
+                last.bias.copy_(torch.logit(uniform_mass_beliefs()))
+            else:
+                last.bias.zero_()
 
     def forward(self, features: torch.Tensor) -> ClassifierOutput:
         """features (batch, in_features) -> ClassifierOutput(raw (batch, 14|15), masses (batch, 15)).
