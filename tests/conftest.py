@@ -33,7 +33,7 @@ SLOW_TIMEOUT_S = 1800
 # A group: node-id patterns (prefix, text inside), any of which admits a test.
 PAPER_TESTS = "tests/paper/test_paper_pipelines.py::"
 GROUPS = {
-    "smoke": [("tests/pipeline/", ""), ("tests/foundation/test_foundation_sweep.py::", "")],
+    "smoke": [("tests/pipeline/", "")],
     "paper_smollm3": [(PAPER_TESTS, "[paper_smollm3]")],
     "paper_llama2": [(PAPER_TESTS, "[paper_llama2]")],
     # one torchrun launch shared by the file's tests (its module fixture would run on each worker)

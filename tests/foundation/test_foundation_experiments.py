@@ -1,7 +1,8 @@
 """Sweeps a user can compare, from a fresh clone: every experiment's metrics in ``dvc exp show`` and its
 outputs readable by DVC at the experiment's revision (``dvc.api``), with README's own commands and nothing
-force-added to git. One clone per module (``clone``): the two-seed sweep to ``predict`` runs once; the
-gate and queue tests add experiments to it, reusing its stages through DVC's run-cache."""
+force-added to git. One clone per module (``clone``): the two-seed sweep to ``predict`` runs once (Table 8's
+route, ``xurs sweep --stage predict``); the gate and queue tests add experiments to it, reusing its stages
+through DVC's run-cache."""
 
 from __future__ import annotations
 
@@ -16,18 +17,43 @@ from smoke_project import BIN, run_ok
 from user_clone import exp_show, experiments, git_clone
 
 PREDICT = "data/predict/headline.json"
+PREDICTIONS = "data/predict/predictions.parquet"
 GATES = "data/gates/headline.json"
 SEEDS = {"sweep-0": 7, "sweep-1": 17}
+SEED_READERS = ("train", "predict")  # what a seed changes; the stages before them read no train.* key
 
 pytestmark = pytest.mark.slow  # end to end: each test runs DVC experiments of the smoke pipeline
 
 
 @pytest.fixture(scope="module")
-def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh clone where README's Table 8-style sweep ran: two seeds of the smoke experiment to predict."""
+def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A fresh clone where README's Table 8-style sweep ran (two seeds of the smoke experiment to predict),
+    and the sweep's output."""
     work = git_clone(tmp_path_factory.mktemp("user") / "xurs")
-    run_ok([str(BIN / "xurs"), "sweep", "--stage", "predict", "experiment=smoke", "train.seed=7,17"], work)
-    return work
+    sweep = [str(BIN / "xurs"), "sweep", "--stage", "predict", "experiment=smoke", "train.seed=7,17"]
+    return work, run_ok(sweep, work).stdout
+
+
+@pytest.fixture(scope="module")
+def clone(swept: tuple[Path, str]) -> Path:
+    return swept[0]
+
+
+def ran(output: str, stage: str) -> int:
+    """How often DVC's output says it ran ``stage`` (a run-cache restore does not count)."""
+    return output.count(f"Running stage '{stage}'")
+
+
+def test_each_sweep_point_reruns_only_what_its_seed_changes(swept: tuple[Path, str]) -> None:
+    """The second point reuses the first's backbone and prepared prompts (DVC's run-cache: same params, same
+    inputs) and trains its own model."""
+    _, out = swept
+    for stage in ("backbone", "prepare"):
+        assert ran(out, stage) == 1, (stage, out[-3000:])
+    for stage in SEED_READERS:
+        assert ran(out, stage) == 2, (stage, out[-3000:])
+    for stage in ("gates", "attribute", "mask_eval", "report"):  # after --stage predict
+        assert ran(out, stage) == 0, (stage, out[-3000:])
 
 
 def params_of(state: dict) -> dict:
@@ -55,7 +81,7 @@ def test_the_sweep_lists_each_seeds_accuracy_in_dvc_exp_show(clone: Path) -> Non
         assert params_of(state)["train"]["seed"] == seed
         assert params_of(state)["experiment_name"] == "smoke"
         headline = metric(state, PREDICT)
-        predictions = read_parquet(clone, "data/predict/predictions.parquet", state["rev"])
+        predictions = read_parquet(clone, PREDICTIONS, state["rev"])
         test = predictions[predictions["split"] == "test"]
         assert len(test) > 0
         assert headline["accuracy"] == pytest.approx(test["correct"].mean(), abs=1e-12), name  # its own run
@@ -83,7 +109,8 @@ def test_plots_diff_draws_both_experiments_training_curves(clone: Path) -> None:
 def test_a_gates_experiment_is_tabulated_by_gates_sweep(clone: Path) -> None:
     dvc, xurs = str(BIN / "dvc"), str(BIN / "xurs")
     before = set(experiments(exp_show(clone)))
-    run_ok([dvc, "exp", "run", "gates", "-S", "experiment=smoke", "-S", "train.seed=17"], clone)
+    out = run_ok([dvc, "exp", "run", "gates", "-S", "experiment=smoke", "-S", "train.seed=17"], clone).stdout
+    assert (ran(out, "gates"), *(ran(out, s) for s in SEED_READERS)) == (1, 0, 0), out[-3000:]  # run-cache
     shown = experiments(exp_show(clone))
     (name,) = set(shown) - before
     state = shown[name]
@@ -108,13 +135,14 @@ def test_a_gates_experiment_is_tabulated_by_gates_sweep(clone: Path) -> None:
     assert headline["gates_failed"] == int((~gates["passed"]).sum())
 
 
-def test_a_queued_sweep_of_two_model_sizes_runs_with_dvc_queue_start(clone: Path) -> None:
-    """``dvc exp run --queue`` + ``dvc queue start`` (DVC's local task queue: no network): two sizes of the
-    tiny model, each its own experiment with its predict headline."""
+def test_a_queued_sweep_runs_with_dvc_queue_start_and_reproduces_the_sweep(clone: Path) -> None:
+    """``dvc exp run --queue`` + ``dvc queue start`` (DVC's local task queue: no network): the sweep's two
+    seeds queued again, each its own experiment whose stages come from the run-cache, with the same
+    predictions and headline as the sweep's point of that seed."""
     dvc = str(BIN / "dvc")
     before = set(experiments(exp_show(clone)))
-    run_ok([dvc, "exp", "run", "predict", "--queue", "-S", "experiment=smoke", "-S", "train.seed=17",
-            "-S", "model.tiny_layers=2,3"], clone)  # fmt: skip
+    queue = [dvc, "exp", "run", "predict", "--queue", "-S", "experiment=smoke", "-S", "train.seed=7,17"]
+    run_ok(queue, clone)
     run_ok([dvc, "queue", "start", "-j", "1"], clone)
     deadline = time.monotonic() + 1000
     while time.monotonic() < deadline:
@@ -125,8 +153,10 @@ def test_a_queued_sweep_of_two_model_sizes_runs_with_dvc_queue_start(clone: Path
     assert status.count("Success") >= 2, status
     shown = experiments(exp_show(clone))
     new = {name: shown[name] for name in set(shown) - before}
-    assert sorted(params_of(s)["model"]["tiny_layers"] for s in new.values()) == [2, 3], status
-    for name, state in new.items():
-        predictions = read_parquet(clone, "data/predict/predictions.parquet", state["rev"])
-        test = predictions[predictions["split"] == "test"]
-        assert metric(state, PREDICT)["accuracy"] == pytest.approx(test["correct"].mean(), abs=1e-12), name
+    by_seed = {params_of(s)["train"]["seed"]: s for s in new.values()}
+    assert sorted(by_seed) == sorted(SEEDS.values()), status
+    for point, seed in SEEDS.items():
+        queued, swept = by_seed[seed], shown[point]
+        predictions = [read_parquet(clone, PREDICTIONS, rev) for rev in (queued["rev"], point)]
+        pd.testing.assert_frame_equal(*predictions)
+        assert metric(queued, PREDICT) == metric(swept, PREDICT), seed

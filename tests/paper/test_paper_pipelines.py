@@ -4,8 +4,8 @@ loaded from local directories, with every paper setting except the sizes.
 Each run is `xurs params` and then every stage's task to ``tables`` in this process (``run_pipeline``: the
 outputs of ``dvc repro`` without an interpreter start per stage, which is 95% of a tiny run's time;
 tests/pipeline/test_pipeline_in_process.py checks the two agree), with each stage's declared inputs checked
-against the generated ``dvc.yaml`` as ``python -m stages.<name>`` checks them. DVC itself runs the Table 8
-sweep: ``dvc commit`` records the Llama run as DVC's own, and ``dvc exp run`` reruns its seed's readers.
+against the generated ``dvc.yaml`` as ``python -m stages.<name>`` checks them. Table 8's sweep (``xurs sweep
+--stage predict``) runs through DVC in tests/foundation/test_foundation_experiments.py.
 
 Kept from the paper (checked against the unshrunk composition): LoRA on q/k/v/o/gate/up/down with the
 paper's ranks, the head-only warm start (``train_head``), global batch 32 (32 accumulation steps of batch 1
@@ -26,7 +26,6 @@ import pandas as pd
 import pytest
 import yaml
 from paper_helpers import BIN, ROOT, run, scratch_project
-from smoke_project import commit_baseline
 
 from xurs_pipeline.config import compose, load_params
 from xurs_pipeline.contracts import STAGES
@@ -108,43 +107,6 @@ def test_paper_experiment_writes_table1_with_the_paper_settings(paper_run: Path)
     if experiment == "paper_llama2":  # three collections: each left out in turn (Table 6)
         assert {f"leave_out_collection_{k}" for k in range(3)} <= groups
     assert verdicts["passed"].map(lambda v: str(v) in {"True", "False"}).all()
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("paper_run", ["paper_llama2"], indirect=True)
-def test_table8_sweep_runs_each_point_to_predict(
-    paper_run: Path, paper_models: dict[str, Path], tmp_path: Path
-) -> None:
-    """`xurs sweep --stage predict` (README, Table 8): one DVC experiment per training seed, each with its
-    correction audit; shown by `dvc exp show`. It starts from the paper_llama2 run committed as a baseline,
-    so a point reruns what the seed touches (the warm-start head, training, prediction), not the backbone
-    or the data."""
-    work = tmp_path / "sweep"
-    dvc = str(BIN / "dvc")
-    run([dvc, "commit", "-f", "-q", *TO_TABLES], paper_run)  # the in-process run, recorded as DVC's own
-    status = commit_baseline(paper_run, work, data=("medqa",))
-    changed = {line[:-1] for line in status.splitlines() if line.endswith(":") and not line[0].isspace()}
-    assert changed == {"report"}, status  # the stages that ran in process are up to date for DVC
-    overrides = sized_overrides("paper_llama2", paper_models["llama"])
-    out = run(
-        [str(BIN / "xurs"), "sweep", "--stage", "predict", "--name", "t8", *overrides, "train.seed=7,17"],
-        work,
-    ).stdout
-    for stage in ("backbone", "prepare", "gates", "attribute", "mask_eval"):
-        assert f"Running stage '{stage}'" not in out, (stage, out[-3000:])  # reused, or after predict
-    shown = json.loads(run([dvc, "exp", "show", "--json"], work).stdout)
-    experiments = {
-        e["name"]: e["revs"][0]["data"]
-        for entry in shown
-        for e in entry.get("experiments") or []
-        if e.get("name")
-    }
-    assert set(experiments) == {"t8-0", "t8-1"}
-    for name, seed in (("t8-0", 7), ("t8-1", 17)):
-        data = experiments[name]
-        assert data["params"]["params.yaml"]["data"]["train"]["seed"] == seed
-        headline = data["metrics"]["data/predict/headline.json"]["data"]
-        assert 0 <= headline["rescaled"] <= 100  # Table 8's column, listed by dvc exp show
 
 
 V1_SIZES = [

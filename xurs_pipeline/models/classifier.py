@@ -5,6 +5,7 @@ zero-masking can change them (Sec. 3.3, Eq. 8).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
@@ -75,6 +76,15 @@ def feature_width(hidden_size: int, feature_layers: Sequence[int], pooling: str)
     if pooling not in POOLING_PARTS:
         raise ValueError(f"model.pooling={pooling!r}: must be one of {POOLINGS}")
     return hidden_size * len(feature_layers) * len(POOLING_PARTS[pooling])
+
+
+def cache_keyword(backbone: nn.Module) -> str:
+    """The keyword a backbone's ``forward`` takes its key/value cache by: ``cache`` (transformers 5.2x, where
+    ``past_key_values`` is deprecated) or ``past_key_values`` (earlier releases). A peft wrapper is looked
+    through to its base model."""
+    get_base = getattr(backbone, "get_base_model", None)
+    base = get_base() if callable(get_base) else backbone
+    return "cache" if "cache" in inspect.signature(type(base).forward).parameters else "past_key_values"
 
 
 class RandomSetClassifier(nn.Module):
@@ -252,8 +262,8 @@ class RandomSetClassifier(nn.Module):
             inputs_embeds=inputs_embeds,
             attention_mask=attention_mask,
             position_ids=position_ids,
-            past_key_values=past,
             use_cache=True,
+            **{cache_keyword(self.backbone): past},
         )
         suffix_mask = attention_mask[:, attention_mask.shape[1] - inputs_embeds.shape[1] :]
         return cast(ClassifierOutput, self.head(pool_last_token(out.last_hidden_state, suffix_mask)))
