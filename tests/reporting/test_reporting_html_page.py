@@ -248,3 +248,7 @@ def test_marks_come_from_the_prepared_prompts_labelled_columns():
     assert marks_of(two_cues, (("cue_a", "cue A"), ("cue_b", "cue B"))) == (
         Mark("cue A", (1, 2)), Mark("cue B", (7,))
     )
+    # the swap control's prompts: both cues, not the clue (cue 1 under model A only)
+    swap = pd.Series({"clue_positions": np.array([3, 4]), "cue_positions": np.array(
+        [np.array([3, 4]), np.array([9, 10, 11])], dtype=object)})
+    assert marks_of(swap) == (Mark("cue 1", (3, 4)), Mark("cue 2", (9, 10, 11)))

@@ -27,19 +27,27 @@ from xurs_pipeline.reporting.html import (
 )
 
 TARGET_RULES = {"predicted": "argmax BetP on the original prompt", "correct": "the correct answer"}
-# Prepared-prompt columns of token positions that a question page outlines, and their labels (a record with
-# two cues lists a column per cue here); a column the prompts lack, or an empty span, is not drawn.
+# Prepared-prompt columns of token positions that a question page outlines, and their labels; a column the
+# prompts lack, or an empty span, is not drawn.
 MARK_COLUMNS: tuple[tuple[str, str], ...] = (("clue_positions", "clue"),)
+# The two-cue swap control's prompts (data/synthetic/swap.py): one position array per cue, drawn as "cue 1",
+# "cue 2" in place of the clue (which is cue 1 under model A and no clue under model B).
+CUE_COLUMN = "cue_positions"
 
 
 def marks_of(prompt: pd.Series, columns: Sequence[tuple[str, str]] = MARK_COLUMNS) -> tuple[Mark, ...]:
-    """The labelled token spans of one prepared prompt (``clue_positions``, ...) that its page outlines."""
-    marks = []
-    for column, label in columns:
-        positions = prompt.get(column)
-        if positions is not None and np.ndim(positions) == 1 and len(positions):
-            marks.append(Mark(label, tuple(int(p) for p in positions)))
-    return tuple(marks)
+    """The labelled token spans of one prepared prompt (``clue_positions``, both cues' ``cue_positions``)
+    that its page outlines."""
+    cues = prompt.get(CUE_COLUMN)
+    if cues is not None and len(cues) and all(np.ndim(c) == 1 for c in cues):
+        spans = [(f"cue {i}", positions) for i, positions in enumerate(cues, start=1)]
+    else:
+        spans = [(label, prompt.get(column)) for column, label in columns]
+    return tuple(
+        Mark(label, tuple(int(p) for p in positions))
+        for label, positions in spans
+        if positions is not None and np.ndim(positions) == 1 and len(positions)
+    )
 
 
 def _shares(magnitude: np.ndarray, sections: Sequence[str], record_id: str) -> tuple[tuple[str, float], ...]:
