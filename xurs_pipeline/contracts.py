@@ -379,6 +379,7 @@ _STAGES = (
             "check_summary",
             "tables",
             "plots",
+            "swap_study",
         ),
         (ALL,),
         "The report carries the hash of the whole composed config, hence every key as a param.",

@@ -21,6 +21,7 @@ from xurs_pipeline.reporting.clue_card import NullRow, render_clue_card
 from xurs_pipeline.reporting.clue_card import clue_verdict as null_verdict
 from xurs_pipeline.reporting.html_style import CSS
 from xurs_pipeline.reporting.html_templates import environment
+from xurs_pipeline.reporting.swap_card import SwapStudy, render_swap_card, swap_verdict
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,7 @@ class FrontPage:
     clue_by_construction: bool = False  # aligned paired references: only the clue can receive attribution
     plots_not_drawn: tuple[Link, ...] = ()  # plots without data to draw: name and reason
     clue_nulls: dict[str, dict] | None = None  # checks.json's localisation_nulls (reporting/clue_card.py)
+    swap: SwapStudy | None = None  # the two-cue swap control's summary (reporting/swap_card.py), else None
 
     @property
     def attribution_checks(self) -> tuple[CheckLine, ...]:
@@ -169,9 +171,14 @@ class FrontPage:
     @property
     def verdicts(self) -> tuple[Verdict, ...]:
         """The front page's first line: did the model learn, is the attribution's error within App. B.4's
-        tolerance, did the attribution find the clue."""
-        return (learned_verdict(self.accuracy), error_verdict(self.error, self.tolerance),
-                clue_verdict(self.clue, self.clue_by_construction, self.clue_nulls or {}))  # fmt: skip
+        tolerance, did the attribution find the clue (on the two-cue swap control's data instead: does
+        it follow what each model learned)."""
+        if self.swap is not None:
+            answer, css, detail = swap_verdict(self.swap)
+            last = Verdict("Follows what each model learned?", answer, css, detail)
+        else:
+            last = clue_verdict(self.clue, self.clue_by_construction, self.clue_nulls or {})
+        return learned_verdict(self.accuracy), error_verdict(self.error, self.tolerance), last
 
 
 def is_gate(check: CheckLine) -> bool:
@@ -313,6 +320,8 @@ for a random eligible token (Eq. 8). An interval above zero: the attribution fou
 
 {{ clue_card }}
 
+{{ swap_card }}
+
 <section id="attribution-error">
 <h2>Attribution error</h2>
 {% if p.error %}
@@ -419,7 +428,9 @@ def render_front(page: FrontPage) -> Markup:
     n_expected = sum(bool(page.expected_miss(c)) and not c.passed for c in page.gates)
     counts = {"n_passed": n_passed, "n_gates_passed": n_gates_passed, "n_expected": n_expected}
     card = render_clue_card(page.clue, page.clue_nulls or {})
-    return Markup(template.render(p=page, has_result=has_result, pct=_pct, f3=_f3, clue_card=card, **counts))
+    swap = render_swap_card(page.swap)
+    return Markup(template.render(p=page, has_result=has_result, pct=_pct, f3=_f3, clue_card=card,
+                                  swap_card=swap, **counts))  # fmt: skip
 
 
 def markdown_title(text: str, fallback: str) -> str:

@@ -28,6 +28,7 @@ from xurs_pipeline.reporting.front_page import (
 )
 from xurs_pipeline.reporting.gate_notes import known_misses
 from xurs_pipeline.reporting.plots import FIGURES
+from xurs_pipeline.reporting.swap_card import SwapStudy
 
 
 def run(cfg: RootConfig) -> None:
@@ -112,6 +113,7 @@ def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, 
     check_summary = artifact("check_summary").at(cfg.paths)  # absent for `xurs report` before `checks`
     checked = read_json(check_summary) if check_summary.is_file() else {}
     localisation = checked.get("localisation") or {}
+    swap_summary = artifact("swap_study").at(cfg.paths) / "summary.json"  # absent before the swap stage
     page = FrontPage(
         experiment=cfg.experiment_name,
         model=f"{model_name(cfg.model)} ({cfg.train.adaptation}, {cfg.model.head} head)",
@@ -141,5 +143,6 @@ def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, 
             Link(name.replace("_", " "), "", why) for name, why in index.get("plots_not_drawn", {}).items()
         ),
         clue_nulls=checked.get("localisation_nulls") or {},
+        swap=SwapStudy.of(read_json(swap_summary)) if swap_summary.is_file() else None,
     )
     return page, markdown

@@ -1,0 +1,77 @@
+"""The report's swap card and its verdict (reporting/swap_card.py) on planted swap-study summaries."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from xurs_pipeline.reporting.front_page import FrontPage, render_front
+from xurs_pipeline.reporting.swap_card import SwapStudy, render_swap_card, swap_verdict
+
+
+def front(**fields) -> FrontPage:
+    return FrontPage(experiment="e", model="m", data="d", config_hash="h", accuracy=(), effects=(), checks=(),
+                     tables=(), skipped=(), plots=(), **fields)  # fmt: skip
+
+
+def study(trained: float = 0.95, low: float = 0.8, randomised=(0.5, 0.3, 0.7), own=(1.0, 0.85)) -> dict:
+    """A summary.json as tasks/swap.py writes it."""
+
+    def ranking(acc: float, lo: float, hi: float, share_low: float, passes: bool) -> dict:
+        return {
+            "swap_accuracy": acc, "swap_ci_low": lo, "swap_ci_high": hi, "n": 32, "swap_accuracy_A": acc,
+            "swap_accuracy_B": acc, "learned_share": 0.7, "share_difference": 0.3, "share_ci_low": share_low,
+            "share_ci_high": 0.5, "passes": passes,
+        }  # fmt: skip
+
+    return {
+        "studies": {
+            "trained": ranking(trained, low, 1.0, 0.1, trained >= 0.9 and low >= 0.7),
+            "randomised": ranking(*randomised, -0.1, False),
+            "input_only": ranking(0.5, 0.33, 0.67, 0.0, False),
+        },
+        "accuracy": {
+            role: dict(accuracy_own_cue=a, n_own_cue=45, accuracy_other_cue_only=0.5, n_other_cue_only=20,
+                       follows_other=0.0)
+            for role, a in zip("AB", own, strict=True)
+        },
+    }
+
+
+def test_a_planted_pass_is_a_yes_and_each_missing_condition_a_no() -> None:
+    assert swap_verdict(SwapStudy.of(study()))[0] == "yes"
+    answer, css, detail = swap_verdict(SwapStudy.of(study(trained=0.7, low=0.5)))
+    assert (answer, css, "do not pass" in detail) == ("no", "fail", True)
+    answer, _, detail = swap_verdict(SwapStudy.of(study(randomised=(0.9, 0.75, 0.98))))
+    assert (answer, "not at chance" in detail) == ("no", True)  # a model-independent ranking would pass here
+    answer, _, detail = swap_verdict(SwapStudy.of(study(own=(1.0, 0.6))))
+    assert (answer, "did not learn" in detail) == ("no", True)  # the test says nothing about unlearned models
+
+
+def test_skipped_stages_give_no_card() -> None:
+    assert SwapStudy.of({"skipped": "data.source='medqa': ..."}) is None
+    assert render_swap_card(None) == ""
+
+
+def test_the_card_shows_every_ranking_and_both_models() -> None:
+    html = str(render_swap_card(SwapStudy.of(study())))
+    for text in ("trained models", "heads re-initialised", "input only", "A (learned cue 1)",
+                 "B (learned cue 2)", "0.95", "[0.80, 1.00]", "85%"):  # fmt: skip
+        assert text in html, text
+    missing = copy.deepcopy(study())
+    del missing["studies"]["trained"]["swap_accuracy_B"]  # a model without explanations: a dash, no error
+    assert "—" in str(render_swap_card(SwapStudy.of(missing)))
+
+
+@pytest.mark.parametrize(("summary", "answer"), [(study(), "yes"), (study(trained=0.6, low=0.4), "no")])
+def test_on_swap_data_the_front_pages_last_verdict_is_the_swap_control(summary: dict, answer: str) -> None:
+    page = front(swap=SwapStudy.of(summary))
+    last = page.verdicts[-1]
+    assert (last.question, last.answer) == ("Follows what each model learned?", answer)
+    html = str(render_front(page))
+    assert 'id="swap"' in html
+    assert "Follows what each model learned?" in html
+    plain = front()
+    assert plain.verdicts[-1].question == "Clue found?"
+    assert 'id="swap"' not in str(render_front(plain))

@@ -1,0 +1,154 @@
+"""The report's swap card: does the attribution follow what each model learned (the two-cue swap control)?
+
+From ``swap/study/summary.json`` (``tasks/swap.py``): per ranking (``trained``, ``randomised``,
+``input_only``) the swap accuracy with its Wilson interval, per model, the learned cue's share and the
+between-model difference of cue 1's share with its bootstrap interval (``evaluation/swap.py``); per model,
+its accuracy where its own cue resolves the question and where only the other does
+(``evaluation/swap_study.py``). The verdict needs all three: both models learned their cue, the trained
+models pass, and the re-initialised heads do not (their interval contains 1/2).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from markupsafe import Markup
+
+from xurs_pipeline.evaluation.swap import PASS_ACCURACY, PASS_LOWER
+from xurs_pipeline.reporting.html_templates import environment
+
+RANKINGS = {
+    "trained": "trained models",
+    "randomised": "heads re-initialised",
+    "input_only": "input only (embedding distance, no model)",
+}
+LEARNED_MIN = 0.8  # a model learned its cue: test accuracy where that cue resolves the question
+
+
+@dataclass(frozen=True)
+class SwapStudy:
+    """The swap study's summary as the card reads it: ranking -> measures, role -> accuracy by cue."""
+
+    studies: Mapping[str, Mapping[str, Any]]
+    accuracy: Mapping[str, Mapping[str, Any]]
+
+    @classmethod
+    def of(cls, summary: Mapping[str, Any]) -> SwapStudy | None:
+        """From ``summary.json``; None where the swap stages were skipped (data without two cues)."""
+        if "studies" not in summary:
+            return None
+        return cls(summary["studies"], summary.get("accuracy", {}))
+
+    @property
+    def models_learned(self) -> bool:
+        return bool(self.accuracy) and all(
+            _finite(a.get("accuracy_own_cue")) >= LEARNED_MIN for a in self.accuracy.values()
+        )
+
+    @property
+    def randomised_at_chance(self) -> bool:
+        r = self.studies.get("randomised")
+        return r is not None and r["swap_ci_low"] <= 0.5 <= r["swap_ci_high"]
+
+
+def _finite(x: Any) -> float:
+    return float(x) if x is not None and math.isfinite(float(x)) else float("nan")
+
+
+def _interval(s: Mapping[str, Any]) -> str:
+    return f"{s['swap_accuracy']:.2f} [{s['swap_ci_low']:.2f}, {s['swap_ci_high']:.2f}]"
+
+
+def swap_verdict(study: SwapStudy) -> tuple[str, str, str]:
+    """(answer, css class, evidence) of "Attribution follows what the model learned?"."""
+    t = study.studies["trained"]
+    share = [_finite(t.get(k)) for k in ("share_difference", "share_ci_low", "share_ci_high")]
+    detail = (f"swap accuracy {_interval(t)} over {t['n']} explanations (pass: >= {PASS_ACCURACY:g}, "
+              f"lower bound >= {PASS_LOWER:g}), cue 1 share A - B {share[0]:+.2f} "
+              f"[{share[1]:+.2f}, {share[2]:+.2f}]")  # fmt: skip
+    r = study.studies.get("randomised")
+    if r is not None:
+        detail += f"; heads re-initialised {_interval(r)}"
+    reasons = []
+    if not study.models_learned:
+        reasons.append(f"a model did not learn its cue (accuracy < {LEARNED_MIN:g}): the test says nothing")
+    if not t.get("passes"):
+        reasons.append("the trained models do not pass")
+    if not study.randomised_at_chance:
+        reasons.append("the re-initialised heads are not at chance")
+    if reasons:
+        return "no", "fail", f"{detail}; {'; '.join(reasons)}"
+    return "yes", "pass", detail
+
+
+CARD = """
+<section id="swap">
+<h2>Does the attribution follow what each model learned?</h2>
+<p>The two-cue swap control: the same questions (both cues unresolved, one shared label) explained against
+the same references under model A, which learned cue 1, and model B, which learned cue 2. An attribution
+that reads the model puts A's on cue 1 and B's on cue 2; one that reads only the input cannot.</p>
+<table>
+<thead><tr><th>Model</th><th class="num">Accuracy, own cue resolves (chance 25%)</th><th class="num">n</th>
+<th class="num">Only the other cue resolves (50% = reads its own cue)</th><th class="num">n</th>
+<th class="num">Follows the other cue</th></tr></thead>
+<tbody>
+{% for role, a in accuracy.items() %}
+<tr><td>{{ role }} (learned cue {{ cue_of[role] }})</td>
+<td class="num {{ 'pass' if (a.get('accuracy_own_cue') or 0) >= learned_min else 'fail' }}">
+{{ pct(a.get('accuracy_own_cue')) }}</td><td class="num">{{ a.get('n_own_cue') }}</td>
+<td class="num">{{ pct(a.get('accuracy_other_cue_only')) }}</td>
+<td class="num">{{ a.get('n_other_cue_only') }}</td>
+<td class="num">{{ pct(a.get('follows_other')) }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+<table>
+<thead><tr><th>Ranking</th><th class="num">Swap accuracy</th><th class="num">95% CI</th>
+<th class="num">A</th><th class="num">B</th><th class="num">Learned cue's share</th>
+<th class="num">Cue 1 share, A - B</th><th class="num">95% CI</th><th>Passes</th></tr></thead>
+<tbody>
+{% for name, s in studies.items() %}
+<tr><td>{{ names[name] or name }}</td><td class="num">{{ f2(s.swap_accuracy) }}</td>
+<td class="num">[{{ f2(s.swap_ci_low) }}, {{ f2(s.swap_ci_high) }}]</td>
+<td class="num">{{ f2(s.get('swap_accuracy_A')) }}</td><td class="num">{{ f2(s.get('swap_accuracy_B')) }}</td>
+<td class="num">{{ pct(s.get('learned_share')) }}</td><td class="num">{{ f2(s.get('share_difference')) }}</td>
+<td class="num">[{{ f2(s.get('share_ci_low')) }}, {{ f2(s.get('share_ci_high')) }}]</td>
+<td class="{{ 'pass' if s.passes else 'fail' }}">{{ 'yes' if s.passes else 'no' }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+<p class="{{ css }}">{{ answer }}: {{ detail }}.</p>
+<p class="note">Swap accuracy: the share of explanations whose learned cue's best token outranks every token
+of the other cue (a tie fails), with its Wilson interval; it passes at &ge; {{ pass_accuracy }} with the
+lower bound &ge; {{ pass_lower }} and the between-model difference of cue 1's share of the two cues'
+magnitude above 0 (question-level bootstrap). The input-only ranking is the same under both models, so its
+pooled swap accuracy is 1/2 by construction. Question pages outline both cues.</p>
+</section>
+"""
+
+
+def _pct(x: Any) -> str:
+    v = _finite(x)
+    return "—" if math.isnan(v) else f"{100 * v:.0f}%"
+
+
+def _f2(x: Any) -> str:
+    v = _finite(x)
+    return "—" if math.isnan(v) else f"{v:.2f}"
+
+
+def render_swap_card(study: SwapStudy | None) -> Markup:
+    """The card; empty markup where the swap stages were skipped."""
+    if study is None:
+        return Markup("")
+    answer, css, detail = swap_verdict(study)
+    return Markup(
+        environment().from_string(CARD).render(
+            studies=study.studies, accuracy=study.accuracy, names=RANKINGS, answer=answer, css=css,
+            detail=detail, cue_of={"A": 1, "B": 2}, pct=_pct, f2=_f2, learned_min=LEARNED_MIN,
+            pass_accuracy=PASS_ACCURACY, pass_lower=PASS_LOWER,
+        )
+    )  # fmt: skip
