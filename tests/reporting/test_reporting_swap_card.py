@@ -56,8 +56,8 @@ def test_skipped_stages_give_no_card() -> None:
 
 def test_the_card_shows_every_ranking_and_both_models() -> None:
     html = str(render_swap_card(SwapStudy.of(study())))
-    for text in ("trained models", "heads re-initialised", "input only", "A (learned cue 1)",
-                 "B (learned cue 2)", "0.95", "[0.80, 1.00]", "85%"):  # fmt: skip
+    for text in ("trained models", "heads re-initialised", "input only", "A: cue 1", "B: cue 2", "0.95",
+                 "[0.80, 1.00]", "85%"):  # fmt: skip
         assert text in html, text
     missing = copy.deepcopy(study())
     del missing["studies"]["trained"]["swap_accuracy_B"]  # a model without explanations: a dash, no error
@@ -71,6 +71,7 @@ def test_on_swap_data_the_front_pages_last_verdict_is_the_swap_control(summary: 
     assert (last.question, last.answer) == ("Follows what each model learned?", answer)
     html = str(render_front(page))
     assert 'id="swap"' in html
+    assert 'id="clue"' not in html  # the swap card replaces the clue card (cue 1 is only model A's clue)
     assert "Follows what each model learned?" in html
     plain = front()
     assert plain.verdicts[-1].question == "Clue found?"

@@ -427,7 +427,8 @@ def render_front(page: FrontPage) -> Markup:
     n_gates_passed = sum(c.passed for c in page.gates)
     n_expected = sum(bool(page.expected_miss(c)) and not c.passed for c in page.gates)
     counts = {"n_passed": n_passed, "n_gates_passed": n_gates_passed, "n_expected": n_expected}
-    card = render_clue_card(page.clue, page.clue_nulls or {})
+    # on the swap control's data the "clue" is model A's cue 1 only: the swap card takes the clue card's place
+    card = render_clue_card(page.clue, page.clue_nulls or {}) if page.swap is None else Markup("")
     swap = render_swap_card(page.swap)
     return Markup(template.render(p=page, has_result=has_result, pct=_pct, f3=_f3, clue_card=card,
                                   swap_card=swap, **counts))  # fmt: skip

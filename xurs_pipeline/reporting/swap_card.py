@@ -91,12 +91,12 @@ CARD = """
 the same references under model A, which learned cue 1, and model B, which learned cue 2. An attribution
 that reads the model puts A's on cue 1 and B's on cue 2; one that reads only the input cannot.</p>
 <table>
-<thead><tr><th>Model</th><th class="num">Accuracy, own cue resolves (chance 25%)</th><th class="num">n</th>
-<th class="num">Only the other cue resolves (50% = reads its own cue)</th><th class="num">n</th>
+<thead><tr><th>Model</th><th class="num">Own cue resolves</th><th class="num">n</th>
+<th class="num">Only the other cue resolves</th><th class="num">n</th>
 <th class="num">Follows the other cue</th></tr></thead>
 <tbody>
 {% for role, a in accuracy.items() %}
-<tr><td>{{ role }} (learned cue {{ cue_of[role] }})</td>
+<tr><td>{{ role }}: cue {{ cue_of[role] }}</td>
 <td class="num {{ 'pass' if (a.get('accuracy_own_cue') or 0) >= learned_min else 'fail' }}">
 {{ pct(a.get('accuracy_own_cue')) }}</td><td class="num">{{ a.get('n_own_cue') }}</td>
 <td class="num">{{ pct(a.get('accuracy_other_cue_only')) }}</td>
@@ -105,12 +105,16 @@ that reads the model puts A's on cue 1 and B's on cue 2; one that reads only the
 {% endfor %}
 </tbody>
 </table>
+<p class="note">Test accuracy on the questions that are not explained: where the model's own cue resolves
+the question (chance 25%; a model that learned its cue: &ge; {{ pct(learned_min) }}), where only the other
+cue does (50% = it still reads its own cue's pair), and how often it then names the other cue's condition
+outside its own pair.</p>
 <table>
 <thead><tr><th>Ranking</th><th class="num">Swap accuracy</th><th class="num">95% CI</th>
 <th class="num">A</th><th class="num">B</th><th class="num">Learned cue's share</th>
 <th class="num">Cue 1 share, A - B</th><th class="num">95% CI</th><th>Passes</th></tr></thead>
 <tbody>
-{% for name, s in studies.items() %}
+{% for name, s in studies %}
 <tr><td>{{ names[name] or name }}</td><td class="num">{{ f2(s.swap_accuracy) }}</td>
 <td class="num">[{{ f2(s.swap_ci_low) }}, {{ f2(s.swap_ci_high) }}]</td>
 <td class="num">{{ f2(s.get('swap_accuracy_A')) }}</td><td class="num">{{ f2(s.get('swap_accuracy_B')) }}</td>
@@ -147,7 +151,8 @@ def render_swap_card(study: SwapStudy | None) -> Markup:
     answer, css, detail = swap_verdict(study)
     return Markup(
         environment().from_string(CARD).render(
-            studies=study.studies, accuracy=study.accuracy, names=RANKINGS, answer=answer, css=css,
+            studies=[(k, study.studies[k]) for k in RANKINGS if k in study.studies], accuracy=study.accuracy,
+            names=RANKINGS, answer=answer, css=css,
             detail=detail, cue_of={"A": 1, "B": 2}, pct=_pct, f2=_f2, learned_min=LEARNED_MIN,
             pass_accuracy=PASS_ACCURACY, pass_lower=PASS_LOWER,
         )
