@@ -106,7 +106,7 @@ CARD = """
 <tr><td>{{ c.region | replace("_", " ") }}</td><td class="num">{{ c.questions }}</td>
 <td class="num">{{ pct(c.rank_1_share) }}</td><td class="num">{{ c.median_best_rank | round(1) }}</td>
 <td class="num">{{ c.clue_share_pct | round(1) }}%</td><td class="num">{{ num(c.difference_pp) }}</td>
-<td class="num {{ 'pass' if c.ci_low > 0 else 'fail' }}">
+<td class="num {{ verdict_class(c.ci_low) }}">
 [{{ num(c.ci_low) }}, {{ num(c.ci_high) }}]</td></tr>
 {% endfor %}
 </tbody>
@@ -153,6 +153,11 @@ depends on the model is untested.</p>
 """
 
 
+def _verdict_class(ci_low: float) -> str:
+    """pass / fail for an interval's lower bound, none when there is no interval (NaN)."""
+    return "" if math.isnan(ci_low) else ("pass" if ci_low > 0 else "fail")
+
+
 def _pct(x: float | None) -> str:
     return "—" if x is None or not math.isfinite(x) else f"{100 * x:.1f}%"
 
@@ -171,6 +176,6 @@ def render_clue_card(rows: tuple[Any, ...], nulls: Mapping[str, Any]) -> Markup:
     return Markup(
         environment().from_string(CARD).render(
             rows=rows, nulls=null_rows, names=NULLS, verdicts=[clue_verdict(null_rows, r) for r in regions],
-            pct=_pct, num=_num,
+            pct=_pct, num=_num, verdict_class=_verdict_class,
         )
     )  # fmt: skip

@@ -116,11 +116,18 @@ class ClueRow:
     ci_high: float
 
     @classmethod
-    def of(cls, localisation: dict[str, dict[str, float]]) -> tuple[ClueRow, ...]:
-        """From ``evaluation.evidence.localisation_summary``'s output; () on data without a clue."""
+    def of(cls, localisation: dict[str, dict[str, float | None]]) -> tuple[ClueRow, ...]:
+        """From ``evaluation.evidence.localisation_summary``'s output; () on data without a clue. A figure
+        the summary leaves out (None: no clue-free control window among the live positions, as with aligned
+        paired references) becomes NaN."""
+
+        def number(x: float | None) -> float:
+            return float("nan") if x is None else float(x)
+
         return tuple(
-            cls(region, int(m["questions"]), m["best_rank_1_share"], m["median_best_rank"],
-                m["mean_clue_share_pct"], m["mean_difference_pp"], m["ci_low"], m["ci_high"])
+            cls(region, int(m["questions"]), *(number(m[k]) for k in (
+                "best_rank_1_share", "median_best_rank", "mean_clue_share_pct", "mean_difference_pp",
+                "ci_low", "ci_high")))
             for region, m in localisation.items()
         )  # fmt: skip
 
@@ -235,10 +242,13 @@ def clue_verdict(
     if not clue:
         return Verdict(question, "n/a", "none", "no known clue in this data")
     row = next((c for c in clue if c.region == "case_text"), clue[0])
-    ok = row.ci_low > 0
+    ok = row.ci_low > 0  # False when NaN: no control window to compare with
     detail = (f"{row.region.replace('_', ' ')}: best clue token first on {_pct(row.rank_1_share)} of "
-              f"{row.questions} questions, {row.difference_pp:+.1f} pp above control windows "
-              f"[{row.ci_low:.1f}, {row.ci_high:.1f}]")  # fmt: skip
+              f"{row.questions} questions, ")  # fmt: skip
+    if math.isnan(row.ci_low):
+        detail += "no clue-free control window among the positions that can take attribution"
+    else:
+        detail += f"{row.difference_pp:+.1f} pp above control windows [{row.ci_low:.1f}, {row.ci_high:.1f}]"
     if by_construction:
         detail += " (by construction: aligned paired references leave only the clue to attribute)"
     if nulls:
