@@ -26,6 +26,11 @@ NULLS = {
 }
 
 
+def as_number(x: Any) -> float:
+    """A summary figure as a float; None (a figure the summary leaves out) becomes NaN."""
+    return float("nan") if x is None else float(x)
+
+
 @dataclass(frozen=True)
 class NullRow:
     """One ranking's localisation in one region over the questions every ranking explains."""

@@ -17,7 +17,7 @@ import pandas as pd
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from xurs_pipeline.reporting.clue_card import NullRow, render_clue_card
+from xurs_pipeline.reporting.clue_card import NullRow, as_number, render_clue_card
 from xurs_pipeline.reporting.clue_card import clue_verdict as null_verdict
 from xurs_pipeline.reporting.html_style import CSS
 from xurs_pipeline.reporting.html_templates import environment
@@ -120,12 +120,8 @@ class ClueRow:
         """From ``evaluation.evidence.localisation_summary``'s output; () on data without a clue. A figure
         the summary leaves out (None: no clue-free control window among the live positions, as with aligned
         paired references) becomes NaN."""
-
-        def number(x: float | None) -> float:
-            return float("nan") if x is None else float(x)
-
         return tuple(
-            cls(region, int(m["questions"]), *(number(m[k]) for k in (
+            cls(region, int(m["questions"]), *(as_number(m[k]) for k in (
                 "best_rank_1_share", "median_best_rank", "mean_clue_share_pct", "mean_difference_pp",
                 "ci_low", "ci_high")))
             for region, m in localisation.items()

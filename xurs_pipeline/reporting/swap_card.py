@@ -18,6 +18,7 @@ from typing import Any
 from markupsafe import Markup
 
 from xurs_pipeline.evaluation.swap import PASS_ACCURACY, PASS_LOWER
+from xurs_pipeline.reporting.clue_card import as_number
 from xurs_pipeline.reporting.html_templates import environment
 
 RANKINGS = {
@@ -55,7 +56,9 @@ class SwapStudy:
 
 
 def _finite(x: Any) -> float:
-    return float(x) if x is not None and math.isfinite(float(x)) else float("nan")
+    """``as_number``, with an infinite value also shown as missing."""
+    v = as_number(x)
+    return v if math.isfinite(v) else float("nan")
 
 
 def _interval(s: Mapping[str, Any]) -> str:
