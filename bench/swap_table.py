@@ -51,7 +51,8 @@ def tables(project: Path) -> str:
     lines = [f"{project} ({settings})", "", f"Residuals: {residuals}.", "", *ACCURACY_HEADER]
     for role, acc in summary["accuracy"].items():
         n_outside, follows = acc["n_follows_other"], acc["follows_other"]
-        named = f"{round(follows * n_outside)} of {n_outside}" if math.isfinite(follows) else "—"
+        known = follows is not None and math.isfinite(float(follows))
+        named = f"{round(follows * n_outside)} of {n_outside}" if known else "—"
         own = f"{_f(acc['accuracy_own_cue'])} (n {acc['n_own_cue']})"
         other = f"{_f(acc['accuracy_other_cue_only'])} (n {acc['n_other_cue_only']})"
         lines.append(f"| {role} | {own} | {other} | {named} |")
