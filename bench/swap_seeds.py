@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from smoke_project import copy_sources  # noqa: E402
 from swap_table import tables  # noqa: E402
 
-PIPELINE = (
+PIPELINE = (  # stage log lines with timestamps, for the per-stage seconds
+    "import logging; logging.basicConfig(level=logging.INFO, format='%(asctime)s %(name)s %(message)s'); "
     "from xurs_pipeline.config import load_params; from xurs_pipeline.tasks.pipeline import run_pipeline; "
     "run_pipeline(load_params('params.yaml'), until='swap')"
 )
