@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from xurs_pipeline.reporting.swap_card import RANKINGS
+from xurs_pipeline.reporting.swap_card import SwapStudy
 
 ACCURACY_HEADER = (
     "| model | own cue resolves (chance 0.25) | only the other cue resolves (0.5 = reads its own cue's pair) "
@@ -57,7 +57,8 @@ def tables(project: Path) -> str:
         other = f"{_f(acc['accuracy_other_cue_only'])} (n {acc['n_other_cue_only']})"
         lines.append(f"| {role} | {own} | {other} | {named} |")
     lines += ["", *RANKING_HEADER]
-    for name, label in RANKINGS.items():
+    names = SwapStudy(summary["studies"], summary.get("accuracy", {})).names
+    for name, label in names.items():
         s = summary["studies"][name]
         cells = [
             label, f"{_f(s['swap_accuracy'])} ({s['n']})",

@@ -329,7 +329,14 @@ _STAGES = (
     Stage(
         "attribute_swap",
         ("classifier", "swap_model", "prompts"),
-        ("data.*", "attribution.*", "evaluation.seed"),
+        (
+            "data.*",
+            "attribution.*",
+            "evaluation.seed",
+            "evaluation.swap_randomise",
+            "train.adaptation",
+            "train.partial_layers",
+        ),
         "Model B's and both re-initialised heads' attributions of model A's questions (same references).",
     ),
     Stage(
@@ -343,6 +350,7 @@ _STAGES = (
             "evaluation.seed",
             "evaluation.bootstrap_resamples",
             "evaluation.confidence",
+            "evaluation.swap_randomise",
         ),
         "The swap study's measures and headline (swap accuracy, share difference, randomised, input-only).",
     ),

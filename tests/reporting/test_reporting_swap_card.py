@@ -64,6 +64,16 @@ def test_the_card_shows_every_ranking_and_both_models() -> None:
     assert "—" in str(render_swap_card(SwapStudy.of(missing)))
 
 
+def test_the_card_says_what_was_randomised() -> None:
+    tuned = study()
+    tuned["studies"]["randomised"]["scope"] = "tuned"
+    html = str(render_swap_card(SwapStudy.of(tuned)))
+    assert "heads and tuned blocks re-initialised" in html
+    default = str(render_swap_card(SwapStudy.of(study())))  # the head-only default
+    assert "heads and tuned blocks" not in default
+    assert "heads re-initialised" in default
+
+
 @pytest.mark.parametrize(("summary", "answer"), [(study(), "yes"), (study(trained=0.6, low=0.4), "no")])
 def test_on_swap_data_the_front_pages_last_verdict_is_the_swap_control(summary: dict, answer: str) -> None:
     page = front(swap=SwapStudy.of(summary))

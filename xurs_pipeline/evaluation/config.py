@@ -21,6 +21,9 @@ def _check_unit(prefix: str, values: dict[str, float]) -> None:
         _require(0.0 <= value <= 1.0, f"{prefix}.{name}", value, "in [0, 1]")
 
 
+SWAP_RANDOMISE = ("head", "tuned")  # evaluation.swap_randomise
+
+
 @dataclass
 class RankingThresholds:
     """Table 6 (App. B.3): ranking agreement between repeated calculations (collections, seeds)."""
@@ -152,6 +155,10 @@ class EvaluationConfig:
     # ``randomisation_questions`` explained questions (0 = skip the check).
     randomisation_blocks: int = 2
     randomisation_questions: int = 2
+    # The swap control's randomised models (stage attribute_swap): "head" re-initialises each model's head;
+    # "tuned" also its tuned blocks (train.adaptation=partial: the top train.partial_layers blocks), so that
+    # A and B keep only the frozen blocks they share.
+    swap_randomise: str = "head"
     # Other attribution runs (directories under paths.artifacts, e.g. a second seed or sample count)
     # compared with the main run by the Table 6 and Table 7 criteria.
     comparison_runs: list[str] = field(default_factory=list)
@@ -218,3 +225,5 @@ class EvaluationConfig:
             "a list of train/dev/test",
         )
         _require(self.randomisation_blocks >= 0, "randomisation_blocks", self.randomisation_blocks, ">= 0")
+        _require(self.swap_randomise in SWAP_RANDOMISE, "swap_randomise", self.swap_randomise,
+                 f"one of {list(SWAP_RANDOMISE)}")  # fmt: skip

@@ -26,6 +26,10 @@ RANKINGS = {
     "randomised": "heads re-initialised",
     "input_only": "input only (embedding distance, no model)",
 }
+RANDOMISED_NAMES = {  # by evaluation.swap_randomise
+    "head": "heads re-initialised",
+    "tuned": "heads and tuned blocks re-initialised",
+}
 LEARNED_MIN = 0.8  # a model learned its cue: test accuracy where that cue resolves the question
 
 
@@ -42,6 +46,12 @@ class SwapStudy:
         if "studies" not in summary:
             return None
         return cls(summary["studies"], summary.get("accuracy", {}))
+
+    @property
+    def names(self) -> dict[str, str]:
+        """Each ranking's label; the randomised one says what was re-initialised."""
+        scope = self.studies.get("randomised", {}).get("scope", "head")
+        return {**RANKINGS, "randomised": RANDOMISED_NAMES[scope]}
 
     @property
     def models_learned(self) -> bool:
@@ -74,14 +84,14 @@ def swap_verdict(study: SwapStudy) -> tuple[str, str, str]:
               f"[{share[1]:+.2f}, {share[2]:+.2f}]")  # fmt: skip
     r = study.studies.get("randomised")
     if r is not None:
-        detail += f"; heads re-initialised {_interval(r)}"
+        detail += f"; {study.names['randomised']} {_interval(r)}"
     reasons = []
     if not study.models_learned:
         reasons.append(f"a model did not learn its cue (accuracy < {LEARNED_MIN:g}): the test says nothing")
     if not t.get("passes"):
         reasons.append("the trained models do not pass")
     if not study.randomised_at_chance:
-        reasons.append("the re-initialised heads are not at chance")
+        reasons.append(f"the randomised models ({study.names['randomised']}) are not at chance")
     if reasons:
         return "no", "fail", f"{detail}; {'; '.join(reasons)}"
     return "yes", "pass", detail
@@ -155,7 +165,7 @@ def render_swap_card(study: SwapStudy | None) -> Markup:
     return Markup(
         environment().from_string(CARD).render(
             studies=[(k, study.studies[k]) for k in RANKINGS if k in study.studies], accuracy=study.accuracy,
-            names=RANKINGS, answer=answer, css=css,
+            names=study.names, answer=answer, css=css,
             detail=detail, cue_of={"A": 1, "B": 2}, pct=_pct, f2=_f2, learned_min=LEARNED_MIN,
             pass_accuracy=PASS_ACCURACY, pass_lower=PASS_LOWER,
         )

@@ -5,7 +5,9 @@ same references, the same estimator):
 - ``B``: model B (``train_swap``, labels follow cue 2);
 - ``A_random``, ``B_random``: models A and B with the head re-initialised
   (``evaluation.randomisation.reinitialise(classifier, "head", seed)``, seed ``evaluation.seed`` for A and
-  ``evaluation.seed + 1`` for B, so the two random heads are different functions).
+  ``evaluation.seed + 1`` for B, so the two random heads are different functions); with
+  ``evaluation.swap_randomise: tuned`` also the blocks that training tuned (``train.partial_layers``, top
+  first, seeds ``seed + 1``, ``seed + 2``, ...), so the two models keep only the frozen blocks they share.
 
 Model A's attributions are the ``attribute`` stage's. ``index.json`` lists the runs.
 """
@@ -19,7 +21,8 @@ from typing import Any
 
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
-from xurs_pipeline.evaluation.randomisation import reinitialise
+from xurs_pipeline.errors import XursError
+from xurs_pipeline.evaluation.randomisation import cascade_names, reinitialise
 from xurs_pipeline.evaluation.swap import SWAP_RUNS, skipped_reason
 from xurs_pipeline.io import write_json
 from xurs_pipeline.tasks.attribute import attribute_into
@@ -34,26 +37,42 @@ def run(cfg: RootConfig) -> None:
         log.info("attribute_swap: skipped (%s)", reason)
         return
     seed = cfg.evaluation.seed
+    blocks = randomised_blocks(cfg)
     metrics = {}
     for name, (model, randomised) in SWAP_RUNS.items():
         if name == "A":
             continue  # the attribute stage's run
         log.info("attribute_swap: %s", name)
         head_seed = seed + (model == "B")  # each model's head its own draw: two different random functions
-        modify = partial(_reinitialise_head, seed=head_seed) if randomised else None
-        variant = f"head reinitialised, seed {head_seed}" if randomised else ""
+        modify = partial(_randomise, seed=head_seed, blocks=blocks) if randomised else None
+        variant = f"{cfg.evaluation.swap_randomise} reinitialised, seed {head_seed}" if randomised else ""
         classifier = swap_classifier_dir(cfg.paths, model)
         metrics[name] = attribute_into(cfg, out / name, classifier, modify, variant)
         shutil.rmtree(out / name / "parts", ignore_errors=True)  # no DVC output (as attribute_variants)
     if any(m is None for m in metrics.values()):
         return  # not the main process
     write_json({"runs": {n: {"model": SWAP_RUNS[n][0], "head_reinitialised": SWAP_RUNS[n][1],
+                              "blocks_reinitialised": blocks if SWAP_RUNS[n][1] else 0,
                               "seed": seed + (SWAP_RUNS[n][0] == "B")}
                          for n in metrics}}, out / "index.json")  # fmt: skip
 
 
-def _reinitialise_head(classifier: Any, seed: int) -> None:
-    reinitialise(classifier, "head", seed)
+def randomised_blocks(cfg: RootConfig) -> int:
+    """Top blocks the randomised runs re-initialise besides the head (``evaluation.swap_randomise``)."""
+    if cfg.evaluation.swap_randomise == "head":
+        return 0
+    if cfg.train.adaptation != "partial":
+        raise XursError(
+            f"evaluation.swap_randomise='tuned' re-initialises the blocks that training tuned, but "
+            f"train.adaptation={cfg.train.adaptation!r} tunes none; use 'head' or train.adaptation=partial"
+        )
+    return cfg.train.partial_layers
+
+
+def _randomise(classifier: Any, seed: int, blocks: int) -> None:
+    """Re-initialise the head (seed ``seed``) and the top ``blocks`` blocks (seeds ``seed + 1``, ...)."""
+    for step, name in enumerate(cascade_names(classifier, "head", blocks)):
+        reinitialise(classifier, name, seed + step)
 
 
 def swap_classifier_dir(paths: Any, model: str) -> Path:

@@ -87,6 +87,7 @@ def run(cfg: RootConfig) -> dict[str, Any]:
     studies = {k: swap_summary(scores, k, ev.bootstrap_resamples, ev.confidence, ev.seed) for k in RANKINGS}
     for result in studies.values():
         result["passes"] = passes(result)
+    studies["randomised"]["scope"] = ev.swap_randomise  # re-initialised: the head, or it and the tuned blocks
     trained = pd.concat([runs["A"], runs["B"]])
     summary = {
         "studies": studies,
