@@ -38,23 +38,27 @@ def run(cfg: RootConfig) -> None:
         return
     seed = cfg.evaluation.seed
     blocks = randomised_blocks(cfg)
-    metrics = {}
-    for name, (model, randomised) in SWAP_RUNS.items():
-        if name == "A":
-            continue  # the attribute stage's run
-        log.info("attribute_swap: %s", name)
-        head_seed = seed + (model == "B")  # each model's head its own draw: two different random functions
-        modify = partial(_randomise, seed=head_seed, blocks=blocks) if randomised else None
-        variant = f"{cfg.evaluation.swap_randomise} reinitialised, seed {head_seed}" if randomised else ""
-        classifier = swap_classifier_dir(cfg.paths, model)
-        metrics[name] = attribute_into(cfg, out / name, classifier, modify, variant)
-        shutil.rmtree(out / name / "parts", ignore_errors=True)  # no DVC output (as attribute_variants)
+    metrics = {name: attribute_run(cfg, name, blocks) for name in SWAP_RUNS if name != "A"}  # A: attribute's
     if any(m is None for m in metrics.values()):
         return  # not the main process
     write_json({"runs": {n: {"model": SWAP_RUNS[n][0], "head_reinitialised": SWAP_RUNS[n][1],
                               "blocks_reinitialised": blocks if SWAP_RUNS[n][1] else 0,
                               "seed": seed + (SWAP_RUNS[n][0] == "B")}
                          for n in metrics}}, out / "index.json")  # fmt: skip
+
+
+def attribute_run(cfg: RootConfig, name: str, blocks: int) -> dict | None:
+    """Swap run ``name`` (``SWAP_RUNS``) into ``<swap_attributions>/<name>``; a randomised run re-initialises
+    the head and the top ``blocks`` blocks. The merged metrics on the main process, else None."""
+    model, randomised = SWAP_RUNS[name]
+    log.info("attribute_swap: %s", name)
+    seed = cfg.evaluation.seed + (model == "B")  # each model its own draw: two different random functions
+    modify = partial(_randomise, seed=seed, blocks=blocks) if randomised else None
+    variant = f"{cfg.evaluation.swap_randomise} reinitialised, seed {seed}" if randomised else ""
+    out = artifact("swap_attributions").at(cfg.paths) / name
+    metrics = attribute_into(cfg, out, swap_classifier_dir(cfg.paths, model), modify, variant)
+    shutil.rmtree(out / "parts", ignore_errors=True)  # no DVC output (as attribute_variants)
+    return metrics
 
 
 def randomised_blocks(cfg: RootConfig) -> int:
