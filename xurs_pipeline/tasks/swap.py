@@ -92,8 +92,8 @@ def run(cfg: RootConfig) -> dict[str, Any]:
     summary = {
         "studies": studies,
         "accuracy": {
-            "A": _accuracy(cfg, prompts, models["A"], 1),
-            "B": _accuracy(cfg, prompts, models["B"], 2),
+            "A": role_test_accuracy(cfg, prompts, models["A"], 1),
+            "B": role_test_accuracy(cfg, prompts, models["B"], 2),
         },
         "residuals": {
             name: {
@@ -135,7 +135,9 @@ def _attributions(cfg: RootConfig) -> dict[str, pd.DataFrame]:
     }
 
 
-def _accuracy(cfg: RootConfig, prompts: pd.DataFrame, loaded: Any, cue: int) -> dict[str, float | int]:
+def role_test_accuracy(
+    cfg: RootConfig, prompts: pd.DataFrame, loaded: Any, cue: int
+) -> dict[str, float | int]:
     """The role's accuracy on the test records that are not probes, by which cue resolves them."""
     model, tokenizer = loaded
     rows = relabel_by_cue(prompts, cue)
