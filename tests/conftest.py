@@ -11,6 +11,7 @@ run on one worker, in order (:data:`GROUPS`, :func:`pytest_xdist_make_scheduler`
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -24,6 +25,25 @@ for _path in (str(TESTS.parent), str(TESTS)):  # `stages`, and shared helpers su
 from smoke_project import build_smoke_project  # noqa: E402
 
 SLOW_TIMEOUT_S = 1800
+
+
+def worker_threads() -> int | None:
+    """CPU threads for torch in one pytest-xdist worker: the cores shared out among the workers (at least
+    one); None outside xdist (``pytest -n 0`` keeps torch's default). Two workers with torch's default (all
+    cores each) on a 2-core machine made one attribution test 30-100x slower than alone (BENCHMARKS.md
+    section 16): OpenMP threads wait on each other while the other worker holds the core."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not workers:
+        return None
+    return max(1, len(os.sched_getaffinity(0)) // int(workers))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    threads = worker_threads()
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)  # processes a test starts get the same (smoke_project.run_ok)
 
 
 # Tests that share a session project run on one pytest-xdist worker, in order: the smoke project's tests (they
