@@ -52,8 +52,10 @@ def pytest_configure(config: pytest.Config) -> None:
 # project is in its group.
 # A group: node-id patterns (prefix, text inside), any of which admits a test.
 PAPER_TESTS = "tests/paper/test_paper_pipelines.py::"
+SMOKE_FILES = ("browser", "in_process", "smoke")  # tests/pipeline/test_pipeline_<name>.py
 GROUPS = {
-    "smoke": [("tests/pipeline/", "")],
+    # the smoke project's tests (test_pipeline_medqa_dep.py builds its own small project and runs anywhere)
+    "smoke": [(f"tests/pipeline/test_pipeline_{name}.py::", "") for name in SMOKE_FILES],
     "paper_smollm3": [(PAPER_TESTS, "[paper_smollm3]")],
     "paper_llama2": [(PAPER_TESTS, "[paper_llama2]")],
     # one torchrun launch shared by the file's tests (its module fixture would run on each worker)

@@ -6,6 +6,7 @@ cells, ``dvc status`` invalidation, ``xurs explain``, the report in a browser).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -30,6 +31,16 @@ def run_ok(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
         f"{' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     )
     return result
+
+
+def dvc_status(project: Path) -> dict[str, list]:
+    """``dvc status --json`` in ``project``: stage name -> what changed."""
+    return json.loads(run_ok([str(BIN / "dvc"), "status", "--json"], project).stdout)
+
+
+def changed_deps(entries: list) -> set[str]:
+    """The dependency paths one stage's ``dvc status --json`` entries name as changed."""
+    return {path for e in entries if isinstance(e, dict) for path in e.get("changed deps", {})}
 
 
 def copy_sources(work: Path, source: Path = ROOT) -> Path:
