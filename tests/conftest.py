@@ -47,7 +47,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # Tests that share a session project run on one pytest-xdist worker, in order: the smoke project's tests (they
-# edit its files in turn) and each paper-architecture project with its tests. Keyed by node id, because the
+# edit its files in turn), each paper-architecture project with its tests, and the reliability tests (one
+# reference project, not one per worker). Keyed by node id, because the
 # scheduler (in the controlling process) sees node ids only; collection checks that every test using such a
 # project is in its group.
 # A group: node-id patterns (prefix, text inside), any of which admits a test.
@@ -61,9 +62,11 @@ GROUPS = {
     # one torchrun launch shared by the file's tests (its module fixture would run on each worker)
     "processes": [("tests/paper/test_paper_processes.py::", "")],
     "user_clone": [("tests/foundation/test_foundation_experiments.py::", "")],
+    # the reliability tests' reference project and stage fork server (tests/reliability/conftest.py), once
+    "reliability": [("tests/reliability/", "")],
 }
 # the groups that take longest start first (they are the suite's critical path)
-LONG_FIRST = ("user_clone", "smoke", "paper_llama2", "paper_smollm3", "processes")
+LONG_FIRST = ("user_clone", "smoke", "reliability", "paper_llama2", "paper_smollm3", "processes")
 
 
 def worker_group(nodeid: str) -> str | None:

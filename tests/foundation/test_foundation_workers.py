@@ -25,6 +25,7 @@ spec.loader.exec_module(suite)
         ("tests/paper/test_paper_pipelines.py::test_writes_table1[paper_smollm3]", "paper_smollm3"),
         ("tests/paper/test_paper_pipelines.py::test_only_sizes_differ_from_the_paper", None),
         ("tests/credal/test_credal_measures.py::test_width", None),
+        ("tests/reliability/test_reliability_kill_train.py::test_train_survives_kills", "reliability"),
     ],
 )
 def test_node_ids_map_to_their_groups(nodeid: str, group: str | None) -> None:
