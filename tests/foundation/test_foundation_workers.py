@@ -47,3 +47,19 @@ def test_a_project_test_outside_its_group_stops_the_collection() -> None:
     )
     with pytest.raises(pytest.UsageError, match="paper_llama2 project"):
         suite._check_group(paper)
+
+
+@pytest.mark.parametrize(
+    ("workers", "cores", "threads"), [(None, 2, None), ("2", 2, 1), ("2", 8, 4), ("4", 2, 1)]
+)
+def test_each_worker_runs_torch_on_its_share_of_the_cores(
+    monkeypatch: pytest.MonkeyPatch, workers: str | None, cores: int, threads: int | None
+) -> None:
+    """Two workers on 2 cores: one thread each (torch's default, all cores each, oversubscribes them); one
+    process (``-n 0``): torch's default (None)."""
+    monkeypatch.setattr(suite.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    if workers is None:
+        monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+    else:
+        monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", workers)
+    assert suite.worker_threads() == threads
