@@ -11,6 +11,7 @@ run on one worker, in order (:data:`GROUPS`, :func:`pytest_xdist_make_scheduler`
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -26,22 +27,46 @@ from smoke_project import build_smoke_project  # noqa: E402
 SLOW_TIMEOUT_S = 1800
 
 
+def worker_threads() -> int | None:
+    """CPU threads for torch in one pytest-xdist worker: the cores shared out among the workers (at least
+    one); None outside xdist (``pytest -n 0`` keeps torch's default). Two workers with torch's default (all
+    cores each) on a 2-core machine made one attribution test 30-100x slower than alone (BENCHMARKS.md
+    section 16): OpenMP threads wait on each other while the other worker holds the core."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not workers:
+        return None
+    return max(1, len(os.sched_getaffinity(0)) // int(workers))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    threads = worker_threads()
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)  # processes a test starts get the same (smoke_project.run_ok)
+
+
 # Tests that share a session project run on one pytest-xdist worker, in order: the smoke project's tests (they
-# edit its files in turn) and each paper-architecture project with its tests. Keyed by node id, because the
+# edit its files in turn), each paper-architecture project with its tests, and the reliability tests (one
+# reference project, not one per worker). Keyed by node id, because the
 # scheduler (in the controlling process) sees node ids only; collection checks that every test using such a
 # project is in its group.
 # A group: node-id patterns (prefix, text inside), any of which admits a test.
 PAPER_TESTS = "tests/paper/test_paper_pipelines.py::"
+SMOKE_FILES = ("browser", "in_process", "smoke")  # tests/pipeline/test_pipeline_<name>.py
 GROUPS = {
-    "smoke": [("tests/pipeline/", "")],
+    # the smoke project's tests (test_pipeline_medqa_dep.py builds its own small project and runs anywhere)
+    "smoke": [(f"tests/pipeline/test_pipeline_{name}.py::", "") for name in SMOKE_FILES],
     "paper_smollm3": [(PAPER_TESTS, "[paper_smollm3]")],
     "paper_llama2": [(PAPER_TESTS, "[paper_llama2]")],
     # one torchrun launch shared by the file's tests (its module fixture would run on each worker)
     "processes": [("tests/paper/test_paper_processes.py::", "")],
     "user_clone": [("tests/foundation/test_foundation_experiments.py::", "")],
+    # the reliability tests' reference project and stage fork server (tests/reliability/conftest.py), once
+    "reliability": [("tests/reliability/", "")],
 }
 # the groups that take longest start first (they are the suite's critical path)
-LONG_FIRST = ("user_clone", "smoke", "paper_llama2", "paper_smollm3", "processes")
+LONG_FIRST = ("user_clone", "smoke", "reliability", "paper_llama2", "paper_smollm3", "processes")
 
 
 def worker_group(nodeid: str) -> str | None:

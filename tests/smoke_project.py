@@ -6,6 +6,7 @@ cells, ``dvc status`` invalidation, ``xurs explain``, the report in a browser).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,13 +19,28 @@ PROJECT_FILES = ("conf", "stages", "xurs_pipeline")
 
 
 def run_ok(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run a project command (``dvc``, ``xurs``, ``git``) in ``cwd``; fail the test with its output."""
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(cwd)}
+    """Run a project command (``dvc``, ``xurs``, ``git``) in ``cwd``; fail the test with its output. The
+    stages it starts use the test process's torch thread count (``worker_threads`` in tests/conftest.py), so
+    their outputs equal an in-process run's bit for bit."""
+    import torch
+
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(cwd),
+           "OMP_NUM_THREADS": str(torch.get_num_threads())}  # fmt: skip
     result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     assert result.returncode == 0, (
         f"{' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     )
     return result
+
+
+def dvc_status(project: Path) -> dict[str, list]:
+    """``dvc status --json`` in ``project``: stage name -> what changed."""
+    return json.loads(run_ok([str(BIN / "dvc"), "status", "--json"], project).stdout)
+
+
+def changed_deps(entries: list) -> set[str]:
+    """The dependency paths one stage's ``dvc status --json`` entries name as changed."""
+    return {path for e in entries if isinstance(e, dict) for path in e.get("changed deps", {})}
 
 
 def copy_sources(work: Path, source: Path = ROOT) -> Path:

@@ -149,7 +149,7 @@ def test_a_queued_sweep_runs_with_dvc_queue_start_and_reproduces_the_sweep(clone
         status = run_ok([dvc, "queue", "status"], clone).stdout
         if "Queued" not in status and "Running" not in status:
             break
-        time.sleep(5)
+        time.sleep(1)
     assert status.count("Success") >= 2, status
     shown = experiments(exp_show(clone))
     new = {name: shown[name] for name in set(shown) - before}

@@ -18,11 +18,14 @@ spec.loader.exec_module(suite)
     ("nodeid", "group"),
     [
         ("tests/pipeline/test_pipeline_smoke.py::test_table_cells_equal_the_artifacts", "smoke"),
+        ("tests/pipeline/test_pipeline_browser.py::test_nothing_overflows_the_viewport_at_900_px", "smoke"),
+        ("tests/pipeline/test_pipeline_medqa_dep.py::test_editing_a_medqa_question_reruns_prepare", None),
         ("tests/foundation/test_foundation_sweep.py::test_a_sweep_expands_into_one_dvc", None),
         ("tests/paper/test_paper_pipelines.py::test_writes_table1[paper_llama2]", "paper_llama2"),
         ("tests/paper/test_paper_pipelines.py::test_writes_table1[paper_smollm3]", "paper_smollm3"),
         ("tests/paper/test_paper_pipelines.py::test_only_sizes_differ_from_the_paper", None),
         ("tests/credal/test_credal_measures.py::test_width", None),
+        ("tests/reliability/test_reliability_kill_train.py::test_train_survives_kills", "reliability"),
     ],
 )
 def test_node_ids_map_to_their_groups(nodeid: str, group: str | None) -> None:
@@ -30,11 +33,13 @@ def test_node_ids_map_to_their_groups(nodeid: str, group: str | None) -> None:
 
 
 def test_a_project_test_outside_its_group_stops_the_collection() -> None:
-    inside = SimpleNamespace(nodeid="tests/pipeline/test_x.py::test_y", fixturenames=["smoke_project"])
+    inside = SimpleNamespace(nodeid="tests/pipeline/test_pipeline_smoke.py::t",
+                             fixturenames=["smoke_project"])
     suite._check_group(inside)  # in the smoke group: fine
-    outside = SimpleNamespace(nodeid="tests/evaluation/test_x.py::test_y", fixturenames=["smoke_project"])
-    with pytest.raises(pytest.UsageError, match="smoke project but is not in its xdist group"):
-        suite._check_group(outside)
+    for elsewhere in ("tests/evaluation/test_x.py::test_y", "tests/pipeline/test_pipeline_new.py::test_y"):
+        outside = SimpleNamespace(nodeid=elsewhere, fixturenames=["smoke_project"])
+        with pytest.raises(pytest.UsageError, match="smoke project but is not in its xdist group"):
+            suite._check_group(outside)
     paper = SimpleNamespace(
         nodeid="tests/paper/test_other.py::test_z[paper_llama2]",
         fixturenames=["paper_run"],
@@ -42,3 +47,19 @@ def test_a_project_test_outside_its_group_stops_the_collection() -> None:
     )
     with pytest.raises(pytest.UsageError, match="paper_llama2 project"):
         suite._check_group(paper)
+
+
+@pytest.mark.parametrize(
+    ("workers", "cores", "threads"), [(None, 2, None), ("2", 2, 1), ("2", 8, 4), ("4", 2, 1)]
+)
+def test_each_worker_runs_torch_on_its_share_of_the_cores(
+    monkeypatch: pytest.MonkeyPatch, workers: str | None, cores: int, threads: int | None
+) -> None:
+    """Two workers on 2 cores: one thread each (torch's default, all cores each, oversubscribes them); one
+    process (``-n 0``): torch's default (None)."""
+    monkeypatch.setattr(suite.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    if workers is None:
+        monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+    else:
+        monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", workers)
+    assert suite.worker_threads() == threads

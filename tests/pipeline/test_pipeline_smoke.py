@@ -3,7 +3,7 @@
 Proves: every stage runs and leaves its artifacts; a second ``dvc repro`` runs nothing; changing one
 attribution parameter invalidates only the attribution stage and what is downstream of it; editing any
 file a stage imports makes ``dvc status`` report exactly the stages importing it; changing a gate
-threshold reruns only what reads it; editing a MedQA question reruns ``prepare``; every table cell
+threshold reruns only what reads it; every table cell
 checked here equals the artifact it comes from (recomputed independently where possible);
 ``xurs explain`` works on the trained smoke model.
 """
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from smoke_project import BIN, copy_sources, run_ok
+from smoke_project import BIN, changed_deps, dvc_status, run_ok
 
 from xurs_pipeline.cli import main as xurs
 from xurs_pipeline.contracts import STAGES
@@ -84,14 +84,6 @@ def test_changing_one_attribution_parameter_invalidates_only_downstream_stages(p
     assert set(status) == DOWNSTREAM_OF_ATTRIBUTE  # the swap stages read the attribution config too
 
 
-def _status(project: Path) -> dict[str, list]:
-    return json.loads(_run([str(BIN / "dvc"), "status", "--json"], project).stdout)
-
-
-def _changed_deps(entries: list) -> set[str]:
-    return {path for e in entries if isinstance(e, dict) for path in e.get("changed deps", {})}
-
-
 @pytest.mark.slow
 def test_editing_any_imported_file_reruns_exactly_the_stages_that_import_it(project: Path) -> None:
     closures = {name: set(import_closure(stage.module, project)) for name, stage in STAGES.items()}
@@ -100,16 +92,16 @@ def test_editing_any_imported_file_reruns_exactly_the_stages_that_import_it(proj
     try:
         for f in files:
             (project / f).write_bytes(originals[f] + b"\n# edited\n")
-        status = _status(project)
+        status = dvc_status(project)
     finally:
         for f, text in originals.items():
             (project / f).write_bytes(text)
     assert set(status) == set(STAGES)
     for name, closure in closures.items():
-        assert _changed_deps(status[name]) == closure, name
+        assert changed_deps(status[name]) == closure, name
     assert "xurs_pipeline/io.py" in closures["prepare"]  # io.py and config.py were deps of no stage
     assert "xurs_pipeline/config.py" in closures["mask_eval"]
-    assert _status(project) == {}
+    assert dvc_status(project) == {}
 
 
 @pytest.mark.slow
@@ -119,39 +111,12 @@ def test_changing_a_gate_threshold_reruns_only_what_reads_it(project: Path) -> N
     assert original.count("    accuracy_min: 0.8\n") == 1
     try:
         params.write_text(original.replace("    accuracy_min: 0.8\n", "    accuracy_min: 0.75\n"))
-        status = _status(project)
+        status = dvc_status(project)
     finally:
         params.write_text(original)
     # The report and tables carry the hash of the whole config and `check` validates all of it (its stamp
     # does not change, so nothing after it reruns for that); zero-masking and checks do not read gates.
     assert set(status) == {"check", "gates", "tables", "report"}
-
-
-def _medqa_rows(n: int, split: str) -> str:
-    rows = [{"question": f"A {split} patient {i} has symptom {i * 7} for {i + 2} days. What is the cause?",
-             "options": {k: f"{k} cause {i}" for k in "ABCD"}, "answer_idx": "ABCD"[i % 4]}
-            for i in range(n)]  # fmt: skip
-    return "".join(json.dumps(r) + "\n" for r in rows)
-
-
-@pytest.mark.slow
-def test_editing_a_medqa_question_reruns_prepare(tmp_path: Path) -> None:
-    work = tmp_path / "medqa"
-    copy_sources(work)
-    files = work / "medqa" / "US" / "4_options"
-    files.mkdir(parents=True)
-    (files / "phrases_no_exclude_dev.jsonl").write_text(_medqa_rows(10, "dev"))
-    (files / "phrases_no_exclude_test.jsonl").write_text(_medqa_rows(4, "test"))
-    _run([str(BIN / "dvc"), "init", "--no-scm", "-q"], work)
-    _run([str(BIN / "xurs"), "params", "experiment=smoke", "data.source=medqa", "data.medqa_path=medqa",
-          "data.medqa_carve=dev"], work)  # fmt: skip
-    prepare = yaml.safe_load((work / "dvc.yaml").read_text())["stages"]["prepare"]
-    assert "${data.medqa_path}" in prepare["deps"]
-    _run([str(BIN / "dvc"), "repro", "prepare"], work)
-    assert "prepare" not in _status(work)
-    dev = files / "phrases_no_exclude_dev.jsonl"
-    dev.write_text(dev.read_text().replace("symptom 7 ", "symptom 8 ", 1))
-    assert _changed_deps(_status(work)["prepare"]) == {"medqa"}
 
 
 @pytest.mark.slow

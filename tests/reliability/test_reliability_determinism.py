@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from reliability_proc import StageProcess
 from reliability_project import ROOT, assert_same_attribute, copy_project, parquet_equal
 
@@ -63,9 +62,15 @@ def _two_shards(project: Path, threads: dict[str, str]) -> Path:
     return project / "data" / "attribute"
 
 
+def _reference_threads(reference: Path) -> int:
+    """The CPU threads the reference's one-process attribute run had (its stage processes, not this test
+    process: pytest-xdist workers run torch on fewer, tests/conftest.py)."""
+    return int(read_json(reference / "data" / "attribute" / "parts" / "shard-0-of-1.json")["torch_threads"])
+
+
 def test_two_process_shards_equal_the_one_process_run(reference: Path, tmp_path: Path) -> None:
     project = copy_project(reference, tmp_path / "project", "backbone", "prepare", "train")
-    out = _two_shards(project, {"OMP_NUM_THREADS": str(torch.get_num_threads())})
+    out = _two_shards(project, {"OMP_NUM_THREADS": str(_reference_threads(reference))})
     questions = sorted(read_parquet(out / "attributions.parquet")["record_id"])
     computed = [read_json(out / "parts" / f"shard-{i}-of-2.json")["computed"] for i in (0, 1)]
     assert all(computed)
@@ -74,12 +79,14 @@ def test_two_process_shards_equal_the_one_process_run(reference: Path, tmp_path:
     assert_same_attribute(out, reference / "data" / "attribute")
 
 
-@pytest.mark.skipif(torch.get_num_threads() < 2, reason="one thread per process either way")
 def test_shards_with_fewer_threads_agree_to_float32_rounding(reference: Path, tmp_path: Path) -> None:
+    threads = _reference_threads(reference)
+    if threads < 2:
+        pytest.skip("one thread per process either way")
     project = copy_project(reference, tmp_path / "project", "backbone", "prepare", "train")
     out = _two_shards(project, {})  # accelerate's default: cores / 2 threads per process
     assert [read_json(out / "parts" / f"shard-{i}-of-2.json")["torch_threads"] for i in (0, 1)] == [
-        max(1, torch.get_num_threads() // 2)
+        max(1, threads // 2)
     ] * 2
     mine = read_parquet(out / "attributions.parquet")
     theirs = read_parquet(reference / "data" / "attribute" / "attributions.parquet")
