@@ -142,7 +142,8 @@ outside its own pair.</p>
 of the other cue (a tie fails), with its Wilson interval; it passes at &ge; {{ pass_accuracy }} with the
 lower bound &ge; {{ pass_lower }} and the between-model difference of cue 1's share of the two cues'
 magnitude above 0 (question-level bootstrap). The input-only ranking is the same under both models, so its
-pooled swap accuracy is 1/2 by construction. Question pages outline both cues.</p>
+pooled swap accuracy is 1/2 by construction, less where the cues tie (a tie fails both). Question pages
+outline both cues.</p>
 </section>
 """
 
