@@ -24,9 +24,8 @@ import pandas as pd
 import torch
 
 from xurs_pipeline.config import load_params
-from xurs_pipeline.data.synthetic.swap import relabel_by_cue
 from xurs_pipeline.evaluation.swap import LEARNED_CUE, Proportion, score_frame, wilson
-from xurs_pipeline.evaluation.swap_study import input_only_magnitudes, role_accuracy
+from xurs_pipeline.evaluation.swap_study import input_only_magnitudes, role_accuracy, role_test_records
 from xurs_pipeline.models.checkpoint import load_classifier
 from xurs_pipeline.models.gguf import load_gguf, resolve_gguf_path
 from xurs_pipeline.tasks.swap import role_test_accuracy
@@ -57,8 +56,7 @@ def accuracy_of(project: Path, role: str, prompts: pd.DataFrame) -> dict:
     if role == "B":
         return role_test_accuracy(cfg, prompts, load_classifier(project / "data/swap/train/classifier"), cue)
     predictions = pd.read_parquet(project / "data/predict/predictions.parquet").set_index("record_id")
-    test = relabel_by_cue(prompts, cue)
-    test = test[(test["split"] == "test") & test["has_result"].astype(bool)]
+    test = role_test_records(prompts, cue)
     masses = torch.tensor(np.stack([np.asarray(predictions.loc[r, "masses"], dtype=np.float64)
                                     for r in test["record_id"]]))  # fmt: skip
     return role_accuracy(masses, test, cue)

@@ -20,7 +20,15 @@ from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.inputs import reference_pool
 from xurs_pipeline.attribution.references import prepare_training
 from xurs_pipeline.credal import FOCAL_INDEX, pignistic
+from xurs_pipeline.data.synthetic.swap import relabel_by_cue
 from xurs_pipeline.evaluation.nulls import input_only_scores
+
+
+def role_test_records(prompts: pd.DataFrame, cue: int) -> pd.DataFrame:
+    """The records a role's accuracy is read on: ``prompts`` relabelled by ``cue`` (1 or 2), kept where they
+    are test records with a result (probes have none), in the prompts' order."""
+    rows = relabel_by_cue(prompts, cue)
+    return rows[(rows["split"] == "test") & rows["has_result"].astype(bool)]
 
 
 def role_accuracy(masses: torch.Tensor, rows: pd.DataFrame, cue: int) -> dict[str, float | int]:

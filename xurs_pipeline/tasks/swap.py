@@ -21,10 +21,9 @@ import pandas as pd
 from xurs_pipeline.config import RootConfig, train_run_hash
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.dataset import data_config_hash
-from xurs_pipeline.data.synthetic.swap import relabel_by_cue
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_prompts
 from xurs_pipeline.evaluation.swap import SWAP_RUNS, passes, score_frame, skipped_reason, swap_summary
-from xurs_pipeline.evaluation.swap_study import input_only_magnitudes, role_accuracy
+from xurs_pipeline.evaluation.swap_study import input_only_magnitudes, role_accuracy, role_test_records
 from xurs_pipeline.evaluation.verdicts import json_safe
 from xurs_pipeline.io import ArtifactError, Provenance, write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
@@ -140,8 +139,7 @@ def role_test_accuracy(
 ) -> dict[str, float | int]:
     """The role's accuracy on the test records that are not probes, by which cue resolves them."""
     model, tokenizer = loaded
-    rows = relabel_by_cue(prompts, cue)
-    rows = rows[(rows["split"] == "test") & rows["has_result"].astype(bool)]
+    rows = role_test_records(prompts, cue)
     head_only = model.meta["adaptation"] == "head_only"
     out = classifier_outputs(
         model,
