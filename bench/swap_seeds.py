@@ -8,7 +8,8 @@ Everything after ``--`` is passed to ``xurs params experiment=controlled_swap da
 ``OUT/seed<S>/`` (``summary.json``, ``params.yaml``, ``log.txt``, ``seconds.json``), all of it in one file
 ``OUT/seeds.json`` (for machines that return few files), and prints
 ``bench/swap_table.py``'s tables for every seed that finished. On a GPU the seeds share the card; on a
-CPU use ``--jobs 1``. docs/swap-control.md's GPU tables are this script's output.
+CPU use ``--jobs 1`` (or 2 seeds, one core each). ``--keep DIR`` keeps each seed's project as
+``DIR/seed<S>/``. docs/swap-control.md's GPU and held-out seed tables are this script's output.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,10 +89,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--out", type=Path, required=True, help="folder for seed<S>/ results")
     parser.add_argument("--jobs", type=int, default=1, help="seeds run at once (a GPU can take several)")
+    parser.add_argument("--keep", type=Path, help="keep the seeds' projects here (a new folder), e.g. for "
+                        "bench/swap_rerandomise.py; by default they are scratch and removed")  # fmt: skip
     parser.add_argument("overrides", nargs="*", help="after --: more `xurs params` overrides")
     args = parser.parse_args()
     threads = max(1, (os.cpu_count() or 1) // args.jobs)
-    with tempfile.TemporaryDirectory() as tmp:
+    if args.keep is not None:
+        args.keep.mkdir(parents=True)  # refuses an existing folder: never mixes with an earlier run
+    with tempfile.TemporaryDirectory() if args.keep is None else nullcontext(str(args.keep)) as tmp:
         pending, running, done = list(args.seeds), {}, {}
         while pending or running:
             while pending and len(running) < args.jobs:
