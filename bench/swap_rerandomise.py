@@ -5,7 +5,8 @@ randomised attribution runs and the ``swap`` stage are recomputed, in a hard-lin
 
 ``dvc repro`` after ``evaluation.swap_randomise=tuned`` would also re-attribute model B (DVC reruns the whole
 ``attribute_swap`` stage), whose explanations do not depend on the key. The copy shares every file with
-PROJECT except the ones recomputed (removed from the copy first, so PROJECT is never written); its
+PROJECT except the ones recomputed (removed from the copy first, so PROJECT is never written;
+``bench/swap_rerun.py`` reruns whole stages the same way); its
 ``data/swap/study/summary.json`` then reads with ``bench/swap_table.py COPY``. docs/swap-control.md's
 "heads and tuned blocks" rows are this script's output.
 """
@@ -13,14 +14,10 @@ PROJECT except the ones recomputed (removed from the copy first, so PROJECT is n
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
-import yaml
+from swap_rerun import linked_copy, remove_outputs
 
-from xurs_pipeline.config import load_params
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.evaluation.config import SWAP_RANDOMISE
 from xurs_pipeline.evaluation.swap import SWAP_RUNS
@@ -36,20 +33,12 @@ def main() -> None:
     parser.add_argument("copy", type=Path, help="where the hard-linked copy goes (must not exist)")
     parser.add_argument("--scope", choices=SWAP_RANDOMISE, default="tuned", help="evaluation.swap_randomise")
     args = parser.parse_args()
-    args.copy = args.copy.resolve()
-    subprocess.run(["cp", "-al", str(args.project), str(args.copy)], check=True)
-    params = yaml.safe_load((args.copy / "params.yaml").read_text())
-    params["evaluation"]["swap_randomise"] = args.scope
-    (args.copy / "params.yaml").unlink()  # a hard link to the project's
-    (args.copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    os.chdir(args.copy)  # the project's relative paths (artifacts, caches) now name the copy's
-    cfg = load_params("params.yaml")
+    cfg = linked_copy(args.project, args.copy, {"evaluation.swap_randomise": args.scope})
     randomised = [name for name, (_, is_random) in SWAP_RUNS.items() if is_random]
-    for path in [artifact("swap_attributions").at(cfg.paths) / n for n in randomised] + [
+    remove_outputs([artifact("swap_attributions").at(cfg.paths) / n for n in randomised] + [
         artifact("swap_study").at(cfg.paths),
         artifact("swap_headline").at(cfg.paths),
-    ]:
-        shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+    ])  # fmt: skip
     blocks = attribute_swap.randomised_blocks(cfg)
     for name in randomised:
         attribute_swap.attribute_run(cfg, name, blocks)
