@@ -1,10 +1,13 @@
 """The swap study's tables in Markdown, from a project where `controlled_swap` ran (docs/swap-control.md).
 
     python bench/swap_table.py [PROJECT ...]     # default: the current directory
+    python bench/swap_table.py --across SEED0 SEED1 ...   # one row per project, and the pooled counts
 
 Reads ``<project>/data/swap/study/summary.json`` (the swap stage's output) and ``params.yaml`` and prints,
 per project, the models' accuracy by cue and each ranking's swap accuracy and share difference, with the
 attribution settings and residuals that produced them: the tables in docs/swap-control.md are this output.
+``--across`` puts several projects (data seeds) in one table, one row each, and pools their probes: each
+model's learned cue first k of n, with Wilson 95% intervals (``evaluation.swap.wilson``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from xurs_pipeline.evaluation.swap import wilson
 from xurs_pipeline.reporting.swap_card import SwapStudy
 
 ACCURACY_HEADER = (
@@ -71,12 +75,67 @@ def tables(project: Path) -> str:
     return "\n".join(lines)
 
 
+ACROSS_HEADER = (
+    "| data.seed | A / B accuracy, own cue resolves | swap accuracy [Wilson 95%] | A: cue 1 first "
+    "| B: cue 2 first | cue 1 share, A - B [95%] | heads re-initialised: swap accuracy, share difference "
+    "| passes |",
+    "|---|---|---|---|---|---|---|---|",
+)
+
+
+def _first(study: dict, role: str) -> tuple[int, int]:
+    """(k, n): the role's probes whose learned cue ranks first under ``study``."""
+    n = int(study[f"n_{role}"])
+    return round(study[f"swap_accuracy_{role}"] * n), n
+
+
+def _interval(k: int, n: int) -> str:
+    p = wilson([True] * k + [False] * (n - k))
+    return f"{k}/{n} ({p.value:.2f} [{p.low:.2f}, {p.high:.2f}])"
+
+
+def across(projects: list[Path]) -> str:
+    """One row per project (its data seed) and a pooled row over all their probes."""
+    lines, pooled = list(ACROSS_HEADER), {"A": [0, 0], "B": [0, 0], "R": [0, 0]}
+    for project in projects:
+        summary = json.loads((project / "data/swap/study/summary.json").read_text())
+        if "studies" not in summary:
+            raise SystemExit(f"{project}: swap stages skipped ({summary.get('skipped')})")
+        seed = yaml.safe_load((project / "params.yaml").read_text())["data"]["seed"]
+        trained, randomised = summary["studies"]["trained"], summary["studies"]["randomised"]
+        acc = summary["accuracy"]
+        (ka, na), (kb, nb) = _first(trained, "A"), _first(trained, "B")
+        (kra, nra), (krb, nrb) = _first(randomised, "A"), _first(randomised, "B")
+        for key, (k, n) in (("A", (ka, na)), ("B", (kb, nb)), ("R", (kra + krb, nra + nrb))):
+            pooled[key][0] += k
+            pooled[key][1] += n
+        cells = [
+            str(seed), f"{_f(acc['A']['accuracy_own_cue'])} / {_f(acc['B']['accuracy_own_cue'])}",
+            f"{_f(trained['swap_accuracy'])} [{_f(trained['swap_ci_low'])}, {_f(trained['swap_ci_high'])}]",
+            f"{ka}/{na}", f"{kb}/{nb}",
+            f"{_f(trained['share_difference'], '+.2f')} [{_f(trained['share_ci_low'], '+.2f')}, "
+            f"{_f(trained['share_ci_high'], '+.2f')}]",
+            f"{_f(randomised['swap_accuracy'])}, {_f(randomised['share_difference'], '+.2f')}",
+            "yes" if trained["passes"] else "no",
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    (ka, na), (kb, nb), (kr, nr) = pooled["A"], pooled["B"], pooled["R"]
+    lines.append(f"| pooled | | {_interval(ka + kb, na + nb)} | {_interval(ka, na)} | {_interval(kb, nb)} | "
+                 f"| {_interval(kr, nr)} | |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("projects", nargs="*", type=Path, default=[Path(".")], help="project directories")
-    for project in parser.parse_args().projects:
+    parser.add_argument("--across", action="store_true", help="one table over the projects (data seeds)")
+    args = parser.parse_args()
+    if args.across:
+        print(across(args.projects))
+        return
+    for project in args.projects:
         print(tables(project), end="\n\n")
 
 
