@@ -120,3 +120,39 @@ def test_the_input_only_ranking_is_the_same_under_both_models(records, tiny_toke
     assert study["share_difference"] == 0.0
     other = input_only_magnitudes(frame, probes, replace(at, reference_order="hash"), pad, embedding)
     assert not all(np.array_equal(ranking[1][p], other[p]) for p in probes)
+
+
+def test_cue2_first_changes_only_the_sentence_order(records, tiny_tokenizer) -> None:
+    """The sentence-order control: the same draws, labels and roles, with the urine test (cue 2) stated
+    first; the reader still finds cue 1 by its test, the spans follow the sentences, and the prepared cue
+    positions swap places in the prompt."""
+    flipped = generate_swap((150, 6, 8), 4, seed=3, cue2_first=True)
+    assert [r.record_id for r in flipped] == [r.record_id for r in records]
+    for before, after in zip(records, flipped, strict=True):
+        assert after.synthetic.cue_answers == before.synthetic.cue_answers
+        assert after.synthetic.cue_resolved == before.synthetic.cue_resolved
+        assert after.answer_idx == before.answer_idx
+        assert read_swap(after) == read_swap(before)
+        assert after.question.index("urine test") < after.question.index("blood test")
+        assert after.synthetic.cue_spans[1][1] < after.synthetic.cue_spans[0][0]
+        for k in range(2):
+            assert after.question[slice(*after.synthetic.cue_spans[k])] == before.question[
+                slice(*before.synthetic.cue_spans[k])
+            ]
+    frame = prepare_and_validate(flipped, tiny_tokenizer, 512).frame
+    assert all(max(cues[1]) < min(cues[0]) for cues in frame["cue_positions"])
+
+
+def test_a_question_without_both_tests_is_rejected(records) -> None:
+    record = records[0]
+    tampered = replace(record, question=record.question.replace("urine test", "blood test"))
+    with pytest.raises(ValueError, match="needs one blood and one urine test"):
+        read_swap(tampered)
+
+
+def test_cue2_first_needs_the_two_cue_data() -> None:
+    from xurs_pipeline.data.config import DataConfig
+
+    assert DataConfig(source="synthetic_swap", cue2_first=True).cue2_first
+    with pytest.raises(ValueError, match="data.cue2_first=true: only data.source=synthetic_swap"):
+        DataConfig(source="synthetic_direct", cue2_first=True)

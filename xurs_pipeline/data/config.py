@@ -29,6 +29,8 @@ class DataConfig:
     require_paired_lengths: fail when a result pair does not tokenise position by position alike (V2).
     pair_every: ``synthetic_direct`` only: every k-th case of a family also has its result-free partner
       (1 = every case, as V1 and V2 always have).
+    cue2_first: ``synthetic_swap`` only: state cue 2 (the urine test) before cue 1 (the blood test); the
+      cues' roles are unchanged, so model B's cue becomes the first sentence (the sentence-order control).
     """
 
     source: str = "synthetic_v1"
@@ -44,6 +46,7 @@ class DataConfig:
     v1_flaws: bool = True
     require_paired_lengths: bool = False
     pair_every: int = 1
+    cue2_first: bool = False
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -66,6 +69,10 @@ class DataConfig:
             raise ValueError(
                 f"data.pair_every={self.pair_every}: only data.source=synthetic_direct has cases without a "
                 f"partner; {self.source} pairs every case (set 1)"
+            )
+        if self.cue2_first and self.source != "synthetic_swap":
+            raise ValueError(
+                f"data.cue2_first=true: only data.source=synthetic_swap has two cues; {self.source} has not"
             )
         if self.cases_per_family < 1:
             raise ValueError(f"data.cases_per_family={self.cases_per_family}: must be >= 1")

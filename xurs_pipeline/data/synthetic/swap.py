@@ -34,14 +34,20 @@ from xurs_pipeline.data.synthetic.targets import prescribed_masses
 
 SWAP_INSTRUCTION = "The conditions and tests below are fictional."
 CASE_TEMPLATE = "A patient presents with {symptom}.{cue1}{cue2}"
+CASE_TEMPLATE_CUE2_FIRST = "A patient presents with {symptom}.{cue2}{cue1}"  # the sentence-order control
 CUE_TEMPLATES = (" The blood test is positive for {named}.", " The urine test is positive for {named}.")
 PROBE_EVERY = 4  # test case index 0, 4, ... of a family is a probe
 
 
 def generate_swap(
-    families: tuple[int, int, int], cases_per_family: int, seed: int = 0, resolved_share: float = 0.5
+    families: tuple[int, int, int],
+    cases_per_family: int,
+    seed: int = 0,
+    resolved_share: float = 0.5,
+    cue2_first: bool = False,
 ) -> list[QuestionRecord]:
-    """Two-cue records in split, family, case order (see the module docstring)."""
+    """Two-cue records in split, family, case order (see the module docstring). ``cue2_first`` states cue 2
+    before cue 1 in every question (the same draws, labels and roles; only the sentence order changes)."""
     if not 0.0 < resolved_share < 1.0:
         raise ValueError(f"swap data: resolved_share={resolved_share} must be in (0, 1)")
     records = []
@@ -61,7 +67,8 @@ def generate_swap(
                 for label, r in zip(labels, resolved, strict=True)
             )
         symptom = plan.family.symptoms[rng.randrange(2)]  # not tied to either label
-        records.append(_record(plan, labels, cues, symptom, "probe" if probe else "case"))
+        case_template = CASE_TEMPLATE_CUE2_FIRST if cue2_first else CASE_TEMPLATE
+        records.append(_record(plan, labels, cues, symptom, "probe" if probe else "case", case_template))
     return records
 
 
@@ -76,7 +83,12 @@ def _pair(label: int, other: int, rng: random.Random) -> list[int]:
 
 
 def _record(
-    plan: CasePlan, labels: tuple[int, int], cues: tuple[list[int], ...], symptom: str, variant: str
+    plan: CasePlan,
+    labels: tuple[int, int],
+    cues: tuple[list[int], ...],
+    symptom: str,
+    variant: str,
+    case_template: str,
 ) -> QuestionRecord:
     """One rendered case: ``labels`` and ``cues`` (the family condition indices each cue names)."""
     conditions = plan.family.conditions
@@ -84,7 +96,7 @@ def _record(
     values = {"symptom": symptom}
     for k, (template, names) in enumerate(zip(CUE_TEMPLATES, named, strict=True)):
         values[f"cue{k + 1}"] = template.format(named=names)
-    text, spans = fill(CASE_TEMPLATE, values)
+    text, spans = fill(case_template, values)
     starts = [spans[f"cue{k + 1}"][0] + values[f"cue{k + 1}"].rindex(n) for k, n in enumerate(named)]
     cue_spans = tuple((s, s + len(n)) for s, n in zip(starts, named, strict=True))
     order = list(plan.base_order)  # option k shows family condition order[k]
@@ -125,16 +137,21 @@ def _masses(cue: list[int], label: int, order: list[int]) -> tuple[float, ...]:
     return prescribed_masses(plausible, answer if len(cue) == 1 else None, answer)
 
 
-_CUE = re.compile(r"The (?:blood|urine) test is positive for (?P<named>[^.]+)\.")
+_CUE = re.compile(r"The (?P<test>blood|urine) test is positive for (?P<named>[^.]+)\.")
+_CUE_OF_TEST = {"blood": 0, "urine": 1}  # cue 1 is the blood test wherever the question states it
 
 
 def read_swap(record: QuestionRecord) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Option indices each cue names; ValueError when the question does not state two cues, a cue names
     something that is not an option, or a role's answer is not among its cue's names (or a resolved cue
     names more than one option): the two-cue reader."""
-    found = [m["named"].split(" or ") for m in _CUE.finditer(record.question)]
-    if len(found) != 2:
-        raise ValueError(f"question states {len(found)} test results; the two-cue data needs 2")
+    matches = sorted(_CUE.finditer(record.question), key=lambda m: _CUE_OF_TEST[m["test"]])
+    found = [m["named"].split(" or ") for m in matches]
+    if [m["test"] for m in matches] != ["blood", "urine"]:
+        raise ValueError(
+            f"question states {[m['test'] for m in matches]} test results; the two-cue data needs one blood "
+            "and one urine test"
+        )
     info = record.synthetic
     named = []
     for k, names in enumerate(found):
