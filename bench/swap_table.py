@@ -101,7 +101,8 @@ def across(projects: list[Path]) -> str:
         summary = json.loads((project / "data/swap/study/summary.json").read_text())
         if "studies" not in summary:
             raise SystemExit(f"{project}: swap stages skipped ({summary.get('skipped')})")
-        seed = yaml.safe_load((project / "params.yaml").read_text())["data"]["seed"]
+        data = yaml.safe_load((project / "params.yaml").read_text())["data"]
+        seed = f"{data['seed']}, cue 2 first" if data.get("cue2_first") else str(data["seed"])
         trained, randomised = summary["studies"]["trained"], summary["studies"]["randomised"]
         acc = summary["accuracy"]
         (ka, na), (kb, nb) = _first(trained, "A"), _first(trained, "B")
@@ -110,7 +111,7 @@ def across(projects: list[Path]) -> str:
             pooled[key][0] += k
             pooled[key][1] += n
         cells = [
-            str(seed), f"{_f(acc['A']['accuracy_own_cue'])} / {_f(acc['B']['accuracy_own_cue'])}",
+            seed, f"{_f(acc['A']['accuracy_own_cue'])} / {_f(acc['B']['accuracy_own_cue'])}",
             f"{_f(trained['swap_accuracy'])} [{_f(trained['swap_ci_low'])}, {_f(trained['swap_ci_high'])}]",
             f"{ka}/{na}", f"{kb}/{nb}",
             f"{_f(trained['share_difference'], '+.2f')} [{_f(trained['share_ci_low'], '+.2f')}, "
