@@ -5,12 +5,12 @@ malformed KEY=VALUE is refused, naming it, before anything is copied."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import shutil
 from pathlib import Path
 
 import pytest
 import yaml
+from bench_scripts import load_bench_script
 
 from xurs_pipeline.config import ConfigError
 
@@ -19,10 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def swap_rerun():
-    spec = importlib.util.spec_from_file_location("swap_rerun", ROOT / "bench" / "swap_rerun.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("swap_rerun")
 
 
 @pytest.fixture

@@ -4,12 +4,12 @@ their Wilson interval; a project whose swap stages were skipped is refused."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
 
 import pytest
+from bench_scripts import load_bench_script
 from scipy.stats import binomtest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,10 +18,7 @@ SEEDS = [ROOT / "bench/results/cpu_swap_idle", ROOT / "bench/results/cpu_swap_se
 
 @pytest.fixture(scope="module")
 def swap_table():
-    spec = importlib.util.spec_from_file_location("swap_table", ROOT / "bench" / "swap_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("swap_table")
 
 
 def test_the_pooled_row_sums_the_seeds(swap_table) -> None:

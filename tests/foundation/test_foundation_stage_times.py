@@ -3,10 +3,11 @@ the next stage's first; stages that log nothing are left out; a log without stag
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+
+from bench_scripts import load_bench_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "stage_times.py"
 LOG = """Running stage 'check':
@@ -22,10 +23,7 @@ Running stage 'attribute':
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("stage_times", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("stage_times")
 
 
 def test_a_stage_runs_until_the_next_one_starts() -> None:
