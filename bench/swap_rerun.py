@@ -18,45 +18,43 @@ import argparse
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
+from omegaconf import DictConfig, OmegaConf
 
-from xurs_pipeline.config import RootConfig, load_params
+from xurs_pipeline.config import RootConfig, check_inside, validate
 from xurs_pipeline.contracts import STAGES
 from xurs_pipeline.tasks.pipeline import TASKS
 from xurs_pipeline.tasks.runner import run_task
 
 DEFAULT_STAGES = ("attribute", "attribute_swap", "swap")
+_ABSENT = object()
 
 
 def linked_copy(project: Path, copy: Path, changes: Mapping[str, Any]) -> RootConfig:
     """Hard-link ``project`` to ``copy`` (must not exist), set the dotted keys ``changes`` in the copy's own
-    ``params.yaml`` and make ``copy`` the working directory; returns the copy's validated config."""
+    ``params.yaml`` and make ``copy`` the working directory; returns the copy's validated config. Every key
+    and value is checked (``config.validate``) before anything is copied."""
+    source = project / "params.yaml"
+    params = OmegaConf.load(source)
+    for dotted, value in changes.items():
+        section = dotted.rpartition(".")[0]
+        if section and not isinstance(OmegaConf.select(params, section), DictConfig):
+            raise SystemExit(f"{source}: no section {section!r} for key {dotted!r}")
+        if OmegaConf.select(params, dotted, default=_ABSENT) is _ABSENT:
+            raise SystemExit(f"{source}: no key {dotted!r}")
+        OmegaConf.update(params, dotted, value)
+    cfg = validate(params, source=f"{source} with {dict(changes)}")
     copy = copy.resolve()
-    params = yaml.safe_load((project / "params.yaml").read_text())
-    for dotted, value in changes.items():  # every key checked before anything is copied
-        *sections, key = dotted.split(".")
-        node = params
-        for section in sections:
-            if not isinstance(node.get(section), dict):
-                raise SystemExit(f"{project / 'params.yaml'}: no section {section!r} for key {dotted!r}")
-            node = node[section]
-        if key not in node:
-            raise SystemExit(f"{project / 'params.yaml'}: no key {dotted!r}")
-        node[key] = value
-    text = yaml.safe_dump(params, sort_keys=False)
-    with tempfile.TemporaryDirectory() as tmp:  # a bad value fails the schema here, before the copy
-        (Path(tmp) / "params.yaml").write_text(text)
-        load_params(Path(tmp) / "params.yaml")
     subprocess.run(["cp", "-al", str(project), str(copy)], check=True)
     (copy / "params.yaml").unlink()  # a hard link to the project's
-    (copy / "params.yaml").write_text(text)
+    (copy / "params.yaml").write_text(OmegaConf.to_yaml(params))
+    check_inside(cfg, copy, source=str(copy / "params.yaml"))
     os.chdir(copy)  # the project's relative paths (artifacts, caches) now name the copy's
-    return load_params("params.yaml")
+    return cfg
 
 
 def remove_outputs(paths: Iterable[Path]) -> None:

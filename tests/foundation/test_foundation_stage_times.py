@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-from bench_scripts import load_bench_script
+from bench_scripts import BENCH, load_bench_script
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "stage_times.py"
+SCRIPT = BENCH / "stage_times.py"
 LOG = """Running stage 'check':
 > python -m stages.check
 Running stage 'train':

@@ -50,6 +50,7 @@ def generate_swap(
     before cue 1 in every question (the same draws, labels and roles; only the sentence order changes)."""
     if not 0.0 < resolved_share < 1.0:
         raise ValueError(f"swap data: resolved_share={resolved_share} must be in (0, 1)")
+    case_template = CASE_TEMPLATE_CUE2_FIRST if cue2_first else CASE_TEMPLATE
     records = []
     for split, plan, rng in case_plans("generate_swap", families, cases_per_family, seed, False):
         probe = split == "test" and plan.index % PROBE_EVERY == 0
@@ -67,7 +68,6 @@ def generate_swap(
                 for label, r in zip(labels, resolved, strict=True)
             )
         symptom = plan.family.symptoms[rng.randrange(2)]  # not tied to either label
-        case_template = CASE_TEMPLATE_CUE2_FIRST if cue2_first else CASE_TEMPLATE
         records.append(_record(plan, labels, cues, symptom, "probe" if probe else "case", case_template))
     return records
 
