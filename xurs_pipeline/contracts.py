@@ -179,6 +179,7 @@ _ARTIFACTS = (
     Artifact("swap_attributions", "swap/attribute", "attribute_swap"),
     Artifact("swap_study", "swap/study", "swap"),  # per_question.parquet and summary.json, or skipped
     Artifact("swap_headline", "swap/headline.json", "swap", kind="metric"),
+    Artifact("swap_methods", "swap/methods.json", "swap", kind="metric"),  # per method: swap, agreement
     Artifact("config_check", "check.json", "check", kind="detail"),
     Artifact("tables", "tables", "tables", root="results"),
     Artifact("plots", "plots", "tables", root="results"),
@@ -351,6 +352,9 @@ _STAGES = (
             "evaluation.bootstrap_resamples",
             "evaluation.confidence",
             "evaluation.swap_randomise",
+            "evaluation.swap_methods",
+            "evaluation.swap_clear_margin",
+            "evaluation.swap_layer_ig_steps",
         ),
         "The swap study's measures and headline (swap accuracy, share difference, randomised, input-only).",
     ),

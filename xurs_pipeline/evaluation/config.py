@@ -22,6 +22,9 @@ def _check_unit(prefix: str, values: dict[str, float]) -> None:
 
 
 SWAP_RANDOMISE = ("head", "tuned")  # evaluation.swap_randomise
+# evaluation.swap_methods (evaluation/swap_methods.py's METHODS, which imports torch and captum: kept apart)
+SWAP_METHODS = ("paper", "grad_l2", "grad_x_input", "occlusion_token", "layer_ig", "occlusion_span",
+                "shapley_span", "input_only", "random")  # fmt: skip
 
 
 @dataclass
@@ -159,6 +162,12 @@ class EvaluationConfig:
     # "tuned" also its tuned blocks (train.adaptation=partial: the top train.partial_layers blocks), so that
     # A and B keep only the frozen blocks they share.
     swap_randomise: str = "head"
+    # The swap study's method comparison (evaluation/swap_methods.py, docs/swap-control.md): the methods
+    # read on every probe under both models, the behavioural margin |e1 - e2| / (e1 + e2) from which a
+    # probe counts as clear (swap_behaviour.py), and layer_ig's integration steps.
+    swap_methods: list[str] = field(default_factory=lambda: list(SWAP_METHODS))
+    swap_clear_margin: float = 0.2
+    swap_layer_ig_steps: int = 32
     # Other attribution runs (directories under paths.artifacts, e.g. a second seed or sample count)
     # compared with the main run by the Table 6 and Table 7 criteria.
     comparison_runs: list[str] = field(default_factory=list)
@@ -227,3 +236,12 @@ class EvaluationConfig:
         _require(self.randomisation_blocks >= 0, "randomisation_blocks", self.randomisation_blocks, ">= 0")
         _require(self.swap_randomise in SWAP_RANDOMISE, "swap_randomise", self.swap_randomise,
                  f"one of {list(SWAP_RANDOMISE)}")  # fmt: skip
+        methods = self.swap_methods
+        valid = bool(methods) and set(methods) <= set(SWAP_METHODS) and len(set(methods)) == len(methods)
+        _require(
+            valid, "swap_methods", methods, f"a non-empty list of distinct names from {list(SWAP_METHODS)}"
+        )
+        _require(
+            0.0 <= self.swap_clear_margin < 1.0, "swap_clear_margin", self.swap_clear_margin, "in [0, 1)"
+        )
+        _require(self.swap_layer_ig_steps >= 2, "swap_layer_ig_steps", self.swap_layer_ig_steps, ">= 2")

@@ -68,16 +68,11 @@ def _in_pair(row, k: int, option: int) -> bool:
     return float(row.cue_masses[k][FOCAL_INDEX[(option,)]]) > 0
 
 
-def input_only_magnitudes(
-    prompts: pd.DataFrame,
-    record_ids: Sequence[str],
-    cfg: AttributionConfig,
-    pad_id: int,
-    embedding: np.ndarray,
+def prepared_references(
+    prompts: pd.DataFrame, record_ids: Sequence[str], cfg: AttributionConfig, pad_id: int
 ) -> dict[str, np.ndarray]:
-    """The input-only ranking (``nulls.input_only_scores``) of each question against the training references
-    ``cfg`` gives the attribution (first collection), prepared as the attribution prepares them
-    (``cfg.reference_alignment``): record id -> (seq,) float64. It reads no weight past the embedding."""
+    """The training references ``cfg`` gives the attribution (first collection), prepared for each question as
+    the attribution prepares them (``cfg.reference_alignment``): record id -> (n_refs, seq) int64."""
     if cfg.reference != "train":
         raise ValueError(f"attribution.reference={cfg.reference!r}: the swap study needs training references")
     pool_ids, pool_tokens = reference_pool(prompts, cfg, None)
@@ -87,5 +82,18 @@ def input_only_magnitudes(
         ids = [int(t) for t in by_id.loc[record_id, "input_ids"]]
         refs = prepare_training(ids, pool_tokens[0], pool_ids[0], pad_id, torch.device("cpu"),
                                 cfg.reference_alignment)  # fmt: skip
-        out[record_id] = input_only_scores(ids, refs.prepared_ids.numpy(), embedding)
+        out[record_id] = refs.prepared_ids.numpy()
     return out
+
+
+def input_only_magnitudes(
+    prompts: pd.DataFrame, references: dict[str, np.ndarray], embedding: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The input-only ranking (``nulls.input_only_scores``) of each question against its prepared
+    ``references`` (:func:`prepared_references`): record id -> (seq,) float64. It reads no weight past the
+    embedding."""
+    by_id = prompts.set_index("record_id")
+    return {
+        record_id: input_only_scores([int(t) for t in by_id.loc[record_id, "input_ids"]], refs, embedding)
+        for record_id, refs in references.items()
+    }

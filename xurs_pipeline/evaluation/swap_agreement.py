@@ -1,0 +1,84 @@
+"""Each attribution method scored against what each swap model does (``swap_behaviour.py``) and against the
+rule it was trained on (``swap.py``'s swap accuracy), on the same probes.
+
+Per (method, role, probe), from the method's :class:`~xurs_pipeline.evaluation.swap_methods.CueReading`:
+
+- ``follows_training``: the method ranks first the cue the role's labels followed (A: cue 1, B: cue 2);
+- ``agrees``: the method ranks first the cue the model *depends on* (its larger behavioural effect); probes
+  where the two edits move the width equally (``depends_on`` 0) have no behavioural answer and are left out;
+- ``clear``: the behavioural margin is at least ``clear_margin``.
+
+Per method: the training-rule swap accuracy and the behavioural agreement as shares with Wilson intervals
+(``swap.wilson``), overall, per model and on the clear probes; Spearman's rank correlation between the
+method's cue-1 share and the behavioural cue-1 share over all (model, probe) pairs; the median model
+evaluations per probe. A method *passes* with agreement >= 0.9 and a Wilson lower bound >= 0.8 on the
+clear probes (docs/swap-control.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from xurs_pipeline.evaluation.swap import wilson
+from xurs_pipeline.evaluation.swap_behaviour import LEARNED
+
+PASS_AGREEMENT, PASS_AGREEMENT_LOWER = 0.9, 0.8
+
+
+def scored(readings: pd.DataFrame, behaviour: pd.DataFrame, clear_margin: float) -> pd.DataFrame:
+    """``readings`` (method, role, record_id, top, share_1, evals) joined with ``behaviour`` (role,
+    record_id, depends_on, share_1, margin) -> adds follows_training, agrees (NaN where the behaviour
+    ties), clear, behaviour_share_1."""
+    keep = behaviour[["role", "record_id", "depends_on", "share_1", "margin"]].rename(
+        columns={"share_1": "behaviour_share_1"}
+    )
+    out = readings.merge(keep, on=["role", "record_id"], how="left", validate="many_to_one")
+    if out["depends_on"].isna().any():
+        missing = sorted(set(out.loc[out["depends_on"].isna(), "record_id"]))
+        raise ValueError(f"no behavioural measure for probes {missing[:5]}")
+    out["follows_training"] = out["top"] == out["role"].map(LEARNED)
+    decided = out["depends_on"] > 0
+    out["agrees"] = np.where(decided, out["top"] == out["depends_on"], np.nan)
+    out["clear"] = decided & (out["margin"] >= clear_margin)
+    return out
+
+
+def _share(values: pd.Series, prefix: str, confidence: float) -> dict[str, float | int]:
+    values = values.dropna().astype(bool)
+    if values.empty:
+        return {prefix: float("nan"), f"{prefix}_low": float("nan"), f"{prefix}_high": float("nan"),
+                f"{prefix}_n": 0}  # fmt: skip
+    p = wilson(values.tolist(), confidence)
+    return {prefix: p.value, f"{prefix}_low": p.low, f"{prefix}_high": p.high, f"{prefix}_n": p.n}
+
+
+def method_summary(part: pd.DataFrame, confidence: float = 0.95) -> dict[str, float | int | bool]:
+    """One method's rows of :func:`scored` -> its measures (module docstring) and ``passes``."""
+    out: dict[str, float | int | bool] = {}
+    out.update(_share(part["follows_training"], "swap", confidence))
+    out.update(_share(part["agrees"], "agreement", confidence))
+    out.update(_share(part.loc[part["clear"], "agrees"], "agreement_clear", confidence))
+    for role in sorted(set(part["role"])):
+        mine = part[part["role"] == role]
+        out.update(_share(mine["follows_training"], f"swap_{role}", confidence))
+        out.update(_share(mine["agrees"], f"agreement_{role}", confidence))
+    pairs = part[["share_1", "behaviour_share_1"]].dropna()
+    constant = len(pairs) < 3 or pairs.nunique().min() < 2
+    out["spearman"] = float("nan") if constant else float(stats.spearmanr(pairs).statistic)
+    out["evals_median"] = float(part["evals"].median())
+    out["passes"] = bool(
+        out["agreement_clear_n"]
+        and out["agreement_clear"] >= PASS_AGREEMENT
+        and out["agreement_clear_low"] >= PASS_AGREEMENT_LOWER
+    )
+    return out
+
+
+def comparison(scores: pd.DataFrame, confidence: float = 0.95) -> dict[str, dict[str, float | int | bool]]:
+    """method -> :func:`method_summary`, in the order methods first appear."""
+    return {
+        str(m): method_summary(scores[scores["method"] == m], confidence)
+        for m in dict.fromkeys(scores["method"])
+    }

@@ -1,0 +1,108 @@
+"""What each swap model actually does: how the explained width depends on each cue, by interventions on
+the probe's text that stay in the data's distribution.
+
+A probe (``data/synthetic/swap.py``) states two unresolved cues that share its label ``P``: cue 1 names
+"P or Q", cue 2 "P or R". Per probe and cue ``k`` two edits of the text, each a sentence the training data
+holds (a resolved cue names one condition):
+
+- ``resolve_k``: cue ``k`` names only the label ``P`` (it resolves the question);
+- ``other_k``: cue ``k`` names only its other condition (``Q`` or ``R``: it resolves to another answer).
+
+Each edited question is prepared as the ``prepare`` stage prepares it (same instruction, template and
+tokenizer) and the label's width ``W_P`` (Eq. 2) read under the model. The behavioural effect of cue ``k``
+is the mean absolute width change of its two edits,
+``e_k = (|W(resolve_k) - W(probe)| + |W(other_k) - W(probe)|) / 2``; the model *depends on* the cue with
+the larger effect (0 on a tie), its share ``e_1 / (e_1 + e_2)`` and the margin
+``|e_1 - e_2| / (e_1 + e_2)`` (0 = both cues move the width alike, 1 = only one does) say by how much. A
+model *behaves as trained* on a probe when it depends on the cue its labels followed (A: cue 1, B: cue 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from xurs_pipeline.data.records import QuestionRecord
+from xurs_pipeline.data.synthetic.swap import read_swap
+
+EDITS = ("probe", "resolve_1", "other_1", "resolve_2", "other_2")
+LEARNED = {"A": 1, "B": 2}  # the cue each role's labels followed
+
+
+def edited_records(probe: QuestionRecord) -> list[QuestionRecord]:
+    """The probe and its four edits (``EDITS`` order), ids ``<probe id>|<edit>``; the other fields (cue spans
+    moved with the text) are the probe's."""
+    info = probe.synthetic
+    if info is None or len(info.cue_spans) != 2 or any(info.cue_resolved) or info.has_result:
+        raise ValueError(f"{probe.record_id}: not a swap probe (two unresolved cues, no result)")
+    label = info.cue_answers[0]
+    named = read_swap(probe)
+    out = [replace(probe, record_id=f"{probe.record_id}|probe")]
+    for k in (0, 1):
+        other = next(i for i in named[k] if i != label)
+        for edit, option in (("resolve", label), ("other", other)):
+            out.append(_renamed(probe, k, probe.options[option], f"{edit}_{k + 1}"))
+    return out
+
+
+def _renamed(probe: QuestionRecord, k: int, name: str, edit: str) -> QuestionRecord:
+    """``probe`` with cue ``k``'s named conditions replaced by ``name``; spans after it move with the text."""
+    info = probe.synthetic
+    assert info is not None
+    start, end = info.cue_spans[k]
+    text = probe.question[:start] + name + probe.question[end:]
+    shift = len(name) - (end - start)
+    spans = tuple(
+        (s, s + len(name)) if j == k else ((s + shift, e + shift) if s >= end else (s, e))
+        for j, (s, e) in enumerate(info.cue_spans)
+    )
+    resolved = tuple(j == k or r for j, r in enumerate(info.cue_resolved))
+    info = replace(info, cue_spans=spans, clue_span=spans[0], case_span=(0, len(text)),
+                   cue_resolved=resolved, has_result=True)  # fmt: skip
+    return replace(probe, record_id=f"{probe.record_id}|{edit}", question=text, synthetic=info)
+
+
+WidthReader = Callable[[Sequence[QuestionRecord]], np.ndarray]
+
+
+def edit_widths(probes: Sequence[QuestionRecord], widths: WidthReader) -> pd.DataFrame:
+    """One row per probe: the label's width on the probe and on each edit (columns ``EDITS``).
+    ``widths`` maps records to the label's width under one model, (n,)."""
+    records = [r for p in probes for r in edited_records(p)]
+    values = np.asarray(widths(records), dtype=np.float64).reshape(len(probes), len(EDITS))
+    frame = pd.DataFrame(values, columns=list(EDITS))
+    frame.insert(0, "record_id", [p.record_id for p in probes])
+    return frame
+
+
+def cue_dependence(widths: pd.DataFrame, role: str) -> pd.DataFrame:
+    """``edit_widths``' rows of one role -> effect_1, effect_2, share_1, depends_on (1, 2; 0 on a tie),
+    margin and as_trained (module docstring)."""
+    out = widths.copy()
+    for k in (1, 2):
+        out[f"effect_{k}"] = (
+            (out[f"resolve_{k}"] - out["probe"]).abs() + (out[f"other_{k}"] - out["probe"]).abs()
+        ) / 2
+    total = out["effect_1"] + out["effect_2"]
+    out["share_1"] = np.where(total > 0, out["effect_1"] / total.where(total > 0, 1.0), np.nan)
+    out["depends_on"] = np.select(
+        [out["effect_1"] > out["effect_2"], out["effect_2"] > out["effect_1"]], [1, 2], 0
+    )
+    out["margin"] = np.where(
+        total > 0, (out["effect_1"] - out["effect_2"]).abs() / total.where(total > 0, 1.0), 0.0
+    )
+    out["as_trained"] = out["depends_on"] == LEARNED[role]
+    out.insert(0, "role", role)
+    return out
+
+
+def behaves_as_trained(dependence: pd.DataFrame) -> dict[str, dict[str, float | int]]:
+    """Per role: on how many probes the model depends on the cue it was trained on (k of n, share)."""
+    out = {}
+    for role, part in dependence.groupby("role", sort=True):
+        k, n = int(part["as_trained"].sum()), len(part)
+        out[str(role)] = {"k": k, "n": n, "share": k / n if n else float("nan")}
+    return out

@@ -1,0 +1,95 @@
+"""The swap probes under one model: the label's width on edited questions (``swap_behaviour.py``) and every
+compared method's reading of each probe (``swap_methods.py``), as frames the ``swap`` task scores."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from xurs_pipeline.attribution.targets import option_values
+from xurs_pipeline.data.prepare import prepare_records
+from xurs_pipeline.data.records import QuestionRecord
+from xurs_pipeline.evaluation.swap_behaviour import WidthReader
+from xurs_pipeline.evaluation.swap_methods import (
+    RUN_METHODS,
+    CueReading,
+    Probe,
+    explain,
+    middle_block,
+    random_reading,
+    token_reading,
+    width_function,
+)
+from xurs_pipeline.train.predict import classifier_outputs
+
+
+def label_widths(classifier: Any, tokenizer: Any, max_tokens: int, batch_size: int) -> WidthReader:
+    """Records -> the width of each record's ``answer_idx`` under ``classifier`` (n,), the records prepared
+    as the ``prepare`` stage prepares them."""
+
+    def read(records: Sequence[QuestionRecord]) -> np.ndarray:
+        frame = prepare_records(records, tokenizer, max_tokens).frame
+        ids = [list(map(int, x)) for x in frame["input_ids"]]
+        masses = classifier_outputs(classifier, ids, tokenizer.pad_token_id, batch_size).masses
+        widths = option_values("width", masses.double())  # (n, 4), Eq. 2
+        labels = torch.tensor(frame["answer_idx"].to_numpy(), dtype=torch.long)
+        return widths.gather(-1, labels[:, None]).squeeze(-1).numpy()
+
+    return read
+
+
+@dataclass(frozen=True)
+class ProbeSet:
+    """The probes as prepared: record id -> token ids (seq,), cue positions (two lists), label, prepared
+    training references (n_refs, seq); the precomputed methods' (the runs' and ``input_only``) token
+    magnitudes, method -> id -> (seq,), and model evaluations, method -> id -> count."""
+
+    ids: Mapping[str, list[int]]
+    cues: Mapping[str, tuple[list[int], list[int]]]
+    labels: Mapping[str, int]
+    references: Mapping[str, np.ndarray]
+    magnitudes: Mapping[str, Mapping[str, np.ndarray]]
+    evals: Mapping[str, Mapping[str, int]]
+
+
+def method_readings(
+    classifier: Any, role: str, probes: ProbeSet, methods: Sequence[str], steps: int, seed: int
+) -> pd.DataFrame:
+    """One row per (method, probe) under one model: method, role, record_id, top, share_1, best_1, best_2,
+    total_1, total_2, evals."""
+    classifier.eval()
+    embed = classifier.backbone.get_input_embeddings()
+    block = middle_block(classifier) if "layer_ig" in methods else None
+    rows = []
+    for record_id in tqdm(probes.ids, desc=f"swap methods, model {role}", unit="probe"):
+        for method in methods:
+            reading = _reading(method, classifier, embed, block, probes, record_id, steps, seed)
+            rows.append({"method": method, "role": role, "record_id": record_id, "top": reading.top,
+                         "share_1": reading.share_1, "best_1": reading.best[0], "best_2": reading.best[1],
+                         "total_1": reading.total[0], "total_2": reading.total[1],
+                         "evals": reading.evals})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _reading(
+    method: str, classifier: Any, embed: Any, block: Any, probes: ProbeSet, record_id: str, steps: int,
+    seed: int,
+) -> CueReading:  # fmt: skip
+    cues = probes.cues[record_id]
+    if method in RUN_METHODS or method == "input_only":
+        return token_reading(probes.magnitudes[method][record_id], cues, probes.evals[method][record_id])
+    ids = torch.tensor([probes.ids[record_id]])
+    if method == "random":
+        return random_reading(cues, ids.shape[1], seed + zlib.crc32(record_id.encode()))
+    with torch.no_grad():
+        x = embed(ids).detach()
+        reference = embed(torch.as_tensor(probes.references[record_id][:1])).detach()
+    probe = Probe(x, cues, reference)
+    return explain(method, width_function(classifier, probes.labels[record_id]), probe, block, steps)
