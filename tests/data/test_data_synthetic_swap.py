@@ -101,16 +101,18 @@ def test_the_input_only_ranking_is_the_same_under_both_models(records, tiny_toke
     difference; other references (hash-ordered) give another ranking, so the comparison can fail."""
     from xurs_pipeline.attribution.config import AttributionConfig
     from xurs_pipeline.evaluation.swap import score_frame, swap_summary
-    from xurs_pipeline.evaluation.swap_study import input_only_magnitudes
+    from xurs_pipeline.evaluation.swap_study import input_only_magnitudes, prepared_references
 
     frame = prepare_and_validate(records, tiny_tokenizer, 512).frame
     probes = frame.loc[frame["variant"] == "probe", "record_id"].tolist()
     embedding = np.random.default_rng(0).normal(size=(len(tiny_tokenizer), 16))
     at = AttributionConfig(method="kronrod", reference_alignment="sequence", refs_per_collection=2)
     pad = tiny_tokenizer.pad_token_id
-    ranking = {
-        cue: input_only_magnitudes(relabel_by_cue(frame, cue), probes, at, pad, embedding) for cue in (1, 2)
-    }
+
+    def ranking_of(prompts: pd.DataFrame, cfg: AttributionConfig) -> dict[str, np.ndarray]:
+        return input_only_magnitudes(prompts, prepared_references(prompts, probes, cfg, pad), embedding)
+
+    ranking = {cue: ranking_of(relabel_by_cue(frame, cue), at) for cue in (1, 2)}
     assert all(np.array_equal(ranking[1][p], ranking[2][p]) for p in probes)
     rows = [{"ranking": "input_only", "role": role, "record_id": p, "token_magnitude": ranking[cue][p]}
             for role, cue in (("A", 1), ("B", 2)) for p in probes]  # fmt: skip
@@ -118,7 +120,7 @@ def test_the_input_only_ranking_is_the_same_under_both_models(records, tiny_toke
     study = swap_summary(score_frame(pd.DataFrame(rows), cues), "input_only", resamples=1000)
     assert study["swap_accuracy"] == 0.5
     assert study["share_difference"] == 0.0
-    other = input_only_magnitudes(frame, probes, replace(at, reference_order="hash"), pad, embedding)
+    other = ranking_of(frame, replace(at, reference_order="hash"))
     assert not all(np.array_equal(ranking[1][p], other[p]) for p in probes)
 
 
@@ -136,9 +138,10 @@ def test_cue2_first_changes_only_the_sentence_order(records, tiny_tokenizer) -> 
         assert after.question.index("urine test") < after.question.index("blood test")
         assert after.synthetic.cue_spans[1][1] < after.synthetic.cue_spans[0][0]
         for k in range(2):
-            assert after.question[slice(*after.synthetic.cue_spans[k])] == before.question[
-                slice(*before.synthetic.cue_spans[k])
-            ]
+            assert (
+                after.question[slice(*after.synthetic.cue_spans[k])]
+                == before.question[slice(*before.synthetic.cue_spans[k])]
+            )
     frame = prepare_and_validate(flipped, tiny_tokenizer, 512).frame
     assert all(max(cues[1]) < min(cues[0]) for cues in frame["cue_positions"])
 

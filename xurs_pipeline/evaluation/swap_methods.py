@@ -13,7 +13,7 @@ computed apart (the ``swap`` task). Each method, with its cost in model evaluati
   time (captum ``FeatureAblation``); seq + 1 forwards;
 - ``layer_ig``: IG of the width w.r.t. the output of the block halfway up, from the first prepared training
   reference, summed over hidden (captum ``LayerIntegratedGradients``); ``evaluation.swap_layer_ig_steps``
-  gradients;
+  gradients and 2 forwards;
 - ``occlusion_span``: the width change with each cue's tokens zeroed together; 4 forwards (captum
   ``FeatureAblation`` with a feature mask);
 - ``shapley_span``: exact Shapley values of three players, cue 1, cue 2 and the rest, an absent player's
