@@ -355,6 +355,7 @@ _STAGES = (
             "evaluation.swap_methods",
             "evaluation.swap_clear_margin",
             "evaluation.swap_layer_ig_steps",
+            "evaluation.device",
         ),
         "The swap study's measures and headline (swap accuracy, share difference, randomised, input-only).",
     ),

@@ -120,9 +120,9 @@ class Probe:
     reference: torch.Tensor
 
 
-def span_mask(seq: int, cues: Sequence[Sequence[int]]) -> torch.Tensor:
+def span_mask(seq: int, cues: Sequence[Sequence[int]], device: torch.device) -> torch.Tensor:
     """Feature ids (1, seq, 1): cue 1's positions 0, cue 2's 1, every other position 2."""
-    mask = torch.full((1, seq, 1), 2, dtype=torch.long)
+    mask = torch.full((1, seq, 1), 2, dtype=torch.long, device=device)
     for k, cue in enumerate(cues):
         mask[0, list(cue), 0] = k
     return mask
@@ -137,7 +137,7 @@ def explain(method: str, width: WidthFn, probe: Probe, block: nn.Module, steps: 
     elif method == "grad_x_input":
         token = InputXGradient(f).attribute(x).sum(-1)[0]
     elif method == "occlusion_token":
-        ids = torch.arange(seq).reshape(1, seq, 1).expand_as(x).contiguous()
+        ids = torch.arange(seq, device=x.device).reshape(1, seq, 1).expand_as(x).contiguous()
         token = FeatureAblation(f).attribute(x, baselines=0.0, feature_mask=ids,
                                              perturbations_per_eval=min(seq, 32))[0, :, 0]  # fmt: skip
     elif method == "layer_ig":
@@ -146,7 +146,7 @@ def explain(method: str, width: WidthFn, probe: Probe, block: nn.Module, steps: 
         token = (layer[0] if isinstance(layer, tuple) else layer).sum(-1)[0]
     elif method in SPAN_METHODS:
         algorithm = FeatureAblation(f) if method == "occlusion_span" else ShapleyValues(f)
-        mask = span_mask(seq, probe.cues).expand_as(x).contiguous()
+        mask = span_mask(seq, probe.cues, x.device).expand_as(x).contiguous()
         values = algorithm.attribute(x, baselines=0.0, feature_mask=mask, perturbations_per_eval=8)
         span = [abs(float(values[0, cue[0], 0])) for cue in probe.cues]
         return CueReading((span[0], span[1]), (span[0], span[1]), f.rows)

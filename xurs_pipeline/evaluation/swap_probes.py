@@ -30,14 +30,16 @@ from xurs_pipeline.evaluation.swap_methods import (
 from xurs_pipeline.train.predict import classifier_outputs
 
 
-def label_widths(classifier: Any, tokenizer: Any, max_tokens: int, batch_size: int) -> WidthReader:
-    """Records -> the width of each record's ``answer_idx`` under ``classifier`` (n,), the records prepared
-    as the ``prepare`` stage prepares them."""
+def label_widths(
+    classifier: Any, tokenizer: Any, max_tokens: int, batch_size: int, device: torch.device
+) -> WidthReader:
+    """Records -> the width of each record's ``answer_idx`` under ``classifier`` (on ``device``) (n,), the
+    records prepared as the ``prepare`` stage prepares them."""
 
     def read(records: Sequence[QuestionRecord]) -> np.ndarray:
         frame = prepare_records(records, tokenizer, max_tokens).frame
         ids = [list(map(int, x)) for x in frame["input_ids"]]
-        masses = classifier_outputs(classifier, ids, tokenizer.pad_token_id, batch_size).masses
+        masses = classifier_outputs(classifier, ids, tokenizer.pad_token_id, batch_size, device=device).masses
         widths = option_values("width", masses.double())  # (n, 4), Eq. 2
         labels = torch.tensor(frame["answer_idx"].to_numpy(), dtype=torch.long)
         return widths.gather(-1, labels[:, None]).squeeze(-1).numpy()
@@ -85,11 +87,12 @@ def _reading(
     cues = probes.cues[record_id]
     if method in RUN_METHODS or method == "input_only":
         return token_reading(probes.magnitudes[method][record_id], cues, probes.evals[method][record_id])
-    ids = torch.tensor([probes.ids[record_id]])
+    device = embed.weight.device
+    ids = torch.tensor([probes.ids[record_id]], device=device)
     if method == "random":
         return random_reading(cues, ids.shape[1], seed + zlib.crc32(record_id.encode()))
     with torch.no_grad():
         x = embed(ids).detach()
-        reference = embed(torch.as_tensor(probes.references[record_id][:1])).detach()
+        reference = embed(torch.as_tensor(probes.references[record_id][:1], device=device)).detach()
     probe = Probe(x, cues, reference)
     return explain(method, width_function(classifier, probes.labels[record_id]), probe, block, steps)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import torch
 
 from xurs_pipeline.config import RootConfig, train_run_hash
 from xurs_pipeline.contracts import artifact
@@ -62,8 +63,7 @@ def run(cfg: RootConfig) -> dict[str, Any] | None:
     prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
     runs = _attributions(cfg)
     probes = _probes(runs)
-    models = {role: load_classifier(swap_classifier_dir(cfg.paths, role), config_hash=train_run_hash(cfg))
-              for role in ROLE_CUE}  # fmt: skip
+    models = _models(cfg)
     embedding = _shared_embedding(models)
     references = prepared_references(prompts, probes, cfg.attribution, models["A"][1].pad_token_id)
     input_only = input_only_magnitudes(prompts, references, embedding)
@@ -103,9 +103,29 @@ def _probes(runs: dict[str, pd.DataFrame]) -> list[str]:
     return probes
 
 
+def _models(cfg: RootConfig) -> dict[str, Any]:
+    """Models A and B (classifier, tokenizer) on ``evaluation.device`` (the edits' and methods' passes)."""
+    ev = cfg.evaluation
+    device = torch.device("cuda" if ev.device == "cuda" or (ev.device == "auto" and torch.cuda.is_available())
+                          else "cpu")  # fmt: skip
+    models = {}
+    for role in ROLE_CUE:
+        classifier, tokenizer = load_classifier(
+            swap_classifier_dir(cfg.paths, role), config_hash=train_run_hash(cfg)
+        )
+        models[role] = (classifier.to(device).eval(), tokenizer)
+    return models
+
+
+def _device(classifier: Any) -> torch.device:
+    return next(classifier.parameters()).device
+
+
 def _shared_embedding(models: dict[str, Any]) -> np.ndarray:
     """The one input embedding (vocab, hidden) both models share (float64)."""
-    a, b = (models[r][0].backbone.get_input_embeddings().weight.detach().double().numpy() for r in ROLE_CUE)
+    a, b = (
+        models[r][0].backbone.get_input_embeddings().weight.detach().double().cpu().numpy() for r in ROLE_CUE
+    )
     if not np.array_equal(a, b):
         raise ArtifactError("models A and B embed tokens differently: the swap study needs one backbone")
     return a
@@ -150,7 +170,9 @@ def _behaviour(cfg: RootConfig, models: dict[str, Any], probes: list[str]) -> pd
     records = [r for r in load_records(cfg.data) if r.record_id in wanted]
     frames = []
     for role, (model, tokenizer) in models.items():
-        reader = label_widths(model, tokenizer, cfg.data.max_tokens, cfg.train.eval_batch_size)
+        reader = label_widths(
+            model, tokenizer, cfg.data.max_tokens, cfg.train.eval_batch_size, _device(model)
+        )
         frames.append(cue_dependence(edit_widths(records, reader), role))
     return pd.concat(frames, ignore_index=True)
 
@@ -241,5 +263,6 @@ def role_test_accuracy(
         tokenizer.pad_token_id,
         cfg.train.eval_batch_size,
         feature_cache_dir=cfg.train.feature_cache_dir if head_only else None,
+        device=_device(model),
     )
     return role_accuracy(out.masses, rows, cue)
