@@ -45,3 +45,24 @@ def test_an_unknown_stage_is_refused_before_any_work(tmp_path: Path, monkeypatch
     with pytest.raises(KeyError, match="until='nope': no such stage"):
         run_pipeline(None, until="nope")  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("target", ["swap", "predict", "mask_eval", "report"])
+def test_a_targets_stages_are_those_dvc_repro_of_it_runs(target: str) -> None:
+    """``run_pipeline(cfg, target=...)`` runs what ``dvc repro <target>`` would: the stages ``dvc dag`` draws
+    for it (read from DVC, an independent computation over dvc.yaml)."""
+    import re
+    import subprocess
+    import sys
+
+    from xurs_pipeline.tasks.pipeline import upstream
+
+    dvc = Path(sys.executable).parent / "dvc"
+    dot = subprocess.run([str(dvc), "dag", "--dot", target], cwd=Path(__file__).parents[2], check=True,
+                         capture_output=True, text=True).stdout  # fmt: skip
+    drawn = set(re.findall(r'"(\w+)"', dot))
+    assert set(upstream(target)) == drawn
+    assert upstream(target)[0] == "check"
+    assert upstream(target)[-1] == target
+    with pytest.raises(KeyError, match="'nope': no such stage"):
+        upstream("nope")

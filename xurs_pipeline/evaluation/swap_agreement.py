@@ -49,9 +49,10 @@ def _share(values: pd.Series, prefix: str, confidence: float) -> dict[str, float
     values = values.dropna().astype(bool)
     if values.empty:
         return {prefix: float("nan"), f"{prefix}_low": float("nan"), f"{prefix}_high": float("nan"),
-                f"{prefix}_n": 0}  # fmt: skip
+                f"{prefix}_k": 0, f"{prefix}_n": 0}  # fmt: skip
     p = wilson(values.tolist(), confidence)
-    return {prefix: p.value, f"{prefix}_low": p.low, f"{prefix}_high": p.high, f"{prefix}_n": p.n}
+    return {prefix: p.value, f"{prefix}_low": p.low, f"{prefix}_high": p.high, f"{prefix}_k": p.k,
+            f"{prefix}_n": p.n}  # fmt: skip
 
 
 def method_summary(part: pd.DataFrame, confidence: float = 0.95) -> dict[str, float | int | bool]:
@@ -68,12 +69,17 @@ def method_summary(part: pd.DataFrame, confidence: float = 0.95) -> dict[str, fl
     constant = len(pairs) < 3 or pairs.nunique().min() < 2
     out["spearman"] = float("nan") if constant else float(stats.spearmanr(pairs).statistic)
     out["evals_median"] = float(part["evals"].median())
-    out["passes"] = bool(
-        out["agreement_clear_n"]
-        and out["agreement_clear"] >= PASS_AGREEMENT
-        and out["agreement_clear_low"] >= PASS_AGREEMENT_LOWER
-    )
+    out["passes"] = passes(out)
     return out
+
+
+def passes(measures: dict) -> bool:
+    """The pass mark: agreement >= 0.9 with a Wilson lower bound >= 0.8 on the clear probes."""
+    return bool(
+        measures["agreement_clear_n"]
+        and measures["agreement_clear"] >= PASS_AGREEMENT
+        and measures["agreement_clear_low"] >= PASS_AGREEMENT_LOWER
+    )
 
 
 def comparison(scores: pd.DataFrame, confidence: float = 0.95) -> dict[str, dict[str, float | int | bool]]:

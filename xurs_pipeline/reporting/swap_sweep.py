@@ -1,0 +1,105 @@
+"""The swap study across experiments (data seeds, reference counts): the method x experiment table with the
+counts pooled over experiments.
+
+Input: each experiment's ``<paths.artifacts>/swap/study/summary.json`` (``tasks/swap.py``), by experiment
+name. Output: one row per compared method, then one per model for how often it behaves as trained. Per
+experiment the behavioural agreement on the clear probes as ``k/n``; pooled over the experiments (the counts
+summed, every probe of every experiment one trial) the training-rule swap accuracy, the agreement on all
+decided probes and on the clear ones, each with its Wilson interval (``swap.wilson``), and whether the
+pooled clear agreement passes (``swap_agreement.passes``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from xurs_pipeline.evaluation.swap import wilson
+from xurs_pipeline.evaluation.swap_agreement import passes
+from xurs_pipeline.reporting.render import Column, TableSpec, fmt_float, fmt_text, fmt_yes_no
+
+SUMMARY = "swap/study/summary.json"  # under paths.artifacts, written by the swap stage
+MEASURES = ("swap", "agreement", "agreement_clear")
+
+
+def _pooled(counts: list[tuple[int, int]], prefix: str) -> dict[str, float | int]:
+    k, n = sum(c[0] for c in counts), sum(c[1] for c in counts)
+    if n == 0:
+        return {prefix: float("nan"), f"{prefix}_low": float("nan"), f"{prefix}_high": float("nan"),
+                f"{prefix}_k": 0, f"{prefix}_n": 0}  # fmt: skip
+    p = wilson([True] * k + [False] * (n - k))
+    return {prefix: p.value, f"{prefix}_low": p.low, f"{prefix}_high": p.high, f"{prefix}_k": k,
+            f"{prefix}_n": n}  # fmt: skip
+
+
+def _count(measures: Mapping[str, Any], prefix: str) -> tuple[int, int]:
+    return int(measures.get(f"{prefix}_k", 0)), int(measures.get(f"{prefix}_n", 0))
+
+
+def sweep_table(studies: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Experiment name -> its swap ``summary.json`` => one row per method and per model (module docstring);
+    methods in the order the first experiment lists them."""
+    if not studies:
+        raise ValueError("no swap study to compare")
+    names = list(studies)
+    methods = list(dict.fromkeys(m for s in studies.values() for m in s.get("methods", {})))
+    rows = []
+    for method in methods:
+        row: dict[str, Any] = {"row": method}
+        per = {name: studies[name].get("methods", {}).get(method) for name in names}
+        for name, measures in per.items():
+            k, n = _count(measures or {}, "agreement_clear")
+            row[name] = f"{k}/{n}" if measures else "—"
+        for prefix in MEASURES:
+            row.update(_pooled([_count(m, prefix) for m in per.values() if m], prefix))
+        row["passes"] = passes(row)
+        rows.append(row)
+    for role in ("A", "B"):
+        row = {"row": f"model {role} behaves as trained"}
+        counts = [(int(s["behaves_as_trained"][role]["k"]), int(s["behaves_as_trained"][role]["n"]))
+                  for s in studies.values()]  # fmt: skip
+        row.update({name: f"{k}/{n}" for name, (k, n) in zip(names, counts, strict=True)})
+        row.update(_pooled(counts, "agreement"))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _interval(prefix: str):  # noqa: ANN202 - a render.Formatter over a row's three keys
+    return lambda row: (
+        "—" if pd.isna(row.get(prefix)) else
+        f"{row[prefix]:.2f} [{row[f'{prefix}_low']:.2f}, {row[f'{prefix}_high']:.2f}] ({row[f'{prefix}_k']}/{row[f'{prefix}_n']})"
+    )  # fmt: skip
+
+
+def sweep_spec(names: list[str]) -> TableSpec:
+    """How :func:`sweep_table` renders (Markdown, LaTeX, CSV via ``render.write_table``)."""
+    return TableSpec(
+        "swap_sweep",
+        "SwapSweepRows",
+        "The swap control across experiments: per method the behavioural agreement on the clear probes in "
+        "each experiment (k/n), and pooled over them the training-rule swap accuracy, the agreement on all "
+        "decided probes and on the clear ones with Wilson 95% intervals (k/n), and the verdict (pass: clear "
+        "agreement >= 0.9 with lower bound >= 0.8); then how often each model depends on the cue it was "
+        "trained on (pooled in the agreement column).",
+        [
+            Column("row", "Method", fmt_text, align="l"),
+            *[Column(name, name, fmt_text) for name in names],
+            Column("swap_text", "Swap accuracy, pooled", fmt_text),
+            Column("agreement_text", "Agreement, pooled", fmt_text),
+            Column("agreement_clear_text", "Agreement (clear), pooled", fmt_text),
+            Column("passes", "Passes", fmt_yes_no),
+        ],
+    )
+
+
+def rendered(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`sweep_table` with each pooled measure as one ``value [low, high] (k/n)`` text column."""
+    out = frame.copy()
+    for prefix in MEASURES:
+        out[f"{prefix}_text"] = [_interval(prefix)(row) for row in frame.to_dict(orient="records")]
+    return out
+
+
+__all__ = ["SUMMARY", "fmt_float", "rendered", "sweep_spec", "sweep_table"]
