@@ -191,3 +191,36 @@ def check_experiment_table(text: str, experiments: Iterable[str]) -> list[str]:
     return [f"{e}: missing from the experiment table" for e in missing] + [
         f"{e}: in the experiment table but not in conf/experiment/" for e in extra
     ]
+
+
+STATUS_HEADING = "## Status and limits"
+STATUS_TOPICS = ("swap-control.md", "controlled-study.md", "paper-on-gpus.md", "positive-control.md")
+
+
+def status_block(readme: str) -> str:
+    """The README's "Status and limits" section ("" when there is none)."""
+    if STATUS_HEADING not in readme:
+        return ""
+    rest = readme.split(STATUS_HEADING, 1)[1]
+    return re.split(r"\n## |\n!\[", rest, maxsplit=1)[0]
+
+
+def check_status(readme: str, root: Path = ROOT, first_lines: int = 15) -> list[str]:
+    """The status block opens the README (within ``first_lines``), links every study page of
+    :data:`STATUS_TOPICS`, and every figure in an item appears on the page that item links to."""
+    block = status_block(readme)
+    if not block:
+        return [f"README: no '{STATUS_HEADING}' section"]
+    problems = []
+    if readme.splitlines().index(STATUS_HEADING) >= first_lines:
+        problems.append(f"README: '{STATUS_HEADING}' is not within the first {first_lines} lines")
+    problems += [f"status: no link to {t}" for t in STATUS_TOPICS if t not in block]
+    for item in re.split(r"\n- ", block)[1:]:
+        pages = re.findall(r"\]\(([^)#]+\.md)", item)
+        texts = " ".join(
+            (root / page).read_text(encoding="utf-8") for page in pages if (root / page).is_file()
+        )
+        for figure in re.findall(r"(?<![\w.])(\d+(?:[.,]\d+)*(?:-\d+(?:\.\d+)*)?%?(?: of \d+)?)", item):
+            if figure not in texts and not re.fullmatch(r"\d", figure):
+                problems.append(f"status: {figure!r} is not on {', '.join(pages) or 'a linked page'}")
+    return problems

@@ -19,6 +19,7 @@ from docs_checks import (
     check_keys,
     check_run_notes,
     check_stages,
+    check_status,
     check_tests,
     cli_options,
     config_keys,
@@ -54,11 +55,31 @@ def test_no_page_carries_hashes_issue_numbers_or_run_notes(page):
 
 def test_one_experiment_table_lists_every_experiment_and_the_others_link_to_it():
     assert check_experiment_table(_text(EXPERIMENT_TABLE), EXPERIMENTS) == []
-    others = [p.name for p in PAGES if p != EXPERIMENT_TABLE and table_experiments(_text(p))]
+    others = [p.name for p in PAGES if p != EXPERIMENT_TABLE and _lists_most(table_experiments(_text(p)))]
     assert others == [], "one experiment table only (docs/configuration.md): link to it instead"
 
 
+def _lists_most(named: list[str]) -> bool:
+    """A table naming half the experiments or more duplicates the one table (a study's own table of its
+    arms does not)."""
+    return len(set(named) & set(EXPERIMENTS)) >= len(EXPERIMENTS) / 2
+
+
+def test_the_readme_opens_with_status_and_limits_that_agree_with_their_pages():
+    assert check_status(_text(ROOT / "README.md")) == []
+
+
 # Planted defects: each checker must fail on its kind.
+
+
+def test_a_status_figure_its_page_does_not_give_is_caught():
+    readme = _text(ROOT / "README.md")
+    assert check_status(readme.replace("8 of 8 questions", "9 of 9 questions")) == [
+        "status: '9 of 9' is not on docs/positive-control.md"
+    ]
+    assert check_status("# XU-RS\n\nno status\n") == ["README: no '## Status and limits' section"]
+    late = readme.replace("## Status and limits", "\n" * 20 + "## Status and limits")
+    assert "README: '## Status and limits' is not within the first 15 lines" in check_status(late)
 
 
 def test_a_file_that_does_not_exist_is_caught():
@@ -127,3 +148,5 @@ def test_an_experiment_missing_from_the_table_is_caught():
     assert check_experiment_table(table, ["smoke", "local", "controlled_swap"]) == [
         "controlled_swap: missing from the experiment table"
     ]
+    assert _lists_most(EXPERIMENTS)  # a second full table is a duplicate
+    assert not _lists_most(["local", "controlled_direct"])  # a study's own table of its arms is not
