@@ -10,7 +10,18 @@ import importlib
 import sys
 
 # Module of each command: its name with "_" for "-".
-COMMANDS = ("params", "check", "dvc-yaml", "plan", "explain", "tables", "report", "gates-sweep", "sweep")
+COMMANDS = (
+    "params",
+    "check",
+    "dvc-yaml",
+    "plan",
+    "explain",
+    "tables",
+    "report",
+    "gates-sweep",
+    "sweep",
+    "outputs",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

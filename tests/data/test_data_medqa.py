@@ -8,12 +8,15 @@ import types
 from pathlib import Path
 
 import pytest
+import yaml
 from data_helpers import MEDQA_ROWS, write_jsonl
 
 from xurs_pipeline.data.config import DataConfig
 from xurs_pipeline.data.dataset import prepare_dataset
 from xurs_pipeline.data.medqa import load_medqa_dir, load_medqa_hub
 from xurs_pipeline.data.records import DataError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 REAL_MEDQA = Path(__file__).resolve().parents[3] / "shared" / "data" / "medqa"
 DEV = "phrases_no_exclude_dev.jsonl"
@@ -140,3 +143,25 @@ def test_real_medqa_files_load_with_expected_counts():
     counts = [sum(r.split == s for r in records) for s in ("train", "dev", "test")]
     assert counts == [1018, 254, 1273]  # 1,272 dev questions carved 80/20; 1,273 test
     assert len({r.record_id for r in records}) == 2545
+
+
+def test_a_missing_medqa_copy_stops_the_check_stage_in_one_line_naming_the_key(tmp_path, monkeypatch, capsys):
+    """The default data.medqa_path is inside the project (data/medqa); the first stage (check) refuses a
+    local MedQA config whose directory or files are missing, naming the key, before any stage runs."""
+    from xurs_pipeline.config import compose
+    from xurs_pipeline.data.medqa import require_medqa_dir
+    from xurs_pipeline.tasks import check
+
+    assert DataConfig().medqa_path == "data/medqa"
+    monkeypatch.chdir(tmp_path)
+    composed = compose(["experiment=medqa_local"], conf_dir=ROOT / "conf")
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(composed))
+    assert check.main() == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("check: data.medqa_path='data/medqa': no such directory")
+    assert not (tmp_path / "data" / "check.json").exists()
+    (tmp_path / "data" / "medqa").mkdir(parents=True)
+    with pytest.raises(DataError, match=r"^data\.medqa_files='\{split\}\.jsonl': no such file for any split"):
+        require_medqa_dir(tmp_path / "data" / "medqa", "{split}.jsonl")
+    write_jsonl(tmp_path / "data" / "medqa" / "dev.jsonl", MEDQA_ROWS)
+    assert require_medqa_dir(tmp_path / "data" / "medqa", "{split}.jsonl") == tmp_path / "data" / "medqa"

@@ -16,17 +16,19 @@ from xurs_pipeline.evaluation.references import endpoint_check
 def test_endpoints_reproduce_table3_first_case_and_warn(caplog):
     # family007_case00: Delta_natural = -0.478592, Delta_aligned = +0.002640, shift 0.481233 (rounded inputs)
     w_with = 0.35
-    with caplog.at_level(logging.WARNING, logger="xurs.evaluation"):
+    with caplog.at_level(logging.INFO, logger="xurs.evaluation"):
         check = endpoint_check("family007_case00", w_with, w_with + 0.478592, w_with - 0.002640, 1.10e-5)
     assert check.delta_natural == pytest.approx(-0.478592)
     assert check.delta_aligned == pytest.approx(0.002640)
     assert check.shift == pytest.approx(0.481232, abs=2e-6)
     assert check.warning
+    assert check.concerns == "prepared"  # the explanation concerns Delta_aligned, not Delta_natural
     assert "family007_case00" in caplog.text
     assert "reference_shift_warning" in caplog.text
     quiet = endpoint_check("same", 0.3, 0.5, 0.505, warn_above=0.01)
     assert quiet.shift == pytest.approx(0.005)
     assert not quiet.warning
+    assert quiet.concerns == "natural"
     assert quiet.to_dict()["warning"] is False
     with pytest.raises(ValueError, match=r"'bad'.*w_aligned"):
         endpoint_check("bad", 0.3, 0.5, float("nan"))

@@ -234,3 +234,30 @@ def test_comparison_targets_are_attributed_zero_masked_and_compared(artifacts: P
         assert table.loc[fn, "mean_advantage"] == pytest.approx(metrics["targets"][fn]["mean_advantage"])
         assert -1 <= table.loc[fn, "spearman_vs_width"] < 1  # a different function, a different order
     assert targets_frame(metrics, main, topk=3).empty  # one target function: nothing to compare
+
+
+def test_reference_endpoints_are_a_diagnostic_not_failed_checks(artifacts: Path, tmp_path: Path):
+    """Eq. 10 (Table 3): with aligned paired references the shift is reported per question, with which
+    width difference the explanation concerns; it never enters the pass/fail checks or ``checks_failed``
+    (the headline counts defects only). A threshold of 0 makes every non-zero shift a "prepared" case."""
+    for part in ("backbone", "prepared", "train"):
+        (tmp_path / part).symlink_to(artifacts / part, target_is_directory=True)
+    cfg = make_cfg(tmp_path, reference_shift_warning=0.0, randomisation_questions=0)
+    a = dataclasses.replace(cfg.attribution, reference="aligned", result_filter="without_result")
+    cfg = dataclasses.replace(cfg, attribution=a)
+    model, tokenizer = load_classifier(tmp_path / "train" / "classifier")
+    prompts = read_parquet(tmp_path / "prepared" / "prompts.parquet")
+    run_attribution(model, prompts, cfg.attribution, pad_id=tokenizer.pad_token_id, max_positions=1024,
+                    out_dir=tmp_path / "attribute", fingerprint=attribution_fingerprint(cfg))  # fmt: skip
+    headline = checks_stage.run(cfg)
+    table = read_parquet(tmp_path / "checks" / "checks.parquet")
+    endpoints = read_parquet(tmp_path / "checks" / "details" / "endpoints.parquet")
+    summary = json.loads((tmp_path / "checks" / "checks.json").read_text())
+    assert len(endpoints) > 0
+    assert set(endpoints["concerns"]) <= {"natural", "prepared"}
+    assert (endpoints["concerns"] == "prepared").tolist() == (endpoints["shift"] > 0).tolist()
+    assert not table["group"].str.contains("endpoint").any()  # not a check
+    assert headline == {"checks": len(table), "checks_failed": int((~table["passed"]).sum())}
+    assert summary["endpoints"]["cases"] == len(endpoints)
+    assert summary["endpoints"]["shift_max"] == pytest.approx(endpoints["shift"].max())
+    assert summary["endpoints"]["concern_prepared"] == int((endpoints["concerns"] == "prepared").sum())

@@ -18,6 +18,7 @@ from xurs_pipeline.reporting.front_page import (
     CheckLine,
     ClueRow,
     EffectRow,
+    EndpointRow,
     FrontPage,
     Link,
     markdown_title,
@@ -263,3 +264,29 @@ def test_plots_not_drawn_are_listed_with_their_reason() -> None:
     page = replace(PAGE, plots_not_drawn=(Link("surviving total", "", "this head predicts the masses"),))
     text = " ".join(" ".join(_parse(str(render_front(page))).text).split())
     assert "surviving total: not drawn (this head predicts the masses)" in text
+
+
+def test_reference_endpoints_are_a_diagnostic_apart_from_the_checks() -> None:
+    """Eq. 10: per explained answer, which width difference the explanation concerns; the checks' count
+    ("n of m passed") does not include them, and no endpoint row reads as a failure."""
+    endpoints = pd.DataFrame({
+        "case": ["q1:c0", "q2:c1"], "delta_natural": [-0.478592, 0.2], "delta_aligned": [0.00264, 0.199],
+        "shift": [0.481232, 0.001], "residual": [1e-5, 2e-5], "warn_above": [0.01, 0.01],
+        "warning": [True, False], "concerns": ["prepared", "natural"],
+    })  # fmt: skip
+    rows = EndpointRow.of(endpoints)
+    assert [r.concerns for r in rows] == ["prepared", "natural"]
+    assert EndpointRow.of(endpoints.drop(columns="concerns")) == rows  # older artifacts: by the flag
+    html = str(render_front(replace(PAGE, endpoints=rows)))
+    checks = html.split('<section id="checks">', 1)[1].split("</section>", 1)[0]
+    section = html.split('<section id="endpoints">', 1)[1].split("</section>", 1)[0]
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", section))
+    assert "Attribution checks: 1 of 2 passed" in checks  # the endpoints are not counted
+    assert "q1:c0" not in checks
+    assert "A diagnostic, not a check" in text
+    assert "On 1 of 2 explained answers the two differ by more than 0.01" in text
+    assert "q1:c0 -0.4786 +0.0026 +0.4812 the prepared reference (Delta aligned)" in text
+    assert "q2:c1 +0.2000 +0.1990 +0.0010 both (natural = prepared)" in text
+    assert "FAIL" not in section
+    assert 'class="fail"' not in section
+    assert 'id="endpoints"' not in str(render_front(PAGE))  # no section without aligned references

@@ -19,7 +19,7 @@ class DataConfig:
     max_tokens: prompt budget in tokens, special tokens included (Sec. 5.1: 512); only the question is cut.
     seed: seeds the synthetic generators and the MedQA train/dev carve.
     medqa_path: directory holding ``medqa_files`` (``{split}`` = train/dev/test), relative to the
-      project root.
+      project root (default ``data/medqa``, inside the project and git-ignored: put your copy there).
     medqa_hub: Hugging Face dataset id; when set, MedQA is read from the hub instead (needs ``datasets``).
     medqa_carve: ``dev`` carves train out of the dev file (the local copy has no train split), ``train``
       carves dev out of train; ``""`` uses the splits as found. ``medqa_train_fraction`` goes to train.
@@ -36,7 +36,7 @@ class DataConfig:
     source: str = "synthetic_v1"
     max_tokens: int = 512
     seed: int = 0
-    medqa_path: str = "../shared/data/medqa"
+    medqa_path: str = "data/medqa"
     medqa_files: str = "US/4_options/phrases_no_exclude_{split}.jsonl"
     medqa_hub: str = ""
     medqa_carve: str = ""

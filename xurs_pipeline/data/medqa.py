@@ -180,17 +180,30 @@ def assemble_splits(
     return [r for split in SPLITS for r in found[split]]
 
 
-def load_medqa_dir(
-    root: str | Path, files: str = MEDQA_FILES, carve: str = "", train_fraction: float = 0.8, seed: int = 0
-) -> list[QuestionRecord]:
-    """All MedQA records under ``root`` (``files`` with ``{split}`` filled in), in split then file order."""
+def require_medqa_dir(root: str | Path, files: str = MEDQA_FILES) -> Path:
+    """``root`` when it is a directory holding ``files`` for at least one split; else a one-line
+    :class:`DataError` naming the key (``data.medqa_path`` or ``data.medqa_files``) and what to put there."""
     root = Path(root)
     if "{split}" not in files:
         raise DataError(f"data.medqa_files={files!r}: must contain '{{split}}'")
     if not root.is_dir():
         raise DataError(
-            f"data.medqa_path={str(root)!r}: no such directory (the MedQA jsonl files live there)"
+            f"data.medqa_path={str(root)!r}: no such directory; put your MedQA-format jsonl files there "
+            "(one per split, named by data.medqa_files) or set data.medqa_path to their directory"
         )
+    if not any((root / files.format(split=s)).is_file() for s in SPLITS):
+        raise DataError(
+            f"data.medqa_files={files!r}: no such file for any split {list(SPLITS)} in "
+            f"data.medqa_path={str(root)!r} ({root / files})"
+        )
+    return root
+
+
+def load_medqa_dir(
+    root: str | Path, files: str = MEDQA_FILES, carve: str = "", train_fraction: float = 0.8, seed: int = 0
+) -> list[QuestionRecord]:
+    """All MedQA records under ``root`` (``files`` with ``{split}`` filled in), in split then file order."""
+    root = require_medqa_dir(root, files)
     found: dict[str, list[QuestionRecord]] = {}
     seen: dict[str, str] = {}
     for split in SPLITS:

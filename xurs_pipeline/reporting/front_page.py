@@ -69,6 +69,33 @@ class CheckLine:
 
 
 @dataclass(frozen=True)
+class EndpointRow:
+    """One explained answer's reference endpoints (Eq. 10, Table 3): the width difference to the natural
+    paired prompt and to the prepared reference, their shift, and which of the two the explanation
+    concerns (``"natural"`` when the shift is at most ``evaluation.reference_shift_warning``, else
+    ``"prepared"``). A diagnostic of what is explained, not a check that passes or fails."""
+
+    case: str
+    delta_natural: float
+    delta_aligned: float
+    shift: float
+    concerns: str
+
+    @classmethod
+    def of(cls, endpoints: pd.DataFrame) -> tuple[EndpointRow, ...]:
+        """From ``checks/details/endpoints.parquet`` (``evaluation.references.EndpointCheck.to_dict``)."""
+        if endpoints.empty:
+            return ()
+        concerns = endpoints["concerns"] if "concerns" in endpoints.columns else None
+        if concerns is None:  # written before the column existed: the same rule from the warning flag
+            concerns = endpoints["warning"].map({True: "prepared", False: "natural"})
+        return tuple(
+            cls(str(r.case), float(r.delta_natural), float(r.delta_aligned), float(r.shift), str(c))
+            for r, c in zip(endpoints.itertuples(index=False), concerns, strict=True)
+        )
+
+
+@dataclass(frozen=True)
 class AttributionError:
     """The main attribution run's error (App. B.4): completeness residual R (Eq. 9) median and max over the
     explained answers, the estimator's largest own error bound, gradient evaluations per question, and the
@@ -156,10 +183,13 @@ class FrontPage:
     plots_not_drawn: tuple[Link, ...] = ()  # plots without data to draw: name and reason
     clue_nulls: dict[str, dict] | None = None  # checks.json's localisation_nulls (reporting/clue_card.py)
     swap: SwapStudy | None = None  # the two-cue swap control's summary (reporting/swap_card.py), else None
+    endpoints: tuple[EndpointRow, ...] = ()  # Eq. 10's diagnostic per explained answer (aligned references)
+    endpoint_shift_above: float = 0.01  # evaluation.reference_shift_warning (above: Delta_aligned only)
 
     @property
     def attribution_checks(self) -> tuple[CheckLine, ...]:
-        """The checks of the attributions themselves (completeness, agreement, endpoints, localisation)."""
+        """The checks of the attributions themselves (completeness, agreement, localisation), each failing
+        only on a defect; the reference endpoints (Eq. 10) are a diagnostic apart (``endpoints``)."""
         return tuple(c for c in self.checks if not is_gate(c))
 
     @property
@@ -356,10 +386,35 @@ question(s): {{ p.error.budget_ran_out | join(", ") }}. Their attributions carry
 </tbody>
 </table>
 <p class="note">Tests of the attributions themselves: completeness (Eq. 9, App. B.4), agreement across
-samples, seeds and reference collections (Tables 2, 6, 7), reference endpoints (Eq. 10), clue localisation
-(App. C) and model randomisation.</p>
+samples, seeds and reference collections (Tables 2, 6, 7). A failure means the attribution has a defect to fix
+(more samples, a tighter quadrature). The reference endpoints below are not among them.</p>
 {% else %}<p class="note">No checks were run.</p>{% endif %}
 </section>
+
+{% if p.endpoints %}{% set moved = p.endpoints | selectattr("concerns", "equalto", "prepared") | list %}
+<section id="endpoints">
+<h2>Reference endpoints (Eq. 10): which width difference is explained</h2>
+<p>A diagnostic, not a check: preparing the reference (aligning it to the question) changes its width, so
+the attribution explains the difference to the <em>prepared</em> reference, Delta aligned = W(question) -
+W(prepared reference), which can differ from the natural one, Delta natural = W(question) - W(paired
+prompt as written). On {{ moved | length }} of {{ p.endpoints | length }} explained answers the two differ
+by more than {{ g(p.endpoint_shift_above) }}: there the token scores account for Delta aligned, not for
+Delta natural (the paper's Table 3 finds the same for aligned paired references). A shift says what is
+explained; it is no error of the attribution.</p>
+<table>
+<thead><tr><th>Question : option</th><th class="num">Delta natural</th><th class="num">Delta aligned</th>
+<th class="num">Shift</th><th>The explanation concerns</th></tr></thead>
+<tbody>
+{% for e in p.endpoints %}
+<tr><td>{{ e.case }}</td><td class="num">{{ sf4(e.delta_natural) }}</td>
+<td class="num">{{ sf4(e.delta_aligned) }}</td><td class="num">{{ sf4(e.shift) }}</td>
+<td>{{ 'the prepared reference (Delta aligned)' if e.concerns == 'prepared'
+      else 'both (natural = prepared)' }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+</section>
+{% endif %}
 
 {% if p.gates %}
 <section id="gates">

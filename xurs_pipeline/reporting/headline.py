@@ -1,7 +1,7 @@
 """Headline metrics: the few numbers per stage that DVC shows (``dvc metrics show``, ``dvc exp show``).
 
 Each stage writes its full metrics to a detail file (read by the tables, the report and people) and a
-flat ``headline.json`` of at most four numbers, declared as the stage's DVC metric. Key names are short
+flat ``headline.json`` of a few numbers, declared as the stage's DVC metric. Key names are short
 and unique across stages, so DVC's table (one column per key, the union over files) stays within 200
 characters on the default experiment and ``dvc exp show --keep`` can name each column.
 """

@@ -15,6 +15,7 @@ import yaml
 
 from xurs_pipeline.config import RootConfig, load_params
 from xurs_pipeline.contracts import artifact
+from xurs_pipeline.data.medqa import require_medqa_dir
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.io import config_hash, write_json
 
@@ -30,9 +31,12 @@ def stamp_path(params: Path = Path("params.yaml")) -> Path:
 
 
 def check_params(params: Path, stamp: Path | None) -> RootConfig:
-    """Load and validate ``params`` (a :class:`~xurs_pipeline.config.ConfigError` names a bad key); on
-    success print one line and write the stamp."""
+    """Load and validate ``params`` (a :class:`~xurs_pipeline.config.ConfigError` names a bad key) and,
+    for local MedQA data, that ``data.medqa_path`` holds its files; on success print one line and write
+    the stamp."""
     cfg = load_params(params)
+    if cfg.data.source == "medqa" and not cfg.data.medqa_hub:  # local MedQA: its files, before any stage
+        require_medqa_dir(cfg.data.medqa_path, cfg.data.medqa_files)
     print(f"{params}: valid (experiment {cfg.experiment_name}, config {config_hash(asdict(cfg))})")
     if stamp is not None:
         write_json({"valid": True}, stamp)

@@ -12,7 +12,7 @@ import pandas as pd
 
 from xurs_pipeline.attribution.config import describe_references
 from xurs_pipeline.config import RootConfig
-from xurs_pipeline.contracts import artifact
+from xurs_pipeline.contracts import artifact, check_detail
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_predictions, read_prompts
 from xurs_pipeline.io import config_hash, read_json, read_parquet
 from xurs_pipeline.models.config import model_name
@@ -22,6 +22,7 @@ from xurs_pipeline.reporting.front_page import (
     CheckLine,
     ClueRow,
     EffectRow,
+    EndpointRow,
     FrontPage,
     Link,
     markdown_title,
@@ -74,6 +75,12 @@ def references(cfg: RootConfig) -> str:
     a = cfg.attribution
     kind = describe_references(a.reference, a.reference_alignment)
     return f"{a.n_collections} x {a.refs_per_collection} {kind} references"
+
+
+def _endpoints(cfg: RootConfig) -> pd.DataFrame:
+    """The checks stage's Eq. 10 diagnostic (empty before ``checks``, or without aligned references)."""
+    path = check_detail("endpoints").at(cfg.paths)
+    return read_parquet(path) if path.is_file() else pd.DataFrame()
 
 
 def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, dict[str, str]]:
@@ -144,5 +151,7 @@ def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, 
         ),
         clue_nulls=checked.get("localisation_nulls") or {},
         swap=SwapStudy.of(read_json(swap_summary)) if swap_summary.is_file() else None,
+        endpoints=EndpointRow.of(_endpoints(cfg)),
+        endpoint_shift_above=cfg.evaluation.reference_shift_warning,
     )
     return page, markdown
