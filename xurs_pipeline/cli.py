@@ -19,6 +19,7 @@ COMMANDS = (
     "tables",
     "report",
     "gates-sweep",
+    "swap-sweep",
     "sweep",
     "outputs",
 )

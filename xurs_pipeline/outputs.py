@@ -39,7 +39,7 @@ HOLDS: dict[str, str] = {
     "check_summary": "the checks' counts, the endpoints diagnostic, localisation (App. C) and its nulls",
     "swap_model": "the swap control's model B (labels by cue 2), or a skip note on other data",
     "swap_attributions": "the swap probes explained by model B and by both models re-initialised",
-    "swap_study": "the swap control: per-probe cue scores, behaviour under text edits, every method scored against it, summary",
+    "swap_study": "the swap control: per-probe cue scores, behaviour under text edits, the methods scored",
     "tables": "the paper's tables as Markdown, LaTeX and CSV (listed below), and `index.json`",
     "plots": "the report's figures as PNG (listed below), also drawn by `dvc plots show`",
     "html": "the report: `index.html`, one page per table and one per explained question",

@@ -40,9 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--question", help="inline question text")
     src.add_argument("--option", action="append", default=[], metavar="TEXT", help="inline option (give 4)")
     src.add_argument("--answer", choices=list(LETTERS), help="correct option of an inline question")
-    paths = p.add_argument_group(
-        "inputs and outputs (defaults: the pipeline's, from --params)"
-    )
+    paths = p.add_argument_group("inputs and outputs (defaults: the pipeline's, from --params)")
     paths.add_argument(
         "--params", default="params.yaml",
         help="composed pipeline config: attribution settings, paths.artifacts, paths.results and the "

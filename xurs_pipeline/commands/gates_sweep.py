@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import subprocess
 import sys
@@ -11,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from xurs_pipeline.commands.experiment_files import experiment_json, parse_json
 from xurs_pipeline.errors import XursError
 
 DESCRIPTION = """\
@@ -82,46 +82,19 @@ def exp_show_json(cwd: str | Path = ".", all_commits: bool = False) -> list[dict
     except OSError as err:
         raise XursError(f"could not run `dvc exp show --json` ({err}); is DVC installed?") from err
     if result.returncode != 0:
-        raise XursError(
-            f"`dvc exp show --json` failed (exit {result.returncode}): {result.stderr[-2000:]}"
-        )
-    return _parse(result.stdout, "`dvc exp show --json` output")
+        raise XursError(f"`dvc exp show --json` failed (exit {result.returncode}): {result.stderr[-2000:]}")
+    return parse_json(result.stdout, "`dvc exp show --json` output")
 
 
 def gates_detail(state: dict[str, Any], cwd: str | Path = ".") -> tuple[dict[str, Any] | None, str]:
-    """An experiment's ``<paths.artifacts>/gates/gates.json`` as DVC holds it: the workspace's file, or the
-    experiment's revision read through DVC (``dvc.api``: the hash its ``dvc.lock`` records, from the DVC
-    cache; a git-tracked file from the commit)."""
-    import dvc.api
-    from dvc.exceptions import DvcException, PathMissingError
-
+    """An experiment's ``<paths.artifacts>/gates/gates.json`` as DVC holds it (``experiment_json``)."""
     from xurs_pipeline.reporting.gates_sweep import experiment_params
 
     path = f"{experiment_params(state).get('paths.artifacts', 'data')}/gates/gates.json"
-    missing = f"{path} not found (its stage did not run in this experiment, or the run failed before it)"
-    rev = state.get("rev")
-    if rev == "workspace":
-        file = Path(cwd) / path
-        if not file.is_file():
-            return None, missing
-        return _parse(file.read_text(encoding="utf-8"), str(file)), path
-    try:
-        text = dvc.api.read(path, repo=str(cwd), rev=rev, encoding="utf-8")
-    except PathMissingError:  # neither a DVC output nor git-tracked at that revision
-        return None, missing
-    except FileNotFoundError:  # in dvc.lock, but its cache entry is gone (a `dvc gc`, an interrupted run)
-        return None, f"{path}: in the experiment's dvc.lock but not in the DVC cache (`dvc exp pull` it)"
-    except DvcException as err:
-        return None, f"{path}: {err}"
-    found = _parse(text, f"{str(rev)[:7]}:{path}")
-    return (found, path) if isinstance(found, dict) else (None, f"{path}: not a JSON object")
-
-
-def _parse(text: str, where: str) -> list[dict[str, Any]]:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{where}: not JSON ({err})") from err
+    found, where = experiment_json(state, path, cwd)
+    if found is None:
+        return None, where
+    return (found, where) if isinstance(found, dict) else (None, f"{path}: not a JSON object")
 
 
 def free_stem(out: Path, stem: str, suffixes: tuple[str, ...] = (".md", ".tex", ".csv")) -> str:
@@ -140,7 +113,7 @@ def read_saved(source: str) -> list[dict[str, Any]]:
     if not path.is_file():
         what = "is a directory" if path.is_dir() else "not found"
         raise ValueError(f"--from {source}: {what}; save one with `dvc exp show --json > FILE`")
-    return _parse(path.read_text(encoding="utf-8"), source)
+    return parse_json(path.read_text(encoding="utf-8"), source)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -28,5 +28,3 @@ def run(args: argparse.Namespace) -> int:
 
     tables.run(load_params(args.params))
     return 0
-
-

@@ -156,9 +156,10 @@ def explain(method: str, width: WidthFn, probe: Probe, block: nn.Module, steps: 
 
 
 def middle_block(classifier: nn.Module) -> nn.Module:
-    """The block halfway up the classifier's backbone (``layer_ig``'s layer)."""
+    """The block halfway up the classifier's backbone, ``(n - 1) // 2`` of ``n`` (``layer_ig``'s layer): never
+    the last one when there are two or more, whose output reaches the head only at the pooled position."""
     blocks = classifier.get_submodule(block_list_name(classifier))
-    return blocks[len(blocks) // 2]
+    return blocks[(len(blocks) - 1) // 2]
 
 
 def random_reading(cues: Sequence[Sequence[int]], seq: int, seed: int) -> CueReading:

@@ -119,6 +119,8 @@ def resolve_layers(feature_layers: Sequence[int], n_layers: int) -> tuple[int, .
             f"of 0..{n_layers})"
         )
     return resolved
+
+
 def model_name(model: ModelConfig) -> str:
     """A readable name of the backbone: the source's last path part (hub id or directory), the GGUF
     file's stem (``SmolLM2-135M-Instruct.Q4_1``), or ``tiny`` for the random test model."""

@@ -504,6 +504,8 @@ def markdown_title(text: str, fallback: str) -> str:
 def table_page(name: str, markdown: str, back: str = "../index.html") -> str:
     """One Markdown table (pipe table, caption, footer) as a standalone HTML page; raw HTML is escaped."""
     body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown)
-    return environment().from_string(TABLE_PAGE).render(
-        page_title=f"XU-RS table · {name}", css=CSS, heading=name, back=back, body=Markup(body)
+    return (
+        environment()
+        .from_string(TABLE_PAGE)
+        .render(page_title=f"XU-RS table · {name}", css=CSS, heading=name, back=back, body=Markup(body))
     )

@@ -146,8 +146,12 @@ def top_tokens(view: ExplanationView, k: int = TOP_TOKENS) -> list[TopToken]:
     order = sorted(shaded, key=lambda i: (-view.magnitude[i], i))[:k]
     return [
         TopToken(
-            i, visible(texts[i])[0].replace(" ", SPACE_MARK), view.sections[i], view.eligible[i],
-            view.signed[i], view.magnitude[i],
+            i,
+            visible(texts[i])[0].replace(" ", SPACE_MARK),
+            view.sections[i],
+            view.eligible[i],
+            view.signed[i],
+            view.magnitude[i],
         )
         for i in order
     ]
@@ -161,28 +165,32 @@ def render_explanation(
     signed_scale, magnitude_scale = scales(view)
     masses, n_dropped, dropped_total = mass_rows(view)
     heading = view.title or f"Why is answer {view.letter} uncertain? · {view.record_id}"
-    return environment().get_template("explanation.html").render(
-        page_title=f"XU-RS explanation · {view.record_id}",
-        css=CSS,
-        heading=heading,
-        v=view,
-        letters=OPTION_LETTERS,
-        index_href=index_href,
-        signed_sum=sum(view.signed),
-        axis=axis_svg(),
-        explained_fill=EXPLAINED_FILL,
-        other_fill=OTHER_FILL,
-        option_rows=option_rows(view),
-        signed_scale=signed_scale,
-        magnitude_scale=magnitude_scale,
-        signed_cells=token_cells(view, view.signed, signed_scale),
-        magnitude_cells=token_cells(view, view.magnitude, magnitude_scale),
-        n_hidden=hidden_count(view),
-        mass_rows=masses,
-        n_dropped=n_dropped,
-        dropped_total=dropped_total,
-        share_rows=share_rows(view),
-        top_rows=top_tokens(view, top_k),
-        check_rows=[check_line(row) for row in view.checks],
-        mark_styles=MARK_STYLES,
+    return (
+        environment()
+        .get_template("explanation.html")
+        .render(
+            page_title=f"XU-RS explanation · {view.record_id}",
+            css=CSS,
+            heading=heading,
+            v=view,
+            letters=OPTION_LETTERS,
+            index_href=index_href,
+            signed_sum=sum(view.signed),
+            axis=axis_svg(),
+            explained_fill=EXPLAINED_FILL,
+            other_fill=OTHER_FILL,
+            option_rows=option_rows(view),
+            signed_scale=signed_scale,
+            magnitude_scale=magnitude_scale,
+            signed_cells=token_cells(view, view.signed, signed_scale),
+            magnitude_cells=token_cells(view, view.magnitude, magnitude_scale),
+            n_hidden=hidden_count(view),
+            mass_rows=masses,
+            n_dropped=n_dropped,
+            dropped_total=dropped_total,
+            share_rows=share_rows(view),
+            top_rows=top_tokens(view, top_k),
+            check_rows=[check_line(row) for row in view.checks],
+            mark_styles=MARK_STYLES,
+        )
     )

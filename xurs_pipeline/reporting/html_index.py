@@ -102,14 +102,18 @@ def render_index(
     """The index page linking every entry's page, rows by width (largest first, then record id);
     ``front`` (the report's front-page sections, ``front_page.render_front``) goes above the list."""
     ordered = sorted(entries, key=lambda e: (-e.width, e.record_id))
-    return environment().get_template("index.html").render(
-        page_title=title,
-        heading=title,
-        subtitle=subtitle,
-        css=CSS,
-        entries=ordered,
-        scripted=scripted,
-        front=front,
-        sort_script=SORT_SCRIPT,
-        verdict_class=lambda verdict: {"pass": "pass", "FAIL": "fail"}.get(verdict, "none"),
+    return (
+        environment()
+        .get_template("index.html")
+        .render(
+            page_title=title,
+            heading=title,
+            subtitle=subtitle,
+            css=CSS,
+            entries=ordered,
+            scripted=scripted,
+            front=front,
+            sort_script=SORT_SCRIPT,
+            verdict_class=lambda verdict: {"pass": "pass", "FAIL": "fail"}.get(verdict, "none"),
+        )
     )

@@ -18,7 +18,7 @@ import pandas as pd
 
 from xurs_pipeline.evaluation.swap import wilson
 from xurs_pipeline.evaluation.swap_agreement import passes
-from xurs_pipeline.reporting.render import Column, TableSpec, fmt_float, fmt_text, fmt_yes_no
+from xurs_pipeline.reporting.render import Column, TableSpec, fmt_text, fmt_yes_no
 
 SUMMARY = "swap/study/summary.json"  # under paths.artifacts, written by the swap stage
 MEASURES = ("swap", "agreement", "agreement_clear")
@@ -61,16 +61,21 @@ def sweep_table(studies: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
         counts = [(int(s["behaves_as_trained"][role]["k"]), int(s["behaves_as_trained"][role]["n"]))
                   for s in studies.values()]  # fmt: skip
         row.update({name: f"{k}/{n}" for name, (k, n) in zip(names, counts, strict=True)})
-        row.update(_pooled(counts, "agreement"))
+        row.update(_pooled(counts, "agreement"), passes=None)  # a model's behaviour passes nothing
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def _interval(prefix: str):  # noqa: ANN202 - a render.Formatter over a row's three keys
-    return lambda row: (
-        "—" if pd.isna(row.get(prefix)) else
-        f"{row[prefix]:.2f} [{row[f'{prefix}_low']:.2f}, {row[f'{prefix}_high']:.2f}] ({row[f'{prefix}_k']}/{row[f'{prefix}_n']})"
-    )  # fmt: skip
+def _interval(row: Mapping[str, Any], prefix: str) -> str:
+    """``value [low, high] (k/n)`` of one pooled measure of a :func:`sweep_table` row."""
+    if pd.isna(row.get(prefix)):
+        return "—"
+    k, n = int(row[f"{prefix}_k"]), int(row[f"{prefix}_n"])
+    return f"{row[prefix]:.2f} [{row[f'{prefix}_low']:.2f}, {row[f'{prefix}_high']:.2f}] ({k}/{n})"
+
+
+def _verdict(value: Any) -> str:
+    return "—" if value is None or (isinstance(value, float) and pd.isna(value)) else fmt_yes_no(value)
 
 
 def sweep_spec(names: list[str]) -> TableSpec:
@@ -89,7 +94,7 @@ def sweep_spec(names: list[str]) -> TableSpec:
             Column("swap_text", "Swap accuracy, pooled", fmt_text),
             Column("agreement_text", "Agreement, pooled", fmt_text),
             Column("agreement_clear_text", "Agreement (clear), pooled", fmt_text),
-            Column("passes", "Passes", fmt_yes_no),
+            Column("passes", "Passes", _verdict),
         ],
     )
 
@@ -98,8 +103,5 @@ def rendered(frame: pd.DataFrame) -> pd.DataFrame:
     """:func:`sweep_table` with each pooled measure as one ``value [low, high] (k/n)`` text column."""
     out = frame.copy()
     for prefix in MEASURES:
-        out[f"{prefix}_text"] = [_interval(prefix)(row) for row in frame.to_dict(orient="records")]
+        out[f"{prefix}_text"] = [_interval(row, prefix) for row in frame.to_dict(orient="records")]
     return out
-
-
-__all__ = ["SUMMARY", "fmt_float", "rendered", "sweep_spec", "sweep_table"]
