@@ -251,7 +251,8 @@ def test_processes_split_training_and_attribution_time(
     assert xurs([*common, "--processes", "8"]) == 0
     assert "global batch 32 = 1 per process x 8 x 4 accumulation steps" in capsys.readouterr().out
     assert xurs([*common, "--processes", "3"]) == 1
-    assert "NO: train.batch_size=1 x 3 processes does not divide train.global_batch=32" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "NO: train.batch_size=1 x 3 processes does not divide train.global_batch=32" in out
     with pytest.raises(SystemExit) as stop:  # argparse's one-line usage error (commands/args.py)
         xurs([*common, "--processes", "0"])
     assert stop.value.code == 2
