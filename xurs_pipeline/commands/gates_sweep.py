@@ -11,6 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from xurs_pipeline.errors import XursError
 
 DESCRIPTION = """\
@@ -82,9 +84,7 @@ def exp_show_json(cwd: str | Path = ".", all_commits: bool = False) -> list[dict
     except OSError as err:
         raise XursError(f"could not run `dvc exp show --json` ({err}); is DVC installed?") from err
     if result.returncode != 0:
-        raise XursError(
-            f"`dvc exp show --json` failed (exit {result.returncode}): {result.stderr[-2000:]}"
-        )
+        raise XursError(f"`dvc exp show --json` failed (exit {result.returncode}): {result.stderr[-2000:]}")
     return _parse(result.stdout, "`dvc exp show --json` output")
 
 
@@ -105,16 +105,34 @@ def gates_detail(state: dict[str, Any], cwd: str | Path = ".") -> tuple[dict[str
         if not file.is_file():
             return None, missing
         return _parse(file.read_text(encoding="utf-8"), str(file)), path
+    collected = (
+        f"{path}: in the experiment's dvc.lock but not in the DVC cache (removed by `dvc gc`?): "
+        "`dvc exp pull` it from a remote, or rerun the experiment"
+    )
     try:
         text = dvc.api.read(path, repo=str(cwd), rev=rev, encoding="utf-8")
-    except PathMissingError:  # neither a DVC output nor git-tracked at that revision
-        return None, missing
+    except PathMissingError:  # not readable at that revision: never made, or its cache entry collected
+        return None, collected if path in locked_outs(cwd, str(rev)) else missing
     except FileNotFoundError:  # in dvc.lock, but its cache entry is gone (a `dvc gc`, an interrupted run)
-        return None, f"{path}: in the experiment's dvc.lock but not in the DVC cache (`dvc exp pull` it)"
+        return None, collected
     except DvcException as err:
         return None, f"{path}: {err}"
     found = _parse(text, f"{str(rev)[:7]}:{path}")
     return (found, path) if isinstance(found, dict) else (None, f"{path}: not a JSON object")
+
+
+def locked_outs(cwd: str | Path, rev: str) -> set[str]:
+    """The output paths the ``dvc.lock`` of revision ``rev`` records (git-tracked, read from the commit);
+    empty when it has none."""
+    import dvc.api
+    from dvc.exceptions import DvcException
+
+    try:
+        lock = yaml.safe_load(dvc.api.read("dvc.lock", repo=str(cwd), rev=rev, encoding="utf-8")) or {}
+    except (DvcException, OSError, yaml.YAMLError):
+        return set()
+    stages = lock.get("stages") or {} if isinstance(lock, dict) else {}
+    return {str(o.get("path")) for s in stages.values() if isinstance(s, dict) for o in s.get("outs") or []}
 
 
 def _parse(text: str, where: str) -> list[dict[str, Any]]:
