@@ -219,6 +219,7 @@ def test_measured_costs_time_the_attributed_classifier_where_planned() -> None:
     for name in ("gradient_sample", "train_example", "feature_example", "load_model", "save_model"):
         assert 0 < getattr(costs, name) < 60, name
 
+
 def test_processes_split_training_and_attribution_time(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -113,7 +113,6 @@ class TrainConfig:
         accumulation_steps(self.global_batch, self.batch_size, 1)  # at check time, not when train starts
 
 
-
 def accumulation_steps(global_batch: int, batch_size: int, processes: int) -> int:
     """Gradient accumulation steps so that ``batch_size * steps * processes == global_batch``.
 
