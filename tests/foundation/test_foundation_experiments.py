@@ -197,16 +197,16 @@ def test_the_sweep_runs_the_config_dir_it_checked(clone: Path) -> None:
 
 def test_the_documented_apply_then_repro_reaches_repro(clone: Path) -> None:
     """docs/sweeps.md's command applies an experiment that stopped before the last stage and goes on to
-    ``dvc repro`` (here ``--dry``: what it would run)."""
+    ``dvc repro`` (here of the next stage, ``gates``, which sweep-0 did not run)."""
     (line,) = [
         line.split("#")[0].strip()
         for line in (ROOT / "docs" / "sweeps.md").read_text().splitlines()
         if "dvc exp apply <name>" in line and "dvc repro" in line
     ]
-    command = line.replace("<name>", "sweep-0").replace("dvc repro", "dvc repro --dry")
+    command = line.replace("<name>", "sweep-0").replace("dvc repro", "dvc repro gates")
     result = run_any(["bash", "-c", command], clone)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Running stage 'gates'" in result.stdout  # the stages sweep-0 did not run
+    assert "Running stage 'gates'" in result.stdout, result.stdout  # a stage sweep-0 did not run
     assert yaml.safe_load((clone / "params.yaml").read_text())["train"]["seed"] == SEEDS["sweep-0"]
 
 
