@@ -18,15 +18,20 @@ BIN = Path(sys.executable).parent
 PROJECT_FILES = ("conf", "stages", "xurs_pipeline")
 
 
-def run_ok(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run a project command (``dvc``, ``xurs``, ``git``) in ``cwd``; fail the test with its output. The
-    stages it starts use the test process's torch thread count (``worker_threads`` in tests/conftest.py), so
-    their outputs equal an in-process run's bit for bit."""
+def run_any(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run a project command (``dvc``, ``xurs``, ``git``) in ``cwd`` as a user would, whatever its exit
+    status. The stages it starts use the test process's torch thread count (``worker_threads`` in
+    tests/conftest.py), so their outputs equal an in-process run's bit for bit."""
     import torch
 
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(cwd),
            "OMP_NUM_THREADS": str(torch.get_num_threads())}  # fmt: skip
-    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+def run_ok(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """:func:`run_any`, failing the test with the command's output unless it exits with status 0."""
+    result = run_any(args, cwd)
     assert result.returncode == 0, (
         f"{' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     )

@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from xurs_pipeline.attribution.config import AttributionConfig, check_gradient_budget
+from xurs_pipeline.config_guards import first_resolver, first_unsafe_text, missing_keys, walk
 from xurs_pipeline.data.config import DataConfig
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation.config import EvaluationConfig
@@ -31,6 +32,9 @@ from xurs_pipeline.train.config import TrainConfig
 
 class ConfigError(XursError, ValueError):
     """A config is malformed: names the key and what is allowed."""
+
+
+PRIVATE_DIRS = (".git", ".dvc")  # git's and DVC's own directories: no stage writes there
 
 
 @dataclass
@@ -75,6 +79,9 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
     nonfinite = _first_nonfinite(data)
     if nonfinite:
         raise ConfigError(f"{source}: {nonfinite}: must be a finite number")
+    unsafe = first_unsafe_text(data)
+    if unsafe:
+        raise ConfigError(f"{source}: {unsafe}")
     try:
         merged = OmegaConf.merge(schema, data)
         cfg: RootConfig = OmegaConf.to_object(merged)  # type: ignore[assignment]
@@ -105,16 +112,11 @@ def _check_budgets(cfg: RootConfig) -> None:
             raise ValueError(f"the repeat with evaluation.repeat_seeds {seed}: {err}") from None
 
 
-def _first_nonfinite(data: Any, prefix: str = "") -> str | None:
+def _first_nonfinite(data: Any) -> str | None:
     """``key=value`` of the first inf or NaN number in a config tree (no setting takes one), else None."""
-    items = data.items() if isinstance(data, Mapping) else enumerate(data) if isinstance(data, list) else ()
-    for key, value in items:
-        where = f"{prefix}{key}" if isinstance(key, str) else f"{prefix.rstrip('.')}[{key}]"
+    for where, value in walk(data):
         if isinstance(value, float) and not math.isfinite(value):
             return f"{where}={value}"
-        found = _first_nonfinite(value, f"{where}.")
-        if found:
-            return found
     return None
 
 
@@ -183,7 +185,18 @@ def compose(overrides: list[str] | None = None, conf_dir: str | os.PathLike[str]
             cfg = hydra_compose(config_name="config", overrides=list(overrides or []))
     except HydraException as err:
         raise ConfigError(f"overrides {list(overrides or [])}: {_one_line(str(err))}") from err
-    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+    source = f"{conf_dir} composed with {list(overrides or [])}"
+    resolver = first_resolver(OmegaConf.to_container(cfg, resolve=False))
+    if resolver:
+        raise ConfigError(f"{source}: {resolver}")
+    composed: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
+    missing = missing_keys(OmegaConf.to_container(OmegaConf.structured(RootConfig)), composed)  # type: ignore[arg-type]
+    if missing:
+        raise ConfigError(
+            f"{source}: no value for {', '.join(missing[:5])}: an override deleted it (~key) or a group "
+            "option came from another group (e.g. train=../experiment/local); set every key, do not delete it"
+        )
+    return composed
 
 
 def _one_line(message: str) -> str:
@@ -212,6 +225,12 @@ def check_inside(cfg: RootConfig, root: str | os.PathLike[str], source: str = "c
             raise ConfigError(
                 f"{source}: paths.{key}={value!r} resolves to {target}, outside the repository {base}; "
                 "use a path inside it (e.g. 'data')"
+            )
+        private = [base / d for d in PRIVATE_DIRS if target == base / d or base / d in target.parents]
+        if private:
+            raise ConfigError(
+                f"{source}: paths.{key}={value!r} resolves to {target}, inside {private[0].name}/ (git's or "
+                "DVC's own directory, where no output may go); use a path such as 'data'"
             )
 
 

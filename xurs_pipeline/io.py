@@ -121,8 +121,20 @@ def _check_provenance(path: Path, found: Provenance | None, expected: Provenance
         raise ArtifactError(
             f"{path} ({found.schema} v{found.schema_version}): made under config hash {found.config_hash}, "
             f"but the current config hashes to "
-            f"{expected.config_hash}. The inputs are stale: rerun the upstream stage (`dvc repro`)."
+            f"{expected.config_hash}. The inputs are stale: {_rerun(expected.schema)}."
         )
+
+
+def _rerun(schema: str) -> str:
+    """How to remake an artifact of ``schema`` under the current config. ``--force``: DVC may count its
+    stage up to date (the artifact was made outside DVC, e.g. ``python -m stages.train train.seed=17``, or
+    restored by ``dvc checkout`` / ``dvc exp apply``), and a plain ``dvc repro`` would refuse again."""
+    from xurs_pipeline.contracts import ARTIFACTS  # contracts imports this module
+
+    writers = sorted({a.writer for a in ARTIFACTS.values() if a.schema == schema})
+    if len(writers) != 1:
+        return "rerun the stage that made it (`dvc repro --force --single-item <stage>`, then `dvc repro`)"
+    return f"rerun its stage: `dvc repro --force --single-item {writers[0]}`, then `dvc repro`"
 
 
 def write_parquet(

@@ -7,13 +7,16 @@ through DVC's run-cache."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import time
 from pathlib import Path
 
 import dvc.api
 import pandas as pd
 import pytest
-from smoke_project import BIN, run_ok
+import yaml
+from smoke_project import BIN, ROOT, run_any, run_ok
 from user_clone import exp_show, experiments, git_clone
 
 PREDICT = "data/predict/headline.json"
@@ -160,3 +163,61 @@ def test_a_queued_sweep_runs_with_dvc_queue_start_and_reproduces_the_sweep(clone
         predictions = [read_parquet(clone, PREDICTIONS, rev) for rev in (queued["rev"], point)]
         pd.testing.assert_frame_equal(*predictions)
         assert metric(queued, PREDICT) == metric(swept, PREDICT), seed
+
+
+def test_a_finished_sweep_is_refused_again_unless_resumed(clone: Path) -> None:
+    """Rerunning a sweep whose names exist stops before any point runs; ``--resume`` skips those points."""
+    sweep = [str(BIN / "xurs"), "sweep", "--stage", "predict", "experiment=smoke", "train.seed=7,17"]
+    again = run_any(sweep, clone)
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert "experiments ['sweep-0', 'sweep-1'] exist already" in again.stderr.strip().splitlines()[-1]
+    assert " exp run " not in again.stdout
+    resumed = run_ok([*sweep, "--resume"], clone).stdout
+    assert "  sweep-0: skipped (exists; --resume)" in resumed
+    assert "  sweep-1: skipped (exists; --resume)" in resumed
+    assert "Running stage" not in resumed
+
+
+def test_the_sweep_runs_the_config_dir_it_checked(clone: Path) -> None:
+    """With DVC pointed at another config directory, each point's params are that directory's."""
+    dvc = str(BIN / "dvc")
+    conf = clone / "conf_short"
+    shutil.copytree(clone / "conf", conf)
+    smoke = conf / "train" / "smoke.yaml"
+    smoke.write_text(re.sub(r"(?m)^max_epochs: .*$", "max_epochs: 2", smoke.read_text()))
+    run_ok([dvc, "config", "--local", "hydra.config_dir", "conf_short"], clone)
+    try:
+        sweep = [str(BIN / "xurs"), "sweep", "--conf", "conf_short", "--stage", "check", "--name", "short"]
+        assert "  short-0: finished" in run_ok([*sweep, "experiment=smoke"], clone).stdout
+    finally:
+        run_ok([dvc, "config", "--local", "--unset", "hydra.config_dir"], clone)
+        shutil.rmtree(conf)
+    assert params_of(experiments(exp_show(clone))["short-0"])["train"]["max_epochs"] == 2
+
+
+def test_the_documented_apply_then_repro_reaches_repro(clone: Path) -> None:
+    """docs/sweeps.md's command applies an experiment that stopped before the last stage and goes on to
+    ``dvc repro`` (here of the next stage, ``gates``, which sweep-0 did not run)."""
+    (line,) = [
+        line.split("#")[0].strip()
+        for line in (ROOT / "docs" / "sweeps.md").read_text().splitlines()
+        if "dvc exp apply <name>" in line and "dvc repro" in line
+    ]
+    command = line.replace("<name>", "sweep-0").replace("dvc repro", "dvc repro gates")
+    result = run_any(["bash", "-c", command], clone)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Running stage 'gates'" in result.stdout, result.stdout  # a stage sweep-0 did not run
+    assert yaml.safe_load((clone / "params.yaml").read_text())["train"]["seed"] == SEEDS["sweep-0"]
+
+
+def test_gates_sweep_says_a_collected_output_was_collected(clone: Path) -> None:
+    """After ``dvc gc -w`` (last: it empties the cache of every experiment's outputs) the gates experiment
+    is left out because its output was collected, not because its stage did not run."""
+    dvc = str(BIN / "dvc")
+    run_ok([dvc, "exp", "run", "gates", "-n", "gated", "-S", "experiment=smoke"], clone)  # stages: run-cache
+    run_any([dvc, "exp", "apply", "sweep-1"], clone)  # away from gated's outputs (exit 255: docs/sweeps.md)
+    run_ok([dvc, "gc", "-w", "-f"], clone)
+    result = run_any([str(BIN / "xurs"), "gates-sweep"], clone)
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("left out gated:")]
+    assert "not in the DVC cache" in line, line
+    assert "did not run" not in line, line

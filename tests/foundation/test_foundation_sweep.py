@@ -4,11 +4,14 @@ clone."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from smoke_project import BIN, copy_sources, run_any, run_ok
 
 from xurs_pipeline.cli import main as xurs
 
@@ -50,3 +53,83 @@ def test_the_readme_submitit_launcher_composes():
     assert launcher._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
     assert (launcher.partition, launcher.gpus_per_node, launcher.timeout_min) == ("gpu", 1, 240)
     assert cfg.experiment_name == "smoke"
+
+
+def _sweep(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_any([str(BIN / "xurs"), "sweep", *args], work)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A user's project directory: the code and conf/ (``xurs sweep`` runs from its root)."""
+    return copy_sources(tmp_path / "xurs")
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["experiment=smoke", "train.lr_head=1e-3,nan"], ["sweep point 1", "train.lr_head=nan"]),
+        (["experiment=smoke", "+train.lr_haed="], ["'train.lr_haed'", "did you mean 'train.lr_head'"]),
+        (["--stage", "predcit", "experiment=smoke"], ["--stage 'predcit'", "did you mean 'predict'"]),
+        (["experiment=smoke", "train.seed=[1"], ["train.seed=[1"]),
+    ],
+    ids=["second-point-refused", "added-misspelt-key", "misspelt-stage", "bad-syntax"],
+)
+def test_a_refused_point_or_option_stops_the_sweep_before_any_point_runs(
+    project: Path, args: list[str], words: list[str]
+) -> None:
+    result = _sweep(project, "--dry-run", *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert " exp run " not in result.stdout, result.stdout  # not even the first, valid point
+    assert "Traceback" not in result.stdout + result.stderr, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    for word in words:
+        assert word in line, line
+
+
+def test_every_refused_point_is_listed_at_once(project: Path) -> None:
+    result = _sweep(project, "--dry-run", "experiment=smoke", "train.seed=7,-1", "train.lr_head=nan,1e-3")
+    assert result.returncode == 2
+    listed = [line for line in result.stderr.splitlines() if line.startswith("sweep point ")]
+    assert [line.split(" [")[0] for line in listed] == ["sweep point 0", "sweep point 2", "sweep point 3"]
+    assert "3 of 4 points refused" in result.stderr.splitlines()[-1]
+
+
+def test_a_failed_point_is_reported_and_the_others_still_run(project: Path, tmp_path: Path) -> None:
+    """One line per point at the end: a failed ``dvc exp run`` is named, the next point runs all the same."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "dvc").write_text(
+        f'#!/bin/sh\necho "$@" >> {tmp_path / "calls"}\ncase "$*" in *"-n sweep-0"*) exit 3;; esac\n'
+    )
+    (fake / "dvc").chmod(0o755)
+    env_path = f"{fake}{os.pathsep}{os.environ['PATH']}"
+    result = subprocess.run(
+        [str(BIN / "xurs"), "sweep", "--stage", "check", "experiment=smoke", "train.seed=7,17"],
+        cwd=project, env={**os.environ, "PATH": env_path, "PYTHONPATH": str(project)},
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert len((tmp_path / "calls").read_text().splitlines()) == 2  # the second point ran after the failure
+    assert "  sweep-0: failed (exit 3)" in result.stdout
+    assert "  sweep-1: finished" in result.stdout
+    assert result.stderr.strip().splitlines()[-1] == "xurs sweep: 1 of 2 points did not finish: sweep-0"
+    assert "Traceback" not in result.stderr
+
+
+def test_the_sweep_runs_only_the_config_dir_dvc_composes(project: Path) -> None:
+    """``dvc exp run -S`` composes DVC's ``hydra.config_dir``: ``--conf`` naming another directory is refused
+    (the points would run a config other than the one checked) until DVC is pointed at it."""
+    dvc = str(BIN / "dvc")
+    run_ok([dvc, "init", "--no-scm", "-q"], project)
+    run_ok([dvc, "config", "hydra.enabled", "true"], project)
+    shutil.copytree(project / "conf", project / "conf2")
+    result = _sweep(project, "--dry-run", "--conf", "conf2", "experiment=smoke")
+    assert result.returncode == 2
+    assert "--conf conf2" in result.stderr
+    assert "dvc config --local hydra.config_dir conf2" in result.stderr
+    run_ok([dvc, "config", "--local", "hydra.config_dir", "conf2"], project)
+    sweep = [str(BIN / "xurs"), "sweep", "--dry-run", "--conf", "conf2", "experiment=smoke"]
+    assert " exp run " in run_ok(sweep, project).stdout
+    result = _sweep(project, "--dry-run", "experiment=smoke")  # without --conf: DVC's directory, conf2
+    assert result.returncode == 0, result.stderr

@@ -219,6 +219,7 @@ def test_measured_costs_time_the_attributed_classifier_where_planned() -> None:
     for name in ("gradient_sample", "train_example", "feature_example", "load_model", "save_model"):
         assert 0 < getattr(costs, name) < 60, name
 
+
 def test_processes_split_training_and_attribution_time(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -251,7 +252,8 @@ def test_processes_split_training_and_attribution_time(
     assert xurs([*common, "--processes", "8"]) == 0
     assert "global batch 32 = 1 per process x 8 x 4 accumulation steps" in capsys.readouterr().out
     assert xurs([*common, "--processes", "3"]) == 1
-    assert "NO: train.global_batch=32 is not a multiple of train.batch_size=1 x 3" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "NO: train.batch_size=1 x 3 processes does not divide train.global_batch=32" in out
     with pytest.raises(SystemExit) as stop:  # argparse's one-line usage error (commands/args.py)
         xurs([*common, "--processes", "0"])
     assert stop.value.code == 2

@@ -86,3 +86,17 @@ def test_a_record_id_is_shown_literally_in_markdown_and_latex(tmp_path):
         ("~", r"\textasciitilde{}"),
     ):
         assert escaped in body, char
+
+
+def test_a_name_with_line_breaks_stays_inert_in_every_format(tmp_path):
+    """A line break would end the LaTeX footer's ``%`` comment (or a cell's line) and make what follows live
+    LaTeX; Markdown would break the table. The config refuses such names (config_guards); the renderer keeps
+    any that reaches it on one escaped line all the same."""
+    hostile = "smoke\n\\input{/etc/hostname}\r\n% x"
+    frame = pd.DataFrame({"model": [hostile], "mean": [0.5], "ci": [(0.1, 0.9)], "ok": [True]})
+    md, tex, csv = write_table(frame, SPEC, tmp_path, experiment=hostile, config_hash="abcd")
+    for line in tex.read_text().splitlines():
+        assert not line.lstrip().startswith("\\input"), line  # no live line: inside a comment or escaped
+    plain = write_table(frame.assign(model="m"), SPEC, tmp_path / "plain", "smoke", "abcd")[0]
+    assert len(md.read_text().splitlines()) == len(plain.read_text().splitlines())
+    assert pd.read_csv(csv).loc[0, "experiment"] == hostile  # CSV quotes it and keeps it whole

@@ -8,7 +8,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from xurs_pipeline.train.config import TrainConfig, accumulation_steps
+from xurs_pipeline.train.config import BatchSplitError, TrainConfig, accumulation_steps
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 OPTIONS = sorted(p.stem for p in (CONF / "train").glob("*.yaml"))
@@ -86,7 +86,10 @@ def test_accumulation_keeps_the_global_batch(global_batch: int, batch_size: int,
 
 
 def test_a_global_batch_the_processes_cannot_split_names_the_key():
-    with pytest.raises(ValueError, match=r"train\.global_batch=32 .* train\.batch_size=3 x 1 processes"):
+    with pytest.raises(BatchSplitError, match=r"train\.batch_size=3 does not divide train\.global_batch=32"):
         accumulation_steps(32, 3, 1)
-    with pytest.raises(ValueError, match=r"train\.global_batch=32 .* x 3 processes"):
+    with pytest.raises(BatchSplitError, match=r"train\.batch_size=1 x 3 processes .* train\.global_batch=32"):
         accumulation_steps(32, 1, 3)
+    # the one-process case is part of the config check (``xurs check``, the first DVC stage)
+    with pytest.raises(ValueError, match=r"train\.batch_size=3 does not divide train\.global_batch=32"):
+        TrainConfig(batch_size=3, global_batch=32)

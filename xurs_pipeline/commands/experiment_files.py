@@ -22,15 +22,34 @@ def experiment_json(state: dict[str, Any], path: str, cwd: str | Path = ".") -> 
         if not file.is_file():
             return None, missing
         return parse_json(file.read_text(encoding="utf-8"), str(file)), path
+    collected = (
+        f"{path}: in the experiment's dvc.lock but not in the DVC cache (removed by `dvc gc`?): "
+        "`dvc exp pull` it from a remote, or rerun the experiment"
+    )
     try:
         text = dvc.api.read(path, repo=str(cwd), rev=rev, encoding="utf-8")
-    except PathMissingError:  # neither a DVC output nor git-tracked at that revision
-        return None, missing
+    except PathMissingError:  # not readable at that revision: never made, or its cache entry collected
+        return None, collected if path in locked_outs(cwd, str(rev)) else missing
     except FileNotFoundError:  # in dvc.lock, but its cache entry is gone (a `dvc gc`, an interrupted run)
-        return None, f"{path}: in the experiment's dvc.lock but not in the DVC cache (`dvc exp pull` it)"
+        return None, collected
     except DvcException as err:
         return None, f"{path}: {err}"
     return parse_json(text, f"{str(rev)[:7]}:{path}"), path
+
+
+def locked_outs(cwd: str | Path, rev: str) -> set[str]:
+    """The output paths the ``dvc.lock`` of revision ``rev`` records (git-tracked, read from the commit);
+    empty when it has none."""
+    import dvc.api
+    import yaml
+    from dvc.exceptions import DvcException
+
+    try:
+        lock = yaml.safe_load(dvc.api.read("dvc.lock", repo=str(cwd), rev=rev, encoding="utf-8")) or {}
+    except (DvcException, OSError, yaml.YAMLError):
+        return set()
+    stages = lock.get("stages") or {} if isinstance(lock, dict) else {}
+    return {str(o.get("path")) for s in stages.values() if isinstance(s, dict) for o in s.get("outs") or []}
 
 
 def parse_json(text: str, where: str) -> Any:

@@ -4,21 +4,35 @@
 syntax: ``a=1,2``, ``range()``, ``choice()``, globs) and launches one job per point with the configured
 launcher: the basic one runs them in turn here; ``hydra/launcher=joblib`` runs them in parallel and
 ``hydra/launcher=submitit_slurm`` submits them to SLURM (plugins ``hydra-joblib-launcher`` and
-``hydra-submitit-launcher``). Each job validates its composed config, then runs
-``dvc exp run --temp -n <name>-<job> -S <override> ...`` in the project: the whole pipeline in a temporary
-copy, saved as its own DVC experiment (``dvc exp show`` lists them; the DVC run-cache skips stages an
-earlier point already ran). ``--dry-run`` prints the commands instead.
+``hydra-submitit-launcher``). Every point is composed and validated before any runs (all refusals listed
+at once); then each job runs ``dvc exp run --temp -n <name>-<job> -S <override> ...`` in the project: the
+whole pipeline in a temporary copy, saved as its own DVC experiment (``dvc exp show`` lists them; the DVC
+run-cache skips stages an earlier point already ran), and the sweep ends with one line per point.
+``--dry-run`` prints the commands instead. ``dvc exp run`` composes the config directory DVC is configured
+with (``hydra.config_dir``, default ``conf``), so ``--conf`` must name that one. Experiment names that exist
+already stop the sweep before it starts, unless ``--resume`` (skip those points) or ``--overwrite`` (rerun
+them with ``dvc exp run -f``, which replaces an experiment only once its new run has finished).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from xurs_pipeline.config import validate
+from xurs_pipeline.config import ConfigError, compose, validate
+from xurs_pipeline.contracts import STAGES
+from xurs_pipeline.errors import XursError
+
+POINT_FILE = "point.json"  # each job's outcome, in its Hydra output directory
+
+
+class SweepError(XursError, ValueError):
+    """A sweep that cannot run as asked (a refused point, a missing stage, an existing name)."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -33,56 +47,184 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("overrides", nargs="+", help="Hydra overrides and sweeps, e.g. train.seed=7,17")
-    p.add_argument("--conf", default="conf", help="config directory (default: conf)")
+    p.add_argument("--conf", default="", help="config directory (default: DVC's hydra.config_dir, conf)")
     p.add_argument("--name", default="sweep", help="experiment name prefix (default: sweep)")
     p.add_argument("--stage", default="", help="run each point up to this stage only (e.g. predict)")
     p.add_argument("--dry-run", action="store_true", help="print each job's dvc command, run nothing")
+    again = p.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true", help="skip points whose experiment exists already")
+    again.add_argument("--overwrite", action="store_true", help="rerun points whose experiment exists")
     p.set_defaults(run=run)
 
 
-def dvc_command(name: str, overrides: list[str], stage: str = "") -> list[str]:
+def dvc_command(name: str, overrides: list[str], stage: str = "", force: bool = False) -> list[str]:
     """The command that runs one sweep point (up to ``stage``, default every stage) as a DVC experiment;
-    DVC's Hydra integration composes conf/ with the overrides."""
+    DVC's Hydra integration composes conf/ with the overrides. ``force``: replace an existing experiment."""
     dvc = shutil.which("dvc") or "dvc"
     target = [stage] if stage else []
-    return [dvc, "exp", "run", *target, "--temp", "-n", name, *[arg for o in overrides for arg in ("-S", o)]]
+    again = ["-f"] if force else []
+    return [
+        dvc,
+        "exp",
+        "run",
+        *target,
+        "--temp",
+        *again,
+        "-n",
+        name,
+        *[a for o in overrides for a in ("-S", o)],
+    ]
+
+
+def config_dir(project: Path, asked: str) -> Path:
+    """The directory ``dvc exp run`` composes (DVC's ``hydra.config_dir``; ``conf`` outside a DVC project);
+    ``asked`` (``--conf``) must be that one, or the points would run another config than was checked."""
+    dvc_dir = project / ".dvc"
+    hydra: dict = {}
+    if dvc_dir.is_dir():
+        from dvc.config import Config
+
+        hydra = dict(Config(dvc_dir=str(dvc_dir)).get("hydra", {}))
+        if not hydra.get("enabled") or hydra.get("config_module"):
+            raise SweepError(
+                f"{dvc_dir / 'config'}: DVC's Hydra integration is off (hydra.enabled) or set to a module, "
+                "so `dvc exp run -S` would not compose a config directory; `dvc config hydra.enabled true`"
+            )
+    dvc_conf = (project / hydra.get("config_dir", "conf")).resolve()
+    conf = (project / asked).resolve() if asked else dvc_conf
+    if conf != dvc_conf:
+        raise SweepError(
+            f"--conf {asked}: `dvc exp run` composes {dvc_conf} (DVC's hydra.config_dir), not {conf}, so "
+            f"the points would not run the config checked here; run `dvc config --local hydra.config_dir "
+            f"{asked}` first, or sweep without --conf"
+        )
+    if not (conf / "config.yaml").is_file():
+        raise SweepError(f"{conf / 'config.yaml'}: not found; run xurs sweep from the project root")
+    return conf
+
+
+def check_stage(stage: str) -> None:
+    """``--stage`` must name a stage of the pipeline (with the closest one suggested)."""
+    if stage and stage not in STAGES:
+        close = difflib.get_close_matches(stage, list(STAGES), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"the stages: {', '.join(STAGES)}"
+        raise SweepError(f"--stage {stage!r}: no such stage; {hint}")
+
+
+def expand(overrides: list[str]) -> list[list[str]]:
+    """Every point of the sweep, in Hydra's basic sweeper's order (the job numbers), without the
+    ``hydra...`` overrides (the launcher's, not the experiment's)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except HydraException as err:
+        raise SweepError(f"overrides {overrides}: {str(err).splitlines()[0]}") from err
+    own = [o for o in parsed if not o.get_key_element().lstrip("~+").startswith("hydra")]
+    (batch,) = BasicSweeper.split_arguments(own, None) or [[[]]]
+    return [list(point) for point in batch]
+
+
+def check_points(points: list[list[str]], conf: Path) -> None:
+    """Compose and validate every point before any runs; refuse the sweep listing each refused point."""
+    refused = []
+    for number, point in enumerate(points):
+        try:
+            validate(compose(point, conf_dir=conf), source=f"sweep point {number} {point}")
+        except ConfigError as err:
+            refused.append(str(err))
+    if len(refused) > 1:
+        print("\n".join(refused), file=sys.stderr)
+        raise SweepError(f"{len(refused)} of {len(points)} points refused (above); nothing was run")
+    if refused:
+        raise SweepError(f"{refused[0]}; nothing was run")
+
+
+def existing_names(project: Path, names: list[str]) -> set[str]:
+    """Which of ``names`` are experiments of the current commit already (``dvc exp list``)."""
+    if not (project / ".dvc").is_dir():
+        return set()
+    listed = subprocess.run([shutil.which("dvc") or "dvc", "exp", "list", "--name-only"], cwd=project,
+                            capture_output=True, text=True, check=False)  # fmt: skip
+    return set(names) & set(listed.stdout.split())
 
 
 def run(args: argparse.Namespace) -> int:
+    project = Path.cwd()
+    conf = config_dir(project, args.conf)
+    check_stage(args.stage)
+    points = expand(args.overrides)
+    check_points(points, conf)
+    names = [f"{args.name}-{number}" for number in range(len(points))]
+    existing = existing_names(project, names)
+    if existing and not (args.resume or args.overwrite):
+        raise SweepError(
+            f"experiments {sorted(existing)} exist already: --resume skips those points, --overwrite reruns "
+            "them, --name picks another prefix"
+        )
+    sweep_dir = project / "logs" / "hydra" / "sweep"
+    for stale in sweep_dir.glob(f"*/{POINT_FILE}"):
+        stale.unlink()  # a log of an earlier sweep, never an output
+    stopped = launch(args, project, conf, existing, sweep_dir)
+    return report(names, sweep_dir, args.dry_run) or stopped
+
+
+def launch(args: argparse.Namespace, project: Path, conf: Path, existing: set[str], sweep_dir: Path) -> int:
+    """Run every point with the configured Hydra launcher; each job records its outcome, never raises."""
     import hydra
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import DictConfig
 
-    project = Path.cwd()
-    conf = (project / args.conf).resolve()
-    if not (conf / "config.yaml").is_file():
-        raise FileNotFoundError(f"{conf / 'config.yaml'}: not found; run xurs sweep from the project root")
-
     @hydra.main(config_path=str(conf), config_name="config", version_base="1.3")
     def job(cfg: DictConfig) -> str:
         hc = HydraConfig.get()
-        overrides = list(hc.overrides.task)
-        validate(cfg, source=f"sweep point {overrides}")  # before any work, naming the bad key
         name = f"{args.name}-{hc.job.num}"
-        command = dvc_command(name, overrides, args.stage)
-        print(" ".join(command), flush=True)
-        if not args.dry_run:
-            subprocess.run(command, cwd=project, check=True)
+        outcome = "skipped (exists; --resume)"
+        if not (args.resume and name in existing):
+            command = dvc_command(name, list(hc.overrides.task), args.stage, force=name in existing)
+            print(" ".join(command), flush=True)
+            done = 0 if args.dry_run else subprocess.run(command, cwd=project, check=False).returncode
+            outcome = "dry run" if args.dry_run else "finished" if done == 0 else f"failed (exit {done})"
+        (Path(hc.runtime.output_dir) / POINT_FILE).write_text(json.dumps({"name": name, "outcome": outcome}))
         return name
 
     argv = sys.argv
     sys.argv = [
         "xurs-sweep", "-m", *args.overrides, "hydra.job.chdir=False",
-        f"hydra.sweep.dir={project / 'logs' / 'hydra' / 'sweep'}", "hydra.sweep.subdir=${hydra.job.num}",
+        f"hydra.sweep.dir={sweep_dir}", "hydra.sweep.subdir=${hydra.job.num}",
     ]  # fmt: skip
     try:
         job()
-    except SystemExit as stop:  # Hydra reports a failed job (e.g. a config error naming its key) and exits
+    except SystemExit as stop:  # Hydra reports a failed launch (a launcher error) and exits
         if stop.code:
-            print(f"xurs sweep: stopped at a failed point (see above): {args.overrides}", file=sys.stderr)
+            print(f"xurs sweep: the launcher stopped (see above): {args.overrides}", file=sys.stderr)
             return 2
     finally:
         sys.argv = argv
-    if not args.dry_run:
+    return 0
+
+
+def report(names: list[str], sweep_dir: Path, dry_run: bool) -> int:
+    """One line per point (its experiment and outcome); 2 when any point did not finish."""
+    outcomes = {}
+    for path in sweep_dir.glob(f"*/{POINT_FILE}"):
+        point = json.loads(path.read_text())
+        outcomes[point["name"]] = point["outcome"]
+    lines = [f"  {name}: {outcomes.get(name, 'no outcome (the launcher did not run it)')}" for name in names]
+    failed = [
+        name
+        for name in names
+        if outcomes.get(name) not in ("finished", "dry run", "skipped (exists; --resume)")
+    ]
+    print("sweep points:\n" + "\n".join(lines))
+    if failed:
+        print(
+            f"xurs sweep: {len(failed)} of {len(names)} points did not finish: {', '.join(failed)}",
+            file=sys.stderr,
+        )
+        return 2
+    if not dry_run:
         print("sweep finished: `dvc exp show` lists its experiments")
     return 0

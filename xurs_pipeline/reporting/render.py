@@ -96,8 +96,9 @@ _MD_SPECIAL = re.compile(
 
 
 def _tex_escape(text: str) -> str:
-    """``text`` as LaTeX typesets it literally: ``\\ & % $ # _ { } ~ ^ < >`` escaped."""
-    return _TEX_SPECIAL.sub(lambda m: _TEX[m.group()], text)
+    """``text`` as LaTeX typesets it literally: ``\\ & % $ # _ { } ~ ^ < >`` escaped, line breaks as
+    spaces."""
+    return _TEX_SPECIAL.sub(lambda m: _TEX[m.group()], " ".join(text.splitlines()))
 
 
 def _md_escape(text: str) -> str:
@@ -114,7 +115,7 @@ def to_markdown(frame: pd.DataFrame, spec: TableSpec, footer: str) -> str:
     head = "| " + " | ".join(c.header for c in spec.columns) + " |"
     rule = "|" + "|".join("---:" if c.align == "r" else "---" for c in spec.columns) + "|"
     body = ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join([f"**{spec.caption}**", "", head, rule, *body, "", f"_{footer}_", ""])
+    return "\n".join([f"**{spec.caption}**", "", head, rule, *body, "", f"_{_md_escape(footer)}_", ""])
 
 
 def to_latex(frame: pd.DataFrame, spec: TableSpec, footer: str) -> str:
@@ -124,7 +125,7 @@ def to_latex(frame: pd.DataFrame, spec: TableSpec, footer: str) -> str:
     head = " & ".join(_tex_escape(c.header) for c in spec.columns) + r"\\"
     return "\n".join(
         [
-            f"% {footer}",
+            f"% {' '.join(footer.splitlines())}",  # one comment line: a line break would start live LaTeX
             f"\\newcommand{{\\{spec.macro}}}{{%",
             body,
             "}",

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from xurs_pipeline.errors import XursError
+
 ADAPTATIONS = ("head_only", "partial", "lora")
 SELECT_BY = ("answer_nll", "loss")
 MIXED_PRECISION = ("no", "bf16", "fp16")
 DEFAULT_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+class BatchSplitError(XursError, ValueError):
+    """``train.global_batch`` does not split into ``train.batch_size`` per process x processes x steps."""
 
 
 @dataclass
@@ -104,6 +110,7 @@ class TrainConfig:
             )
         if not self.lora_targets:
             raise ValueError("train.lora_targets=[]: name at least one module (e.g. q_proj)")
+        accumulation_steps(self.global_batch, self.batch_size, 1)  # at check time, not when train starts
 
 
 def accumulation_steps(global_batch: int, batch_size: int, processes: int) -> int:
@@ -114,9 +121,10 @@ def accumulation_steps(global_batch: int, batch_size: int, processes: int) -> in
     """
     per_step = batch_size * processes
     if processes < 1 or global_batch % per_step:
-        raise ValueError(
-            f"train.global_batch={global_batch} is not a multiple of train.batch_size={batch_size} x "
-            f"{processes} processes; choose a batch_size that divides global_batch / processes"
+        shown = "" if processes == 1 else f" x {processes} processes"
+        raise BatchSplitError(
+            f"train.batch_size={batch_size}{shown} does not divide train.global_batch={global_batch}; "
+            f"choose a batch_size that divides global_batch{' / processes' if shown else ''}"
         )
     return global_batch // per_step
 
