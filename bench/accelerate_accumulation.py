@@ -80,7 +80,9 @@ def _guide(counted: bool) -> tuple[torch.Tensor, int]:
 
 def _xurs() -> tuple[torch.Tensor, int]:
     from xurs_pipeline.train.config import TrainConfig
-    from xurs_pipeline.train.data import LabelledSet
+    from accelerate import PartialState
+
+    from xurs_pipeline.train.data import LabelledSet, step_batches
     from xurs_pipeline.train.loop import Trainee, fit
 
     x, y = _data()
@@ -88,7 +90,10 @@ def _xurs() -> tuple[torch.Tensor, int]:
     settings = TrainConfig(max_epochs=1, patience=0, batch_size=BATCH, global_batch=GLOBAL_BATCH, lr_head=0.5)
     fit(Trainee(model, {"head": list(model.parameters())}, "belief14"), LabelledSet(x, y), LabelledSet(x, y),
         settings)  # fmt: skip
-    return torch.cat([q.detach().flatten() for q in model.parameters()]), N
+    state = PartialState()
+    steps = step_batches(list(range(N)), GLOBAL_BATCH, BATCH, state.num_processes, state.process_index)
+    seen = sum(len(indices) for _, micro in steps for indices, real in micro if real)
+    return torch.cat([q.detach().flatten() for q in model.parameters()]), seen
 
 
 def worker(out: Path) -> None:
@@ -101,7 +106,7 @@ def worker(out: Path) -> None:
     for way, run in (("guide", lambda: _guide(False)), ("guide_counted", lambda: _guide(True)),
                      ("xurs", _xurs)):  # fmt: skip
         weights, seen = run()
-        result[way] = (weights.double().tolist(), sum(gather_object([seen])) if way != "xurs" else N)
+        result[way] = (weights.double().tolist(), sum(gather_object([seen])))
     if state.is_main_process:
         out.write_text(json.dumps(result))
 
