@@ -79,9 +79,9 @@ def _guide(counted: bool) -> tuple[torch.Tensor, int]:
 
 
 def _xurs() -> tuple[torch.Tensor, int]:
-    from xurs_pipeline.train.config import TrainConfig
     from accelerate import PartialState
 
+    from xurs_pipeline.train.config import TrainConfig
     from xurs_pipeline.train.data import LabelledSet, step_batches
     from xurs_pipeline.train.loop import Trainee, fit
 
