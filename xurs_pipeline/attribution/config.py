@@ -241,8 +241,10 @@ class AttributionConfig:
             per = self.refs_per_collection * pieces * sum(levels)
             points = "+".join(map(str, levels))
             count = f"{self.refs_per_collection} reference(s) x {pieces} piece(s) x {points} point(s)"
-            keys = "refs_per_collection x " + ("path pieces x " if self.path == "blocks" else "") + (
-                "ig_points ... ig_max_points" if self.ig_adaptive else "ig_points"
+            keys = (
+                "refs_per_collection x "
+                + ("path pieces x " if self.path == "blocks" else "")
+                + ("ig_points ... ig_max_points" if self.ig_adaptive else "ig_points")
             )
         return GradientBudget(per, self.n_collections * per, collections + count, keys)
 
