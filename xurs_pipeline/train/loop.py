@@ -188,13 +188,12 @@ class Run:
         """The autocast dtype of mixed precision (accelerate returns float32 outputs of autocast)."""
         return AUTOCAST_DTYPES[self.settings.mixed_precision]
 
-    def losses(self, batch: dict[str, Any]) -> tuple[Any, LossParts, torch.Tensor]:
-        """The model's output on ``batch``, its loss parts and per-example training losses (b,)."""
+    def losses(self, out: Any, batch: dict[str, Any]) -> tuple[LossParts, torch.Tensor]:
+        """The loss parts of the model's output ``out`` on ``batch`` and per-example training losses (b,)."""
         s, kind = self.settings, self.trainee.output_kind
-        out = self.model(**batch["inputs"])
         parts = rs_loss(out, batch["labels"], kind, s.set_loss_weight, batch.get("target_masses"),
                         self.computed_in)  # fmt: skip
-        return out, parts, _example_losses(parts, kind, s.set_loss_weight)
+        return parts, _example_losses(parts, kind, s.set_loss_weight)
 
 
 def _accelerator(s: TrainConfig) -> Accelerator:
@@ -234,11 +233,11 @@ def _micro_step(run: Run, indices: list[int], scale: float, where: tuple[int, in
     returns the summed losses. ``where``: (epoch, optimiser step), for errors naming the records."""
     examples = ExampleDataset(run.train)
     batch = send_to_device(run.trainee.collator([examples[i] for i in indices]), run.accelerator.device)
-    out, _, losses = run.losses(batch)
+    out = run.model(**batch["inputs"])
     finite = torch.isfinite(out.masses).all(-1)  # (b,); checked before the loss validates the masses
     if not bool(finite.all()):
         raise _nonfinite("non-finite outputs", *where, batch, run.train, ~finite)
-    summed = losses.sum()
+    summed = run.losses(out, batch)[1].sum()
     value = summed.item()
     if not math.isfinite(value):
         raise _nonfinite(f"training loss {value}", *where, batch, run.train)
@@ -296,7 +295,8 @@ def _evaluate(run: Run) -> tuple[float, float, float]:
     totals = torch.zeros(3, device=run.accelerator.device)  # loss sum, nll sum, correct
     n = 0
     for batch in run.dev_loader:
-        out, parts, losses = run.losses(batch)
+        out = run.model(**batch["inputs"])
+        parts, losses = run.losses(out, batch)
         correct = (pignistic(out.masses, validate=False).argmax(-1) == batch["labels"]).float()
         stacked = run.accelerator.gather_for_metrics(torch.stack([losses, parts.answer_nll, correct], dim=-1))
         totals += stacked.sum(dim=0)
