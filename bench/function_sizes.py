@@ -13,16 +13,15 @@ from __future__ import annotations
 import argparse
 import ast
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 LONG_LINES = 50
 WIDE_PARAMS = 8
 
 
-@dataclass(frozen=True)
-class Function:
+class Function(NamedTuple):
     """One ``def`` of a file: where it is, how many lines and parameters it has."""
 
     path: str

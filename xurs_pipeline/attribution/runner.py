@@ -164,15 +164,8 @@ def retry_in_float32(
         set_precision(job.model, dtype)  # type: ignore[arg-type]
 
 
-def merge(
-    store: PartStore, record_ids: list[str], out_dir: str | Path, fingerprint: str
-) -> dict[str, float | int | list[str]]:
-    """Write ``attributions.parquet``, ``coords/``, ``nonfinite.json`` and ``metrics.json`` from the parts,
-    stamped with the config ``fingerprint`` (what downstream stages check).
-
-    Raises ArtifactError naming unfinished questions. Returns the metrics.
-    """
-    out = Path(out_dir)
+def _read_parts(store: PartStore, record_ids: list[str]) -> tuple[pd.DataFrame, list[dict[str, object]]]:
+    """Every question's rows (one table) and failures; ArtifactError naming unfinished questions."""
     frames, failures, missing = [], [], []
     for record_id in record_ids:
         try:
@@ -190,6 +183,11 @@ def merge(
             f"(rerunning resumes) before merging"
         )
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(COLUMNS))
+    return table, failures
+
+
+def _copy_coords(store: PartStore, names: pd.Series, out: Path) -> None:
+    """Copy the rows' coordinate files into ``out/coords`` (staged beside it, swapped in whole)."""
     try:
         out.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".coords.", dir=out))
@@ -197,7 +195,7 @@ def merge(
         raise unwritable(out / COORDS_DIR, err) from err
     ordinary_mode(staging, directory=True)
     try:
-        for name in table["coords_file"]:
+        for name in names:
             shutil.copyfile(store.coords / name, staging / name)
         final = out / COORDS_DIR
         if final.exists():
@@ -206,24 +204,42 @@ def merge(
     finally:
         if staging.exists():
             shutil.rmtree(staging)
-    write_parquet(table, out / ATTRIBUTIONS_FILE, provenance(fingerprint), COLUMNS)
-    nonfinite = Provenance("attribution_nonfinite", 1, fingerprint)
-    write_json({"failures": failures}, out / NONFINITE_FILE, nonfinite)
+
+
+def _metrics(table: pd.DataFrame, questions: int, failures: int) -> dict[str, float | int | list[str]]:
+    """The run's headline numbers: residuals (Eq. 9), gradient evaluations, error bounds, roughness, and
+    the questions whose estimator ran out of budget before its tolerance (named, never averaged away)."""
     residual = table["residual"].to_numpy(dtype=float) if len(table) else np.zeros(0)
-    metrics: dict[str, float | int | list[str]] = {
-        "questions": len(record_ids),
+    return {
+        "questions": questions,
         "rows": len(table),
-        "nonfinite_questions": len(failures),
+        "nonfinite_questions": failures,
         "residual_median": float(np.median(residual)) if residual.size else 0.0,
         "residual_max": float(residual.max()) if residual.size else 0.0,
         "grad_evals": int(table.drop_duplicates("record_id")["grad_evals"].sum()) if len(table) else 0,
         "error_bound_max": float(table["error_bound"].max()) if len(table) else 0.0,
         "roughness_median": float(table["roughness"].median()) if len(table) else 0.0,
-        # questions whose estimator ran out of budget before its tolerance, named, never averaged away
         "budget_exhausted": sorted(set(table.loc[table["budget_exhausted"].astype(bool), "record_id"]))
         if len(table)
         else [],
     }
+
+
+def merge(
+    store: PartStore, record_ids: list[str], out_dir: str | Path, fingerprint: str
+) -> dict[str, float | int | list[str]]:
+    """Write ``attributions.parquet``, ``coords/``, ``nonfinite.json`` and ``metrics.json`` from the parts,
+    stamped with the config ``fingerprint`` (what downstream stages check).
+
+    Raises ArtifactError naming unfinished questions. Returns the metrics.
+    """
+    out = Path(out_dir)
+    table, failures = _read_parts(store, record_ids)
+    _copy_coords(store, table["coords_file"], out)
+    write_parquet(table, out / ATTRIBUTIONS_FILE, provenance(fingerprint), COLUMNS)
+    nonfinite = Provenance("attribution_nonfinite", 1, fingerprint)
+    write_json({"failures": failures}, out / NONFINITE_FILE, nonfinite)
+    metrics = _metrics(table, len(record_ids), len(failures))
     write_json(metrics, out / METRICS_FILE, Provenance("attribution_metrics", 1, fingerprint))
     return metrics
 

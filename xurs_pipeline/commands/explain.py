@@ -1,4 +1,14 @@
-"""``xurs explain``: why is the model uncertain about this question? Top tokens and an HTML page."""
+"""``xurs explain``: attribute one question's credal width to its tokens (prints top tokens, writes HTML).
+
+Attribute the credal width W_c = Pl({c}) - Bel({c}) of one answer to the input tokens with
+Expected Gradients (Eq. 3) or Integrated Gradients. Prints the explained, predicted, correct
+answers, the completeness residual R (Eq. 9) with the report's verdict and the highest-ranked
+tokens; writes an HTML page (tokens shaded by attribution, the [Bel, Pl] interval of every
+option) under <paths.results>/explain/. The question is a record of the prepared data
+(--record-id) or given inline (--question and four --option). Settings, classifier and
+references are the pipeline's (params.yaml: attribution section, paths.artifacts), so a test
+record's page matches the report's; the flags below override them.
+"""
 
 from __future__ import annotations
 
@@ -8,31 +18,20 @@ from dataclasses import replace
 from pathlib import Path
 
 from xurs_pipeline.attribution.config import METHODS, PATHS, REFERENCE_ALIGNMENTS, AttributionConfig
-from xurs_pipeline.commands.args import positive_int
+from xurs_pipeline.commands.args import command, positive_int
 
 LETTERS = "ABCD"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "explain",
-        help="attribute one question's credal width to its tokens (prints top tokens, writes HTML)",
-        description=(
-            "Attribute the credal width W_c = Pl({c}) - Bel({c}) of one answer to the input tokens with\n"
-            "Expected Gradients (Eq. 3) or Integrated Gradients. Prints the explained, predicted, correct\n"
-            "answers, the completeness residual R (Eq. 9) with the report's verdict and the highest-ranked\n"
-            "tokens; writes an HTML page (tokens shaded by attribution, the [Bel, Pl] interval of every\n"
-            "option) under <paths.results>/explain/. The question is a record of the prepared data\n"
-            "(--record-id) or given inline (--question and four --option). Settings, classifier and\n"
-            "references are the pipeline's (params.yaml: attribution section, paths.artifacts), so a test\n"
-            "record's page matches the report's; the flags below override them."
-        ),
-        epilog=(
-            "examples:\n"
-            "  xurs explain --record-id family000_case00_resolved   # a test record of the default data\n"
-            "  xurs explain --question 'A man has a fever and a rash.' --option Measles --option Mumps \\\n"
-            "      --option Rubella --option Flu --reference zero --samples 64\n"
-        ),
+    p = command(
+        sub,
+        __doc__,
+        run,
+        epilog="examples:\n"
+        "  xurs explain --record-id family000_case00_resolved   # a test record of the default data\n"
+        "  xurs explain --question 'A man has a fever and a rash.' --option Measles --option Mumps \\\n"
+        "      --option Rubella --option Flu --reference zero --samples 64\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     src = p.add_argument_group("question")
@@ -40,9 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--question", help="inline question text")
     src.add_argument("--option", action="append", default=[], metavar="TEXT", help="inline option (give 4)")
     src.add_argument("--answer", choices=list(LETTERS), help="correct option of an inline question")
-    paths = p.add_argument_group(
-        "inputs and outputs (defaults: the pipeline's, from --params)"
-    )
+    paths = p.add_argument_group("inputs and outputs (defaults: the pipeline's, from --params)")
     paths.add_argument(
         "--params", default="params.yaml",
         help="composed pipeline config: attribution settings, paths.artifacts, paths.results and the "
@@ -72,7 +69,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     how.add_argument("--precision", choices=["float32", "bfloat16", "float16"])
     how.add_argument("--seed", type=int)
     how.add_argument("--top", type=positive_int, help="tokens listed here and on the page (default 10)")
-    p.set_defaults(run=run)
 
 
 def checked_text(flag: str, text: str) -> str:

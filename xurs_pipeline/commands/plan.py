@@ -1,5 +1,10 @@
-"""``xurs plan``: parameters, peak memory per stage, gradient evaluations and projected time of a composed
-config on a device, before anything runs (logic in ``xurs_pipeline.planning``)."""
+"""``xurs plan``: memory, gradient evaluations and time of a run on a device, before running it.
+
+From params.yaml (or conf/ composed with overrides) and a device: parameters (from the model config, no
+weights loaded), trainable parameters, peak memory per stage, gradient evaluations of the attribution stages
+and projected time from a measured (--measure) or stated (--sample-seconds) per-sample cost. Names the key
+to change when a stage does not fit.
+"""
 
 from __future__ import annotations
 
@@ -11,28 +16,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from xurs_pipeline.train.config import TrainConfig
 
-from xurs_pipeline.commands.args import non_negative_int, positive_float, positive_int
+from xurs_pipeline.commands.args import command, non_negative_int, positive_float, positive_int
 
 GIB = 1 << 30
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "plan",
-        help="memory, gradient evaluations and time of a run on a device, before running it",
-        description=(
-            "From params.yaml (or conf/ composed with overrides) and a device: parameters (from the model "
-            "config, no weights loaded), trainable parameters, peak memory per stage, gradient evaluations "
-            "of the attribution stages and projected time from a measured (--measure) or stated "
-            "(--sample-seconds) per-sample cost. Names the key to change when a stage does not fit."
-        ),
-    )
-    p.add_argument(
-        "overrides", nargs="*", help="Hydra overrides (compose conf/ instead of reading params.yaml)"
-    )
+    overrides = ("*", "Hydra overrides (compose conf/ instead of reading params.yaml)")
+    p = command(sub, __doc__, run, "composed config when no overrides are given", overrides=overrides)
     p.add_argument("--device", default="local", help="local (this machine) or e.g. h100-80gb, a100-40gb")
-    p.add_argument("--params", default="params.yaml", help="composed config when no overrides are given")
-    p.add_argument("--conf", default="conf", help="config directory for overrides (default: conf)")
     p.add_argument(
         "--measure",
         action="store_true",
@@ -64,7 +56,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "splits each optimiser step over them (train.global_batch = batch_size x processes x accumulation), "
         "attribution splits the questions",
     )  # fmt: skip
-    p.set_defaults(run=run)
 
 
 def _gib(n: int) -> str:

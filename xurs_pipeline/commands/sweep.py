@@ -1,13 +1,9 @@
-"""``xurs sweep``: a Hydra multirun of whole experiments, each job one DVC experiment.
+"""``xurs sweep``: Hydra multirun of whole experiments, one DVC experiment each.
 
-``xurs sweep experiment=smoke train.seed=7,17`` expands the sweep with Hydra's sweeper (every override
-syntax: ``a=1,2``, ``range()``, ``choice()``, globs) and launches one job per point with the configured
-launcher: the basic one runs them in turn here; ``hydra/launcher=joblib`` runs them in parallel and
-``hydra/launcher=submitit_slurm`` submits them to SLURM (plugins ``hydra-joblib-launcher`` and
-``hydra-submitit-launcher``). Each job validates its composed config, then runs
-``dvc exp run --temp -n <name>-<job> -S <override> ...`` in the project: the whole pipeline in a temporary
-copy, saved as its own DVC experiment (``dvc exp show`` lists them; the DVC run-cache skips stages an
-earlier point already ran). ``--dry-run`` prints the commands instead.
+Expand Hydra sweep overrides (e.g. experiment=smoke train.seed=7,17) and run the whole pipeline once per
+point as its own DVC experiment (dvc exp run --temp -S ...). Any Hydra launcher works: add
+hydra/launcher=joblib (local, parallel) or hydra/launcher=submitit_slurm hydra.launcher.partition=<p>
+(SLURM).
 """
 
 from __future__ import annotations
@@ -18,26 +14,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from xurs_pipeline.commands.args import command
 from xurs_pipeline.config import validate
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "sweep",
-        help="Hydra multirun of whole experiments, one DVC experiment each",
-        description=(
-            "Expand Hydra sweep overrides (e.g. experiment=smoke train.seed=7,17) and run the whole "
-            "pipeline once per point as its own DVC experiment (dvc exp run --temp -S ...). Any Hydra "
-            "launcher works: add hydra/launcher=joblib (local, parallel) or hydra/launcher=submitit_slurm "
-            "hydra.launcher.partition=<p> (SLURM)."
-        ),
-    )
-    p.add_argument("overrides", nargs="+", help="Hydra overrides and sweeps, e.g. train.seed=7,17")
-    p.add_argument("--conf", default="conf", help="config directory (default: conf)")
+    p = command(sub, __doc__, run, overrides=("+", "Hydra overrides and sweeps, e.g. train.seed=7,17"))
     p.add_argument("--name", default="sweep", help="experiment name prefix (default: sweep)")
     p.add_argument("--stage", default="", help="run each point up to this stage only (e.g. predict)")
     p.add_argument("--dry-run", action="store_true", help="print each job's dvc command, run nothing")
-    p.set_defaults(run=run)
 
 
 def dvc_command(name: str, overrides: list[str], stage: str = "") -> list[str]:
