@@ -192,6 +192,16 @@ def _token_texts(row: pd.Series, tokenizer: Any) -> list[str]:
             for s, e, piece in zip(row["token_start"], row["token_end"], pieces, strict=True)]  # fmt: skip
 
 
+def _input_masses(model: WidthModel, input_ids: tuple[int, ...]) -> torch.Tensor:
+    """The masses (1, 15) at the prompt, checked at the model's precision (that dtype's tolerance on
+    |sum m - 1|), in float32 for the credal part, as the attribute stage does."""
+    prompt = prompt_of(model, input_ids, model_device(model))  # type: ignore[arg-type]
+    with torch.no_grad(), frozen(model):  # type: ignore[arg-type]
+        native = model(prompt.embeds, prompt.attention_mask, prompt.position_ids).masses
+    check_masses(native)
+    return native.float()
+
+
 def explain_row(
     model: WidthModel,
     tokenizer: Any,
@@ -221,11 +231,7 @@ def explain_row(
     if result.failure is not None:
         raise NonFiniteError(result.failure.message())
     (row,) = result.rows
-    prompt = prompt_of(model, question.input_ids, model_device(model))  # type: ignore[arg-type]
-    with torch.no_grad(), frozen(model):  # type: ignore[arg-type]
-        native = model(prompt.embeds, prompt.attention_mask, prompt.position_ids).masses
-    check_masses(native)  # at the model's precision, with that dtype's tolerance on |sum m - 1|
-    masses = native.float()  # the credal part in float32, as the attribute stage does
+    masses = _input_masses(model, question.input_ids)
     record = prompts.set_index("record_id", drop=False).loc[record_id]
     return Explanation(
         record_id=record_id, prompt=str(record["prompt"]), options=[str(o) for o in record["options"]],

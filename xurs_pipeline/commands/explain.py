@@ -16,9 +16,13 @@ import argparse
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xurs_pipeline.attribution.config import METHODS, PATHS, REFERENCE_ALIGNMENTS, AttributionConfig
 from xurs_pipeline.commands.args import command, positive_int
+
+if TYPE_CHECKING:
+    from xurs_pipeline.attribution.explain import Explanation
 
 LETTERS = "ABCD"
 
@@ -127,13 +131,8 @@ def run(args: argparse.Namespace) -> int:
     from xurs_pipeline.models.config import model_name
     from xurs_pipeline.reporting.html_explanation import TOP_TOKENS
 
-    inline = args.question is not None
-    if inline == (args.record_id is not None):
-        raise ValueError("give either --record-id, or --question with four --option")
-    if inline and len(args.option) != 4:
-        raise ValueError(f"--option: an inline question needs exactly 4 options, got {len(args.option)}")
-    question = checked_text("--question", args.question) if inline else None
-    options = [checked_text("--option", o) for o in args.option]
+    question, options = inline_question(args)
+    inline = question is not None
     cfg = load_params(args.params)
     artifacts = Path(cfg.paths.artifacts)
     config = attribution_config(cfg.attribution, args)
@@ -161,6 +160,28 @@ def run(args: argparse.Namespace) -> int:
     )
     explanation = replace(explanation, experiment=cfg.experiment_name, model=model_name(cfg.model))
     print(explanation.format_top(top, residual_max))  # printed first: a failed write loses nothing
+    write_outputs(explanation, args, html, (top, residual_max))
+    return 0
+
+
+def inline_question(args: argparse.Namespace) -> tuple[str | None, list[str]]:
+    """The inline question and its options (checked), or (None, []) with --record-id; ValueError naming
+    the flag when neither or both are given, or not four options."""
+    inline = args.question is not None
+    if inline == (args.record_id is not None):
+        raise ValueError("give either --record-id, or --question with four --option")
+    if inline and len(args.option) != 4:
+        raise ValueError(f"--option: an inline question needs exactly 4 options, got {len(args.option)}")
+    question = checked_text("--question", args.question) if inline else None
+    return question, [checked_text("--option", o) for o in args.option]
+
+
+def write_outputs(
+    explanation: Explanation, args: argparse.Namespace, html: Path, shown: tuple[int, float]
+) -> None:
+    """Warn when the residual is over the report's threshold, save the JSON (--save) and write the page;
+    ``shown``: (tokens listed, the residual threshold)."""
+    top, residual_max = shown
     if explanation.residual_verdict(residual_max) == "FAIL":
         print(
             f"xurs explain: warning: residual R = {explanation.residual:.3g} > {residual_max:g} "
@@ -181,4 +202,3 @@ def run(args: argparse.Namespace) -> int:
             + ("" if args.save else " (add --save FILE to keep it as JSON)")
         ) from err
     print(f"wrote {html}")
-    return 0
