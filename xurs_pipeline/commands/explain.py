@@ -126,7 +126,7 @@ def attribution_config(base: AttributionConfig, args: argparse.Namespace) -> Att
 
 
 def run(args: argparse.Namespace) -> int:
-    from xurs_pipeline.attribution.explain import INLINE_ID, explain
+    from xurs_pipeline.attribution.explain import INLINE_ID, InlineQuestion, explain
     from xurs_pipeline.config import load_params
     from xurs_pipeline.models.config import model_name
     from xurs_pipeline.reporting.html_explanation import TOP_TOKENS
@@ -150,9 +150,9 @@ def run(args: argparse.Namespace) -> int:
     explanation = explain(
         args.classifier or artifacts / "train" / "classifier",
         record_id=args.record_id,
-        question=question,
-        options=options or None,
-        answer=LETTERS.index(args.answer) if args.answer else None,
+        inline=InlineQuestion(question, options, LETTERS.index(args.answer) if args.answer else None)
+        if question is not None
+        else None,
         prompts_path=prompts if needs_prompts else None,
         config=config,
         option=LETTERS.index(args.explain) if args.explain else None,
