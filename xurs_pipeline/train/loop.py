@@ -1,15 +1,34 @@
-"""The accelerate training loop (Sec. 5.1, App. B.1, Table 4).
+"""The accelerate training loop (Sec. 5.1, App. B.1, Table 4), laid out as accelerate's guides write one.
 
 AdamW with separate learning rates for the head and the adapter (no weight decay on biases and norm
 weights), linear warmup then linear decay, gradient accumulation, gradient-norm clipping, evaluation on
 the dev set after every epoch, early stopping with patience, and the best epoch by dev answer NLL
-restored at the end. With ``state_dir`` the full training state is saved after each epoch and
-``resume=True`` continues from it, ending exactly where an uninterrupted run ends.
+restored at the end. :func:`fit` prepares a :class:`Run`, then runs one function per epoch
+(:func:`_epoch`: train, evaluate, keep the best) and per optimiser step (:func:`_train_step`), carrying
+an :class:`EpochState`; with ``Saving.state_dir`` the state is saved after each epoch and
+``Saving.resume`` continues from it, ending exactly where an uninterrupted run ends (``train.state``).
 
 Several processes (torchrun / ``accelerate launch --multi_gpu``, DDP through accelerate) run the same
-code: each optimiser step is the mean over the same examples whatever the process count
-(:func:`~xurs_pipeline.train.data.step_batches`), dev metrics are gathered over the processes
-(``gather_for_metrics``), and the main process saves the state (docs/scaling.md).
+code, and each optimiser step is the mean over the same examples whatever the process count. From
+accelerate: ``prepare`` (DDP, mixed precision, the dev loader), ``backward``, ``no_sync`` before the last
+micro-batch of a step, ``clip_grad_norm_``, ``reduce`` and ``gather_for_metrics`` (dev metrics over the
+processes), ``send_to_device``. Not from accelerate: the training batches and their accumulation
+(:func:`~xurs_pipeline.train.data.step_batches`), because accelerate's own way does not give the same
+training at another process count. Measured (``python bench/accelerate_accumulation.py``: one epoch of
+a head on 10 examples, global batch 8, on 1 and on 2 CPU processes; largest weight difference):
+
+| way | examples per epoch, 1 / 2 processes | weights, 2 vs 1 process |
+|---|---|---|
+| accelerate's guide (prepared loader, ``accumulate``, mean loss) | 10 / 16 | 5.0e-02 |
+| the guide's recipe for steps of unequal size (loss scaled by the gathered count) | 10 / 16 | 1.2e-01 |
+| this loop (``step_batches``) | 10 / 10 | 0.0e+00 |
+
+The prepared loader's ``even_batches`` makes every process run as many batches as the busiest one by
+repeating examples from the start of the epoch, so two processes train on 16 examples where one trains
+on 10; without it the processes run different numbers of micro-batches and meet at different
+synchronisations. ``step_batches`` gives every process the same number of micro-batches (a weight-0
+stand-in where its slot is empty) and each step the mean over its real examples. The scheduler is not
+prepared either: accelerate's wrapper steps it once per process for each optimiser step.
 """
 
 from __future__ import annotations
