@@ -19,7 +19,7 @@ import pandas as pd
 from accelerate import PartialState
 
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.attribution.runner import run_attribution
+from xurs_pipeline.attribution.runner import RunOutput, Shard, run_attribution
 from xurs_pipeline.models.checkpoint import load_classifier
 
 
@@ -35,11 +35,8 @@ def main() -> None:
         cfg,
         pad_id=tokenizer.pad_token_id,
         max_positions=classifier.backbone.config.max_position_embeddings,
-        out_dir=out,
-        fingerprint="bench",
-        shard_index=state.process_index,
-        shard_count=state.num_processes,
-        barrier=state.wait_for_everyone,
+        out=RunOutput(out, "bench"),
+        shard=Shard(state.process_index, state.num_processes, state.wait_for_everyone),
     )
 
 

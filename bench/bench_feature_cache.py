@@ -34,7 +34,7 @@ from xurs_pipeline.models.backbone import Backbone, TinySpec, load_backbone_dir,
 from xurs_pipeline.models.tiny import TINY_CORPUS
 from xurs_pipeline.train.config import TrainConfig
 from xurs_pipeline.train.data import Collator, LabelledSet, TokenForward
-from xurs_pipeline.train.loop import EpochRecord, fit
+from xurs_pipeline.train.loop import EpochRecord, Saving, Trainee, fit
 from xurs_pipeline.train.runner import Adaptation, train_classifier
 
 
@@ -92,16 +92,8 @@ def run_uncached(backbone, train, dev, settings) -> tuple[float, list[float], to
     clock, start = Clock(), time.perf_counter()
     apply_adaptation(classifier, "head_only")
     collator = Collator(backbone.tokenizer.pad_token_id, classifier.padding_side)
-    fit(
-        TokenForward(classifier),
-        trainable_groups(classifier),
-        "belief14",
-        train,
-        dev,
-        settings,
-        collator,
-        on_epoch_end=clock,
-    )
+    trainee = Trainee(TokenForward(classifier), trainable_groups(classifier), "belief14", collator)
+    fit(trainee, train, dev, settings, Saving(on_epoch_end=clock))
     classifier.eval()
     return time.perf_counter() - start, clock.later_epochs(), classifier.head.net.weight.detach().clone()
 

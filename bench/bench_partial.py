@@ -32,7 +32,7 @@ from xurs_pipeline.models.backbone import load_backbone_dir, materialize_backbon
 from xurs_pipeline.models.block_cache import TopBlocks, cached_lower_states
 from xurs_pipeline.train.config import TrainConfig
 from xurs_pipeline.train.data import Collator, LabelledSet, TokenForward
-from xurs_pipeline.train.loop import fit
+from xurs_pipeline.train.loop import Trainee, fit
 
 
 def main() -> None:
@@ -89,7 +89,7 @@ def main() -> None:
         for name in names[r % 3 :] + names[: r % 3]:
             model, groups, train, side = build(name)
             start = time.perf_counter()
-            fit(model, groups, "belief14", train, train, settings, Collator(pad, side))
+            fit(Trainee(model, groups, "belief14", Collator(pad, side)), train, train, settings)
             if r >= 0:
                 seconds[name].append(time.perf_counter() - start)
     rows = []

@@ -246,7 +246,7 @@ def section_precision(
 # -------------------------------------------------------------------------------------- estimator
 def section_estimator(model: RandomSetClassifier, prompts: pd.DataFrame, pad_id: int, precision: str,
                       n_questions: int, configs: list[str]) -> None:  # fmt: skip
-    from xurs_pipeline.attribution.runner import run_attribution
+    from xurs_pipeline.attribution.runner import RunOutput, run_attribution
 
     _cast(model, precision)
     test = prompts[prompts["split"] == "test"]
@@ -267,7 +267,7 @@ def section_estimator(model: RandomSetClassifier, prompts: pd.DataFrame, pad_id:
         with tempfile.TemporaryDirectory() as out:
             start = time.perf_counter()
             run_attribution(model, frame, cfg, pad_id=pad_id,
-                            max_positions=None, out_dir=out, fingerprint="bench")  # fmt: skip
+                            max_positions=None, out=RunOutput(out, "bench"))  # fmt: skip
             seconds = time.perf_counter() - start
             table = pd.read_parquet(Path(out) / "attributions.parquet")
         r = table["residual"].to_numpy(float)
@@ -283,14 +283,14 @@ def section_estimator(model: RandomSetClassifier, prompts: pd.DataFrame, pad_id:
 # ------------------------------------------------------------------------------------------ medqa
 def _medqa_path(model, frame, pad_id, cfg: AttributionConfig, reuse: bool, precision: str) -> float:
     """Seconds for ``run_attribution`` on the frame's test questions + ``mask_run`` on its rows."""
-    from xurs_pipeline.attribution.runner import run_attribution
+    from xurs_pipeline.attribution.runner import RunOutput, run_attribution
     from xurs_pipeline.evaluation.mask_eval import mask_run
 
     _cast(model, precision)
     spec = MaskingSpec(n_random=20, k_max=5, seed=0, batch_size=16, reuse_prefix=reuse)
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
-        run_attribution(model, frame, cfg, pad_id=pad_id, max_positions=None, out_dir=out, fingerprint="b")
+        run_attribution(model, frame, cfg, pad_id=pad_id, max_positions=None, out=RunOutput(out, "b"))
         rows = pd.read_parquet(Path(out) / "attributions.parquet").assign(target_fn="width")
         mask_run(classifier_mass_fn(model), model.embed, frame, rows, spec, CPU)
         return time.perf_counter() - start

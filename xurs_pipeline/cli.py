@@ -9,7 +9,8 @@ import argparse
 import importlib
 import sys
 
-# Module of each command: its name with "_" for "-".
+# The commands, in the order of `xurs --help`; each one's module is its name with "_" for "-", but for
+# the two that rebuild a stage's outputs (MODULES).
 COMMANDS = (
     "params",
     "check",
@@ -23,6 +24,7 @@ COMMANDS = (
     "sweep",
     "outputs",
 )
+MODULES = {"tables": "rebuild", "report": "rebuild"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,9 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
-        module = importlib.import_module(f"xurs_pipeline.commands.{name.replace('-', '_')}")
-        module.add_parser(sub)
+    modules = dict.fromkeys(MODULES.get(name, name.replace("-", "_")) for name in COMMANDS)
+    for module in modules:  # each adds its commands' parsers
+        importlib.import_module(f"xurs_pipeline.commands.{module}").add_parser(sub)
     return parser
 
 

@@ -14,7 +14,7 @@ from captum.attr import GradientShap
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import prompt_of
-from xurs_pipeline.attribution.explain import Explanation, explain
+from xurs_pipeline.attribution.explain import Explanation, InlineQuestion, explain
 from xurs_pipeline.attribution.gradients import accumulate
 from xurs_pipeline.attribution.inputs import AttributionInputError, select_questions
 from xurs_pipeline.attribution.model import Objective
@@ -177,8 +177,7 @@ def test_explain_inline_question_and_bad_calls(workspace: Path) -> None:
     cfg = AttributionConfig(reference="zero", refs_per_collection=1, n_samples=4, progress=False)
     expl = explain(
         workspace / "classifier",
-        question="A man has a fever and a rash.",
-        options=["flu", "measles", "lupus", "mumps"],
+        inline=InlineQuestion("A man has a fever and a rash.", ["flu", "measles", "lupus", "mumps"]),
         config=cfg,
         option=2,
     )
@@ -191,7 +190,7 @@ def test_explain_inline_question_and_bad_calls(workspace: Path) -> None:
     with pytest.raises(AttributionInputError, match="needs prompts_path"):
         explain(workspace / "classifier", record_id="x", config=cfg)
     with pytest.raises(AttributionInputError, match="exactly 4 options"):
-        explain(workspace / "classifier", question="q?", options=["a", "b"], config=cfg)
+        explain(workspace / "classifier", inline=InlineQuestion("q?", ["a", "b"]), config=cfg)
     with pytest.raises(AttributionInputError, match="not in the prepared data"):
         explain(
             workspace / "classifier", record_id="nope", prompts_path=workspace / "prompts.parquet", config=cfg

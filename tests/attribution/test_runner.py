@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 from xurs_pipeline.attribution import runner
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.inputs import AttributionInputError
-from xurs_pipeline.attribution.runner import ATTRIBUTIONS_FILE, COORDS_DIR, run_attribution
+from xurs_pipeline.attribution.runner import ATTRIBUTIONS_FILE, COORDS_DIR, RunOutput, Shard, run_attribution
 from xurs_pipeline.credal import credal_width
 from xurs_pipeline.io import read_json, read_parquet
 
@@ -63,11 +63,8 @@ def _run(
             cfg,
             pad_id=PAD_ID,
             max_positions=64,
-            out_dir=out,
-            fingerprint=fingerprint,
-            part_fingerprint=part_fingerprint,
-            shard_index=index,
-            shard_count=shards,
+            out=RunOutput(out, fingerprint, part_fingerprint),
+            shard=Shard(index, shards),
         )
     return metrics
 

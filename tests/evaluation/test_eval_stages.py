@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import torch
 
-from xurs_pipeline.attribution.runner import run_attribution
+from xurs_pipeline.attribution.runner import RunOutput, run_attribution
 from xurs_pipeline.config import (
     ConfigError,
     RootConfig,
@@ -62,7 +62,7 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model, tokenizer = load_classifier(root / "train" / "classifier")
     prompts = read_parquet(root / "prepared" / "prompts.parquet")
     run_attribution(model, prompts, cfg.attribution, pad_id=tokenizer.pad_token_id, max_positions=1024,
-                    out_dir=root / "attribute", fingerprint=attribution_fingerprint(cfg))  # fmt: skip
+                    out=RunOutput(root / "attribute", attribution_fingerprint(cfg)))  # fmt: skip
     return root
 
 

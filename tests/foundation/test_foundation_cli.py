@@ -37,3 +37,25 @@ def test_params_check_detects_drift(tmp_path, capsys):
     out.write_text(out.read_text().replace("experiment_name: local", "experiment_name: edited"))
     assert main(["params", "--conf", str(ROOT / "conf"), "--out", str(out), "--check"]) == 1
     assert "differs" in capsys.readouterr().out
+
+
+def test_a_command_parser_comes_from_its_module_docstring():
+    """One factory makes every sub-command's parser: name and help from the docstring's first paragraph,
+    the description from the rest; a docstring of another form is refused (every command's is parsed by
+    ``build_parser`` above)."""
+    import argparse
+
+    from xurs_pipeline.commands.args import command
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    doc = """``xurs demo``: do one
+    thing.
+
+    Longer description."""
+    p = command(sub, doc, lambda args: 0, "composed config")
+    assert p.prog.endswith("demo")
+    assert p.description == "Longer description."
+    assert sub._choices_actions[0].help == "do one thing"
+    assert p.parse_args([]).params == "params.yaml"
+    with pytest.raises(ValueError, match=r"starts with '``xurs NAME``: help\.'"):
+        command(sub, "Do a thing without naming the command.", lambda args: 0)

@@ -20,7 +20,7 @@ from xurs_pipeline.models.block_cache import (
 from xurs_pipeline.models.collate import pad_batch, pad_states
 from xurs_pipeline.train.config import TrainConfig
 from xurs_pipeline.train.data import Collator, TokenForward
-from xurs_pipeline.train.loop import fit
+from xurs_pipeline.train.loop import Trainee, fit
 from xurs_pipeline.train.runner import Adaptation, train_classifier
 
 
@@ -71,8 +71,13 @@ def test_partial_training_from_states_matches_training_from_tokens(
     assert outcome.feature_cache_hits == [False, False]  # the states were computed (and stored)
     tokens, _ = fresh_classifier(tiny_backbone_dir)
     apply_adaptation(tokens, "partial", 1)
-    fit(TokenForward(tokens), trainable_groups(tokens), tokens.output_kind, train, dev, settings,
-        Collator(pad, tokens.padding_side))  # fmt: skip
+    collator = Collator(pad, tokens.padding_side)
+    fit(
+        Trainee(TokenForward(tokens), trainable_groups(tokens), tokens.output_kind, collator),
+        train,
+        dev,
+        settings,
+    )
     initial = fresh_classifier(tiny_backbone_dir)[0].state_dict()
     changed = 0
     for (name, a), b in zip(cached.state_dict().items(), tokens.state_dict().values(), strict=True):

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from planted import CLUE_IDS, PlantedClueModel, planted_prompts
 
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.attribution.runner import run_attribution
+from xurs_pipeline.attribution.runner import RunOutput, run_attribution
 from xurs_pipeline.evaluation.artifacts import read_attributions, run_records
 from xurs_pipeline.evaluation.clue_masking import clue_masking_frame, clue_masking_run, summarise_clue_masking
 from xurs_pipeline.evaluation.config import NumericsThresholds
@@ -35,7 +35,7 @@ THRESHOLDS = NumericsThresholds()  # App. B.4: residual median <= 0.01, max <= 0
 def attribute(model, prompts: pd.DataFrame, out: Path, **overrides) -> pd.DataFrame:
     """The attribute stage's library call, then the artifact read back as the next stages read it."""
     run_attribution(model, prompts, AttributionConfig(**{**IG, **overrides}), pad_id=0, max_positions=64,
-                    out_dir=out, fingerprint="planted")  # fmt: skip
+                    out=RunOutput(out, "planted"))  # fmt: skip
     return read_attributions(out, "planted")
 
 

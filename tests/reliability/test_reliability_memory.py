@@ -21,7 +21,7 @@ from torch import nn
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.gradients import AttributionMemoryError
-from xurs_pipeline.attribution.runner import run_attribution
+from xurs_pipeline.attribution.runner import RunOutput, run_attribution
 from xurs_pipeline.io import read_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
 
@@ -51,8 +51,9 @@ def _run(reference: Path, out: Path, samples_per_call: int, rows: int | None = N
     model = classifier if rows is None else SmallDevice(classifier, rows, error or torch.OutOfMemoryError())
     prompts = read_parquet(reference / "data" / "prepared" / "prompts.parquet")
     cfg = AttributionConfig(samples_per_call=samples_per_call, **CFG)
-    run_attribution(model, prompts, cfg, pad_id=tokenizer.pad_token_id, max_positions=None, out_dir=out,
-                    fingerprint="m")  # fmt: skip
+    run_attribution(
+        model, prompts, cfg, pad_id=tokenizer.pad_token_id, max_positions=None, out=RunOutput(out, "m")
+    )
     return model
 
 

@@ -24,7 +24,7 @@ from safetensors.torch import load_file, save_file
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.question import NonFiniteError
-from xurs_pipeline.attribution.runner import run_attribution
+from xurs_pipeline.attribution.runner import RunOutput, run_attribution
 from xurs_pipeline.io import ArtifactError, read_json, read_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
 
@@ -67,9 +67,7 @@ def _attribute(reference: Path, out: Path, dtype: torch.dtype, **cfg: object) ->
     config = AttributionConfig(method="ig", reference="train", refs_per_collection=4, ig_points=4,
                                samples_per_call=4, target="all", progress=False,
                                precision=str(dtype).removeprefix("torch."), **cfg)  # fmt: skip
-    metrics = run_attribution(
-        model, _frame(), config, pad_id=pad, max_positions=64, out_dir=out, fingerprint="x"
-    )
+    metrics = run_attribution(model, _frame(), config, pad_id=pad, max_positions=64, out=RunOutput(out, "x"))
     assert next(model.parameters()).dtype == dtype
     return metrics
 

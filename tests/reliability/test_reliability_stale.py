@@ -25,7 +25,7 @@ from helpers import PAD_ID, TinyBeliefClassifier, prompts_frame
 from xurs_pipeline.attribution import runner
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.records import record_stem
-from xurs_pipeline.attribution.runner import ATTRIBUTIONS_FILE, input_hashes, run_attribution
+from xurs_pipeline.attribution.runner import ATTRIBUTIONS_FILE, RunOutput, input_hashes, run_attribution
 from xurs_pipeline.fingerprint import ContentKey
 from xurs_pipeline.io import Provenance, read_json, read_parquet, write_parquet
 from xurs_pipeline.train.state import keyed_state_dir
@@ -45,8 +45,8 @@ def _save_inputs(root: Path, model: torch.nn.Module, frame: pd.DataFrame) -> tup
 def _attribute(root: Path, model: torch.nn.Module, frame: pd.DataFrame, out: Path) -> list[str]:
     """Run as the stage does; returns the record ids this run computed (not resumed)."""
     classifier, prompts = _save_inputs(root, model, frame)
-    run_attribution(model, frame, CFG, pad_id=PAD_ID, max_positions=64, out_dir=out, fingerprint="cfg",
-                    inputs=input_hashes(classifier, prompts))  # fmt: skip
+    output = RunOutput(out, "cfg", inputs=input_hashes(classifier, prompts))
+    run_attribution(model, frame, CFG, pad_id=PAD_ID, max_positions=64, out=output)
     return read_json(out / "parts" / "shard-0-of-1.json")["computed"]
 
 

@@ -131,6 +131,14 @@ class AttributionConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
+        self._check_choices()
+        self._check_blocks()
+        self._check_counts()
+        self._check_quadrature()
+        self._check_budget()
+
+    def _check_choices(self) -> None:
+        """Each named setting is one of its allowed values, and the pairs that exclude each other."""
         _one_of("method", self.method, METHODS)
         _one_of("reference", self.reference, REFERENCE_KINDS)
         _one_of("reference_alignment", self.reference_alignment, REFERENCE_ALIGNMENTS)
@@ -153,6 +161,9 @@ class AttributionConfig:
         _one_of("precision", self.precision, PRECISIONS)
         _one_of("path", self.path, PATHS)
         _at_least("path_block", self.path_block, 1)
+
+    def _check_blocks(self) -> None:
+        """Block paths need a quadrature estimator and token references."""
         if self.path == "blocks":
             needs = []
             if self.method == "eg":
@@ -165,6 +176,9 @@ class AttributionConfig:
                 )
             if needs:
                 raise ValueError(f"attribution.path='blocks' needs {' and '.join(needs)}")
+
+    def _check_counts(self) -> None:
+        """Devices, policies, seeds and the counts of questions, collections, references and samples."""
         _one_of("device", self.device, DEVICES)
         _one_of("on_nonfinite", self.on_nonfinite, NONFINITE_POLICIES)
         _at_least("max_questions", self.max_questions, 0)
@@ -174,6 +188,9 @@ class AttributionConfig:
         for key in ("n_collections", "refs_per_collection", "n_samples", "samples_per_call"):
             _at_least(key, getattr(self, key), 1)
         _at_least("eval_batch_size", self.eval_batch_size, 1)
+
+    def _check_quadrature(self) -> None:
+        """IG and Gauss-Kronrod points, refinement, tolerances and the kronrod first pass."""
         _at_least("ig_points", self.ig_points, 2 if self.ig_quadrature != "gausslegendre" else 1)
         _at_least("ig_refine_factor", self.ig_refine_factor, 2)
         if self.ig_max_points < self.ig_points:
@@ -192,6 +209,9 @@ class AttributionConfig:
             )
         if not self.ig_tolerance > 0:
             raise ValueError(f"attribution.ig_tolerance={self.ig_tolerance}: must be positive")
+
+    def _check_budget(self) -> None:
+        """One reference for zero/aligned references, the gradient budget, unique record ids."""
         if self.reference in ("zero", "aligned") and (self.n_collections, self.refs_per_collection) != (1, 1):
             raise ValueError(
                 f"attribution.reference={self.reference!r} has exactly one reference per question: set "

@@ -192,6 +192,16 @@ def _token_texts(row: pd.Series, tokenizer: Any) -> list[str]:
             for s, e, piece in zip(row["token_start"], row["token_end"], pieces, strict=True)]  # fmt: skip
 
 
+def _input_masses(model: WidthModel, input_ids: tuple[int, ...]) -> torch.Tensor:
+    """The masses (1, 15) at the prompt, checked at the model's precision (that dtype's tolerance on
+    |sum m - 1|), in float32 for the credal part, as the attribute stage does."""
+    prompt = prompt_of(model, input_ids, model_device(model))  # type: ignore[arg-type]
+    with torch.no_grad(), frozen(model):  # type: ignore[arg-type]
+        native = model(prompt.embeds, prompt.attention_mask, prompt.position_ids).masses
+    check_masses(native)
+    return native.float()
+
+
 def explain_row(
     model: WidthModel,
     tokenizer: Any,
@@ -221,11 +231,7 @@ def explain_row(
     if result.failure is not None:
         raise NonFiniteError(result.failure.message())
     (row,) = result.rows
-    prompt = prompt_of(model, question.input_ids, model_device(model))  # type: ignore[arg-type]
-    with torch.no_grad(), frozen(model):  # type: ignore[arg-type]
-        native = model(prompt.embeds, prompt.attention_mask, prompt.position_ids).masses
-    check_masses(native)  # at the model's precision, with that dtype's tolerance on |sum m - 1|
-    masses = native.float()  # the credal part in float32, as the attribute stage does
+    masses = _input_masses(model, question.input_ids)
     record = prompts.set_index("record_id", drop=False).loc[record_id]
     return Explanation(
         record_id=record_id, prompt=str(record["prompt"]), options=[str(o) for o in record["options"]],
@@ -244,33 +250,40 @@ def explain_row(
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class InlineQuestion:
+    """A question given as text rather than a prepared record: its ``text``, four ``options`` and the
+    correct one, ``answer`` (0..3; needed only for ``target='correct'``)."""
+
+    text: str
+    options: list[str]
+    answer: int | None = None
+
+
 def explain(
     classifier_dir: str | os.PathLike[str],
     *,
     record_id: str | None = None,
-    question: str | None = None,
-    options: list[str] | None = None,
-    answer: int | None = None,
+    inline: InlineQuestion | None = None,
     prompts_path: str | os.PathLike[str] | None = None,
     config: AttributionConfig | None = None,
     option: int | None = None,
     max_tokens: int = 512,
 ) -> Explanation:
-    """Load a trained classifier and explain one question (a prepared record, or inline text + options).
+    """Load a trained classifier and explain one question (a prepared ``record_id``, or an ``inline`` one).
 
     Training references (``config.reference='train'``, the default) come from ``prompts_path``; inline
-    questions without prepared data can use ``reference='zero'``. ``answer`` (0..3) is the correct
-    option of an inline question (needed only for ``target='correct'``).
+    questions without prepared data can use ``reference='zero'``.
     """
     from xurs_pipeline.data.schema import read_prompts
     from xurs_pipeline.models.checkpoint import load_classifier
 
     cfg = config or AttributionConfig()
-    if (record_id is None) == (question is None):
+    if (record_id is None) == (inline is None):
         raise AttributionInputError(
-            "explain: give either record_id (with prompts_path) or question + options"
+            "explain: give either record_id (with prompts_path) or an inline question"
         )
-    if cfg.target == "correct" and question is not None and answer is None:
+    if cfg.target == "correct" and inline is not None and inline.answer is None:
         raise AttributionInputError("explain: target='correct' on an inline question needs answer=0..3")
     model, tokenizer = load_classifier(classifier_dir, merge_lora=cfg.merge_lora)
     device = "cuda" if cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available()) else "cpu"
@@ -278,8 +291,8 @@ def explain(
     set_precision(model, DTYPES[cfg.precision])
     max_positions = getattr(model.backbone.config, "max_position_embeddings", None)
     prepared = read_prompts(prompts_path) if prompts_path is not None else None
-    if record_id is None:
-        frame = inline_prompts(tokenizer, str(question), list(options or []), answer, max_tokens)
+    if inline is not None:
+        frame = inline_prompts(tokenizer, inline.text, list(inline.options), inline.answer, max_tokens)
         train = prepared[prepared["split"] == "train"] if prepared is not None else frame.iloc[:0]
         prepared, record_id = pd.concat([train, frame], ignore_index=True), INLINE_ID
     elif prepared is None:
@@ -289,4 +302,4 @@ def explain(
             "explain: attribution.reference='train' needs prompts_path with a train split"
         )
     result = explain_row(model, tokenizer, prepared, record_id, cfg, option, max_positions)
-    return result if question is None else replace(result, correct=answer)
+    return result if inline is None else replace(result, correct=inline.answer)

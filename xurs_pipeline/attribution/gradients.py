@@ -117,9 +117,8 @@ def accumulate(
         while start < len(plan):
             part = slice(start, min(start + size, len(plan)))
             try:
-                columns = _batch_sums(
-                    model, objective, prompt, refs, ref_index[part], alpha[part], weight[part], prefix
-                )
+                batch = (ref_index[part], alpha[part], weight[part])
+                columns = _batch_sums(model, objective, prompt, refs, batch, prefix)
             except RuntimeError as err:
                 if not is_out_of_memory(err):
                     raise
@@ -144,14 +143,13 @@ def _batch_sums(
     objective: Objective,
     prompt: Prompt,
     refs: PreparedReferences,
-    idx: torch.Tensor,
-    a: torch.Tensor,
-    w: torch.Tensor,
+    batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     prefix: SharedPrefix | None = None,
 ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """One batch of samples (b,), per objective column k: (Σ_s w_s (X - B_s) ⊙ ∇F_k(Z_s) (L - p, d)
-    float32 over rows [p, L), per-sample sums of (X - B_s) ⊙ ∇F_k(Z_s) (b,), F_k(Z_s) (b,)); p = 0
-    without a shared prefix."""
+    """One batch of samples, ``batch`` = (reference index, alpha, weight) of each (b,); per objective
+    column k: (Σ_s w_s (X - B_s) ⊙ ∇F_k(Z_s) (L - p, d) float32 over rows [p, L), per-sample sums of
+    (X - B_s) ⊙ ∇F_k(Z_s) (b,), F_k(Z_s) (b,)); p = 0 without a shared prefix."""
+    idx, a, w = batch
     p = prefix.length if prefix else 0
     size = idx.numel()
     with torch.no_grad():

@@ -161,6 +161,26 @@ def _worst(intervals: list[Interval], residual: float) -> int | None:
     return max(splittable, key=lambda k: intervals[k].error)
 
 
+def _next_bisection(
+    leaves: list[list[Interval]], bound: np.ndarray, residual: np.ndarray
+) -> tuple[int, int] | None:
+    """(integrand, leaf) to bisect next: in the integrand of the largest error bound (M,) that still has a
+    leaf above the resolution limit, its worst leaf (:func:`_worst`); None when none is left."""
+    for r in np.argsort(-bound, kind="stable"):
+        k = _worst(leaves[r], float(residual[r].max()))
+        if k is not None:
+            return int(r), k
+    return None
+
+
+def _summed_payload(leaves: list[Interval]) -> Any:
+    """The sum of the leaves' payloads (None if any leaf has none)."""
+    total = leaves[0].payload
+    for i in leaves[1:]:
+        total = total + i.payload if total is not None else None
+    return total
+
+
 def integrate(
     evaluate: Evaluate, gap: np.ndarray, spec: KronrodSpec, integrands: str = "references", remedy: str = ""
 ) -> KronrodReport:
@@ -190,12 +210,7 @@ def integrate(
         if evals + 2 * NODES_PER_INTERVAL > spec.max_evals:
             exhausted = True
             break
-        choice = None
-        for r in np.argsort(-bound, kind="stable"):
-            k = _worst(leaves[r], float(residual[r].max()))
-            if k is not None:
-                choice = (int(r), k)
-                break
+        choice = _next_bisection(leaves, bound, residual)
         if choice is None:  # every interval at the resolution limit
             exhausted = True
             break
@@ -204,12 +219,7 @@ def integrate(
         mid = (parent.a + parent.b) / 2.0
         leaves[r].extend([_interval(evaluate, r, parent.a, mid), _interval(evaluate, r, mid, parent.b)])
         evals += 2 * NODES_PER_INTERVAL
-    payload = []
-    for ls in leaves:
-        total = ls[0].payload
-        for i in ls[1:]:
-            total = total + i.payload if total is not None else None
-        payload.append(total)
+    payload = [_summed_payload(ls) for ls in leaves]
     variation = np.stack([sum(i.variation for i in ls) for ls in leaves])
     return KronrodReport(
         integral, residual, estimate, bound, variation, np.array([len(ls) for ls in leaves]), payload,

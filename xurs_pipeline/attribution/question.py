@@ -6,7 +6,7 @@ while the inputs change. Collections are averaged in float32 before token magnit
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -16,7 +16,7 @@ from xurs_pipeline.attribution.endpoints import input_width, natural_widths, pre
 from xurs_pipeline.attribution.estimators import CollectionResult, PathProblem, build_estimator
 from xurs_pipeline.attribution.model import Objective, WidthModel, model_device
 from xurs_pipeline.attribution.paths import block_pieces
-from xurs_pipeline.attribution.records import NonFiniteReport, TargetAttribution
+from xurs_pipeline.attribution.records import NonFiniteReport, QuestionRun, TargetAttribution
 from xurs_pipeline.attribution.references import (
     PreparedReferences,
     prepare_aligned,
@@ -122,6 +122,20 @@ def _block_path(
     return replace(problem, refs=pieces.refs, pieces=pieces, piece_widths=end - start), len(pieces.refs)
 
 
+def _nonfinite_widths(
+    record_ids: Sequence[str], prepared: torch.Tensor, natural: torch.Tensor | None
+) -> tuple[str, list[str]] | None:
+    """Which reference widths (n, 4) hold NaN or inf, prepared first, and the references that hold them."""
+    checks = [("prepared reference width", prepared)]
+    if natural is not None:
+        checks.append(("natural reference width", natural))
+    for where, widths in checks:
+        rows_bad = (~torch.isfinite(widths).all(dim=1)).nonzero().flatten().tolist()
+        if rows_bad:
+            return where, [record_ids[i] for i in rows_bad]
+    return None
+
+
 def attribute_question(
     model: WidthModel,
     q: Question,
@@ -150,14 +164,9 @@ def attribute_question(
     for k, (refs, natural) in enumerate(collections):
         prep = prepared_widths(model, prompt, refs, cfg.eval_batch_size, cfg.target_fn)
         forward_evals += len(refs) * (2 if cfg.reference == "aligned" else 1)  # + natural width of the pair
-        checks = [("prepared reference width", prep)]
-        if natural is not None:
-            checks.append(("natural reference width", natural))
-        for where, widths in checks:
-            rows_bad = (~torch.isfinite(widths).all(dim=1)).nonzero().flatten().tolist()
-            bad = [refs.record_ids[i] for i in rows_bad]
-            if bad:
-                return QuestionResult([], _nonfinite(q, targets, where, k, bad, cfg))
+        bad = _nonfinite_widths(refs.record_ids, prep, natural)
+        if bad is not None:
+            return QuestionResult([], _nonfinite(q, targets, bad[0], k, bad[1], cfg))
         problem = PathProblem(
             model, objective, prompt, refs, prep, w_x, cfg.samples_per_call, cfg.reuse_prefix, on_batch
         )
@@ -173,10 +182,6 @@ def attribute_question(
     e = torch.stack([r.e for r in results]).mean(0)  # (T, L, d), float32 average of collections (App. B.2)
     if not bool(torch.isfinite(e).all()):
         return QuestionResult([], _nonfinite(q, targets, "averaged attribution", -1, [], cfg))
-    rows = [
-        TargetAttribution.build(
-            q, cfg, t, target, predicted, w_x, betp, e[t], results, collections, prepared_all, forward_evals
-        )
-        for t, target in enumerate(targets)
-    ]
+    run = QuestionRun(q, cfg, predicted, w_x, betp, e, results, collections, prepared_all, forward_evals)
+    rows = [TargetAttribution.build(run, t, target) for t, target in enumerate(targets)]
     return QuestionResult(rows)

@@ -110,40 +110,21 @@ class TargetAttribution:
     coords: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def build(
-        cls,
-        q: Question,
-        cfg: AttributionConfig,
-        t: int,
-        target: int,
-        predicted: int,
-        w_x: torch.Tensor,
-        betp: torch.Tensor,
-        e: torch.Tensor,
-        results: list[CollectionResult],
-        collections: list[tuple[PreparedReferences, torch.Tensor | None]],
-        prepared: list[torch.Tensor],
-        forward_evals: int,
-    ) -> TargetAttribution:
-        """Row for target index t; ``e`` (L, d) float32 is the averaged coordinate attribution."""
-        width_input = float(w_x[target])
+    def build(cls, run: QuestionRun, t: int, target: int) -> TargetAttribution:
+        """Row for target index ``t`` (option ``target``) of one attributed question."""
+        cfg, q, results = run.cfg, run.q, run.results
+        e = run.e[t]  # (L, d) float32, the averaged coordinate attribution
+        width_input = float(run.w_x[target])
         per_mean = [float(r.reference_mean[t]) for r in results]
         ref_mean = float(np.mean(per_mean))
         signed_sum = float(e.sum())
-        net = float(np.mean([abs(width_input - float(v)) for p in prepared for v in p[:, target].cpu()]))
-        path_variation = float(np.nanmean(np.concatenate([r.variation[:, t] for r in results])))
-        per_residual = [
-            abs(float(r.e[t].sum()) - (width_input - m)) for r, m in zip(results, per_mean, strict=True)
-        ]
         coords = {"e": e.detach().cpu().contiguous()}
         if len(results) > 1:
             coords.update({f"e_collection_{k}": r.e[t].cpu().contiguous() for k, r in enumerate(results)})
-        single = collections[0][0] if cfg.reference in ("aligned", "zero") else None
-        single_ids = single.prepared_ids if single is not None else None
         return cls(
             record_id=q.record_id,
             target=target,
-            predicted=predicted,
+            predicted=run.predicted,
             answer_idx=q.answer_idx,
             method=cfg.method,
             reference=cfg.reference,
@@ -158,32 +139,20 @@ class TargetAttribution:
             token_signed=e.sum(-1).cpu().tolist(),
             token_magnitude=e.norm(dim=-1).cpu().tolist(),
             width_input=width_input,
-            betp=betp.cpu().tolist(),
+            betp=run.betp.cpu().tolist(),
             width_reference_mean=ref_mean,
             width_difference=width_input - ref_mean,
             signed_sum=signed_sum,
             residual=abs(signed_sum - (width_input - ref_mean)),  # Eq. 9
-            residual_collections=per_residual,
+            residual_collections=[
+                abs(float(r.e[t].sum()) - (width_input - m)) for r, m in zip(results, per_mean, strict=True)
+            ],
             error_bound=float(np.mean([r.error_bound[t] for r in results])),
             budget_exhausted=any(r.exhausted for r in results),
-            path_variation=path_variation,
-            roughness=path_variation / max(net, NET_FLOOR),
-            reference_variation=[float(v) for r in results for v in r.variation[:, t]],
-            reference_record_ids=[rid for refs, _ in collections for rid in refs.record_ids],
-            reference_collection=[k for k, (refs, _) in enumerate(collections) for _ in refs.record_ids],
-            width_reference_natural=[
-                None if natural is None else float(natural[i, target])
-                for refs, natural in collections
-                for i in range(len(refs))
-            ],
-            width_reference_prepared=[float(v) for p in prepared for v in p[:, target].cpu()],
-            reference_draws=[int(v) for r in results for v in r.draws],
-            reference_points=[int(v) for r in results for v in r.points],
-            reference_residual=[float(v) for r in results for v in r.ref_residual[:, t]],
-            changed_positions=list(single.changed_positions[0]) if single is not None else [],
-            prepared_input_ids=single_ids[0].cpu().tolist() if single_ids is not None else [],
+            **run.path_columns(t, target),
+            **run.reference_columns(t, target),
             grad_evals=sum(r.grad_evals for r in results),
-            forward_evals=forward_evals,
+            forward_evals=run.forward_evals,
             coords_file=coords_name(q.record_id, target),
             coords=coords,
         )
@@ -198,3 +167,52 @@ COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(TargetAttribution) if f.
 
 def provenance(config_hash: str) -> Provenance:
     return Provenance(SCHEMA, SCHEMA_VERSION, config_hash)
+
+
+@dataclass(frozen=True)
+class QuestionRun:
+    """One attributed question, what its rows are built from: the question and config, the predicted
+    option, the widths at the input (4,) and BetP (4,), the averaged attribution ``e`` (T, L, d) of the
+    T targets, each reference collection's estimator result, its references with their natural widths
+    (n, 4) or None, and its prepared references' widths (n, 4); forward evaluations spent."""
+
+    q: Question
+    cfg: AttributionConfig
+    predicted: int
+    w_x: torch.Tensor
+    betp: torch.Tensor
+    e: torch.Tensor
+    results: list[CollectionResult]
+    collections: list[tuple[PreparedReferences, torch.Tensor | None]]
+    prepared: list[torch.Tensor]
+    forward_evals: int
+
+    def path_columns(self, t: int, target: int) -> dict[str, Any]:
+        """``path_variation`` and ``roughness`` (total variation against the net difference, floored)."""
+        width_input = float(self.w_x[target])
+        diffs = [abs(width_input - float(v)) for p in self.prepared for v in p[:, target].cpu()]
+        variation = float(np.nanmean(np.concatenate([r.variation[:, t] for r in self.results])))
+        return {"path_variation": variation, "roughness": variation / max(float(np.mean(diffs)), NET_FLOOR)}
+
+    def reference_columns(self, t: int, target: int) -> dict[str, Any]:
+        """The per-reference columns (in collection order) and, for a single aligned or zero reference,
+        its changed positions and prepared token ids."""
+        results, collections = self.results, self.collections
+        single = collections[0][0] if self.cfg.reference in ("aligned", "zero") else None
+        single_ids = single.prepared_ids if single is not None else None
+        return {
+            "reference_variation": [float(v) for r in results for v in r.variation[:, t]],
+            "reference_record_ids": [rid for refs, _ in collections for rid in refs.record_ids],
+            "reference_collection": [k for k, (refs, _) in enumerate(collections) for _ in refs.record_ids],
+            "width_reference_natural": [
+                None if natural is None else float(natural[i, target])
+                for refs, natural in collections
+                for i in range(len(refs))
+            ],
+            "width_reference_prepared": [float(v) for p in self.prepared for v in p[:, target].cpu()],
+            "reference_draws": [int(v) for r in results for v in r.draws],
+            "reference_points": [int(v) for r in results for v in r.points],
+            "reference_residual": [float(v) for r in results for v in r.ref_residual[:, t]],
+            "changed_positions": list(single.changed_positions[0]) if single is not None else [],
+            "prepared_input_ids": single_ids[0].cpu().tolist() if single_ids is not None else [],
+        }

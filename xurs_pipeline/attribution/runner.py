@@ -50,29 +50,36 @@ class ShardReport:
     torch_threads: int  # CPU threads per process: float sums, hence the last bits, depend on it
 
 
-def run_shard(
-    model: WidthModel,
-    questions: list[Question],
-    pool: ReferencePool | None,
-    cfg: AttributionConfig,
-    pad_id: int,
-    store: PartStore,
-    shard_index: int = 0,
-    shard_count: int = 1,
-) -> ShardReport:
-    """Attribute questions ``shard_index::shard_count`` not yet finished in ``store``; commit each one."""
-    if not 0 <= shard_index < shard_count:
-        raise ValueError(f"shard_index={shard_index}: must be in 0..{shard_count - 1}")
-    start = time.perf_counter()
-    mine = questions[shard_index::shard_count]
-    pending = [q for q in mine if not store.done(q.record_id)]
-    if pending and pool is not None and not pool.natural:
-        device = model_device(model)  # type: ignore[arg-type]
-        pool.natural = [
-            natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn) for ids in pool.token_ids
+@dataclass
+class Attributor:
+    """What attributes a question: the model, the config, the tokenizer's pad id and the training
+    reference pool (None for zero or aligned references), its natural widths computed on first use."""
+
+    model: WidthModel
+    cfg: AttributionConfig
+    pad_id: int
+    pool: ReferencePool | None = None
+
+    def natural_pool(self) -> ReferencePool | None:
+        """The pool with each reference's natural widths (computed once)."""
+        if self.pool is not None and not self.pool.natural:
+            self.pool.natural = self.natural_widths(self.pool)
+        return self.pool
+
+    def natural_widths(self, pool: ReferencePool) -> list[torch.Tensor]:
+        device = model_device(self.model)  # type: ignore[arg-type]
+        return [
+            natural_widths(self.model, ids, self.cfg.eval_batch_size, device, self.cfg.target_fn)
+            for ids in pool.token_ids
         ]
-    budgets = question_budgets(pending, cfg)  # each question's most samples: the bar's ETA bounds the time
-    bar = tqdm(
+
+    def attribute(self, q: Question, on_batch: Callable[[int], None] | None = None) -> QuestionResult:
+        return attribute_question(self.model, q, self.pool, self.cfg, self.pad_id, on_batch)
+
+
+def _progress_bar(budgets: list[int], cfg: AttributionConfig, shard_index: int, shard_count: int) -> tqdm:
+    """The shard's bar over its questions' largest sample counts (its ETA bounds the time)."""
+    return tqdm(
         total=sum(budgets),
         unit="sample",
         dynamic_ncols=True,
@@ -81,19 +88,34 @@ def run_shard(
         desc=f"attribute shard {shard_index + 1}/{shard_count}",
     )
 
+
+def run_shard(
+    job: Attributor, questions: list[Question], store: PartStore, shard_index: int = 0, shard_count: int = 1
+) -> ShardReport:
+    """Attribute questions ``shard_index::shard_count`` not yet finished in ``store``; commit each one."""
+    if not 0 <= shard_index < shard_count:
+        raise ValueError(f"shard_index={shard_index}: must be in 0..{shard_count - 1}")
+    start, cfg = time.perf_counter(), job.cfg
+    mine = questions[shard_index::shard_count]
+    pending = [q for q in mine if not store.done(q.record_id)]
+    if pending:
+        job.natural_pool()
+    budgets = question_budgets(pending, cfg)  # each question's most samples
+    bar = _progress_bar(budgets, cfg, shard_index, shard_count)
+
     def on_batch(size: int) -> None:
         bar.update(size)
         if bar.total is not None and bar.n > bar.total:
             bar.total = bar.n  # a float32 retry went past it
 
     grad_evals = 0
-    wide_pool: list[ReferencePool | None] = []  # the pool's natural widths in float32, made on first retry
+    wide: list[Attributor] = []  # the job in float32 (its pool's natural widths too), made on first retry
     try:
         for done, (q, budget) in enumerate(zip(pending, budgets, strict=True), start=1):
             before = bar.n
-            result = attribute_question(model, q, pool, cfg, pad_id, on_batch)
+            result = job.attribute(q, on_batch)
             if result.failure is not None and cfg.on_nonfinite == "retry" and cfg.precision != "float32":
-                result = retry_in_float32(model, q, pool, cfg, pad_id, result, wide_pool, on_batch)
+                result = retry_in_float32(job, q, result, wide, on_batch)
             store.write(q.record_id, result)
             if result.failure is not None:
                 log.warning("attribute: %s", result.failure.message())
@@ -105,15 +127,9 @@ def run_shard(
     finally:
         bar.close()
     computed = {q.record_id for q in pending}
-    report = ShardReport(
-        shard_index,
-        shard_count,
-        sorted(computed),
-        [q.record_id for q in mine if q.record_id not in computed],
-        grad_evals,
-        time.perf_counter() - start,
-        torch.get_num_threads(),
-    )
+    skipped = [q.record_id for q in mine if q.record_id not in computed]
+    report = ShardReport(shard_index, shard_count, sorted(computed), skipped, grad_evals,
+                         time.perf_counter() - start, torch.get_num_threads())  # fmt: skip
     write_json(
         vars(report),
         store.parts / f"shard-{shard_index}-of-{shard_count}.json",
@@ -123,51 +139,33 @@ def run_shard(
 
 
 def retry_in_float32(
-    model: WidthModel,
+    job: Attributor,
     q: Question,
-    pool: ReferencePool | None,
-    cfg: AttributionConfig,
-    pad_id: int,
     failed: QuestionResult,
-    wide_pool: list[ReferencePool | None],
+    wide: list[Attributor],
     on_batch: Callable[[int], None] | None = None,
 ) -> QuestionResult:
     """``attribution.on_nonfinite='retry'``: attribute ``q`` again with the model cast to float32 in place
     (its half-precision weights widened exactly; cast back afterwards). Rows say ``precision`` float32;
-    a second failure is reported as usual. ``wide_pool`` caches the float32 reference pool."""
+    a second failure is reported as usual. ``wide`` caches the float32 job (its reference pool's natural
+    widths computed in float32)."""
     assert failed.failure is not None
     log.warning("attribute: %s Retrying this question in float32.", failed.failure.message())
-    dtype = model_dtype(model)  # type: ignore[arg-type]
-    set_precision(model, torch.float32)  # type: ignore[arg-type]
+    dtype = model_dtype(job.model)  # type: ignore[arg-type]
+    set_precision(job.model, torch.float32)  # type: ignore[arg-type]
     try:
-        if pool is not None and not wide_pool:
-            device = model_device(model)  # type: ignore[arg-type]
-            natural = [
-                natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn)
-                for ids in pool.token_ids
-            ]
-            wide_pool.append(ReferencePool(pool.record_ids, pool.token_ids, natural))
-        return attribute_question(
-            model,
-            q,
-            wide_pool[0] if pool is not None else None,
-            replace(cfg, precision="float32"),
-            pad_id,
-            on_batch,
-        )
+        if not wide:
+            pool = job.pool
+            if pool is not None:
+                pool = ReferencePool(pool.record_ids, pool.token_ids, job.natural_widths(pool))
+            wide.append(Attributor(job.model, replace(job.cfg, precision="float32"), job.pad_id, pool))
+        return wide[0].attribute(q, on_batch)
     finally:
-        set_precision(model, dtype)  # type: ignore[arg-type]
+        set_precision(job.model, dtype)  # type: ignore[arg-type]
 
 
-def merge(
-    store: PartStore, record_ids: list[str], out_dir: str | Path, fingerprint: str
-) -> dict[str, float | int | list[str]]:
-    """Write ``attributions.parquet``, ``coords/``, ``nonfinite.json`` and ``metrics.json`` from the parts,
-    stamped with the config ``fingerprint`` (what downstream stages check).
-
-    Raises ArtifactError naming unfinished questions. Returns the metrics.
-    """
-    out = Path(out_dir)
+def _read_parts(store: PartStore, record_ids: list[str]) -> tuple[pd.DataFrame, list[dict[str, object]]]:
+    """Every question's rows (one table) and failures; ArtifactError naming unfinished questions."""
     frames, failures, missing = [], [], []
     for record_id in record_ids:
         try:
@@ -185,6 +183,11 @@ def merge(
             f"(rerunning resumes) before merging"
         )
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(COLUMNS))
+    return table, failures
+
+
+def _copy_coords(store: PartStore, names: pd.Series, out: Path) -> None:
+    """Copy the rows' coordinate files into ``out/coords`` (staged beside it, swapped in whole)."""
     try:
         out.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".coords.", dir=out))
@@ -192,7 +195,7 @@ def merge(
         raise unwritable(out / COORDS_DIR, err) from err
     ordinary_mode(staging, directory=True)
     try:
-        for name in table["coords_file"]:
+        for name in names:
             shutil.copyfile(store.coords / name, staging / name)
         final = out / COORDS_DIR
         if final.exists():
@@ -201,24 +204,42 @@ def merge(
     finally:
         if staging.exists():
             shutil.rmtree(staging)
-    write_parquet(table, out / ATTRIBUTIONS_FILE, provenance(fingerprint), COLUMNS)
-    nonfinite = Provenance("attribution_nonfinite", 1, fingerprint)
-    write_json({"failures": failures}, out / NONFINITE_FILE, nonfinite)
+
+
+def _metrics(table: pd.DataFrame, questions: int, failures: int) -> dict[str, float | int | list[str]]:
+    """The run's headline numbers: residuals (Eq. 9), gradient evaluations, error bounds, roughness, and
+    the questions whose estimator ran out of budget before its tolerance (named, never averaged away)."""
     residual = table["residual"].to_numpy(dtype=float) if len(table) else np.zeros(0)
-    metrics: dict[str, float | int | list[str]] = {
-        "questions": len(record_ids),
+    return {
+        "questions": questions,
         "rows": len(table),
-        "nonfinite_questions": len(failures),
+        "nonfinite_questions": failures,
         "residual_median": float(np.median(residual)) if residual.size else 0.0,
         "residual_max": float(residual.max()) if residual.size else 0.0,
         "grad_evals": int(table.drop_duplicates("record_id")["grad_evals"].sum()) if len(table) else 0,
         "error_bound_max": float(table["error_bound"].max()) if len(table) else 0.0,
         "roughness_median": float(table["roughness"].median()) if len(table) else 0.0,
-        # questions whose estimator ran out of budget before its tolerance, named, never averaged away
         "budget_exhausted": sorted(set(table.loc[table["budget_exhausted"].astype(bool), "record_id"]))
         if len(table)
         else [],
     }
+
+
+def merge(
+    store: PartStore, record_ids: list[str], out_dir: str | Path, fingerprint: str
+) -> dict[str, float | int | list[str]]:
+    """Write ``attributions.parquet``, ``coords/``, ``nonfinite.json`` and ``metrics.json`` from the parts,
+    stamped with the config ``fingerprint`` (what downstream stages check).
+
+    Raises ArtifactError naming unfinished questions. Returns the metrics.
+    """
+    out = Path(out_dir)
+    table, failures = _read_parts(store, record_ids)
+    _copy_coords(store, table["coords_file"], out)
+    write_parquet(table, out / ATTRIBUTIONS_FILE, provenance(fingerprint), COLUMNS)
+    nonfinite = Provenance("attribution_nonfinite", 1, fingerprint)
+    write_json({"failures": failures}, out / NONFINITE_FILE, nonfinite)
+    metrics = _metrics(table, len(record_ids), len(failures))
     write_json(metrics, out / METRICS_FILE, Provenance("attribution_metrics", 1, fingerprint))
     return metrics
 
@@ -228,6 +249,29 @@ def input_hashes(classifier_dir: str | Path, prompts_file: str | Path) -> dict[s
     return {"classifier": sha256_dir(classifier_dir), "prompts": sha256_file(prompts_file)}
 
 
+@dataclass(frozen=True)
+class RunOutput:
+    """Where an attribution run writes (``out_dir``) and its keys: ``fingerprint`` stamps the merged
+    table; the parts in ``out_dir/parts`` (kept for resume) are keyed by ``part_fingerprint`` (the
+    config's without the keys that only select questions; default ``fingerprint``), ``inputs`` (named
+    hashes of the input artifacts, :func:`input_hashes`) and the code version."""
+
+    out_dir: str | Path
+    fingerprint: str
+    part_fingerprint: str | None = None
+    inputs: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Shard:
+    """This process's shard (``index`` of ``count``) and the ``barrier`` where all shards meet before
+    shard 0 merges (None: an in-process simulation that runs the other shards first)."""
+
+    index: int = 0
+    count: int = 1
+    barrier: Callable[[], None] | None = None
+
+
 def run_attribution(
     model: WidthModel,
     prompts: pd.DataFrame,
@@ -235,33 +279,25 @@ def run_attribution(
     *,
     pad_id: int,
     max_positions: int | None,
-    out_dir: str | Path,
-    fingerprint: str,
-    part_fingerprint: str | None = None,
-    inputs: Mapping[str, str] | None = None,
-    shard_index: int = 0,
-    shard_count: int = 1,
-    barrier: Callable[[], None] | None = None,
+    out: RunOutput,
+    shard: Shard = Shard(),
 ) -> dict[str, float | int] | None:
-    """Check inputs, run this process's shard, wait for the others (``barrier``), merge on shard 0.
+    """Check inputs, run this process's shard, wait for the others (``shard.barrier``), merge on shard 0.
 
-    Inputs are checked before anything is written. Parts live in ``out_dir/parts`` (kept for resume),
-    keyed by content: ``part_fingerprint`` (the config's without the keys that only select questions;
-    default ``fingerprint``), ``inputs`` (named hashes of the input artifacts, :func:`input_hashes`) and
-    the code version; parts made under another key are recomputed, with a log line naming what changed.
-    The merged table carries ``fingerprint``. Shard 0 returns the merged metrics, other shards None. Without a
-    ``barrier`` (in-process simulation) run the other shards first.
+    Inputs are checked before anything is written. Parts made under another key than ``out``'s are
+    recomputed, with a log line naming what changed. Shard 0 returns the merged metrics, other shards
+    None.
     """
     questions = select_questions(prompts, cfg, max_positions)
     question_budgets(questions, cfg)  # above attribution.max_grad_evals: refused before anything is written
     pool = ReferencePool(*reference_pool(prompts, cfg, max_positions)) if cfg.reference == "train" else None
-    config = part_fingerprint or fingerprint
-    key = ContentKey({"config": config, "code": code_version(), **dict(inputs or {})})
-    store = PartStore(out_dir, key.digest, key.parts)
+    config = out.part_fingerprint or out.fingerprint
+    key = ContentKey({"config": config, "code": code_version(), **dict(out.inputs or {})})
+    store = PartStore(out.out_dir, key.digest, key.parts)
     store.note_key()
-    run_shard(model, questions, pool, cfg, pad_id, store, shard_index, shard_count)
-    if barrier is not None:
-        barrier()
-    if shard_index != 0:
+    run_shard(Attributor(model, cfg, pad_id, pool), questions, store, shard.index, shard.count)
+    if shard.barrier is not None:
+        shard.barrier()
+    if shard.index != 0:
         return None
-    return merge(store, [q.record_id for q in questions], out_dir, fingerprint)
+    return merge(store, [q.record_id for q in questions], out.out_dir, out.fingerprint)

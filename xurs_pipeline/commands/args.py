@@ -1,11 +1,63 @@
-"""argparse types for the commands' numeric options: a bad value is argparse's one-line usage error
-(exit 2) naming the option, never a negative, zero or NaN size read as if it meant something."""
+"""What the ``xurs`` sub-commands share: the factory of their parsers (:func:`command`, and
+:func:`stage_command` for a command that runs one DVC stage's task), and argparse types for their numeric
+options: a bad value is argparse's one-line usage error (exit 2) naming the option, never a negative, zero
+or NaN size read as if it meant something."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import math
 from collections.abc import Callable
+from typing import Any
+
+Run = Callable[[argparse.Namespace], int]
+PARAMS_HELP = "composed config (default: params.yaml)"
+
+
+def parser(
+    sub: argparse._SubParsersAction, name: str, run: Run, help: str, params: str | None = None, **kw: Any
+) -> argparse.ArgumentParser:
+    """The parser of sub-command ``name``: its one-line ``help``, other ``add_parser`` keywords in ``kw``
+    (``description``), ``run`` as what it does, and with ``params`` (the option's help) a ``--params``
+    option naming the composed config (default ``params.yaml``). ``overrides=(nargs, help)`` in ``kw``
+    adds the Hydra overrides (positional) and ``--conf``, the config directory they compose."""
+    overrides = kw.pop("overrides", None)
+    p = sub.add_parser(name, help=help, **kw)
+    if overrides is not None:
+        p.add_argument("overrides", nargs=overrides[0], help=overrides[1])
+        p.add_argument("--conf", default="conf", help="config directory (default: conf)")
+    if params is not None:
+        p.add_argument("--params", default="params.yaml", help=params)
+    p.set_defaults(run=run)
+    return p
+
+
+def command(
+    sub: argparse._SubParsersAction, doc: str | None, run: Run, params: str | None = None, **kw: Any
+) -> argparse.ArgumentParser:
+    r"""The parser of the sub-command whose module docstring is ``doc``: a first paragraph
+    ``\`\`xurs NAME\`\`: HELP.`` (the command's name and one-line help), then its description; the rest as
+    :func:`parser`. ValueError for a docstring of another form (a test runs every command's)."""
+    head, _, description = inspect.cleandoc(doc or "").partition("\n\n")
+    name, sep, help = " ".join(head.split()).removeprefix("``xurs ").partition("``: ")
+    if not sep or not name or " " in name:
+        raise ValueError(f"a command module's docstring starts with '``xurs NAME``: help.', not {head!r}")
+    return parser(sub, name, run, help.removesuffix("."), params, description=description, **kw)
+
+
+def stage_command(sub: argparse._SubParsersAction, stage: str, help: str, description: str) -> None:
+    """A command that runs DVC stage ``stage``'s task (``xurs_pipeline.tasks.<stage>.run``) on the
+    composed config of ``--params``: the same outputs as the stage."""
+
+    def run(args: argparse.Namespace) -> int:
+        from xurs_pipeline.config import load_params
+
+        importlib.import_module(f"xurs_pipeline.tasks.{stage}").run(load_params(args.params))
+        return 0
+
+    parser(sub, stage, run, help, PARAMS_HELP, description=description)
 
 
 def number(cast: type[int] | type[float], low: float, what: str) -> Callable[[str], int | float]:

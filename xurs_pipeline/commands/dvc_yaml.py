@@ -1,4 +1,10 @@
-"""``xurs dvc-yaml``: generate ``dvc.yaml`` from the declarations (or check that it is current)."""
+"""``xurs dvc-yaml``: generate dvc.yaml from xurs_pipeline/contracts.py.
+
+Write dvc.yaml from the stage and artifact declarations in xurs_pipeline/contracts.py: code deps are each
+stage's project imports (static), params the keys it reads. Only two settings of params.yaml shape it
+(data.source=medqa adds the MedQA directory to prepare; evaluation.comparison_runs adds the runs checks
+reads), so `xurs params` runs this too.
+"""
 
 from __future__ import annotations
 
@@ -7,24 +13,14 @@ from pathlib import Path
 
 import yaml
 
+from xurs_pipeline.commands.args import PARAMS_HELP, command
 from xurs_pipeline.io import atomic_path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "dvc-yaml",
-        help="generate dvc.yaml from xurs_pipeline/contracts.py",
-        description=(
-            "Write dvc.yaml from the stage and artifact declarations in xurs_pipeline/contracts.py: code "
-            "deps are each stage's project imports (static), params the keys it reads. Only two settings "
-            "of params.yaml shape it (data.source=medqa adds the MedQA directory to prepare; "
-            "evaluation.comparison_runs adds the runs checks reads), so `xurs params` runs this too."
-        ),
-    )
-    p.add_argument("--params", default="params.yaml", help="composed config (default: params.yaml)")
+    p = command(sub, __doc__, run, params=PARAMS_HELP)
     p.add_argument("--out", default="dvc.yaml", help="file to write (default: dvc.yaml)")
     p.add_argument("--check", action="store_true", help="do not write; exit 1 if --out is not current")
-    p.set_defaults(run=run)
 
 
 def write(composed: dict, out: Path, check: bool = False) -> int:

@@ -1,4 +1,14 @@
-"""``xurs explain``: why is the model uncertain about this question? Top tokens and an HTML page."""
+"""``xurs explain``: attribute one question's credal width to its tokens (prints top tokens, writes HTML).
+
+Attribute the credal width W_c = Pl({c}) - Bel({c}) of one answer to the input tokens with
+Expected Gradients (Eq. 3) or Integrated Gradients. Prints the explained, predicted, correct
+answers, the completeness residual R (Eq. 9) with the report's verdict and the highest-ranked
+tokens; writes an HTML page (tokens shaded by attribution, the [Bel, Pl] interval of every
+option) under <paths.results>/explain/. The question is a record of the prepared data
+(--record-id) or given inline (--question and four --option). Settings, classifier and
+references are the pipeline's (params.yaml: attribution section, paths.artifacts), so a test
+record's page matches the report's; the flags below override them.
+"""
 
 from __future__ import annotations
 
@@ -6,33 +16,26 @@ import argparse
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xurs_pipeline.attribution.config import METHODS, PATHS, REFERENCE_ALIGNMENTS, AttributionConfig
-from xurs_pipeline.commands.args import positive_int
+from xurs_pipeline.commands.args import command, positive_int
+
+if TYPE_CHECKING:
+    from xurs_pipeline.attribution.explain import Explanation
 
 LETTERS = "ABCD"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "explain",
-        help="attribute one question's credal width to its tokens (prints top tokens, writes HTML)",
-        description=(
-            "Attribute the credal width W_c = Pl({c}) - Bel({c}) of one answer to the input tokens with\n"
-            "Expected Gradients (Eq. 3) or Integrated Gradients. Prints the explained, predicted, correct\n"
-            "answers, the completeness residual R (Eq. 9) with the report's verdict and the highest-ranked\n"
-            "tokens; writes an HTML page (tokens shaded by attribution, the [Bel, Pl] interval of every\n"
-            "option) under <paths.results>/explain/. The question is a record of the prepared data\n"
-            "(--record-id) or given inline (--question and four --option). Settings, classifier and\n"
-            "references are the pipeline's (params.yaml: attribution section, paths.artifacts), so a test\n"
-            "record's page matches the report's; the flags below override them."
-        ),
-        epilog=(
-            "examples:\n"
-            "  xurs explain --record-id family000_case00_resolved   # a test record of the default data\n"
-            "  xurs explain --question 'A man has a fever and a rash.' --option Measles --option Mumps \\\n"
-            "      --option Rubella --option Flu --reference zero --samples 64\n"
-        ),
+    p = command(
+        sub,
+        __doc__,
+        run,
+        epilog="examples:\n"
+        "  xurs explain --record-id family000_case00_resolved   # a test record of the default data\n"
+        "  xurs explain --question 'A man has a fever and a rash.' --option Measles --option Mumps \\\n"
+        "      --option Rubella --option Flu --reference zero --samples 64\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     src = p.add_argument_group("question")
@@ -70,7 +73,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     how.add_argument("--precision", choices=["float32", "bfloat16", "float16"])
     how.add_argument("--seed", type=int)
     how.add_argument("--top", type=positive_int, help="tokens listed here and on the page (default 10)")
-    p.set_defaults(run=run)
 
 
 def checked_text(flag: str, text: str) -> str:
@@ -124,18 +126,13 @@ def attribution_config(base: AttributionConfig, args: argparse.Namespace) -> Att
 
 
 def run(args: argparse.Namespace) -> int:
-    from xurs_pipeline.attribution.explain import INLINE_ID, explain
+    from xurs_pipeline.attribution.explain import INLINE_ID, InlineQuestion, explain
     from xurs_pipeline.config import load_params
     from xurs_pipeline.models.config import model_name
     from xurs_pipeline.reporting.html_explanation import TOP_TOKENS
 
-    inline = args.question is not None
-    if inline == (args.record_id is not None):
-        raise ValueError("give either --record-id, or --question with four --option")
-    if inline and len(args.option) != 4:
-        raise ValueError(f"--option: an inline question needs exactly 4 options, got {len(args.option)}")
-    question = checked_text("--question", args.question) if inline else None
-    options = [checked_text("--option", o) for o in args.option]
+    question, options = inline_question(args)
+    inline = question is not None
     cfg = load_params(args.params)
     artifacts = Path(cfg.paths.artifacts)
     config = attribution_config(cfg.attribution, args)
@@ -153,9 +150,9 @@ def run(args: argparse.Namespace) -> int:
     explanation = explain(
         args.classifier or artifacts / "train" / "classifier",
         record_id=args.record_id,
-        question=question,
-        options=options or None,
-        answer=LETTERS.index(args.answer) if args.answer else None,
+        inline=InlineQuestion(question, options, LETTERS.index(args.answer) if args.answer else None)
+        if question is not None
+        else None,
         prompts_path=prompts if needs_prompts else None,
         config=config,
         option=LETTERS.index(args.explain) if args.explain else None,
@@ -163,6 +160,28 @@ def run(args: argparse.Namespace) -> int:
     )
     explanation = replace(explanation, experiment=cfg.experiment_name, model=model_name(cfg.model))
     print(explanation.format_top(top, residual_max))  # printed first: a failed write loses nothing
+    write_outputs(explanation, args, html, (top, residual_max))
+    return 0
+
+
+def inline_question(args: argparse.Namespace) -> tuple[str | None, list[str]]:
+    """The inline question and its options (checked), or (None, []) with --record-id; ValueError naming
+    the flag when neither or both are given, or not four options."""
+    inline = args.question is not None
+    if inline == (args.record_id is not None):
+        raise ValueError("give either --record-id, or --question with four --option")
+    if inline and len(args.option) != 4:
+        raise ValueError(f"--option: an inline question needs exactly 4 options, got {len(args.option)}")
+    question = checked_text("--question", args.question) if inline else None
+    return question, [checked_text("--option", o) for o in args.option]
+
+
+def write_outputs(
+    explanation: Explanation, args: argparse.Namespace, html: Path, shown: tuple[int, float]
+) -> None:
+    """Warn when the residual is over the report's threshold, save the JSON (--save) and write the page;
+    ``shown``: (tokens listed, the residual threshold)."""
+    top, residual_max = shown
     if explanation.residual_verdict(residual_max) == "FAIL":
         print(
             f"xurs explain: warning: residual R = {explanation.residual:.3g} > {residual_max:g} "
@@ -183,4 +202,3 @@ def run(args: argparse.Namespace) -> int:
             + ("" if args.save else " (add --save FILE to keep it as JSON)")
         ) from err
     print(f"wrote {html}")
-    return 0

@@ -1,19 +1,5 @@
-"""``xurs gates-sweep``: compare DVC experiments (training configurations) on their App. D.3 gates."""
+"""``xurs gates-sweep``: compare DVC experiments on their controlled-model gates (App. D.3).
 
-from __future__ import annotations
-
-import argparse
-import shutil
-import subprocess
-import sys
-from dataclasses import replace
-from pathlib import Path
-from typing import Any
-
-from xurs_pipeline.commands.experiment_files import experiment_json, parse_json
-from xurs_pipeline.errors import XursError
-
-DESCRIPTION = """\
 Compare a sweep of training configurations on the controlled-model gates (App. D.3) and pick one before
 spending time on attribution. Each configuration is a DVC experiment run up to the `gates` stage, which
 needs only prepare, train and predict:
@@ -33,14 +19,23 @@ Experiments without gate metrics (queued, failed, MedQA where gates do not apply
 Then `dvc exp apply <name>` and `dvc repro` run the rest of the pipeline on the chosen configuration.
 """
 
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from xurs_pipeline.commands.args import command
+from xurs_pipeline.commands.experiment_files import experiment_json, parse_json
+from xurs_pipeline.errors import XursError
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "gates-sweep",
-        help="compare DVC experiments on their controlled-model gates (App. D.3)",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = command(sub, __doc__, run, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
         "--from",
         dest="source",
@@ -70,7 +65,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="replace an existing gates_sweep.{md,tex,csv} (default: write gates_sweep_<n>.* beside it)",
     )
-    p.set_defaults(run=run)
 
 
 def exp_show_json(cwd: str | Path = ".", all_commits: bool = False) -> list[dict[str, Any]]:

@@ -1,26 +1,23 @@
-"""``xurs outputs``: write ``docs/outputs.md`` (every file a run writes) from the contracts, or check it."""
+"""``xurs outputs``: generate docs/outputs.md (every file a run writes) from xurs_pipeline/contracts.py.
+
+Write the page listing every file and folder a run writes (data/, results/, metrics, tables, plots, the
+report), the stage that writes it and what it holds, from the artifact declarations in
+xurs_pipeline/contracts.py.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from xurs_pipeline.commands.args import command
 from xurs_pipeline.io import atomic_path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "outputs",
-        help="generate docs/outputs.md (every file a run writes) from xurs_pipeline/contracts.py",
-        description=(
-            "Write the page listing every file and folder a run writes (data/, results/, metrics, tables, "
-            "plots, the report), the stage that writes it and what it holds, from the artifact declarations "
-            "in xurs_pipeline/contracts.py."
-        ),
-    )
+    p = command(sub, __doc__, run)
     p.add_argument("--out", default="docs/outputs.md", help="file to write (default: docs/outputs.md)")
     p.add_argument("--check", action="store_true", help="do not write; exit 1 if --out is not current")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

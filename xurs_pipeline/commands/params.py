@@ -1,4 +1,9 @@
-"""``xurs params``: compose ``conf/`` into ``params.yaml`` (or check that they agree)."""
+"""``xurs params``: compose conf/ into params.yaml.
+
+Compose the Hydra configs in conf/ (with optional overrides such as experiment=local train.seed=17) into
+params.yaml, the file DVC tracks and every stage reads. The result is validated against the structured
+schema before it is written.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from xurs_pipeline.commands.args import command
 from xurs_pipeline.commands.dvc_yaml import write as write_dvc_yaml
 from xurs_pipeline.config import check_inside, compose, validate
 from xurs_pipeline.dvc_yaml import is_project
@@ -14,24 +20,13 @@ from xurs_pipeline.io import atomic_path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "params",
-        help="compose conf/ into params.yaml",
-        description=(
-            "Compose the Hydra configs in conf/ (with optional overrides such as experiment=local "
-            "train.seed=17) into params.yaml, the file DVC tracks and every stage reads. The result is "
-            "validated against the structured schema before it is written."
-        ),
-    )
-    p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. experiment=local train.seed=17")
-    p.add_argument("--conf", default="conf", help="config directory (default: conf)")
+    p = command(sub, __doc__, run, overrides=("*", "Hydra overrides, e.g. experiment=local train.seed=17"))
     p.add_argument("--out", default="params.yaml", help="file to write (default: params.yaml)")
     p.add_argument("--check", action="store_true", help="do not write; exit 1 if --out differs from conf/")
     p.add_argument(
         "--no-dvc-yaml", action="store_true",
         help="do not regenerate dvc.yaml (by default it is, when --out is in the project root)",
     )  # fmt: skip
-    p.set_defaults(run=run)
 
 
 def render(composed: dict) -> str:

@@ -1,38 +1,30 @@
-"""``xurs plan``: parameters, peak memory per stage, gradient evaluations and projected time of a composed
-config on a device, before anything runs (logic in ``xurs_pipeline.planning``)."""
+"""``xurs plan``: memory, gradient evaluations and time of a run on a device, before running it.
+
+From params.yaml (or conf/ composed with overrides) and a device: parameters (from the model config, no
+weights loaded), trainable parameters, peak memory per stage, gradient evaluations of the attribution stages
+and projected time from a measured (--measure) or stated (--sample-seconds) per-sample cost. Names the key
+to change when a stage does not fit.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from xurs_pipeline.train.config import TrainConfig
 
-from xurs_pipeline.commands.args import non_negative_int, positive_float, positive_int
+from xurs_pipeline.commands.args import command, non_negative_int, positive_float, positive_int
 
 GIB = 1 << 30
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "plan",
-        help="memory, gradient evaluations and time of a run on a device, before running it",
-        description=(
-            "From params.yaml (or conf/ composed with overrides) and a device: parameters (from the model "
-            "config, no weights loaded), trainable parameters, peak memory per stage, gradient evaluations "
-            "of the attribution stages and projected time from a measured (--measure) or stated "
-            "(--sample-seconds) per-sample cost. Names the key to change when a stage does not fit."
-        ),
-    )
-    p.add_argument(
-        "overrides", nargs="*", help="Hydra overrides (compose conf/ instead of reading params.yaml)"
-    )
+    overrides = ("*", "Hydra overrides (compose conf/ instead of reading params.yaml)")
+    p = command(sub, __doc__, run, "composed config when no overrides are given", overrides=overrides)
     p.add_argument("--device", default="local", help="local (this machine) or e.g. h100-80gb, a100-40gb")
-    p.add_argument("--params", default="params.yaml", help="composed config when no overrides are given")
-    p.add_argument("--conf", default="conf", help="config directory for overrides (default: conf)")
     p.add_argument(
         "--measure",
         action="store_true",
@@ -64,7 +56,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "splits each optimiser step over them (train.global_batch = batch_size x processes x accumulation), "
         "attribution splits the questions",
     )  # fmt: skip
-    p.set_defaults(run=run)
 
 
 def _gib(n: int) -> str:
@@ -93,32 +84,57 @@ def _print_processes(t: TrainConfig, processes: int) -> bool:
     return True
 
 
+def _costs(args: argparse.Namespace, cfg: Any, config: Any, prompt_tokens: int, kind: str) -> Any:
+    """The per-sample costs: measured here with --measure (on the device of ``kind`` when this machine
+    has one), else the stated --sample-seconds / --train-seconds."""
+    from xurs_pipeline.planning.estimate import Costs
+
+    if not args.measure:
+        return Costs(gradient_sample=args.sample_seconds, train_example=args.train_seconds)
+    from xurs_pipeline.planning.measure import describe_device, measure_costs, measurement_device
+
+    where = measurement_device(kind)
+    costs = measure_costs(cfg, config, prompt_tokens, device=where)
+    print(f"measured on {describe_device(where)}")
+    return costs
+
+
+def _print_stages(stages: Any, memory_bytes: int) -> bool:
+    """Print each stage's peak memory, gradient evaluations, time and whether it fits; True if all fit."""
+    print(f"{'stage':<18} {'peak memory':>12} {'gradients':>10} {'time':>10}  fits")
+    every = True
+    for s in stages:
+        fits = s.peak_bytes <= memory_bytes
+        every &= fits
+        verdict = "yes" if fits else f"NO: {s.advice}"
+        print(
+            f"{s.stage:<18} {_gib(s.peak_bytes):>12} {s.gradient_evaluations:>10,} "
+            f"{_duration(s.seconds):>10}  {verdict}"
+        )
+    return every
+
+
 def run(args: argparse.Namespace) -> int:
     from xurs_pipeline.config import compose, load_params, validate
     from xurs_pipeline.planning.devices import resolve_device
-    from xurs_pipeline.planning.estimate import Costs, Shape, plan_stages
+    from xurs_pipeline.planning.estimate import Shape, plan_stages
     from xurs_pipeline.planning.shapes import backbone_config, count_parameters
     from xurs_pipeline.planning.workload import resolve_workload
 
     if args.processes < 1:
         print(f"xurs plan: --processes {args.processes}: must be at least 1", file=sys.stderr)
         return 2
-    if args.overrides:
-        cfg = validate(compose(args.overrides, conf_dir=args.conf), source=f"overrides {args.overrides}")
-    else:
-        cfg = load_params(args.params)
+    cfg = (
+        validate(compose(args.overrides, conf_dir=args.conf), source=f"overrides {args.overrides}")
+        if args.overrides
+        else load_params(args.params)
+    )
     device = resolve_device(args.device)
     config = backbone_config(cfg.model)
     counts = count_parameters(config, cfg.model, cfg.train)
     shape = Shape.of(config)
     work = resolve_workload(cfg, Path.cwd(), args.prompt_tokens, args.train_examples, args.questions)
-    costs = Costs(gradient_sample=args.sample_seconds, train_example=args.train_seconds)
-    if args.measure:
-        from xurs_pipeline.planning.measure import describe_device, measure_costs, measurement_device
-
-        where = measurement_device(device.kind)
-        costs = measure_costs(cfg, config, work.prompt_tokens, device=where)
-        print(f"measured on {describe_device(where)}")
+    costs = _costs(args, cfg, config, work.prompt_tokens, device.kind)
     print(
         f"plan: experiment {cfg.experiment_name}, {config.model_type} ({shape.layers} layers, hidden "
         f"{shape.hidden}), device {device.name} ({_gib(device.memory_bytes)}; process "
@@ -133,15 +149,8 @@ def run(args: argparse.Namespace) -> int:
         load = f", {costs.load_model:.1f} s to load the backbone" if costs.load_model is not None else ""
         print(f"cost: {1e3 * costs.gradient_sample:.1f} ms per gradient sample{train}{load}")
     refused = not _print_processes(cfg.train, args.processes)
-    print(f"{'stage':<18} {'peak memory':>12} {'gradients':>10} {'time':>10}  fits")
-    for s in plan_stages(cfg, counts, shape, device, work, costs, args.processes):
-        fits = s.peak_bytes <= device.memory_bytes
-        refused |= not fits
-        verdict = "yes" if fits else f"NO: {s.advice}"
-        print(
-            f"{s.stage:<18} {_gib(s.peak_bytes):>12} {s.gradient_evaluations:>10,} "
-            f"{_duration(s.seconds):>10}  {verdict}"
-        )
+    refused |= not _print_stages(plan_stages(cfg, counts, shape, device, work, costs, args.processes),
+                                 device.memory_bytes)  # fmt: skip
     a = cfg.attribution
     if a.method == "kronrod" or (a.method == "ig" and a.ig_adaptive):
         print(f"gradients and time are ceilings: {a.method} stops where it meets its tolerance, often sooner")

@@ -1,17 +1,5 @@
-"""``xurs swap-sweep``: the swap study's method comparison across DVC experiments (data seeds, references)."""
+"""``xurs swap-sweep``: compare attribution methods on the swap control across DVC experiments (seeds).
 
-from __future__ import annotations
-
-import argparse
-import sys
-from dataclasses import replace
-from pathlib import Path
-from typing import Any
-
-from xurs_pipeline.commands.experiment_files import experiment_json, parse_json
-from xurs_pipeline.commands.gates_sweep import exp_show_json, free_stem, read_saved
-
-DESCRIPTION = """\
 Compare the attribution methods of the two-cue swap control (docs/swap-control.md) across experiments, e.g.
 held-out data seeds, each a DVC experiment run up to the `swap` stage:
 
@@ -29,14 +17,21 @@ swap_sweep_<n>.*; --overwrite replaces it) and the Markdown is printed. Experime
 are listed on stderr.
 """
 
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from xurs_pipeline.commands.args import command
+from xurs_pipeline.commands.experiment_files import experiment_json, parse_json
+from xurs_pipeline.commands.gates_sweep import exp_show_json, free_stem, read_saved
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "swap-sweep",
-        help="compare attribution methods on the swap control across DVC experiments (seeds)",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = command(sub, __doc__, run, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--from", dest="source", metavar="FILE", help="saved `dvc exp show --json` output")
     p.add_argument("-A", "--all-commits", action="store_true", help="experiments of every commit")
     p.add_argument(
@@ -49,7 +44,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", default="results/sweeps", help="output directory (default: results/sweeps)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing swap_sweep.{md,tex,csv}")
-    p.set_defaults(run=run)
 
 
 def experiment_studies(show: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, str]]:

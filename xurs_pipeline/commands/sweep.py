@@ -1,17 +1,15 @@
-"""``xurs sweep``: a Hydra multirun of whole experiments, each job one DVC experiment.
+"""``xurs sweep``: Hydra multirun of whole experiments, one DVC experiment each.
 
-``xurs sweep experiment=smoke train.seed=7,17`` expands the sweep with Hydra's sweeper (every override
-syntax: ``a=1,2``, ``range()``, ``choice()``, globs) and launches one job per point with the configured
-launcher: the basic one runs them in turn here; ``hydra/launcher=joblib`` runs them in parallel and
-``hydra/launcher=submitit_slurm`` submits them to SLURM (plugins ``hydra-joblib-launcher`` and
-``hydra-submitit-launcher``). Every point is composed and validated before any runs (all refusals listed
-at once); then each job runs ``dvc exp run --temp -n <name>-<job> -S <override> ...`` in the project: the
-whole pipeline in a temporary copy, saved as its own DVC experiment (``dvc exp show`` lists them; the DVC
-run-cache skips stages an earlier point already ran), and the sweep ends with one line per point.
-``--dry-run`` prints the commands instead. ``dvc exp run`` composes the config directory DVC is configured
-with (``hydra.config_dir``, default ``conf``), so ``--conf`` must name that one. Experiment names that exist
-already stop the sweep before it starts, unless ``--resume`` (skip those points) or ``--overwrite`` (rerun
-them with ``dvc exp run -f``, which replaces an experiment only once its new run has finished).
+Expand Hydra sweep overrides (e.g. experiment=smoke train.seed=7,17) and run the whole pipeline once per
+point as its own DVC experiment (dvc exp run --temp -S ...). Any Hydra launcher works: add
+hydra/launcher=joblib (local, parallel) or hydra/launcher=submitit_slurm hydra.launcher.partition=<p>
+(SLURM).
+
+Every point is composed and validated before any runs (all refusals listed at once); each then runs
+in a temporary copy, saved as its own DVC experiment, and the sweep ends with one line per point.
+`dvc exp run` composes the config directory DVC is configured with (hydra.config_dir, default conf),
+so --conf must name that one. Experiment names that exist already stop the sweep before it starts,
+unless --resume (skip those points) or --overwrite (rerun them with `dvc exp run -f`).
 """
 
 from __future__ import annotations
@@ -24,6 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from xurs_pipeline.commands.args import command
 from xurs_pipeline.config import ConfigError, compose, validate
 from xurs_pipeline.contracts import STAGES
 from xurs_pipeline.errors import XursError
@@ -36,16 +35,7 @@ class SweepError(XursError, ValueError):
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "sweep",
-        help="Hydra multirun of whole experiments, one DVC experiment each",
-        description=(
-            "Expand Hydra sweep overrides (e.g. experiment=smoke train.seed=7,17) and run the whole "
-            "pipeline once per point as its own DVC experiment (dvc exp run --temp -S ...). Any Hydra "
-            "launcher works: add hydra/launcher=joblib (local, parallel) or hydra/launcher=submitit_slurm "
-            "hydra.launcher.partition=<p> (SLURM)."
-        ),
-    )
+    p = command(sub, __doc__, run)
     p.add_argument("overrides", nargs="+", help="Hydra overrides and sweeps, e.g. train.seed=7,17")
     p.add_argument("--conf", default="", help="config directory (default: DVC's hydra.config_dir, conf)")
     p.add_argument("--name", default="sweep", help="experiment name prefix (default: sweep)")
@@ -54,7 +44,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     again = p.add_mutually_exclusive_group()
     again.add_argument("--resume", action="store_true", help="skip points whose experiment exists already")
     again.add_argument("--overwrite", action="store_true", help="rerun points whose experiment exists")
-    p.set_defaults(run=run)
 
 
 def dvc_command(name: str, overrides: list[str], stage: str = "", force: bool = False) -> list[str]:

@@ -9,6 +9,7 @@ listed in ``results/tables/index.json`` with the reason.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,39 +39,58 @@ def _optional_parquet(path: Path) -> pd.DataFrame | None:
     return read_parquet(path) if path.is_file() else None
 
 
-def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], label: str) -> dict[str, Any]:
-    """Write every table and plot this experiment's artifacts support; returns the index it writes.
+@dataclass(frozen=True)
+class Inputs:
+    """One experiment's artifacts that the tables and plots read (``artifacts`` is their root)."""
 
-    params: the composed config as a dict (settings tables, provenance hash); label: the configuration's
-    row label (``xurs_pipeline.config.configuration_label``).
-    """
-    experiment, digest = str(params.get("experiment_name", "?")), config_hash(params)
-    out_tables, out_plots = results / "tables", results / "plots"
-    prompts = read_prompts(artifacts / "prepared" / "prompts.parquet")
-    predictions = read_predictions(artifacts / "predict" / "predictions.parquet")
-    attributions = read_attributions(artifacts / "attribute")
-    mask_metrics = read_json(artifacts / "mask_eval" / "metrics.json")
-    per_question = read_parquet(artifacts / "mask_eval" / "per_question.parquet")
-    checks = read_parquet(artifacts / "checks" / "checks.parquet")
-    gates = read_parquet(artifacts / "gates" / "gates.parquet", required_columns=tuple(GATE_COLUMNS))
+    artifacts: Path
+    prompts: pd.DataFrame
+    predictions: pd.DataFrame
+    attributions: pd.DataFrame
+    mask_metrics: dict[str, Any]
+    per_question: pd.DataFrame
+    checks: pd.DataFrame
+    gates: pd.DataFrame
+    comparisons: list[pd.DataFrame]
+    localisation: pd.DataFrame | None
+    live: dict[str, Any] | None  # clue-free live positions per record; None without a known clue
+    check_summary: dict[str, Any]
+    endpoints: pd.DataFrame | None
+
+
+def read_inputs(artifacts: Path) -> Inputs:
+    """Read the experiment's artifacts (the optional checks details as None when absent)."""
     details = artifacts / "checks" / "details"
-    comparisons = [read_parquet(p) for p in sorted(details.glob("compare_*.parquet"))]
-    localisation = _optional_parquet(details / "localisation.parquet")
     live_frame = _optional_parquet(details / "live_positions.parquet")  # absent without a known clue
-    live = (
+    return Inputs(
+        artifacts,
+        read_prompts(artifacts / "prepared" / "prompts.parquet"),
+        read_predictions(artifacts / "predict" / "predictions.parquet"),
+        read_attributions(artifacts / "attribute"),
+        read_json(artifacts / "mask_eval" / "metrics.json"),
+        read_parquet(artifacts / "mask_eval" / "per_question.parquet"),
+        read_parquet(artifacts / "checks" / "checks.parquet"),
+        read_parquet(artifacts / "gates" / "gates.parquet", required_columns=tuple(GATE_COLUMNS)),
+        [read_parquet(p) for p in sorted(details.glob("compare_*.parquet"))],
+        _optional_parquet(details / "localisation.parquet"),
         None
         if live_frame is None
-        else dict(zip(live_frame["record_id"], live_frame["positions"], strict=True))
+        else dict(zip(live_frame["record_id"], live_frame["positions"], strict=True)),
+        read_json(artifacts / "checks" / "checks.json"),
+        _optional_parquet(details / "endpoints.parquet"),
     )
-    check_summary = read_json(artifacts / "checks" / "checks.json")
-    endpoints = _optional_parquet(details / "endpoints.parquet")
 
-    frames: dict[str, tuple[TableSpec, pd.DataFrame]] = {
-        "effects": (tables.EFFECTS, tables.effects_frame(mask_metrics, label)),
-        "numerics": (
-            tables.NUMERICS,
-            tables.numerics_frame(attributions, pd.concat(comparisons) if comparisons else None),
-        ),
+
+Frames = dict[str, tuple[TableSpec, pd.DataFrame]]
+
+
+def paper_frames(i: Inputs, params: Mapping[str, Any], label: str) -> Frames:
+    """The paper's tables (1, 2, 4, 5, 10, the correction audit, fit, gates, verdicts, errors)."""
+    comparisons = pd.concat(i.comparisons) if i.comparisons else None
+    artifacts = i.artifacts
+    return {
+        "effects": (tables.EFFECTS, tables.effects_frame(i.mask_metrics, label)),
+        "numerics": (tables.NUMERICS, tables.numerics_frame(i.attributions, comparisons)),
         "training": (tables.TRAINING, tables.settings_frame(params["train"], TRAINING_KEYS)),
         "attribution": (tables.ATTRIBUTION, tables.settings_frame(params["attribution"], ATTRIBUTION_KEYS)),
         "correction": (
@@ -81,55 +101,66 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
             tables.ACCURACY,
             tables.accuracy_frame(read_json(artifacts / "predict" / "metrics.json"), label),
         ),
-        "fit": (tables.FIT, tables.fit_frame(predictions, prompts, label)),
-        "gates": (tables.GATES, tables.gates_frame(gates)),
-        "verdicts": (tables.VERDICTS, tables.verdicts_frame(checks, gates)),
-        "attribution_error": (tables.ATTRIBUTION_ERROR, tables.attribution_error_frame(attributions)),
+        "fit": (tables.FIT, tables.fit_frame(i.predictions, i.prompts, label)),
+        "gates": (tables.GATES, tables.gates_frame(i.gates)),
+        "verdicts": (tables.VERDICTS, tables.verdicts_frame(i.checks, i.gates)),
+        "attribution_error": (tables.ATTRIBUTION_ERROR, tables.attribution_error_frame(i.attributions)),
     }
-    target_runs = [read_attributions(d) for d in sorted((artifacts / "targets").glob("*")) if d.is_dir()]
-    frames["targets"] = (
-        tables.TARGETS,
-        tables.targets_frame(
-            mask_metrics, pd.concat([attributions, *target_runs]), int(params["evaluation"]["top_k_max"])
-        ),
-    )
+
+
+def target_frames(i: Inputs, params: Mapping[str, Any]) -> Frames:
+    """The comparison targets beside the width: Table 1 per target and where each finds the clue."""
+    target_runs = [read_attributions(d) for d in sorted((i.artifacts / "targets").glob("*")) if d.is_dir()]
+    every = pd.concat([i.attributions, *target_runs])
     ev = params["evaluation"]
-    frames["target_localisation"] = (
-        tables.TARGET_LOCALISATION,
-        localisation_by_target(
-            pd.concat([attributions, *target_runs]), prompts, int(ev["bootstrap_resamples"]),
-            float(ev["confidence"]), str(ev["bootstrap_method"]), int(ev["seed"]), live,
+    return {
+        "targets": (tables.TARGETS, tables.targets_frame(i.mask_metrics, every, int(ev["top_k_max"]))),
+        "target_localisation": (
+            tables.TARGET_LOCALISATION,
+            localisation_by_target(
+                every, i.prompts, int(ev["bootstrap_resamples"]), float(ev["confidence"]),
+                str(ev["bootstrap_method"]), int(ev["seed"]), i.live,
+            ),
         ),
-    )  # fmt: skip
-    if endpoints is not None and not endpoints.empty:
-        frames["endpoints"] = (tables.ENDPOINTS, endpoints)
-    if localisation is not None and "clue_share" in localisation.columns:
-        measured = localisation.dropna(subset=["clue_share"])
+    }  # fmt: skip
+
+
+def clue_frames(i: Inputs, label: str) -> Frames:
+    """Endpoints (Table 3), localisation (Table 9), its summary and nulls, and the clue-window masking."""
+    frames: Frames = {}
+    if i.endpoints is not None and not i.endpoints.empty:
+        frames["endpoints"] = (tables.ENDPOINTS, i.endpoints)
+    if i.localisation is not None and "clue_share" in i.localisation.columns:
+        measured = i.localisation.dropna(subset=["clue_share"])
         frames["localisation"] = (
             tables.LOCALISATION,
             measured.assign(clue_share_pct=100 * measured["clue_share"]),
         )
-
+    summary = i.check_summary
     frames["localisation_summary"] = (
         tables.LOCALISATION_SUMMARY,
-        tables.localisation_summary_frame(check_summary.get("localisation") or {}),
+        tables.localisation_summary_frame(summary.get("localisation") or {}),
     )
     frames["clue_nulls"] = (
         tables.CLUE_NULLS,
-        tables.clue_nulls_frame(check_summary.get("localisation_nulls") or {}),
+        tables.clue_nulls_frame(summary.get("localisation_nulls") or {}),
     )
-    frames["clue_masking"] = (tables.CLUE_MASKING, tables.clue_masking_frame(mask_metrics, label))
+    frames["clue_masking"] = (tables.CLUE_MASKING, tables.clue_masking_frame(i.mask_metrics, label))
+    return frames
 
-    data = params["data"]
-    note = split_deviation(data["source"], data["medqa_carve"], data["medqa_train_fraction"])
-    index: dict[str, Any] = {"experiment": experiment, "config_hash": digest, "tables": {}, "skipped": {}}
-    index["deviations"] = [note] if note else []
+
+def write_frames(frames: Frames, out_tables: Path, index: dict[str, Any], note: str) -> None:
+    """Write every non-empty table; record each one's files, or why it was skipped, in ``index``."""
     for spec, frame in frames.values():
         if frame.empty:
             index["skipped"][spec.name] = "no rows in this experiment's artifacts"
             continue
-        paths = write_table(frame, spec, out_tables, experiment, digest, note)
+        paths = write_table(frame, spec, out_tables, index["experiment"], index["config_hash"], note)
         index["tables"][spec.name] = [p.name for p in paths]
+
+
+def explain_skips(index: dict[str, Any], gates: pd.DataFrame) -> None:
+    """Replace the generic reason of tables that an experiment cannot make with the specific one."""
     if tables.CORRECTION.name in index["skipped"]:
         index["skipped"][tables.CORRECTION.name] = (
             "the classifier predicts the 15 masses directly (output_kind mass15): the App. A conversion and "
@@ -144,7 +175,24 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
             "the gates stage found no controlled-data predictions on evaluation.gate_splits (see gates.json)"
         )
 
-    drawn = _plots(predictions, per_question, mask_metrics, attributions, out_plots)
+
+def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], label: str) -> dict[str, Any]:
+    """Write every table and plot this experiment's artifacts support; returns the index it writes.
+
+    params: the composed config as a dict (settings tables, provenance hash); label: the configuration's
+    row label (``xurs_pipeline.config.configuration_label``).
+    """
+    out_tables, out_plots = results / "tables", results / "plots"
+    i = read_inputs(artifacts)
+    frames = {**paper_frames(i, params, label), **target_frames(i, params), **clue_frames(i, label)}
+    data = params["data"]
+    note = split_deviation(data["source"], data["medqa_carve"], data["medqa_train_fraction"])
+    index: dict[str, Any] = {"experiment": str(params.get("experiment_name", "?")),
+                             "config_hash": config_hash(params), "tables": {}, "skipped": {}}  # fmt: skip
+    index["deviations"] = [note] if note else []
+    write_frames(frames, out_tables, index, note)
+    explain_skips(index, i.gates)
+    drawn = _plots(i.predictions, i.per_question, i.mask_metrics, i.attributions, out_plots)
     index["plots"] = [p.name for p in drawn.values() if p is not None]
     index["plots_not_drawn"] = {name: plots.NOT_DRAWN[name] for name, p in drawn.items() if p is None}
     for name in index["plots_not_drawn"]:  # no picture from an earlier run stands in for one not drawn

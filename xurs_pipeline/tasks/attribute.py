@@ -23,7 +23,7 @@ import torch
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.model import DTYPES, set_precision
-from xurs_pipeline.attribution.runner import input_hashes, run_attribution
+from xurs_pipeline.attribution.runner import RunOutput, Shard, input_hashes, run_attribution
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.dataset import data_config_hash
@@ -60,11 +60,10 @@ def attribute_into(
     max_positions = getattr(classifier.backbone.config, "max_position_embeddings", None)
     metrics = run_attribution(
         classifier, prompts, at, pad_id=tokenizer.pad_token_id, max_positions=max_positions,
-        out_dir=out_dir, fingerprint=attribution_fingerprint(cfg),
-        part_fingerprint=attribution_fingerprint(cfg, per_question=True),
-        inputs={**input_hashes(classifier_dir, artifact("prompts").at(cfg.paths)),
-                **({"variant": variant} if variant else {})},
-        shard_index=state.process_index, shard_count=state.num_processes, barrier=state.wait_for_everyone,
+        out=RunOutput(out_dir, attribution_fingerprint(cfg), attribution_fingerprint(cfg, per_question=True),
+                      {**input_hashes(classifier_dir, artifact("prompts").at(cfg.paths)),
+                       **({"variant": variant} if variant else {})}),
+        shard=Shard(state.process_index, state.num_processes, state.wait_for_everyone),
     )  # fmt: skip
     if metrics is not None:
         log.info("attribute: %s", metrics)

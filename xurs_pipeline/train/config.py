@@ -88,6 +88,10 @@ class TrainConfig:
         for key in ("warmup_fraction", "lora_dropout"):
             if not 0 <= getattr(self, key) < 1:
                 raise ValueError(f"train.{key}={getattr(self, key)}: must be in [0, 1)")
+        self._check_splits_and_warm_start()
+
+    def _check_splits_and_warm_start(self) -> None:
+        """The prediction splits, the head-first warm start and the LoRA targets."""
         bad = [x for x in self.predict_splits if x not in ("train", "dev", "test")] or not self.predict_splits
         if bad:
             raise ValueError(

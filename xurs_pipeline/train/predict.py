@@ -66,14 +66,16 @@ def classifier_outputs(
 
 
 def process_rows(n: int, state: PartialState) -> slice:
-    """This process's contiguous share of ``n`` rows (the first ``n % processes`` processes one more)."""
-    per, extra = divmod(n, state.num_processes)
-    start = state.process_index * per + min(state.process_index, extra)
-    return slice(start, start + per + (state.process_index < extra))
+    """This process's contiguous share of ``n`` rows (the first ``n % processes`` processes one more):
+    accelerate's ``split_between_processes`` of the row positions."""
+    with state.split_between_processes(list(range(n))) as mine:  # contiguous positions
+        return slice(mine[0], mine[-1] + 1) if mine else slice(0, 0)
 
 
 def gathered_outputs(out: ClassifierOutput, state: PartialState) -> ClassifierOutput:
-    """Every process's rows of :func:`process_rows`, concatenated in process order (on every process)."""
+    """Every process's rows of :func:`process_rows`, concatenated in process order (on every process).
+    ``gather_object``, not ``gather_for_metrics``: the shares differ in length by one row where ``n`` does
+    not split evenly, and tensors gathered by ``gather`` must have the same shape on every process."""
     parts = gather_object([(out.raw, out.masses)])
     return ClassifierOutput(torch.cat([raw for raw, _ in parts]), torch.cat([m for _, m in parts]))
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 from accelerate import PartialState
 from accelerate.utils import set_seed
+from torch import nn
 
 from xurs_pipeline.errors import NonFiniteValuesError
 from xurs_pipeline.models.adapters import LoraSpec, apply_adaptation, trainable_groups
@@ -27,7 +28,7 @@ from xurs_pipeline.models.feature_cache import cached_features
 from xurs_pipeline.processes import process_group
 from xurs_pipeline.train.config import TrainConfig
 from xurs_pipeline.train.data import Collator, FeatureForward, LabelledSet, TokenForward
-from xurs_pipeline.train.loop import EpochRecord, FitResult, fit
+from xurs_pipeline.train.loop import EpochRecord, FitResult, Saving, Trainee, fit
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,50 @@ def check_finite_features(features: torch.Tensor, data: LabelledSet) -> None:
     )
 
 
+def _cached_sets(
+    classifier: RandomSetClassifier,
+    sets: tuple[LabelledSet, LabelledSet],
+    adaptation: Adaptation,
+    pad_token_id: int,
+    cache: tuple[str | Path, int],
+) -> tuple[tuple[LabelledSet, LabelledSet], list[bool]]:
+    """``sets`` (train, dev) with token ids replaced by what the adaptation trains from: the head's
+    features (head-only) or the states entering the first tuned block (partial); and the cache hits.
+    ``cache``: (feature cache directory, feature batch size)."""
+    out, hits, state = [], [], PartialState()
+    for data in sets:
+        if adaptation.mode == "head_only":
+            inputs, hit = features_for(classifier, data.inputs, pad_token_id, *cache)
+            check_finite_features(inputs, data)
+        else:
+            classifier.to(state.device)
+            with state.main_process_first():
+                inputs, hit = cached_lower_states(
+                    classifier, data.inputs, adaptation.partial_layers, pad_token_id, *cache
+                )
+        hits.append(hit)
+        out.append(LabelledSet(inputs, data.labels, data.target_masses, data.record_ids))
+    return (out[0], out[1]), hits
+
+
+def _trainee(classifier: RandomSetClassifier, adaptation: Adaptation, pad_token_id: int) -> Trainee:
+    """The module ``fit`` trains for ``adaptation``: the head on cached features (head-only), the top
+    blocks on cached states (partial, where the block cache supports the classifier), else the whole
+    classifier on token ids."""
+    if adaptation.mode == "head_only":
+        model: nn.Module = FeatureForward(classifier.head)
+    elif uses_block_cache(classifier, adaptation):
+        model = TopBlocks(classifier, adaptation.partial_layers)
+    else:
+        model = TokenForward(classifier)
+    collator = Collator(pad_token_id, classifier.padding_side)
+    return Trainee(model, trainable_groups(classifier), classifier.output_kind, collator)
+
+
+def uses_block_cache(classifier: RandomSetClassifier, adaptation: Adaptation) -> bool:
+    return adaptation.mode == "partial" and supports_block_cache(classifier)
+
+
 def train_classifier(
     classifier: RandomSetClassifier,
     train: LabelledSet,
@@ -95,43 +140,10 @@ def train_classifier(
     set_seed(settings.seed)  # LoRA's initial A matrices come from the global RNG
     apply_adaptation(classifier, adaptation.mode, adaptation.partial_layers, adaptation.lora)
     hits: list[bool] = []
-    if adaptation.mode == "head_only":
-        sets = []
-        for data in (train, dev):
-            feats, hit = features_for(
-                classifier, data.inputs, pad_token_id, feature_cache_dir, feature_batch_size
-            )
-            hits.append(hit)
-            check_finite_features(feats, data)
-            sets.append(LabelledSet(feats, data.labels, data.target_masses, data.record_ids))
-        model = FeatureForward(classifier.head)
-        train, dev = sets
-    elif adaptation.mode == "partial" and supports_block_cache(classifier):
-        sets, state = [], PartialState()
-        classifier.to(state.device)
-        for data in (train, dev):
-            with state.main_process_first():
-                states, hit = cached_lower_states(
-                    classifier, data.inputs, adaptation.partial_layers, pad_token_id, feature_cache_dir,
-                    feature_batch_size,
-                )  # fmt: skip
-            hits.append(hit)
-            sets.append(LabelledSet(states, data.labels, data.target_masses, data.record_ids))
-        model = TopBlocks(classifier, adaptation.partial_layers)
-        train, dev = sets
-    else:
-        model = TokenForward(classifier)
-    result = fit(
-        model,
-        trainable_groups(classifier),
-        classifier.output_kind,
-        train,
-        dev,
-        settings,
-        Collator(pad_token_id, classifier.padding_side),
-        state_dir=state_dir,
-        resume=resume,
-        on_epoch_end=on_epoch_end,
-    )
+    if adaptation.mode == "head_only" or uses_block_cache(classifier, adaptation):
+        cache = (feature_cache_dir, feature_batch_size)
+        (train, dev), hits = _cached_sets(classifier, (train, dev), adaptation, pad_token_id, cache)
+    trainee = _trainee(classifier, adaptation, pad_token_id)
+    result = fit(trainee, train, dev, settings, Saving(state_dir, resume, on_epoch_end))
     classifier.eval()
     return TrainOutcome(fit=result, feature_cache_hits=hits)

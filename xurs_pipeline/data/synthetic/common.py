@@ -92,59 +92,72 @@ def fill(template: str, values: Mapping[str, str]) -> tuple[str, dict[str, tuple
     return "".join(parts), spans
 
 
-def assemble(
-    plan: CasePlan,
-    *,
-    source: str,
-    record_id: str,
-    pair_id: str,
-    variant: str,
-    has_result: bool,
-    case_text: str,
-    clue_span: tuple[int, int],
-    favour_label: bool,
-    arrangement: int = 0,
-    template_id: int = 0,
-    template_unseen: bool = False,
-    detail: str = "",
-    plausible_override: tuple[int, int] | None = None,
-    with_rules: bool = True,
-    instruction: str = INSTRUCTION,
-) -> QuestionRecord:
-    """The record of one rendered case. ``clue_span`` is relative to ``case_text``; options are
-    ``plan.base_order`` shifted cyclically by ``arrangement`` (option k shows base option k + r mod 4).
-    The plausible pair is the label's symptom group unless ``plausible_override`` names two family
+@dataclass(frozen=True)
+class RecordStyle:
+    """How a generator turns its cases into records (one per data set): the ``source`` name, whether the
+    prescribed masses favour the label (V1's reproduced flaw), the family's rules before the case
+    (``with_rules``) and the instruction."""
+
+    source: str
+    favour_label: bool = False
+    with_rules: bool = True
+    instruction: str = INSTRUCTION
+
+
+@dataclass(frozen=True)
+class RenderedCase:
+    """One rendered variant of a case: its pair and variant (the record id is ``<pair_id>_<variant>``),
+    whether it states the result, the case text and the clue's span in it; V2's option arrangement,
+    wording template and irrelevant detail; ``plausible`` names two family conditions as the plausible
+    pair instead of the label's symptom group."""
+
+    pair_id: str
+    variant: str
+    has_result: bool
+    case_text: str
+    clue_span: tuple[int, int]
+    arrangement: int = 0
+    template_id: int = 0
+    template_unseen: bool = False
+    detail: str = ""
+    plausible: tuple[int, int] | None = None
+
+
+def assemble(plan: CasePlan, style: RecordStyle, case: RenderedCase) -> QuestionRecord:
+    """The record of one rendered case. ``case.clue_span`` is relative to ``case.case_text``; options are
+    ``plan.base_order`` shifted cyclically by ``case.arrangement`` (option k shows base option k + r mod
+    4). The plausible pair is the label's symptom group unless ``case.plausible`` names two family
     conditions; the question is the family's rules, ``CASE_LABEL`` and the case, or the case alone
-    (``with_rules=False``)."""
-    order = [plan.base_order[(k + arrangement) % 4] for k in range(4)]
+    (``style.with_rules=False``)."""
+    order = [plan.base_order[(k + case.arrangement) % 4] for k in range(4)]
     position = {condition: k for k, condition in enumerate(order)}
     group = plan.label // 2
-    pair = plausible_override or (2 * group, 2 * group + 1)
+    pair = case.plausible or (2 * group, 2 * group + 1)
     plausible = (position[pair[0]], position[pair[1]])
     answer = position[plan.label]
-    masses = prescribed_masses(plausible, answer if has_result else None, answer, favour_label)
-    rules = plan.family.rules_text() + CASE_LABEL if with_rules else ""
-    case_start = len(rules)
+    masses = prescribed_masses(plausible, answer if case.has_result else None, answer, style.favour_label)
+    rules = plan.family.rules_text() + CASE_LABEL if style.with_rules else ""
+    start = len(rules)
     info = SyntheticInfo(
         family=plan.family.name,
-        pair_id=pair_id,
-        variant=variant,
-        has_result=has_result,
+        pair_id=case.pair_id,
+        variant=case.variant,
+        has_result=case.has_result,
         target_masses=masses,
-        clue_span=(case_start + clue_span[0], case_start + clue_span[1]),
-        case_span=(case_start, case_start + len(case_text)),
-        template_id=template_id,
-        template_unseen=template_unseen,
-        arrangement=arrangement,
-        detail=detail,
+        clue_span=(start + case.clue_span[0], start + case.clue_span[1]),
+        case_span=(start, start + len(case.case_text)),
+        template_id=case.template_id,
+        template_unseen=case.template_unseen,
+        arrangement=case.arrangement,
+        detail=case.detail,
     )
     return QuestionRecord(
-        record_id=record_id,
+        record_id=f"{case.pair_id}_{case.variant}",
         split=plan.split,
-        source=source,
-        question=rules + case_text,
+        source=style.source,
+        question=rules + case.case_text,
         options=tuple(plan.family.conditions[i] for i in order),  # type: ignore[arg-type]
         answer_idx=answer,
-        instruction=instruction,
+        instruction=style.instruction,
         synthetic=info,
     )

@@ -27,11 +27,12 @@ import random
 import re
 
 from xurs_pipeline.data.records import QuestionRecord
-from xurs_pipeline.data.synthetic.common import assemble, case_plans, fill
+from xurs_pipeline.data.synthetic.common import RecordStyle, RenderedCase, assemble, case_plans, fill
 
 DIRECT_INSTRUCTION = (
     "The conditions and tests below are fictional. Use only the stated result to choose the condition."
 )
+STYLE = RecordStyle("synthetic_direct", with_rules=False, instruction=DIRECT_INSTRUCTION)
 CASE_TEMPLATE = "A {age}-year-old patient presents with {symptom}.{clue}"
 RESULT_TEMPLATE = " The {test} test is positive for {named}."
 _NAMED = re.compile(r"The (?P<test>\w+) test is positive for (?P<named>[^.]+)\.")
@@ -59,22 +60,10 @@ def generate_direct(
             text, spans = fill(CASE_TEMPLATE, values)
             start = spans["clue"][0] + clue.rindex(named)  # the clue is the named condition(s)
             variant = "resolved" if has_result else "unresolved"
-            records.append(
-                assemble(
-                    plan,
-                    source="synthetic_direct",
-                    record_id=f"{plan.case_id}_{variant}",
-                    pair_id=plan.case_id,
-                    variant=variant,
-                    has_result=has_result,
-                    case_text=text,
-                    clue_span=(start, start + len(named)),
-                    favour_label=False,
-                    plausible_override=(plan.label, conditions.index(other)),
-                    with_rules=False,
-                    instruction=DIRECT_INSTRUCTION,
-                )
-            )
+            clue_span = (start, start + len(named))
+            plausible = (plan.label, conditions.index(other))
+            case = RenderedCase(plan.case_id, variant, has_result, text, clue_span, plausible=plausible)
+            records.append(assemble(plan, STYLE, case))
     return records
 
 

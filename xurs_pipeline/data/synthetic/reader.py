@@ -53,24 +53,7 @@ def read(record: QuestionRecord) -> Reading:
     rules, sep, case = record.question.partition(CASE_LABEL)
     if not sep or not rules.startswith("Rules: "):
         raise ReaderRejection("question has no 'Rules: ...' part followed by a 'Case: ...' part")
-    index = {name: k for k, name in enumerate(record.options)}
-
-    def option(name: str) -> int:
-        if name not in index:
-            raise ReaderRejection(
-                f"rule names {name!r}, which is not one of the options {list(record.options)}"
-            )
-        return index[name]
-
-    causes: dict[str, tuple[int, int]] = {}
-    points: dict[str, set[int]] = {}
-    for sentence in re.split(r"(?<=\.)\s+", rules.removeprefix("Rules: ").strip()):
-        if m := _SYMPTOM_RULE.fullmatch(sentence):
-            causes[m["symptom"]] = (option(m["a"]), option(m["b"]))
-        elif m := _TEST_RULE.fullmatch(sentence):
-            points[m["test"]] = {option(m["a"]), option(m["b"])}
-        else:
-            raise ReaderRejection(f"cannot parse rule sentence {sentence!r}")
+    causes, points = _rules(rules, record.options)
     present = [s for s in causes if re.search(rf"\b{re.escape(s)}\b", case)]
     if len(present) != 1 or len(points) != 2:
         raise ReaderRejection(
@@ -101,6 +84,28 @@ def read(record: QuestionRecord) -> Reading:
         symptom=present[0],
         first_test_option=min(first),
     )
+
+
+def _rules(rules: str, options: tuple[str, ...]) -> tuple[dict[str, tuple[int, int]], dict[str, set[int]]]:
+    """The family's rules: the two options each symptom points to, and the two each test points to (option
+    indices); ReaderRejection for a sentence that does not parse or names no option."""
+    index = {name: k for k, name in enumerate(options)}
+
+    def option(name: str) -> int:
+        if name not in index:
+            raise ReaderRejection(f"rule names {name!r}, which is not one of the options {list(options)}")
+        return index[name]
+
+    causes: dict[str, tuple[int, int]] = {}
+    points: dict[str, set[int]] = {}
+    for sentence in re.split(r"(?<=\.)\s+", rules.removeprefix("Rules: ").strip()):
+        if m := _SYMPTOM_RULE.fullmatch(sentence):
+            causes[m["symptom"]] = (option(m["a"]), option(m["b"]))
+        elif m := _TEST_RULE.fullmatch(sentence):
+            points[m["test"]] = {option(m["a"]), option(m["b"])}
+        else:
+            raise ReaderRejection(f"cannot parse rule sentence {sentence!r}")
+    return causes, points
 
 
 def _status(case: str, test: str) -> str | None:

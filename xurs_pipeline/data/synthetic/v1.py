@@ -21,7 +21,7 @@ singleton targets are equal (0.1 each): V1's format with V2's two main fixes.
 from __future__ import annotations
 
 from xurs_pipeline.data.records import QuestionRecord
-from xurs_pipeline.data.synthetic.common import assemble, case_plans, fill
+from xurs_pipeline.data.synthetic.common import RecordStyle, RenderedCase, assemble, case_plans, fill
 from xurs_pipeline.data.synthetic.families import STATUS_POSITIVE
 
 V1_FAMILIES = (80, 20, 20)
@@ -43,7 +43,7 @@ def generate_v1(
     reproduce_flaws: bool = True,
 ) -> list[QuestionRecord]:
     """V1 records: ``sum(families) * cases_per_family * 2``, in split, family, case, version order."""
-    records = []
+    records, style = [], RecordStyle("synthetic_v1", favour_label=reproduce_flaws)
     for _split, plan, _rng in case_plans("generate_v1", families, cases_per_family, seed, reproduce_flaws):
         family = plan.family
         test1, test2 = plan.tests_in_order()
@@ -56,18 +56,7 @@ def generate_v1(
             values = {"age": str(plan.age), "symptom": plan.symptom, "test1": test1, "test2": test2}
             text, spans = fill(CASE_TEMPLATE, {**values, "clue": clue})
             start, end = spans["clue"]
+            span = (start + 1, end) if has_result else (start, end)  # without the space
             variant = "resolved" if has_result else "unresolved"
-            records.append(
-                assemble(
-                    plan,
-                    source="synthetic_v1",
-                    record_id=f"{plan.case_id}_{variant}",
-                    pair_id=plan.case_id,
-                    variant=variant,
-                    has_result=has_result,
-                    case_text=text,
-                    clue_span=(start + 1, end) if has_result else (start, end),  # without the space
-                    favour_label=reproduce_flaws,
-                )
-            )
+            records.append(assemble(plan, style, RenderedCase(plan.case_id, variant, has_result, text, span)))
     return records

@@ -24,7 +24,14 @@ Record id: ``<family>_caseNN_t<template>_<detail>_a<arrangement>_<resolved|unres
 from __future__ import annotations
 
 from xurs_pipeline.data.records import QuestionRecord
-from xurs_pipeline.data.synthetic.common import CasePlan, assemble, case_plans, fill
+from xurs_pipeline.data.synthetic.common import (
+    CasePlan,
+    RecordStyle,
+    RenderedCase,
+    assemble,
+    case_plans,
+    fill,
+)
 from xurs_pipeline.data.synthetic.families import (
     STATUS_PENDING,
     STATUS_POSITIVE,
@@ -32,6 +39,7 @@ from xurs_pipeline.data.synthetic.families import (
 
 V2_FAMILIES = (80, 20, 20)
 V2_CASES_PER_FAMILY = 6
+STYLE = RecordStyle("synthetic_v2")
 DETAILS = ("morning", "evening")
 CASE_TEMPLATES = (
     "A {age}-year-old patient attends the clinic this {detail} with {symptom}. "
@@ -79,21 +87,9 @@ def generate_v2(
                     for has_result in (True, False):
                         text, clue = _render(plan, template_id, detail, has_result)
                         variant = "resolved" if has_result else "unresolved"
-                        records.append(
-                            assemble(
-                                plan,
-                                source="synthetic_v2",
-                                record_id=f"{pair_id}_{variant}",
-                                pair_id=pair_id,
-                                variant=variant,
-                                has_result=has_result,
-                                case_text=text,
-                                clue_span=clue,
-                                favour_label=False,
-                                arrangement=arrangement,
-                                template_id=template_id,
-                                template_unseen=template_id in UNSEEN_TEMPLATES,
-                                detail=detail,
-                            )
+                        unseen = template_id in UNSEEN_TEMPLATES
+                        case = RenderedCase(
+                            pair_id, variant, has_result, text, clue, arrangement, template_id, unseen, detail
                         )
+                        records.append(assemble(plan, STYLE, case))
     return records

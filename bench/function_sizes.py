@@ -1,0 +1,88 @@
+"""Count the long functions and the long parameter lists of a package (the house rule: < 50 lines).
+
+A function's length is its ``def`` line through its last line (decorators left out, docstring and
+comments counted: what a reader scrolls through); its parameters are every name it takes, ``*args`` and
+``**kwargs`` included, ``self`` and ``cls`` left out. Methods and nested functions count on their own.
+
+    python bench/function_sizes.py                  # xurs_pipeline/, the counts and each offender
+    python bench/function_sizes.py --max-long 12 --max-wide 6   # exit 1 when a count is over
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+ROOT = Path(__file__).resolve().parents[1]
+LONG_LINES = 50
+WIDE_PARAMS = 8
+
+
+class Function(NamedTuple):
+    """One ``def`` of a file: where it is, how many lines and parameters it has."""
+
+    path: str
+    name: str
+    line: int
+    lines: int
+    params: int
+
+
+def parameter_count(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Every parameter name of ``node`` but a leading ``self``/``cls``."""
+    a = node.args
+    names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    names += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+    if names and names[0] in ("self", "cls") and (a.posonlyargs or a.args):
+        names = names[1:]
+    return len(names)
+
+
+def functions(source: str, path: str) -> list[Function]:
+    """Every function and method defined in ``source`` (nested ones included), in file order."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            found.append(Function(path, node.name, node.lineno, lines, parameter_count(node)))
+    return sorted(found, key=lambda f: f.line)
+
+
+def package_functions(package: Path) -> list[Function]:
+    """Every function of every ``.py`` file under ``package``, paths relative to its parent."""
+    found = []
+    for file in sorted(package.rglob("*.py")):
+        found += functions(file.read_text(encoding="utf-8"), str(file.relative_to(package.parent)))
+    return found
+
+
+def report(found: list[Function]) -> tuple[list[Function], list[Function], str]:
+    """The long functions, the wide ones and the printed report of both."""
+    long = sorted((f for f in found if f.lines >= LONG_LINES), key=lambda f: -f.lines)
+    wide = sorted((f for f in found if f.params >= WIDE_PARAMS), key=lambda f: -f.params)
+    out = [f"functions of {LONG_LINES}+ lines: {len(long)}"]
+    out += [f"  {f.lines:4d} lines  {f.path}:{f.line} {f.name}" for f in long]
+    out += [f"functions with {WIDE_PARAMS}+ parameters: {len(wide)}"]
+    out += [f"  {f.params:4d} params {f.path}:{f.line} {f.name}" for f in wide]
+    return long, wide, "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("package", nargs="?", type=Path, default=ROOT / "xurs_pipeline")
+    parser.add_argument("--max-long", type=int, help=f"exit 1 when more functions have {LONG_LINES}+ lines")
+    parser.add_argument("--max-wide", type=int, help=f"exit 1 when more have {WIDE_PARAMS}+ parameters")
+    args = parser.parse_args(argv)
+    long, wide, text = report(package_functions(args.package))
+    print(text)
+    over = (args.max_long is not None and len(long) > args.max_long) or (
+        args.max_wide is not None and len(wide) > args.max_wide
+    )
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
