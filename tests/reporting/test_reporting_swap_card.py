@@ -86,3 +86,25 @@ def test_on_swap_data_the_front_pages_last_verdict_is_the_swap_control(summary: 
     plain = front()
     assert plain.verdicts[-1].question == "Clue found?"
     assert 'id="swap"' not in str(render_front(plain))
+
+
+def test_the_method_table_shows_each_method_against_behaviour_in_the_configs_order() -> None:
+    """The card lists every compared method (the paper's estimator first) with its agreement on the clear
+    probes, its interval and counts, and how often each model behaves as trained; a summary without the
+    comparison (an older run) shows no method table."""
+    import re
+
+    summary = study()
+    method = {"agreement_clear": 0.95, "agreement_clear_low": 0.83, "agreement_clear_high": 0.99,
+              "agreement_clear_k": 19, "agreement_clear_n": 20, "agreement": 0.9, "swap": 0.8, "swap_low": 0.6,
+              "swap_high": 0.9, "spearman": 0.7, "evals_median": 31.0, "passes": True}  # fmt: skip
+    failing = {**method, "agreement_clear": 0.5, "agreement_clear_k": 10, "passes": False}
+    summary.update(methods={"random": failing, "paper": method}, clear_margin=0.2,
+                   behaves_as_trained={"A": {"k": 16, "n": 16, "share": 1.0},
+                                       "B": {"k": 12, "n": 16, "share": 0.75}})  # fmt: skip
+    text = " ".join(re.sub(r"<[^>]+>", " ", str(render_swap_card(SwapStudy.of(summary)))).split())
+    assert "Model A depends on cue 1 on 16 of 16 probes, model B on cue 2 on 12 of 16" in text
+    assert text.index(" paper 0.95 [0.83, 0.99] 19/20") < text.index(" random 0.50 [0.83, 0.99] 10/20")
+    assert "a margin of at least 0.20" in text
+    older = study()
+    assert "Which explanation to trust" not in str(render_swap_card(SwapStudy.of(older)))

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from markupsafe import Markup
 
+from xurs_pipeline.evaluation.config import SWAP_METHODS
 from xurs_pipeline.evaluation.swap import PASS_ACCURACY, PASS_LOWER
 from xurs_pipeline.reporting.clue_card import as_number
 from xurs_pipeline.reporting.html_templates import environment
@@ -39,13 +40,17 @@ class SwapStudy:
 
     studies: Mapping[str, Mapping[str, Any]]
     accuracy: Mapping[str, Mapping[str, Any]]
+    methods: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # swap_agreement.comparison
+    behaves: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # role -> k, n, share
+    clear_margin: float = float("nan")  # evaluation.swap_clear_margin of the run
 
     @classmethod
     def of(cls, summary: Mapping[str, Any]) -> SwapStudy | None:
         """From ``summary.json``; None where the swap stages were skipped (data without two cues)."""
         if "studies" not in summary:
             return None
-        return cls(summary["studies"], summary.get("accuracy", {}))
+        return cls(summary["studies"], summary.get("accuracy", {}), summary.get("methods", {}),
+                   summary.get("behaves_as_trained", {}), _finite(summary.get("clear_margin")))  # fmt: skip
 
     @property
     def names(self) -> dict[str, str]:
@@ -138,6 +143,36 @@ outside its own pair.</p>
 </tbody>
 </table>
 <p class="{{ css }}">{{ answer }}: {{ detail }}.</p>
+{% if methods %}
+<h3>Which explanation to trust: each method against what the models do</h3>
+<p>What each model depends on is measured on the probe's text: one cue resolved to the label, or turned to
+its other condition, and the label's width read again (edits the training data holds). Model A depends on
+cue 1 on {{ behaves.A.k }} of {{ behaves.A.n }} probes, model B on cue 2 on {{ behaves.B.k }} of
+{{ behaves.B.n }}: where a model did not learn its labels' rule, the attribution should follow the model.</p>
+<table>
+<thead><tr><th>Method</th><th class="num">Agrees with behaviour (clear probes)</th>
+<th class="num">95% CI</th><th class="num">k/n</th><th class="num">All decided probes</th>
+<th class="num">Swap accuracy (training rule)</th><th class="num">Rank corr. of cue shares</th>
+<th class="num">Model evaluations per probe</th><th>Passes</th></tr></thead>
+<tbody>
+{% for name, m in methods %}
+<tr><td>{{ name }}</td><td class="num">{{ f2(m.agreement_clear) }}</td>
+<td class="num">[{{ f2(m.agreement_clear_low) }}, {{ f2(m.agreement_clear_high) }}]</td>
+<td class="num">{{ m.agreement_clear_k }}/{{ m.agreement_clear_n }}</td>
+<td class="num">{{ f2(m.agreement) }}</td>
+<td class="num">{{ f2(m.swap) }} [{{ f2(m.swap_low) }}, {{ f2(m.swap_high) }}]</td>
+<td class="num">{{ f2(m.spearman) }}</td><td class="num">{{ m.evals_median | round | int }}</td>
+<td class="{{ 'pass' if m.passes else 'fail' }}">{{ 'yes' if m.passes else 'no' }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+<p class="note">A method agrees on a probe when the cue it ranks first is the cue whose edits move the
+model's width more; clear probes are those where one cue's effect exceeds the other's by a margin of at least
+{{ clear_margin }} of their sum. A method passes with agreement &ge; 0.9 and a Wilson lower bound &ge; 0.8 on
+the clear probes. <code>input_only</code> and <code>random</code> are nulls: any method that does not beat
+them explains the input, not the model. One data seed decides little: pool seeds with
+<code>xurs swap-sweep</code> (docs/swap-control.md).</p>
+{% endif %}
 <p class="note">Swap accuracy: the share of explanations whose learned cue's best token outranks every token
 of the other cue (a tie fails), with its Wilson interval; it passes at &ge; {{ pass_accuracy }} with the
 lower bound &ge; {{ pass_lower }} and the between-model difference of cue 1's share of the two cues'
@@ -158,6 +193,12 @@ def _f2(x: Any) -> str:
     return "—" if math.isnan(v) else f"{v:.2f}"
 
 
+def _in_order(methods: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The methods in ``evaluation.swap_methods``' canonical order (the paper's estimator first)."""
+    rank = {m: i for i, m in enumerate(SWAP_METHODS)}
+    return sorted(methods.items(), key=lambda item: rank.get(item[0], len(rank)))
+
+
 def render_swap_card(study: SwapStudy | None) -> Markup:
     """The card; empty markup where the swap stages were skipped."""
     if study is None:
@@ -168,6 +209,7 @@ def render_swap_card(study: SwapStudy | None) -> Markup:
             studies=[(k, study.studies[k]) for k in RANKINGS if k in study.studies], accuracy=study.accuracy,
             names=study.names, answer=answer, css=css,
             detail=detail, cue_of={"A": 1, "B": 2}, pct=_pct, f2=_f2, learned_min=LEARNED_MIN,
-            pass_accuracy=PASS_ACCURACY, pass_lower=PASS_LOWER,
+            pass_accuracy=PASS_ACCURACY, pass_lower=PASS_LOWER, methods=_in_order(study.methods),
+            behaves=study.behaves, clear_margin=_f2(study.clear_margin),
         )
     )  # fmt: skip

@@ -75,6 +75,7 @@ def run(cfg: RootConfig) -> dict[str, Any] | None:
         "studies": studies,
         "methods": comparison(methods, cfg.evaluation.confidence),
         "behaves_as_trained": behaves_as_trained(behaviour),
+        "clear_margin": cfg.evaluation.swap_clear_margin,
         "accuracy": {
             role: role_test_accuracy(cfg, prompts, models[role], cue) for role, cue in ROLE_CUE.items()
         },

@@ -1,0 +1,68 @@
+"""The swap study's method comparison from a user's fresh clone, on a tiny model: ``xurs sweep`` over two data
+seeds of ``controlled_swap`` up to the ``swap`` stage (each a DVC experiment), ``dvc exp show`` listing every
+method's metrics, and ``xurs swap-sweep`` pooling them into the method x seed table. Sizes only are shrunk;
+every other setting is the experiment's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from smoke_project import BIN, run_ok
+from user_clone import exp_show, experiments, git_clone
+
+from xurs_pipeline.evaluation.config import SWAP_METHODS
+
+TINY = ["model=tiny", "data.families=[8,1,3]", "train.max_epochs=1", "train.partial_layers=1",
+        "attribution.kronrod_max_evals=60", "attribution.max_questions=3"]  # fmt: skip
+MEASURES = ("swap", "swap_low", "agreement", "agreement_low", "agreement_clear", "agreement_clear_low")
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = git_clone(tmp_path_factory.mktemp("swap") / "xurs")
+    sweep = [str(BIN / "xurs"), "sweep", "--stage", "swap", "--name", "seed", "experiment=controlled_swap",
+             *TINY, "data.seed=1,2"]  # fmt: skip
+    run_ok(sweep, work)
+    return work
+
+
+@pytest.mark.slow
+def test_every_method_and_model_is_in_dvc_exp_show(swept: Path) -> None:
+    exps = experiments(exp_show(swept))
+    assert {"seed-0", "seed-1"} <= set(exps)
+    for name in ("seed-0", "seed-1"):
+        metrics = exps[name]["data"]["metrics"]["data/swap/methods.json"]["data"]
+        assert set(SWAP_METHODS) <= set(metrics)
+        for method in SWAP_METHODS:
+            assert set(MEASURES) <= set(metrics[method]), method
+            for measure in ("swap", "agreement"):
+                value, low = metrics[method][measure], metrics[method][f"{measure}_low"]
+                assert 0.0 <= low <= value <= 1.0
+        assert 0.0 <= metrics["as_trained_A"] <= 1.0
+        assert 0.0 <= metrics["as_trained_B"] <= 1.0
+
+
+@pytest.mark.slow
+def test_swap_sweep_pools_the_seeds_counts(swept: Path) -> None:
+    """The table's pooled counts are the sum of each experiment's own (read back from DVC, not recomputed)."""
+    out = run_ok([str(BIN / "xurs"), "swap-sweep", "--out", "results/sweeps"], swept)
+    table = pd.read_csv(swept / "results" / "sweeps" / "swap_sweep.csv").set_index("row")
+    assert set(SWAP_METHODS) <= set(table.index)
+    assert {"seed-0", "seed-1"} <= set(table.columns)
+    assert "| paper |" in out.stdout
+    summaries = []
+    for name in ("seed-0", "seed-1"):
+        show = run_ok([str(BIN / "dvc"), "exp", "show", "--json"], swept)  # the experiment's revision
+        rev = experiments(json.loads(show.stdout))[name]["rev"]
+        run_ok(["git", "checkout", "-q", rev, "--", "dvc.lock"], swept)
+        run_ok([str(BIN / "dvc"), "checkout", "-q", "swap"], swept)
+        summaries.append(json.loads((swept / "data/swap/study/summary.json").read_text()))
+    for method in SWAP_METHODS:
+        k = sum(s["methods"][method]["agreement_clear_k"] for s in summaries)
+        n = sum(s["methods"][method]["agreement_clear_n"] for s in summaries)
+        assert table.loc[method, "agreement_clear_text"].endswith(f"({k}/{n})")
+    k = sum(s["behaves_as_trained"]["B"]["k"] for s in summaries)
+    assert table.loc["model B behaves as trained", "agreement_text"].endswith(f"({k}/{2 * 3})")
