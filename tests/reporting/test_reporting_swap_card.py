@@ -96,8 +96,9 @@ def test_the_method_table_shows_each_method_against_behaviour_in_the_configs_ord
 
     summary = study()
     method = {"agreement_clear": 0.95, "agreement_clear_low": 0.83, "agreement_clear_high": 0.99,
-              "agreement_clear_k": 19, "agreement_clear_n": 20, "agreement": 0.9, "swap": 0.8, "swap_low": 0.6,
-              "swap_high": 0.9, "spearman": 0.7, "evals_median": 31.0, "passes": True}  # fmt: skip
+              "agreement_clear_k": 19, "agreement_clear_n": 20, "agreement": 0.9, "swap": 0.8,
+              "swap_low": 0.6, "swap_high": 0.9, "spearman": 0.7, "evals_median": 31.0,
+              "passes": True}  # fmt: skip
     failing = {**method, "agreement_clear": 0.5, "agreement_clear_k": 10, "passes": False}
     summary.update(methods={"random": failing, "paper": method}, clear_margin=0.2,
                    behaves_as_trained={"A": {"k": 16, "n": 16, "share": 1.0},
