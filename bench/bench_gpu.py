@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -188,19 +189,23 @@ def plan_vs_measured(experiment: str, tokens: int, measured: dict, device: torch
 
 def pipeline_headlines(experiment: str, work: Path) -> dict:
     """Run ``experiment`` on its tiny model in ``work`` to ``tables`` in this process; stage headlines."""
-    sys.path.insert(0, str(C.ROOT / "tests"))
-    sys.path.insert(0, str(C.ROOT / "tests" / "paper"))
-    # the paper tests' own sizes and tiny models (tests/paper/test_paper_pipelines.py, conftest.py)
-    from conftest import PAPER_MODEL_LAYERS
-    from paper_helpers import scratch_project
-    from test_paper_pipelines import ARCHITECTURE, sized_overrides
-
+    # the sizes and tiny models tests/paper runs (xurs_pipeline/models/tiny_paper.py)
     from xurs_pipeline.cli import main as xurs
     from xurs_pipeline.config import load_params
     from xurs_pipeline.models.tiny import save_tiny_paper_model
+    from xurs_pipeline.models.tiny_paper import (
+        ARCHITECTURE,
+        MEDQA_SIZES,
+        PAPER_MODEL_LAYERS,
+        sized_overrides,
+        write_medqa,
+    )
     from xurs_pipeline.tasks.pipeline import run_pipeline
 
-    scratch_project(work)
+    for name in ("conf", "stages", "xurs_pipeline"):
+        shutil.copytree(C.ROOT / name, work / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(C.ROOT / "dvc.yaml", work / "dvc.yaml")
+    write_medqa(work / "medqa", MEDQA_SIZES)
     arch = ARCHITECTURE[experiment]
     model_dir = save_tiny_paper_model(work / "model", arch, num_layers=PAPER_MODEL_LAYERS[arch])
     os.chdir(work)

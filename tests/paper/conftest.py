@@ -11,9 +11,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # paper_helpers
 
 from xurs_pipeline.models.tiny import save_tiny_paper_model
+from xurs_pipeline.models.tiny_paper import PAPER_MODEL_LAYERS
 
 # Four layers give SmolLM3 its NoPE layer (every fourth layer has no rotary embedding).
-PAPER_MODEL_LAYERS = {"smollm3": 4, "llama": 2}
 
 
 @pytest.fixture(scope="session")

@@ -29,28 +29,18 @@ from paper_helpers import BIN, ROOT, run, scratch_project
 
 from xurs_pipeline.config import compose, load_params
 from xurs_pipeline.contracts import STAGES
+from xurs_pipeline.models.tiny_paper import ARCHITECTURE, sized_overrides
 from xurs_pipeline.reporting.gates_sweep import _flatten  # dotted keys of a nested config
 from xurs_pipeline.tasks.pipeline import run_pipeline
 from xurs_pipeline.tasks.runner import check_declared_inputs
 
-SIZES = [
-    "data.medqa_path=medqa", "train.max_epochs=1", "train.head_first_epochs=2", "attribution.max_questions=2",
-    "attribution.refs_per_collection=4", "evaluation.bootstrap_resamples=200", "evaluation.n_random=4",
-    "evaluation.randomisation_questions=0",
-]  # fmt: skip
-SAMPLES = {"paper_smollm3": "attribution.n_samples=8", "paper_llama2": "attribution.n_samples=4"}
 PAPER_SETTINGS = (
     "train.lora_targets", "train.lora_rank", "train.mixed_precision", "train.global_batch",
     "train.batch_size", "train.head_first", "attribution.precision", "attribution.samples_per_call",
     "attribution.n_collections", "attribution.reference_order", "evaluation.repeat_seeds",
     "evaluation.ranking.median_section_spearman_min",
 )  # fmt: skip
-ARCHITECTURE = {"paper_smollm3": "smollm3", "paper_llama2": "llama"}
 TO_TABLES = list(STAGES)[: list(STAGES).index("tables") + 1]
-
-
-def sized_overrides(experiment: str, model_dir: Path) -> list[str]:
-    return [f"experiment={experiment}", f"model.source={model_dir}", *SIZES, SAMPLES[experiment]]
 
 
 @pytest.fixture(scope="module", params=["paper_smollm3", "paper_llama2"])
