@@ -61,18 +61,30 @@ class ProbeSet:
     evals: Mapping[str, Mapping[str, int]]
 
 
+@dataclass(frozen=True)
+class Model:
+    """One model as the methods read it: the classifier, its input embedding, ``layer_ig``'s block (None
+    when not compared), ``layer_ig``'s steps and the ``random`` null's seed."""
+
+    classifier: Any
+    embed: Any
+    block: Any
+    steps: int
+    seed: int
+
+
 def method_readings(
     classifier: Any, role: str, probes: ProbeSet, methods: Sequence[str], steps: int, seed: int
 ) -> pd.DataFrame:
     """One row per (method, probe) under one model: method, role, record_id, top, share_1, best_1, best_2,
     total_1, total_2, evals."""
     classifier.eval()
-    embed = classifier.backbone.get_input_embeddings()
     block = middle_block(classifier) if "layer_ig" in methods else None
+    model = Model(classifier, classifier.backbone.get_input_embeddings(), block, steps, seed)
     rows = []
     for record_id in tqdm(probes.ids, desc=f"swap methods, model {role}", unit="probe"):
         for method in methods:
-            reading = _reading(method, classifier, embed, block, probes, record_id, steps, seed)
+            reading = _reading(method, model, probes, record_id)
             rows.append({"method": method, "role": role, "record_id": record_id, "top": reading.top,
                          "share_1": reading.share_1, "best_1": reading.best[0], "best_2": reading.best[1],
                          "total_1": reading.total[0], "total_2": reading.total[1],
@@ -80,19 +92,16 @@ def method_readings(
     return pd.DataFrame(rows)
 
 
-def _reading(
-    method: str, classifier: Any, embed: Any, block: Any, probes: ProbeSet, record_id: str, steps: int,
-    seed: int,
-) -> CueReading:  # fmt: skip
+def _reading(method: str, model: Model, probes: ProbeSet, record_id: str) -> CueReading:
     cues = probes.cues[record_id]
     if method in RUN_METHODS or method == "input_only":
         return token_reading(probes.magnitudes[method][record_id], cues, probes.evals[method][record_id])
-    device = embed.weight.device
+    device = model.embed.weight.device
     ids = torch.tensor([probes.ids[record_id]], device=device)
     if method == "random":
-        return random_reading(cues, ids.shape[1], seed + zlib.crc32(record_id.encode()))
+        return random_reading(cues, ids.shape[1], model.seed + zlib.crc32(record_id.encode()))
     with torch.no_grad():
-        x = embed(ids).detach()
-        reference = embed(torch.as_tensor(probes.references[record_id][:1], device=device)).detach()
-    probe = Probe(x, cues, reference)
-    return explain(method, width_function(classifier, probes.labels[record_id]), probe, block, steps)
+        x = model.embed(ids).detach()
+        reference = model.embed(torch.as_tensor(probes.references[record_id][:1], device=device)).detach()
+    width = width_function(model.classifier, probes.labels[record_id])
+    return explain(method, width, Probe(x, cues, reference), model.block, model.steps)
