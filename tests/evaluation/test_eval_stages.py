@@ -248,7 +248,7 @@ def test_reference_endpoints_are_a_diagnostic_not_failed_checks(artifacts: Path,
     model, tokenizer = load_classifier(tmp_path / "train" / "classifier")
     prompts = read_parquet(tmp_path / "prepared" / "prompts.parquet")
     run_attribution(model, prompts, cfg.attribution, pad_id=tokenizer.pad_token_id, max_positions=1024,
-                    out_dir=tmp_path / "attribute", fingerprint=attribution_fingerprint(cfg))  # fmt: skip
+                    out=RunOutput(tmp_path / "attribute", attribution_fingerprint(cfg)))  # fmt: skip
     headline = checks_stage.run(cfg)
     table = read_parquet(tmp_path / "checks" / "checks.parquet")
     endpoints = read_parquet(tmp_path / "checks" / "details" / "endpoints.parquet")
