@@ -450,7 +450,7 @@ def check_detail(name: str) -> Artifact:
 
 def stage_hash(stage: str, cfg: Any) -> str:
     """Hash of exactly the params ``stage`` reads (stamped into its outputs' provenance headers)."""
-    composed = asdict(cfg) if is_dataclass(cfg) else dict(cfg)
+    composed = asdict(cfg) if is_dataclass(cfg) and not isinstance(cfg, type) else dict(cfg)
     values = {}
     for key in param_keys(stage, composed):
         node: Any = composed
