@@ -62,11 +62,13 @@ GROUPS = {
     # one torchrun launch shared by the file's tests (its module fixture would run on each worker)
     "processes": [("tests/paper/test_paper_processes.py::", "")],
     "user_clone": [("tests/foundation/test_foundation_experiments.py::", "")],
+    # the swap study's two-seed sweep from a fresh clone (its module fixture would run on each worker)
+    "swap_sweep": [("tests/pipeline/test_pipeline_swap_methods.py::", "")],
     # the reliability tests' reference project and stage fork server (tests/reliability/conftest.py), once
     "reliability": [("tests/reliability/", "")],
 }
 # the groups that take longest start first (they are the suite's critical path)
-LONG_FIRST = ("user_clone", "smoke", "reliability", "paper_llama2", "paper_smollm3", "processes")
+LONG_FIRST = ("user_clone", "swap_sweep", "smoke", "reliability", "paper_llama2", "paper_smollm3", "processes")
 
 
 def worker_group(nodeid: str) -> str | None:
