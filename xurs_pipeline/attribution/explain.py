@@ -26,7 +26,14 @@ from xurs_pipeline.attribution.inputs import (
     reference_pool,
     select_questions,
 )
-from xurs_pipeline.attribution.model import DTYPES, WidthModel, frozen, model_device, set_precision
+from xurs_pipeline.attribution.model import (
+    DTYPES,
+    WidthModel,
+    chosen_device,
+    frozen,
+    model_device,
+    set_precision,
+)
 from xurs_pipeline.attribution.question import NonFiniteError, ReferencePool, attribute_question
 from xurs_pipeline.credal import belief, check_masses, credal_width, pignistic, plausibility
 from xurs_pipeline.data.schema import OPTION_LETTERS as LETTERS
@@ -286,8 +293,7 @@ def explain(
     if cfg.target == "correct" and inline is not None and inline.answer is None:
         raise AttributionInputError("explain: target='correct' on an inline question needs answer=0..3")
     model, tokenizer = load_classifier(classifier_dir, merge_lora=cfg.merge_lora)
-    device = "cuda" if cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available()) else "cpu"
-    model.to(device=device)
+    model.to(device=chosen_device(cfg.device))
     set_precision(model, DTYPES[cfg.precision])
     max_positions = getattr(model.backbone.config, "max_position_embeddings", None)
     prepared = read_prompts(prompts_path) if prompts_path is not None else None

@@ -165,6 +165,13 @@ def model_dtype(model: nn.Module) -> torch.dtype:
     return torch.float32
 
 
+def chosen_device(choice: str) -> torch.device:
+    """The device a ``device`` key names: ``cuda``, ``cpu``, or ``auto`` (CUDA when there is one)."""
+    return torch.device(
+        "cuda" if choice == "cuda" or (choice == "auto" and torch.cuda.is_available()) else "cpu"
+    )
+
+
 def model_device(model: nn.Module) -> torch.device:
     for param in model.parameters():
         return param.device

@@ -48,11 +48,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def experiment_studies(show: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, str]]:
     """name -> swap summary of each experiment (and baseline commit) that has one; name -> why not."""
-    from xurs_pipeline.reporting.gates_sweep import _states, experiment_params
+    from xurs_pipeline.reporting.gates_sweep import experiment_params, experiment_states
     from xurs_pipeline.reporting.swap_sweep import SUMMARY
 
     studies, left_out = {}, {}
-    for name, state, executor in _states(show, workspace=False):
+    for name, state, executor in experiment_states(show, workspace=False):
         if executor and executor != "success":
             left_out[name] = f"experiment {executor}"
             continue

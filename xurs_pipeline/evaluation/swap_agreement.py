@@ -45,14 +45,20 @@ def scored(readings: pd.DataFrame, behaviour: pd.DataFrame, clear_margin: float)
     return out
 
 
-def _share(values: pd.Series, prefix: str, confidence: float) -> dict[str, float | int]:
-    values = values.dropna().astype(bool)
-    if values.empty:
+def proportion(k: int, n: int, prefix: str, confidence: float = 0.95) -> dict[str, float | int]:
+    """``k`` of ``n`` as ``<prefix>``, ``_low``, ``_high`` (Wilson interval, ``swap.wilson``), ``_k``, ``_n``;
+    NaN for none."""
+    if n == 0:
         return {prefix: float("nan"), f"{prefix}_low": float("nan"), f"{prefix}_high": float("nan"),
                 f"{prefix}_k": 0, f"{prefix}_n": 0}  # fmt: skip
-    p = wilson(values.tolist(), confidence)
-    return {prefix: p.value, f"{prefix}_low": p.low, f"{prefix}_high": p.high, f"{prefix}_k": p.k,
-            f"{prefix}_n": p.n}  # fmt: skip
+    p = wilson([True] * k + [False] * (n - k), confidence)
+    return {prefix: p.value, f"{prefix}_low": p.low, f"{prefix}_high": p.high, f"{prefix}_k": k,
+            f"{prefix}_n": n}  # fmt: skip
+
+
+def _share(values: pd.Series, prefix: str, confidence: float) -> dict[str, float | int]:
+    values = values.dropna().astype(bool)
+    return proportion(int(values.sum()), len(values), prefix, confidence)
 
 
 def method_summary(part: pd.DataFrame, confidence: float = 0.95) -> dict[str, float | int | bool]:

@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from xurs_pipeline.attribution.targets import option_values
+from xurs_pipeline.attribution.targets import width_target
 from xurs_pipeline.data.prepare import prepare_records
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.evaluation.swap_behaviour import WidthReader
@@ -40,9 +40,8 @@ def label_widths(
         frame = prepare_records(records, tokenizer, max_tokens).frame
         ids = [list(map(int, x)) for x in frame["input_ids"]]
         masses = classifier_outputs(classifier, ids, tokenizer.pad_token_id, batch_size, device=device).masses
-        widths = option_values("width", masses.double())  # (n, 4), Eq. 2
         labels = torch.tensor(frame["answer_idx"].to_numpy(), dtype=torch.long)
-        return widths.gather(-1, labels[:, None]).squeeze(-1).numpy()
+        return width_target(masses.double(), labels).numpy()  # W of each record's label (Eq. 2)
 
     return read
 

@@ -44,7 +44,7 @@ class Sweep:
     left_out: dict[str, str] = field(default_factory=dict)
 
 
-def _states(
+def experiment_states(
     show: Sequence[Mapping[str, Any]], workspace: bool
 ) -> Iterator[tuple[str, Mapping[str, Any], str]]:
     """(name, ExpState, executor state or "") of each baseline commit (the workspace only with
@@ -152,7 +152,7 @@ def sweep_frame(
     if not isinstance(show, Sequence) or not all(isinstance(s, Mapping) and "rev" in s for s in show):
         raise ValueError("not `dvc exp show --json` output: expected a list of objects with a 'rev' key")
     names, params, gates, counts, left_out = [], [], [], [], {}
-    for name, state, executor in _states(show, workspace):
+    for name, state, executor in experiment_states(show, workspace):
         entry, why = _split_gates(state, split, detail)
         if entry is None:
             left_out[name] = why if executor in ("", "success") else f"experiment {executor}: {why}"

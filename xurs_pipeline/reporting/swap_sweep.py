@@ -16,8 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from xurs_pipeline.evaluation.swap import wilson
-from xurs_pipeline.evaluation.swap_agreement import passes
+from xurs_pipeline.evaluation.swap_agreement import passes, proportion
 from xurs_pipeline.reporting.render import Column, TableSpec, fmt_text, fmt_yes_no
 
 SUMMARY = "swap/study/summary.json"  # under paths.artifacts, written by the swap stage
@@ -25,13 +24,7 @@ MEASURES = ("swap", "agreement", "agreement_clear")
 
 
 def _pooled(counts: list[tuple[int, int]], prefix: str) -> dict[str, float | int]:
-    k, n = sum(c[0] for c in counts), sum(c[1] for c in counts)
-    if n == 0:
-        return {prefix: float("nan"), f"{prefix}_low": float("nan"), f"{prefix}_high": float("nan"),
-                f"{prefix}_k": 0, f"{prefix}_n": 0}  # fmt: skip
-    p = wilson([True] * k + [False] * (n - k))
-    return {prefix: p.value, f"{prefix}_low": p.low, f"{prefix}_high": p.high, f"{prefix}_k": k,
-            f"{prefix}_n": n}  # fmt: skip
+    return proportion(sum(c[0] for c in counts), sum(c[1] for c in counts), prefix)
 
 
 def _count(measures: Mapping[str, Any], prefix: str) -> tuple[int, int]:

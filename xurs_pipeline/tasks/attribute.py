@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.attribution.model import DTYPES, set_precision
+from xurs_pipeline.attribution.model import DTYPES, chosen_device, set_precision
 from xurs_pipeline.attribution.runner import RunOutput, Shard, input_hashes, run_attribution
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
 from xurs_pipeline.contracts import artifact
@@ -46,7 +46,7 @@ def attribute_into(
     ``modify``-ed: the swap control's re-initialised heads, a ``variant`` that keys its parts apart) into
     ``out_dir`` (this process's shard); the merged metrics on the main process, else None."""
     at = cfg.attribution
-    cpu = at.device == "cpu" or (at.device == "auto" and not torch.cuda.is_available())
+    cpu = chosen_device(at.device).type == "cpu"
     state = process_group(cpu)  # one group of every launched process, or a LaunchError
     prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
     classifier_dir = classifier_dir or artifact("classifier").at(cfg.paths)

@@ -17,9 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-import torch
 
-from xurs_pipeline.attribution.model import DTYPES, set_precision
+from xurs_pipeline.attribution.model import DTYPES, chosen_device, set_precision
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
 from xurs_pipeline.contracts import artifact, stage_hash
 from xurs_pipeline.data.dataset import data_config_hash
@@ -45,8 +44,7 @@ from xurs_pipeline.tasks.runner import log
 
 def run(cfg: RootConfig) -> dict[str, Any]:
     ev, attribute_dir = cfg.evaluation, artifact("attributions").at(cfg.paths).parent
-    device = torch.device("cuda" if ev.device == "cuda" or (ev.device == "auto" and torch.cuda.is_available())
-                          else "cpu")  # fmt: skip
+    device = chosen_device(ev.device)
     prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
     runs = [read_attributions(attribute_dir, attribution_fingerprint(cfg))]
     for fn in comparison_targets(cfg):  # the attribute_targets stage's runs (issue 17)

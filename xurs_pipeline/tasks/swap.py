@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
+from xurs_pipeline.attribution.model import chosen_device, model_device
 from xurs_pipeline.config import RootConfig, train_run_hash
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.dataset import data_config_hash, load_records
@@ -106,9 +106,7 @@ def _probes(runs: dict[str, pd.DataFrame]) -> list[str]:
 
 def _models(cfg: RootConfig) -> dict[str, Any]:
     """Models A and B (classifier, tokenizer) on ``evaluation.device`` (the edits' and methods' passes)."""
-    ev = cfg.evaluation
-    device = torch.device("cuda" if ev.device == "cuda" or (ev.device == "auto" and torch.cuda.is_available())
-                          else "cpu")  # fmt: skip
+    device = chosen_device(cfg.evaluation.device)
     models = {}
     for role in ROLE_CUE:
         classifier, tokenizer = load_classifier(
@@ -116,10 +114,6 @@ def _models(cfg: RootConfig) -> dict[str, Any]:
         )
         models[role] = (classifier.to(device).eval(), tokenizer)
     return models
-
-
-def _device(classifier: Any) -> torch.device:
-    return next(classifier.parameters()).device
 
 
 def _shared_embedding(models: dict[str, Any]) -> np.ndarray:
@@ -172,7 +166,7 @@ def _behaviour(cfg: RootConfig, models: dict[str, Any], probes: list[str]) -> pd
     frames = []
     for role, (model, tokenizer) in models.items():
         reader = label_widths(
-            model, tokenizer, cfg.data.max_tokens, cfg.train.eval_batch_size, _device(model)
+            model, tokenizer, cfg.data.max_tokens, cfg.train.eval_batch_size, model_device(model)
         )
         frames.append(cue_dependence(edit_widths(records, reader), role))
     return pd.concat(frames, ignore_index=True)
@@ -264,6 +258,6 @@ def role_test_accuracy(
         tokenizer.pad_token_id,
         cfg.train.eval_batch_size,
         feature_cache_dir=cfg.train.feature_cache_dir if head_only else None,
-        device=_device(model),
+        device=model_device(model),
     )
     return role_accuracy(out.masses, rows, cue)
