@@ -87,13 +87,12 @@ def cue_dependence(widths: pd.DataFrame, role: str) -> pd.DataFrame:
             (out[f"resolve_{k}"] - out["probe"]).abs() + (out[f"other_{k}"] - out["probe"]).abs()
         ) / 2
     total = out["effect_1"] + out["effect_2"]
-    out["share_1"] = np.where(total > 0, out["effect_1"] / total.where(total > 0, 1.0), np.nan)
+    moved, divisor = total > 0, total.where(total > 0, 1.0)  # a probe neither cue moves: no share, margin 0
+    out["share_1"] = np.where(moved, out["effect_1"] / divisor, np.nan)
     out["depends_on"] = np.select(
         [out["effect_1"] > out["effect_2"], out["effect_2"] > out["effect_1"]], [1, 2], 0
     )
-    out["margin"] = np.where(
-        total > 0, (out["effect_1"] - out["effect_2"]).abs() / total.where(total > 0, 1.0), 0.0
-    )
+    out["margin"] = np.where(moved, (out["effect_1"] - out["effect_2"]).abs() / divisor, 0.0)
     out["as_trained"] = out["depends_on"] == LEARNED[role]
     out.insert(0, "role", role)
     return out
