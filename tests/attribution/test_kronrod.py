@@ -141,3 +141,21 @@ def test_budget_exhausted_is_flagged_in_the_row(model) -> None:
     assert row.budget_exhausted
     assert row.grad_evals <= 50
     assert row.error_bound > 1e-12
+
+
+def test_residual_stop_meets_app_b4_per_reference_and_reports_the_bound(model) -> None:
+    """``attribution.kronrod_stop=residual`` on a real model: each reference's residual (recomputed from the
+    row's per-reference columns) within 5x the tolerance, their mean within it, no more evaluations than the
+    ``bound`` rule, and the bound, still reported, never below the question's residual."""
+    frame = prompts_frame(n_test=2, n_train=3)
+    tol = 1e-3
+    bound_rows = [r.rows[0] for r in _rows(model, frame, kronrod_tolerance=tol)]
+    residual_rows = [r.rows[0] for r in _rows(model, frame, kronrod_tolerance=tol, kronrod_stop="residual")]
+    for by_bound, row in zip(bound_rows, residual_rows, strict=True):
+        per_ref = np.asarray(row.reference_residual, dtype=np.float64)
+        assert per_ref.mean() <= tol
+        assert per_ref.max() <= 5 * tol
+        assert not row.budget_exhausted
+        assert row.grad_evals <= by_bound.grad_evals
+        assert row.residual <= row.error_bound
+    assert sum(r.grad_evals for r in residual_rows) < sum(r.grad_evals for r in bound_rows)

@@ -127,3 +127,67 @@ def test_spec_and_budget_checks():
         KronrodSpec(tolerance=0)
     with pytest.raises(ValueError, match="kronrod_max_evals"):
         integrate(_evaluate(lambda r, a: 1.0), np.ones((4, 1)), KronrodSpec(max_evals=59))
+
+
+def _sigmoid_steps(steepness: float = 300.0, centres: tuple[float, ...] = (0.37, 0.8123, 0.55)):
+    """Steep steps at ``centres``, one per reference: (evaluate, gap (M, 1))."""
+    F = lambda r, a: expit(steepness * (a - centres[r]))  # noqa: E731
+    slope = lambda r, a: steepness * F(r, a) * (1 - F(r, a))  # noqa: E731
+    gap = np.array([[F(r, 1.0) - F(r, 0.0)] for r in range(len(centres))])
+    return _evaluate(slope), gap
+
+
+def test_trace_records_every_step_and_ends_at_the_report():
+    evaluate, gap = _sigmoid_steps()
+    report = integrate(evaluate, gap, KronrodSpec(1e-4, max_evals=20_000))
+    evals, mean_bound, mean_residual, max_residual, seconds = report.trace.T
+    assert np.all(np.diff(seconds) >= 0)
+    assert evals[0] == 3 * NODES_PER_INTERVAL
+    np.testing.assert_array_equal(np.diff(evals), 2 * NODES_PER_INTERVAL)  # one bisection a step
+    assert evals[-1] == report.evals
+    assert mean_bound[-1] == pytest.approx(report.bound.mean())
+    assert mean_bound[-1] <= 1e-4
+    assert mean_bound[0] > 1e-4  # one pass was not enough
+    np.testing.assert_allclose(mean_residual[-1], report.residual.max(axis=1).mean())
+    assert np.all(max_residual >= mean_residual)
+    assert np.all(mean_bound >= mean_residual)
+
+
+def test_residual_rule_stops_where_the_bound_run_first_meets_it():
+    """One refinement order: the ``residual`` run is the prefix of the ``bound`` run that first meets App.
+    B.4's rule (mean per-reference residual within the tolerance, the largest within 5x), and its bound,
+    reported, is still never below its true residual."""
+    evaluate, gap = _sigmoid_steps()
+    tol = 1e-3
+    full = integrate(evaluate, gap, KronrodSpec(tol, max_evals=20_000, stop="bound"))
+    early = integrate(evaluate, gap, KronrodSpec(tol, max_evals=20_000, stop="residual"))
+    evals, _, mean_residual, max_residual, _ = full.trace.T
+    first = int(np.argmax((mean_residual <= tol) & (max_residual <= 5 * tol)))
+    assert early.evals == evals[first] < full.evals
+    assert not early.exhausted
+    per_ref = early.residual.max(axis=1)
+    assert per_ref.mean() <= tol
+    assert per_ref.max() <= 5 * tol
+    assert np.all(early.bound >= per_ref)
+    assert early.bound.mean() > tol  # the per-token estimate was not required, and says so
+
+
+@pytest.mark.parametrize(
+    ("residuals", "met"),
+    [
+        ([0.001, 0.019], True),  # mean 0.01, largest 0.019
+        ([0.0, 0.021], False),  # mean 0.0105
+        ([0.0] * 9 + [0.06], False),  # mean 0.006, but one reference above 0.05
+        ([0.0] * 9 + [0.05], True),
+    ],
+)
+def test_residual_rule_checks_each_reference_before_averaging(residuals, met):
+    spec = KronrodSpec(0.01, stop="residual")
+    residual = np.array(residuals)[:, None]
+    assert spec.met(np.full(len(residuals), 1.0), residual) is met
+    assert KronrodSpec(0.01).met(np.full(len(residuals), 1.0), residual) is False  # the bound rule: 1.0
+
+
+def test_unknown_stop_rule_names_the_key():
+    with pytest.raises(ValueError, match="kronrod_stop"):
+        KronrodSpec(stop="median")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
@@ -25,7 +25,7 @@ from xurs_pipeline.attribution.gradients import GradientSums, Prompt, accumulate
 from xurs_pipeline.attribution.model import Objective, WidthModel
 from xurs_pipeline.attribution.paths import Pieces
 from xurs_pipeline.attribution.plan import SamplingPlan, collection_seed, eg_plan, ig_plan
-from xurs_pipeline.attribution.quadrature import KronrodSpec, integrate
+from xurs_pipeline.attribution.quadrature import TRACE_COLUMNS, KronrodSpec, integrate
 from xurs_pipeline.attribution.references import PreparedReferences
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile (EG's error bound is a confidence half-width)
@@ -109,7 +109,8 @@ class CollectionResult:
       per-reference bound, quadrature.py).  variation: (M, T) ∫|dF/dα| along each path, the total variation
       of F (EG: the mean over the reference's draws, NaN if never drawn).  exhausted: the budget ran out
       before the tolerance (estimators with one).  nonfinite_refs: reference indices with a non-finite
-      sample.  grad_evals: gradient samples used.
+      sample.  grad_evals: gradient samples used.  trace: kronrod's per-step record (``quadrature.py``,
+      ``TRACE_COLUMNS``), empty for the others.
     """
 
     e: torch.Tensor
@@ -123,6 +124,7 @@ class CollectionResult:
     nonfinite_refs: list[int]
     grad_evals: int
     plan_seed: int | None
+    trace: np.ndarray = field(default_factory=lambda: np.zeros((0, len(TRACE_COLUMNS))))
 
 
 def _bad_refs(plan: SamplingPlan, flags: torch.Tensor) -> list[int]:
@@ -283,6 +285,7 @@ class AdaptiveKronrod(Estimator):
             nonfinite_refs=sorted({problem.path_of(r) for r in bad}),
             grad_evals=report.evals,
             plan_seed=None,
+            trace=report.trace,
         )
 
 
@@ -297,6 +300,6 @@ def build_estimator(cfg: AttributionConfig, collection: int) -> Estimator:
         )  # fmt: skip
     if cfg.method == "kronrod":
         return AdaptiveKronrod(
-            KronrodSpec(cfg.kronrod_tolerance, cfg.kronrod_max_evals, cfg.kronrod_intervals)
+            KronrodSpec(cfg.kronrod_tolerance, cfg.kronrod_max_evals, cfg.kronrod_intervals, cfg.kronrod_stop)
         )
     raise ValueError(f"attribution.method={cfg.method!r}: no estimator")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import torch
 
 from xurs_pipeline.attribution.config import AttributionConfig
@@ -52,8 +53,12 @@ class ReferencePool:
 
 @dataclass
 class QuestionResult:
+    """One row per explained target, or the failure; ``traces``: kronrod's per-step record of each collection
+    (``quadrature.TRACE_COLUMNS``; empty arrays for the other estimators)."""
+
     rows: list[TargetAttribution]
     failure: NonFiniteReport | None = None
+    traces: list[np.ndarray] = field(default_factory=list)
 
 
 def explained_targets(rule: str, predicted: int, answer_idx: int) -> tuple[int, ...]:
@@ -184,4 +189,4 @@ def attribute_question(
         return QuestionResult([], _nonfinite(q, targets, "averaged attribution", -1, [], cfg))
     run = QuestionRun(q, cfg, predicted, w_x, betp, e, results, collections, prepared_all, forward_evals)
     rows = [TargetAttribution.build(run, t, target) for t, target in enumerate(targets)]
-    return QuestionResult(rows)
+    return QuestionResult(rows, traces=[r.trace for r in results])

@@ -1,0 +1,186 @@
+"""Benchmark 19: gradient evaluations to App. B.4 against the number of training references (the paper's
+reference counts priced), and MedQA questions per hour.
+
+    python bench/kronrod_references.py --experiment medqa_local --override KEY=VALUE ... \
+        [--questions 8] [--refs 4 16] [--per-ref-budget 150] [--eg-samples 64] [--project 64 256] \
+        [--out results/bench/kronrod_references.jsonl] [--table]
+
+For each of the first ``--questions`` questions the ``attribute`` stage explains and each reference count M in
+``--refs`` (its first M training references, prepared as the stage prepares them), one ``kronrod`` run with
+the ``bound`` rule at tolerance 0.01 and ``--per-ref-budget`` x M evaluations. Both stopping rules are read
+from that one run's trace (one refinement order: a ``residual`` run is its prefix, tested in
+tests/attribution/test_quadrature.py):
+
+- ``residual``: App. B.4 for complete IG integrals, each reference's exact residual checked before averaging
+  (mean <= 0.01, max <= 0.05): the evaluations and seconds when it first holds;
+- ``bound``: the mean per-reference error bound (|K15 - G7| or the exact residual) <= 0.01; "> budget" when
+  the run ended first.
+
+Beside them EG with ``--eg-samples`` draws over the same M references: the draws for a 95% half-width of
+0.01, (1.96 s / 0.01)^2 from the draws' spread s, a projection (EG's error shrinks as 1/sqrt(n)). Zero-
+masking's cost per question (Eq. 8 at k = 1: the top token against 20 random ones) is timed as 21 forwards.
+
+Each (question, M) is one JSON line appended to ``--out`` (a run can be resumed: finished pairs are skipped).
+``--table`` prints, from ``--out``, the per-pair table, the medians per M, the projection to ``--project``
+reference counts (the median evaluations per reference x M: labelled projected) and MedQA questions per hour
+under each rule. Needs the trained model (`xurs params experiment=... && dvc repro train`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C
+from diagnose_paths import experiment_parser, explained_questions, load
+
+from xurs_pipeline.attribution.endpoints import input_width, prompt_of
+from xurs_pipeline.attribution.model import model_device
+from xurs_pipeline.attribution.quadrature import RESIDUAL_MAX_FACTOR, TRACE_COLUMNS
+from xurs_pipeline.attribution.question import attribute_question
+
+TOLERANCE = 0.01
+Z_95 = 1.959963984540054
+MASKING_FORWARDS = 21  # Eq. 8 at k = 1: the top token and 20 random eligible tokens
+
+
+def first_step(trace: np.ndarray, rule: str) -> dict[str, float | None]:
+    """Evaluations and seconds at the first step of ``trace`` (steps, 5) where ``rule`` holds (None: never)"""
+    t = dict(zip(TRACE_COLUMNS, trace.T, strict=True))
+    if rule == "bound":
+        held = t["mean_bound"] <= TOLERANCE
+    else:
+        held = (t["mean_residual"] <= TOLERANCE) & (t["max_residual"] <= RESIDUAL_MAX_FACTOR * TOLERANCE)
+    if not held.any():
+        return {"evals": None, "seconds": None}
+    k = int(np.argmax(held))
+    return {"evals": float(t["evals"][k]), "seconds": float(t["seconds"][k])}
+
+
+def masking_seconds(model, q, target_fn: str) -> float:
+    """Seconds for Eq. 8's forwards of one question (k = 1), timed as 21 forwards of it."""
+    prompt = prompt_of(model, q.input_ids, model_device(model))
+    start = time.perf_counter()
+    for _ in range(MASKING_FORWARDS):
+        input_width(model, prompt, target_fn)
+    return time.perf_counter() - start
+
+
+def measure(model, q, pool, at, pad_id: int, m: int, per_ref: int, eg_samples: int) -> dict:
+    """One (question, M) record: both rules from one kronrod trace, EG's projection, zero-masking's cost."""
+    cfg = replace(at, refs_per_collection=m, n_collections=1, method="kronrod", kronrod_stop="bound",
+                  kronrod_tolerance=TOLERANCE, kronrod_max_evals=per_ref * m)  # fmt: skip
+    result = attribute_question(model, q, pool, cfg, pad_id)
+    (row,), (trace,) = result.rows, result.traces
+    eg = attribute_question(model, q, pool, replace(cfg, method="eg", n_samples=eg_samples), pad_id).rows[0]
+    spread = eg.error_bound * np.sqrt(eg.grad_evals) / Z_95
+    return {
+        "question": q.record_id, "tokens": len(q.input_ids), "refs": m, "budget": per_ref * m,
+        "residual_rule": first_step(trace, "residual"), "bound_rule": first_step(trace, "bound"),
+        "final": {"evals": row.grad_evals, "R": row.residual, "bound": row.error_bound,
+                  "seconds": float(trace[-1, -1])},
+        "eg": {"draws": eg.grad_evals, "R": eg.residual, "s": spread,
+               "draws_for_0.01": (Z_95 * spread / TOLERANCE) ** 2},
+        "masking_seconds": masking_seconds(model, q, cfg.target_fn),
+    }  # fmt: skip
+
+
+def run(args) -> None:
+    model, prompts, cfg, pad_id = load(args.experiment, args.override)
+    at = replace(cfg.attribution, progress=False, refs_per_collection=max(args.refs))
+    questions, pool = explained_questions(model, prompts, at, args.questions)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = {(r["question"], r["refs"]) for r in records(out)}
+    for m in args.refs:
+        for q in questions:
+            if (q.record_id, m) in done:
+                continue
+            record = measure(model, q, pool, at, pad_id, m, args.per_ref_budget, args.eg_samples)
+            with out.open("a") as f:
+                f.write(json.dumps(record) + "\n")
+            rule = record["residual_rule"]["evals"]
+            print(f"  {q.record_id} M={m}: residual rule at {rule}, load {C.load_average()}", flush=True)
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
+def _evals(rule: dict, budget: int) -> str:
+    return f"{rule['evals']:,.0f}" if rule["evals"] is not None else f"> {budget:,}"
+
+
+def _median(values: list[float | None]) -> float | None:
+    """The median, None if more than half are missing (a missing value is above the budget)."""
+    known = sorted(v for v in values if v is not None)
+    if len(known) * 2 <= len(values):
+        return None
+    padded = known + [np.inf] * (len(values) - len(known))
+    return float(np.median(padded))
+
+
+def table(args) -> None:
+    rows = records(Path(args.out))
+    per_pair = [
+        (r["question"], r["tokens"], r["refs"], _evals(r["residual_rule"], r["budget"]),
+         _evals(r["bound_rule"], r["budget"]), f"{r['final']['R']:.4f}", f"{r['final']['bound']:.4f}",
+         f"{r['final']['seconds'] / r['final']['evals']:.2f}", f"{r['eg']['draws_for_0.01']:,.0f}")
+        for r in rows
+    ]  # fmt: skip
+    print(C.markdown_table(["question", "tokens", "M", "evaluations to App. B.4 (residual rule)",
+                            "to the bound", "R at end", "bound at end", "s / evaluation",
+                            "EG draws for 0.01 (projected)"], per_pair))  # fmt: skip
+    print()
+    summary, per_ref = [], []
+    for m in sorted({r["refs"] for r in rows}):
+        at_m = [r for r in rows if r["refs"] == m]
+        res = _median([r["residual_rule"]["evals"] for r in at_m])
+        bnd = _median([r["bound_rule"]["evals"] for r in at_m])
+        eg = float(np.median([r["eg"]["draws_for_0.01"] for r in at_m]))
+        per_ref += [r["residual_rule"]["evals"] / m for r in at_m if r["residual_rule"]["evals"] is not None]
+        hours = [_per_hour(at_m, rule) for rule in ("residual_rule", "bound_rule")]
+        summary.append((m, len(at_m), "measured", _fmt(res), _fmt(bnd), f"{eg:,.0f}", *hours))
+    unit = float(np.median(per_ref)) if per_ref else float("nan")
+    for m in args.project:
+        summary.append((m, "-", "projected", f"{unit * m:,.0f}", "-", "-", "-", "-"))
+    print(C.markdown_table(["M", "questions", "", "median evaluations, residual rule", "bound rule",
+                            "EG draws (projected from s)", "questions / hour, residual rule",
+                            "bound rule"], summary))  # fmt: skip
+    print(f"\nprojection: {unit:.1f} evaluations per reference (median over measured pairs) x M")
+
+
+def _fmt(value: float | None) -> str:
+    return "above the budget" if value is None else "above the budget" if np.isinf(value) else f"{value:,.0f}"
+
+
+def _per_hour(rows: list[dict], rule: str) -> str:
+    """MedQA questions per hour end to end: attribution to the rule plus zero-masking, median seconds."""
+    seconds = [r[rule]["seconds"] + r["masking_seconds"] for r in rows if r[rule]["seconds"] is not None]
+    if len(seconds) * 2 <= len(rows):
+        return "-"
+    return f"{3600 / np.median(seconds):.1f}"
+
+
+def main() -> None:
+    parser = experiment_parser(__doc__, "medqa_local", 8)
+    parser.add_argument("--refs", type=int, nargs="+", default=[4, 16])
+    parser.add_argument("--per-ref-budget", type=int, default=150)
+    parser.add_argument("--eg-samples", type=int, default=64)
+    parser.add_argument("--project", type=int, nargs="*", default=[64, 256])
+    parser.add_argument("--out", default="results/bench/kronrod_references.jsonl")
+    parser.add_argument("--table", action="store_true", help="print the tables from --out, run nothing")
+    args = parser.parse_args()
+    C.print_header("Evaluations to App. B.4 against training references", " ".join(sys.argv))
+    table(args) if args.table else run(args)
+    print(f"load average at end: {C.load_average()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""``bench/kronrod_references.py`` (BENCHMARKS.md section 19): both stopping rules read from one trace,
+the medians with runs that ended above their budget, and the projection over reference counts."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from bench_scripts import load_bench_script
+
+from xurs_pipeline.attribution.quadrature import KronrodSpec, integrate
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_bench_script("kronrod_references")
+
+
+def test_first_step_of_each_rule_matches_a_run_stopped_by_it(bench) -> None:
+    """The evaluations the bench reads off a ``bound`` run's trace for the ``residual`` rule equal those of
+    a run stopped by that rule (same integrand); the ``bound`` rule is the run's own end."""
+    centres = (0.3, 0.7, 0.52, 0.9)
+    slope = lambda r, a: 300 * np.exp(-300 * (a - centres[r])) / (1 + np.exp(-300 * (a - centres[r]))) ** 2  # noqa: E731
+    gap = np.array([[1 / (1 + np.exp(-300 * (1 - c))) - 1 / (1 + np.exp(300 * c))] for c in centres])
+
+    def evaluate(ref, nodes, weights):
+        g = np.array([slope(ref, a) for a in nodes])
+        return g[:, None], None
+
+    full = integrate(evaluate, gap, KronrodSpec(bench.TOLERANCE, max_evals=20_000))
+    early = integrate(evaluate, gap, KronrodSpec(bench.TOLERANCE, max_evals=20_000, stop="residual"))
+    assert bench.first_step(full.trace, "residual")["evals"] == early.evals < full.evals
+    assert bench.first_step(full.trace, "bound")["evals"] == full.evals
+    assert bench.first_step(full.trace[:1], "bound") == {"evals": None, "seconds": None}  # never held
+
+
+def _record(question: str, refs: int, residual: float | None, bound: float | None) -> dict:
+    rule = lambda e: {"evals": e, "seconds": None if e is None else e / 10}  # noqa: E731
+    return {"question": question, "tokens": 150, "refs": refs, "budget": 150 * refs,
+            "residual_rule": rule(residual), "bound_rule": rule(bound),
+            "final": {"evals": 150 * refs, "R": 0.001, "bound": 0.02, "seconds": 15.0 * refs},
+            "eg": {"draws": 64, "R": 0.05, "s": 1.0, "draws_for_0.01": 38415.0},
+            "masking_seconds": 1.0}  # fmt: skip
+
+
+def test_median_counts_runs_above_the_budget_as_larger(bench) -> None:
+    assert bench._median([100, 200, None]) == 200  # the missing one is above the budget: median 200
+    assert bench._median([100, None, None]) is None  # most ran out: no median
+    assert bench._median([100, 300]) == 200
+
+
+def test_table_projects_per_reference_cost_and_labels_it(bench, tmp_path, capsys) -> None:
+    out = tmp_path / "r.jsonl"
+    rows = [_record("q1", 4, 240, None), _record("q2", 4, 360, 600), _record("q3", 4, 300, 540)]
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = type("Args", (), {"out": str(out), "project": [256]})
+    bench.table(args)
+    text = capsys.readouterr().out
+    assert "| 4 | 3 | measured | 300 | 600 |" in text  # bound: 540, 600 and one above the budget
+    assert "| 256 | - | projected | 19,200 |" in text  # 75 per reference (median of 60, 90, 75) x 256
+    assert "> 600" in text  # q1's bound rule: above its budget
