@@ -2,8 +2,8 @@
 reference counts priced), and MedQA questions per hour.
 
     python bench/kronrod_references.py --experiment medqa_local --override KEY=VALUE ... \
-        [--questions 8] [--refs 4 16] [--per-ref-budget 150] [--eg-samples 64] [--project 64 256] \
-        [--out results/bench/kronrod_references.jsonl] [--table]
+        [--questions 8] [--refs 4 16] [--per-ref-budget 150] [--stop bound] [--eg-samples 64] \
+        [--project 64 256] [--out results/bench/kronrod_references.jsonl] [--table]
 
 For each of the first ``--questions`` questions the ``attribute`` stage explains and each reference count M in
 ``--refs`` (its first M training references, prepared as the stage prepares them), one ``kronrod`` run with
@@ -14,7 +14,8 @@ tests/attribution/test_quadrature.py):
 - ``residual``: App. B.4 for complete IG integrals, each reference's exact residual checked before averaging
   (mean <= 0.01, max <= 0.05): the evaluations and seconds when it first holds;
 - ``bound``: the mean per-reference error bound (|K15 - G7| or the exact residual) <= 0.01; "> budget" when
-  the run ended first.
+  the run ended first ("-" with ``--stop residual``, which ends the run at the first rule: cheaper, for many
+  references).
 
 Beside them EG with ``--eg-samples`` draws over the same M references: the draws for a 95% half-width of
 0.01, (1.96 s / 0.01)^2 from the draws' spread s, a projection (EG's error shrinks as 1/sqrt(n)). Zero-
@@ -72,17 +73,20 @@ def masking_seconds(model, q, target_fn: str) -> float:
     return time.perf_counter() - start
 
 
-def measure(model, q, pool, at, pad_id: int, m: int, per_ref: int, eg_samples: int) -> dict:
+def measure(model, q, pool, at, pad_id: int, m: int, args) -> dict:
     """One (question, M) record: both rules from one kronrod trace, EG's projection, zero-masking's cost."""
-    cfg = replace(at, refs_per_collection=m, n_collections=1, method="kronrod", kronrod_stop="bound",
-                  kronrod_tolerance=TOLERANCE, kronrod_max_evals=per_ref * m)  # fmt: skip
+    cfg = replace(at, refs_per_collection=m, n_collections=1, method="kronrod", kronrod_stop=args.stop,
+                  kronrod_tolerance=TOLERANCE, kronrod_max_evals=args.per_ref_budget * m)  # fmt: skip
     result = attribute_question(model, q, pool, cfg, pad_id)
     (row,), (trace,) = result.rows, result.traces
-    eg = attribute_question(model, q, pool, replace(cfg, method="eg", n_samples=eg_samples), pad_id).rows[0]
+    eg_cfg = replace(cfg, method="eg", n_samples=args.eg_samples)
+    eg = attribute_question(model, q, pool, eg_cfg, pad_id).rows[0]
     spread = eg.error_bound * np.sqrt(eg.grad_evals) / Z_95
     return {
-        "question": q.record_id, "tokens": len(q.input_ids), "refs": m, "budget": per_ref * m,
+        "question": q.record_id, "tokens": len(q.input_ids), "refs": m, "budget": cfg.kronrod_max_evals,
+        "stop": args.stop,
         "residual_rule": first_step(trace, "residual"), "bound_rule": first_step(trace, "bound"),
+        "exhausted": row.budget_exhausted,
         "final": {"evals": row.grad_evals, "R": row.residual, "bound": row.error_bound,
                   "seconds": float(trace[-1, -1])},
         "eg": {"draws": eg.grad_evals, "R": eg.residual, "s": spread,
@@ -102,7 +106,7 @@ def run(args) -> None:
         for q in questions:
             if (q.record_id, m) in done:
                 continue
-            record = measure(model, q, pool, at, pad_id, m, args.per_ref_budget, args.eg_samples)
+            record = measure(model, q, pool, at, pad_id, m, args)
             with out.open("a") as f:
                 f.write(json.dumps(record) + "\n")
             rule = record["residual_rule"]["evals"]
@@ -113,8 +117,13 @@ def records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
 
 
-def _evals(rule: dict, budget: int) -> str:
-    return f"{rule['evals']:,.0f}" if rule["evals"] is not None else f"> {budget:,}"
+def _evals(record: dict, rule: str) -> str:
+    """The evaluations at which ``rule`` first held: "> budget" if never, "-" if the run stopped before."""
+    evals = record[rule]["evals"]
+    if evals is not None:
+        return f"{evals:,.0f}"
+    stopped_first = record.get("stop", "bound") != rule.removesuffix("_rule") and not record["exhausted"]
+    return "-" if stopped_first else f"> {record['budget']:,}"
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -129,8 +138,8 @@ def _median(values: list[float | None]) -> float | None:
 def table(args) -> None:
     rows = records(Path(args.out))
     per_pair = [
-        (r["question"], r["tokens"], r["refs"], _evals(r["residual_rule"], r["budget"]),
-         _evals(r["bound_rule"], r["budget"]), f"{r['final']['R']:.4f}", f"{r['final']['bound']:.4f}",
+        (r["question"], r["tokens"], r["refs"], _evals(r, "residual_rule"), _evals(r, "bound_rule"),
+         f"{r['final']['R']:.4f}", f"{r['final']['bound']:.4f}",
          f"{r['final']['seconds'] / r['final']['evals']:.2f}", f"{r['eg']['draws_for_0.01']:,.0f}")
         for r in rows
     ]  # fmt: skip
@@ -172,6 +181,7 @@ def main() -> None:
     parser = experiment_parser(__doc__, "medqa_local", 8)
     parser.add_argument("--refs", type=int, nargs="+", default=[4, 16])
     parser.add_argument("--per-ref-budget", type=int, default=150)
+    parser.add_argument("--stop", choices=["bound", "residual"], default="bound", help="kronrod_stop")
     parser.add_argument("--eg-samples", type=int, default=64)
     parser.add_argument("--project", type=int, nargs="*", default=[64, 256])
     parser.add_argument("--out", default="results/bench/kronrod_references.jsonl")

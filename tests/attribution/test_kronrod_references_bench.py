@@ -37,7 +37,8 @@ def test_first_step_of_each_rule_matches_a_run_stopped_by_it(bench) -> None:
 
 def _record(question: str, refs: int, residual: float | None, bound: float | None) -> dict:
     rule = lambda e: {"evals": e, "seconds": None if e is None else e / 10}  # noqa: E731
-    return {"question": question, "tokens": 150, "refs": refs, "budget": 150 * refs,
+    return {"question": question, "tokens": 150, "refs": refs, "budget": 150 * refs, "stop": "bound",
+            "exhausted": bound is None,
             "residual_rule": rule(residual), "bound_rule": rule(bound),
             "final": {"evals": 150 * refs, "R": 0.001, "bound": 0.02, "seconds": 15.0 * refs},
             "eg": {"draws": 64, "R": 0.05, "s": 1.0, "draws_for_0.01": 38415.0},
@@ -60,3 +61,6 @@ def test_table_projects_per_reference_cost_and_labels_it(bench, tmp_path, capsys
     assert "| 4 | 3 | measured | 300 | 600 |" in text  # bound: 540, 600 and one above the budget
     assert "| 256 | - | projected | 19,200 |" in text  # 75 per reference (median of 60, 90, 75) x 256
     assert "> 600" in text  # q1's bound rule: above its budget
+    stopped = {**_record("q4", 16, 900, None), "stop": "residual", "exhausted": False}
+    assert bench._evals(stopped, "bound_rule") == "-"  # not run past the residual rule: unknown, not > budget
+    assert bench._evals(stopped, "residual_rule") == "900"
