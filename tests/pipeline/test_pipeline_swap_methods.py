@@ -64,5 +64,9 @@ def test_swap_sweep_pools_the_seeds_counts(swept: Path) -> None:
         k = sum(s["methods"][method]["agreement_clear_k"] for s in summaries)
         n = sum(s["methods"][method]["agreement_clear_n"] for s in summaries)
         assert table.loc[method, "agreement_clear_text"].endswith(f"({k}/{n})")
+        for role in ("A", "B"):  # where a method fails: each model's probes, pooled
+            k = sum(s["methods"][method][f"agreement_{role}_k"] for s in summaries)
+            n = sum(s["methods"][method][f"agreement_{role}_n"] for s in summaries)
+            assert table.loc[method, f"agreement_{role}_text"].endswith(f"({k}/{n})")
     k = sum(s["behaves_as_trained"]["B"]["k"] for s in summaries)
     assert table.loc["model B behaves as trained", "agreement_text"].endswith(f"({k}/{2 * 3})")

@@ -5,7 +5,8 @@ Input: each experiment's ``<paths.artifacts>/swap/study/summary.json`` (``tasks/
 name. Output: one row per compared method, then one per model for how often it behaves as trained. Per
 experiment the behavioural agreement on the clear probes as ``k/n``; pooled over the experiments (the counts
 summed, every probe of every experiment one trial) the training-rule swap accuracy, the agreement on all
-decided probes and on the clear ones, each with its Wilson interval (``swap.wilson``), and whether the
+decided probes and on the clear ones, the agreement on each model's probes (where a method fails: model A
+depends on cue 1, model B on cue 2), each with its Wilson interval (``swap.wilson``), and whether the
 pooled clear agreement passes (``swap_agreement.passes``).
 """
 
@@ -20,7 +21,7 @@ from xurs_pipeline.evaluation.swap_agreement import passes, proportion
 from xurs_pipeline.reporting.render import Column, TableSpec, fmt_text, fmt_yes_no
 
 SUMMARY = "swap/study/summary.json"  # under paths.artifacts, written by the swap stage
-MEASURES = ("swap", "agreement", "agreement_clear")
+MEASURES = ("swap", "agreement", "agreement_clear", "agreement_A", "agreement_B")
 
 
 def _pooled(counts: list[tuple[int, int]], prefix: str) -> dict[str, float | int]:
@@ -78,15 +79,17 @@ def sweep_spec(names: list[str]) -> TableSpec:
         "SwapSweepRows",
         "The swap control across experiments: per method the behavioural agreement on the clear probes in "
         "each experiment (k/n), and pooled over them the training-rule swap accuracy, the agreement on all "
-        "decided probes and on the clear ones with Wilson 95% intervals (k/n), and the verdict (pass: clear "
-        "agreement >= 0.9 with lower bound >= 0.8); then how often each model depends on the cue it was "
-        "trained on (pooled in the agreement column).",
+        "decided probes, on the clear ones and on each model's probes with Wilson 95% intervals (k/n), and "
+        "the verdict (pass: clear agreement >= 0.9 with lower bound >= 0.8); then how often each model "
+        "depends on the cue it was trained on (pooled in the agreement column).",
         [
             Column("row", "Method", fmt_text, align="l"),
             *[Column(name, name, fmt_text) for name in names],
             Column("swap_text", "Swap accuracy, pooled", fmt_text),
             Column("agreement_text", "Agreement, pooled", fmt_text),
             Column("agreement_clear_text", "Agreement (clear), pooled", fmt_text),
+            Column("agreement_A_text", "Agreement, model A", fmt_text),
+            Column("agreement_B_text", "Agreement, model B", fmt_text),
             Column("passes", "Passes", _verdict),
         ],
     )

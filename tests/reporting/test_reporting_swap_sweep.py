@@ -1,0 +1,51 @@
+"""``reporting/swap_sweep.py``: the method x experiment table pools each experiment's counts, per model too,
+and a method passes only on the pooled clear agreement (>= 0.9, Wilson lower bound >= 0.8)."""
+
+from __future__ import annotations
+
+import pytest
+
+from xurs_pipeline.reporting.swap_sweep import rendered, sweep_table
+
+
+def _measures(clear: tuple[int, int], a: tuple[int, int], b: tuple[int, int]) -> dict[str, int]:
+    both = (a[0] + b[0], a[1] + b[1])
+    out: dict[str, int] = {}
+    for prefix, (k, n) in {"swap": both, "agreement": both, "agreement_clear": clear, "agreement_A": a,
+                           "agreement_B": b}.items():  # fmt: skip
+        out |= {f"{prefix}_k": k, f"{prefix}_n": n}
+    return out
+
+
+def _study(good: tuple[int, int], bad: tuple[int, int]) -> dict:
+    return {
+        "methods": {"good": _measures(good, (16, 16), (good[0] - 16 + 1, 16)),
+                    "bad": _measures(bad, (16, 16), (4, 16))},
+        "behaves_as_trained": {"A": {"k": 16, "n": 16}, "B": {"k": 15, "n": 16}},
+    }  # fmt: skip
+
+
+def test_counts_are_pooled_per_method_and_per_model() -> None:
+    studies = {"s5": _study((27, 28), (18, 28)), "s6": _study((28, 28), (19, 28))}
+    table = rendered(sweep_table(studies)).set_index("row")
+    assert table.loc["good", "s5"] == "27/28"
+    assert table.loc["good", "agreement_clear_text"].endswith("(55/56)")
+    assert bool(table.loc["good", "passes"])  # 0.98, Wilson low 0.91
+    assert not bool(table.loc["bad", "passes"])  # 37/56 = 0.66
+    assert table.loc["bad", "agreement_A_text"].endswith("(32/32)")
+    assert table.loc["bad", "agreement_B_text"].startswith("0.25 ")  # where it fails: model B's probes
+    assert table.loc["model B behaves as trained", "agreement_text"].endswith("(30/32)")
+    assert table.loc["model B behaves as trained", "agreement_A_text"] == "—"
+
+
+def test_high_agreement_on_few_probes_does_not_pass() -> None:
+    """0.93 on 27 clear probes (seed 5's best method): its Wilson lower bound, 0.77, is under 0.8."""
+    table = sweep_table({"s5": _study((25, 27), (11, 27))}).set_index("row")
+    assert table.loc["good", "agreement_clear"] == pytest.approx(25 / 27)
+    assert table.loc["good", "agreement_clear_low"] < 0.8
+    assert not bool(table.loc["good", "passes"])
+
+
+def test_no_study_is_refused() -> None:
+    with pytest.raises(ValueError, match="no swap study"):
+        sweep_table({})
