@@ -70,3 +70,12 @@ def test_swap_sweep_pools_the_seeds_counts(swept: Path) -> None:
             assert table.loc[method, f"agreement_{role}_text"].endswith(f"({k}/{n})")
     k = sum(s["behaves_as_trained"]["B"]["k"] for s in summaries)
     assert table.loc["model B behaves as trained", "agreement_text"].endswith(f"({k}/{2 * 3})")
+
+
+@pytest.mark.slow
+def test_swap_sweep_labels_columns_by_the_swept_seed(swept: Path) -> None:
+    """``--label data.seed``: the experiments' columns are named by the data seed each ran with."""
+    run_ok([str(BIN / "xurs"), "swap-sweep", "--label", "data.seed", "--out", "results/labelled"], swept)
+    table = pd.read_csv(swept / "results" / "labelled" / "swap_sweep.csv")
+    assert {"data.seed=1", "data.seed=2"} <= set(table.columns)
+    assert not {"seed-0", "seed-1"} & set(table.columns)

@@ -3,6 +3,8 @@ and a method passes only on the pooled clear agreement (>= 0.9, Wilson lower bou
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from xurs_pipeline.reporting.swap_sweep import rendered, sweep_table
@@ -49,3 +51,20 @@ def test_high_agreement_on_few_probes_does_not_pass() -> None:
 def test_no_study_is_refused() -> None:
     with pytest.raises(ValueError, match="no swap study"):
         sweep_table({})
+
+
+def test_projects_are_labelled_by_a_param_and_kept_apart(tmp_path) -> None:
+    """``xurs swap-sweep --project A --project B --label data.seed``: columns named by the seed; two projects
+    with the same seed stay two columns; a project without the key keeps its directory's name."""
+    from xurs_pipeline.commands.swap_sweep import project_studies
+
+    for name, params in {"a": "data:\n  seed: 6\n", "b": "data:\n  seed: 6\n", "c": "data: {}\n"}.items():
+        (tmp_path / name / "data/swap/study").mkdir(parents=True)
+        (tmp_path / name / "params.yaml").write_text(params)
+        (tmp_path / name / "data/swap/study/summary.json").write_text(json.dumps(_study((27, 28), (1, 28))))
+    projects = [str(tmp_path / n) for n in ("a", "b", "c")]
+    assert list(project_studies(projects, "data.seed")) == ["data.seed=6", "data.seed=6 (b)", "c"]
+    assert list(project_studies(projects)) == ["a", "b", "c"]
+    (tmp_path / "c/data/swap/study/summary.json").unlink()
+    with pytest.raises(ValueError, match=r"--project .*c: .*summary\.json not found"):
+        project_studies(projects)

@@ -14,7 +14,8 @@ the training-rule swap accuracy, the agreement on all decided and on the clear p
 intervals, and the verdict (pass: pooled clear agreement >= 0.9 with lower bound >= 0.8); then how often
 each model behaves as trained. The table goes to <out>/swap_sweep.{md,tex,csv} (or the first free
 swap_sweep_<n>.*; --overwrite replaces it) and the Markdown is printed. Experiments without a swap study
-are listed on stderr.
+are listed on stderr. --label data.seed names each column by that param (data.seed=6) instead of the
+experiment's or directory's name.
 """
 
 from __future__ import annotations
@@ -42,12 +43,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="a project directory whose data/swap/study/summary.json to include (repeatable); with it "
         "alone, DVC is not asked",
     )
+    p.add_argument("--label", metavar="KEY", help="name each column by this param, e.g. data.seed")
     p.add_argument("--out", default="results/sweeps", help="output directory (default: results/sweeps)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing swap_sweep.{md,tex,csv}")
 
 
-def experiment_studies(show: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, str]]:
-    """name -> swap summary of each experiment (and baseline commit) that has one; name -> why not."""
+def labelled(name: str, params: dict[str, Any], key: str | None) -> str:
+    """The column name of one experiment: ``key=value`` of its params, or its name (no key, or not set)."""
+    return f"{key}={params[key]}" if key and key in params else name
+
+
+def experiment_studies(
+    show: list[dict[str, Any]], label: str | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """column name (:func:`labelled`) -> swap summary of each experiment (and baseline commit) that has one;
+    experiment name -> why not."""
     from xurs_pipeline.reporting.gates_sweep import experiment_params, experiment_states
     from xurs_pipeline.reporting.swap_sweep import SUMMARY
 
@@ -56,20 +66,30 @@ def experiment_studies(show: list[dict[str, Any]]) -> tuple[dict[str, Any], dict
         if executor and executor != "success":
             left_out[name] = f"experiment {executor}"
             continue
-        path = f"{experiment_params(state).get('paths.artifacts', 'data')}/{SUMMARY}"
+        params = experiment_params(state)
+        path = f"{params.get('paths.artifacts', 'data')}/{SUMMARY}"
         found, why = experiment_json(state, path)
         if not isinstance(found, dict) or "methods" not in found:
             left_out[name] = why if found is None else f"{path}: no method comparison (skipped or older)"
             continue
-        studies[name] = found
+        studies[_unique(labelled(name, params, label), name, studies)] = found
     return studies, left_out
 
 
-def project_studies(projects: list[str]) -> dict[str, Any]:
-    """name (the directory's name) -> its swap summary; ValueError naming a directory without one."""
+def _unique(column: str, name: str, taken: dict[str, Any]) -> str:
+    """``column``, or ``column (name)`` when another experiment has the same label."""
+    return column if column not in taken else f"{column} ({name})"
+
+
+def project_studies(projects: list[str], label: str | None = None) -> dict[str, Any]:
+    """column name (:func:`labelled` by the project's params.yaml, else the directory's name) -> its swap
+    summary; ValueError naming a directory without one."""
+    import yaml
+
+    from xurs_pipeline.reporting.gates_sweep import flatten
     from xurs_pipeline.reporting.swap_sweep import SUMMARY
 
-    out = {}
+    out: dict[str, Any] = {}
     for project in projects:
         path = Path(project) / "data" / SUMMARY
         if not path.is_file():
@@ -77,7 +97,11 @@ def project_studies(projects: list[str]) -> dict[str, Any]:
         found = parse_json(path.read_text(encoding="utf-8"), str(path))
         if "methods" not in found:
             raise ValueError(f"--project {project}: {path} has no method comparison")
-        out[Path(project).resolve().name] = found
+        name, params_file = Path(project).resolve().name, Path(project) / "params.yaml"
+        params = {}
+        if label and params_file.is_file():
+            params = flatten(yaml.safe_load(params_file.read_text()) or {})
+        out[_unique(labelled(name, params, label), name, out)] = found
     return out
 
 
@@ -89,10 +113,11 @@ def run(args: argparse.Namespace) -> int:
     studies: dict[str, Any] = {}
     if args.source or not args.project:
         show = read_saved(args.source) if args.source else exp_show_json(all_commits=args.all_commits)
-        studies, left_out = experiment_studies(show)
+        studies, left_out = experiment_studies(show, args.label)
         for name, why in left_out.items():
             print(f"left out {name}: {why}", file=sys.stderr)
-    studies.update(project_studies(args.project))
+    for column, study in project_studies(args.project, args.label).items():
+        studies[_unique(column, column, studies)] = study
     if not studies:
         raise ValueError("no experiment has a swap study; run e.g. `xurs sweep --stage swap "
                          "experiment=controlled_swap data.seed=5,6`")  # fmt: skip

@@ -62,11 +62,12 @@ def experiment_states(
                 yield str(name), state, executor
 
 
-def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested params -> dotted keys (``{'data': {'seed': 6}}`` -> ``{'data.seed': 6}``)."""
     out: dict[str, Any] = {}
     for key, value in tree.items():
         if isinstance(value, Mapping):
-            out.update(_flatten(value, f"{prefix}{key}."))
+            out.update(flatten(value, f"{prefix}{key}."))
         else:
             out[f"{prefix}{key}"] = value
     return out
@@ -81,7 +82,7 @@ def _params(data: Mapping[str, Any]) -> dict[str, Any]:
     """Dotted param keys of every params file (``params.yaml`` keys bare, others ``<file>:key`` as DVC)."""
     out: dict[str, Any] = {}
     for path, result in (data.get("params") or {}).items():
-        out.update(_flatten(result.get("data") or {}, "" if path == "params.yaml" else f"{path}:"))
+        out.update(flatten(result.get("data") or {}, "" if path == "params.yaml" else f"{path}:"))
     return out
 
 
