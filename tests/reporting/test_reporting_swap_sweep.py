@@ -68,3 +68,10 @@ def test_projects_are_labelled_by_a_param_and_kept_apart(tmp_path) -> None:
     (tmp_path / "c/data/swap/study/summary.json").unlink()
     with pytest.raises(ValueError, match=r"--project .*c: .*summary\.json not found"):
         project_studies(projects)
+
+
+def test_columns_sort_by_number() -> None:
+    from xurs_pipeline.commands.swap_sweep import natural_key
+
+    names = ["data.seed=10", "data.seed=9", "seed5", "data.seed=6"]
+    assert sorted(names, key=natural_key) == ["data.seed=6", "data.seed=9", "data.seed=10", "seed5"]

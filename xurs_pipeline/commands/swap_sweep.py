@@ -21,6 +21,7 @@ experiment's or directory's name.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -105,6 +106,11 @@ def project_studies(projects: list[str], label: str | None = None) -> dict[str, 
     return out
 
 
+def natural_key(name: str) -> list[Any]:
+    """Sort key that orders numbers by value: ``data.seed=9`` before ``data.seed=10``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
 def run(args: argparse.Namespace) -> int:
     from xurs_pipeline.io import config_hash
     from xurs_pipeline.reporting.render import write_table
@@ -121,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
     if not studies:
         raise ValueError("no experiment has a swap study; run e.g. `xurs sweep --stage swap "
                          "experiment=controlled_swap data.seed=5,6`")  # fmt: skip
+    studies = dict(sorted(studies.items(), key=lambda item: natural_key(item[0])))
     frame = rendered(sweep_table(studies))
     out = Path(args.out)
     if out.exists() and not out.is_dir():
