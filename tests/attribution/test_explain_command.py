@@ -322,3 +322,20 @@ def test_training_prompts_aligned_by_sequence_from_the_command_line(project, mon
                       "--alignment", "sequence")  # fmt: skip
     assert rc == 2
     assert "attribution.reference_alignment='sequence'" in err
+
+
+def test_kronrod_stopping_rule_from_the_command_line(project, monkeypatch, capsys):
+    """--stop residual (App. B.4's per-reference rule) spends no more gradient evaluations than --stop bound
+    on the same question and meets the question's residual all the same; an unknown rule is refused."""
+    record = _test_record(project)
+    flags = ["--record-id", record.record_id, "--method", "kronrod", "--refs", "3"]
+    explained = {}
+    for rule in ("bound", "residual"):
+        rc, _, _ = _run(project, monkeypatch, capsys, *flags, "--stop", rule, "--save", f"{rule}.json")
+        assert rc == 0
+        explained[rule] = Explanation.load(project / f"{rule}.json")
+    assert explained["residual"].grad_evals <= explained["bound"].grad_evals
+    assert explained["residual"].residual <= 0.01
+    assert explained["residual"].residual <= explained["residual"].error_bound + 1e-6
+    with pytest.raises(SystemExit):
+        _run(project, monkeypatch, capsys, *flags, "--stop", "median")

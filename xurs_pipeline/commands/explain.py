@@ -18,7 +18,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xurs_pipeline.attribution.config import METHODS, PATHS, REFERENCE_ALIGNMENTS, AttributionConfig
+from xurs_pipeline.attribution.config import (
+    METHODS,
+    PATHS,
+    REFERENCE_ALIGNMENTS,
+    STOP_RULES,
+    AttributionConfig,
+)
 from xurs_pipeline.commands.args import command, positive_int
 
 if TYPE_CHECKING:
@@ -69,6 +75,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     how.add_argument("--refs", type=positive_int, help="training reference prompts per collection")
     how.add_argument("--samples", type=positive_int, help="EG samples per collection")
     how.add_argument("--points", type=positive_int, help="IG points per reference")
+    how.add_argument(
+        "--stop",
+        choices=STOP_RULES,
+        help="kronrod's stopping rule: its error bound, or App. B.4's per-reference residuals",
+    )
     how.add_argument("--samples-per-call", type=positive_int, help="gradient samples per batch")
     how.add_argument("--precision", choices=["float32", "bfloat16", "float16"])
     how.add_argument("--seed", type=int)
@@ -115,7 +126,7 @@ def attribution_config(base: AttributionConfig, args: argparse.Namespace) -> Att
         "method": args.method, "reference": args.reference, "refs_per_collection": args.refs,
         "n_samples": args.samples, "ig_points": args.points, "samples_per_call": args.samples_per_call,
         "precision": args.precision, "seed": args.seed, "path": args.path, "path_block": args.path_block,
-        "reference_alignment": args.alignment,
+        "reference_alignment": args.alignment, "kronrod_stop": args.stop,
     }  # fmt: skip
     changed = {key: value for key, value in overrides.items() if value is not None}
     if reference != "train":  # zero and aligned references: one per question, nothing to fit
