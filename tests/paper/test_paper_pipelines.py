@@ -30,7 +30,7 @@ from paper_helpers import BIN, ROOT, run, scratch_project
 from xurs_pipeline.config import compose, load_params
 from xurs_pipeline.contracts import STAGES
 from xurs_pipeline.models.tiny_paper import ARCHITECTURE, sized_overrides
-from xurs_pipeline.reporting.gates_sweep import _flatten  # dotted keys of a nested config
+from xurs_pipeline.reporting.gates_sweep import flatten  # dotted keys of a nested config
 from xurs_pipeline.tasks.pipeline import run_pipeline
 from xurs_pipeline.tasks.runner import check_declared_inputs
 
@@ -64,8 +64,8 @@ def paper_run(request: pytest.FixtureRequest, paper_models: dict[str, Path], tmp
 @pytest.mark.slow
 def test_only_sizes_differ_from_the_paper_configs(paper_models: dict[str, Path]) -> None:
     for experiment, arch in ARCHITECTURE.items():
-        paper = _flatten(compose([f"experiment={experiment}"], conf_dir=ROOT / "conf"))
-        sized = _flatten(compose(sized_overrides(experiment, paper_models[arch]), conf_dir=ROOT / "conf"))
+        paper = flatten(compose([f"experiment={experiment}"], conf_dir=ROOT / "conf"))
+        sized = flatten(compose(sized_overrides(experiment, paper_models[arch]), conf_dir=ROOT / "conf"))
         changed = {key for key in paper if paper[key] != sized[key]}
         named = {o.split("=")[0] for o in sized_overrides(experiment, paper_models[arch])[1:]}
         assert changed <= named, changed - named
@@ -118,8 +118,8 @@ def test_controlled_v1_paper_runs_on_a_tiny_smollm3(
     from xurs_pipeline.tasks.pipeline import run_pipeline
 
     overrides = ["experiment=controlled_v1_paper", f"model.source={paper_models['smollm3']}", *V1_SIZES]
-    paper = _flatten(compose(["experiment=controlled_v1_paper"], conf_dir=ROOT / "conf"))
-    sized = _flatten(compose(overrides, conf_dir=ROOT / "conf"))
+    paper = flatten(compose(["experiment=controlled_v1_paper"], conf_dir=ROOT / "conf"))
+    sized = flatten(compose(overrides, conf_dir=ROOT / "conf"))
     named = {o.split("=")[0] for o in overrides[1:]}
     assert {k for k in paper if paper[k] != sized[k]} <= named  # only sizes (and the local model) differ
     cfg = validate(compose(overrides, conf_dir=ROOT / "conf"))
