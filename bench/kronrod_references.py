@@ -150,12 +150,15 @@ def table(args) -> None:
     summary, per_ref = [], []
     for m in sorted({r["refs"] for r in rows}):
         at_m = [r for r in rows if r["refs"] == m]
+        bound_runs = [r for r in at_m if r.get("stop", "bound") == "bound"]  # the others stopped before it
         res = _median([r["residual_rule"]["evals"] for r in at_m])
-        bnd = _median([r["bound_rule"]["evals"] for r in at_m])
+        bnd = _median([r["bound_rule"]["evals"] for r in bound_runs]) if bound_runs else None
         eg = float(np.median([r["eg"]["draws_for_0.01"] for r in at_m]))
         per_ref += [r["residual_rule"]["evals"] / m for r in at_m if r["residual_rule"]["evals"] is not None]
-        hours = [_per_hour(at_m, rule) for rule in ("residual_rule", "bound_rule")]
-        summary.append((m, len(at_m), "measured", _fmt(res), _fmt(bnd), f"{eg:,.0f}", *hours))
+        hours = [_per_hour(at_m, "residual_rule"), _per_hour(bound_runs, "bound_rule") if bound_runs else "-"]
+        runs = f"{len(bound_runs)} run{'s' * (len(bound_runs) != 1)}"
+        bound_text = f"{_fmt(bnd)} ({runs})" if bound_runs else "-"
+        summary.append((m, len(at_m), "measured", _fmt(res), bound_text, f"{eg:,.0f}", *hours))
     unit = float(np.median(per_ref)) if per_ref else float("nan")
     for m in args.project:
         summary.append((m, "-", "projected", f"{unit * m:,.0f}", "-", "-", "-", "-"))
@@ -166,7 +169,7 @@ def table(args) -> None:
 
 
 def _fmt(value: float | None) -> str:
-    return "above the budget" if value is None else "above the budget" if np.isinf(value) else f"{value:,.0f}"
+    return "above the budget" if value is None or np.isinf(value) else f"{value:,.0f}"
 
 
 def _per_hour(rows: list[dict], rule: str) -> str:

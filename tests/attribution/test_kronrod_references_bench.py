@@ -58,9 +58,15 @@ def test_table_projects_per_reference_cost_and_labels_it(bench, tmp_path, capsys
     args = type("Args", (), {"out": str(out), "project": [256]})
     bench.table(args)
     text = capsys.readouterr().out
-    assert "| 4 | 3 | measured | 300 | 600 |" in text  # bound: 540, 600 and one above the budget
+    assert "| 4 | 3 | measured | 300 | 600 (3 runs) |" in text  # bound: 540, 600 and one above the budget
     assert "| 256 | - | projected | 19,200 |" in text  # 75 per reference (median of 60, 90, 75) x 256
     assert "> 600" in text  # q1's bound rule: above its budget
     stopped = {**_record("q4", 16, 900, None), "stop": "residual", "exhausted": False}
     assert bench._evals(stopped, "bound_rule") == "-"  # not run past the residual rule: unknown, not > budget
     assert bench._evals(stopped, "residual_rule") == "900"
+    out.write_text("".join(json.dumps(r) + "\n" for r in [rows[0], stopped, {**stopped, "refs": 4}]))
+    bench.table(args)
+    text = capsys.readouterr().out
+    # one bound run (above its budget): its median is unknown, not the stopped runs' "-" counted as above it
+    assert "| 4 | 2 | measured | 570 | above the budget (1 run) |" in text
+    assert "| 16 | 1 | measured | 900 | - |" in text
