@@ -41,9 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
 from diagnose_paths import experiment_parser, explained_questions, load
 
+from xurs_pipeline.attribution.config import STOP_RULES
 from xurs_pipeline.attribution.endpoints import input_width, prompt_of
 from xurs_pipeline.attribution.model import model_device
-from xurs_pipeline.attribution.quadrature import RESIDUAL_MAX_FACTOR, TRACE_COLUMNS
+from xurs_pipeline.attribution.quadrature import TRACE_COLUMNS, KronrodSpec
 from xurs_pipeline.attribution.question import attribute_question
 
 TOLERANCE = 0.01
@@ -54,10 +55,7 @@ MASKING_FORWARDS = 21  # Eq. 8 at k = 1: the top token and 20 random eligible to
 def first_step(trace: np.ndarray, rule: str) -> dict[str, float | None]:
     """Evaluations and seconds at the first step of ``trace`` (steps, 5) where ``rule`` holds (None: never)"""
     t = dict(zip(TRACE_COLUMNS, trace.T, strict=True))
-    if rule == "bound":
-        held = t["mean_bound"] <= TOLERANCE
-    else:
-        held = (t["mean_residual"] <= TOLERANCE) & (t["max_residual"] <= RESIDUAL_MAX_FACTOR * TOLERANCE)
+    held = KronrodSpec(TOLERANCE, stop=rule).met(t["mean_bound"], t["mean_residual"], t["max_residual"])
     if not held.any():
         return {"evals": None, "seconds": None}
     k = int(np.argmax(held))
@@ -184,7 +182,7 @@ def main() -> None:
     parser = experiment_parser(__doc__, "medqa_local", 8)
     parser.add_argument("--refs", type=int, nargs="+", default=[4, 16])
     parser.add_argument("--per-ref-budget", type=int, default=150)
-    parser.add_argument("--stop", choices=["bound", "residual"], default="bound", help="kronrod_stop")
+    parser.add_argument("--stop", choices=STOP_RULES, default="bound", help="kronrod_stop")
     parser.add_argument("--eg-samples", type=int, default=64)
     parser.add_argument("--project", type=int, nargs="*", default=[64, 256])
     parser.add_argument("--out", default="results/bench/kronrod_references.jsonl")

@@ -183,9 +183,10 @@ def test_residual_rule_stops_where_the_bound_run_first_meets_it():
 )
 def test_residual_rule_checks_each_reference_before_averaging(residuals, met):
     spec = KronrodSpec(0.01, stop="residual")
-    residual = np.array(residuals)[:, None]
-    assert spec.met(np.full(len(residuals), 1.0), residual) is met
-    assert KronrodSpec(0.01).met(np.full(len(residuals), 1.0), residual) is False  # the bound rule: 1.0
+    residual = np.array(residuals)
+    step = (1.0, residual.mean(), residual.max())  # a mean bound of 1.0 and the references' residuals
+    assert bool(spec.met(*step)) is met
+    assert bool(KronrodSpec(0.01).met(*step)) is False  # the bound rule: 1.0
 
 
 def test_unknown_stop_rule_names_the_key():

@@ -129,13 +129,13 @@ class KronrodSpec:
         if self.stop not in STOP_RULES:
             raise ValueError(f"attribution.kronrod_stop={self.stop!r}: must be one of {list(STOP_RULES)}")
 
-    def met(self, bound: np.ndarray, residual: np.ndarray) -> bool:
-        """Whether the stopping rule holds: bound (M,), residual (M, T) per reference."""
+    def met(self, mean_bound: Any, mean_residual: Any, max_residual: Any) -> Any:
+        """Whether the stopping rule holds, from a step's mean bound and mean and largest per-reference
+        residual (the ``trace`` columns): scalars give a bool, arrays (steps,) a mask over steps."""
         if self.stop == "bound":
-            return bool(bound.mean() <= self.tolerance)
-        per_ref = residual.max(axis=1)
+            return np.asarray(mean_bound) <= self.tolerance
         largest = RESIDUAL_MAX_FACTOR * self.tolerance
-        return bool(per_ref.mean() <= self.tolerance and per_ref.max() <= largest)
+        return (np.asarray(mean_residual) <= self.tolerance) & (np.asarray(max_residual) <= largest)
 
 
 @dataclass
@@ -235,8 +235,9 @@ def integrate(
     while True:
         integral, estimate, residual, bound = _summary(leaves, gap)
         per_ref = residual.max(axis=1)
-        trace.append((evals, bound.mean(), per_ref.mean(), per_ref.max(), time.perf_counter() - start))
-        if spec.met(bound, residual):
+        step = (bound.mean(), per_ref.mean(), per_ref.max())
+        trace.append((evals, *step, time.perf_counter() - start))
+        if spec.met(*step):
             break
         if evals + 2 * NODES_PER_INTERVAL > spec.max_evals:
             exhausted = True
