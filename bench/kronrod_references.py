@@ -21,7 +21,8 @@ Beside them EG with ``--eg-samples`` draws over the same M references: the draws
 0.01, (1.96 s / 0.01)^2 from the draws' spread s, a projection (EG's error shrinks as 1/sqrt(n)). Zero-
 masking's cost per question (Eq. 8 at k = 1: the top token against 20 random ones) is timed as 21 forwards.
 
-Each (question, M) is one JSON line appended to ``--out`` (a run can be resumed: finished pairs are skipped).
+Each (question, M) is one JSON line appended to ``--out``; a rerun skips the records measured with the same
+question, M, budget, stopping rule and trained model (its config hash).
 ``--table`` prints, from ``--out``, the per-pair table, the medians per M, the projection to ``--project``
 reference counts (the median evaluations per reference x M: labelled projected) and MedQA questions per hour
 under each rule. Needs the trained model (`xurs params experiment=... && dvc repro train`).
@@ -46,6 +47,7 @@ from xurs_pipeline.attribution.endpoints import input_width, prompt_of
 from xurs_pipeline.attribution.model import model_device
 from xurs_pipeline.attribution.quadrature import TRACE_COLUMNS, KronrodSpec
 from xurs_pipeline.attribution.question import attribute_question
+from xurs_pipeline.config import train_run_hash
 
 TOLERANCE = 0.01
 Z_95 = 1.959963984540054
@@ -99,16 +101,23 @@ def run(args) -> None:
     questions, pool = explained_questions(model, prompts, at, args.questions)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    done = {(r["question"], r["refs"]) for r in records(out)}
+    model_hash = train_run_hash(cfg)  # a record is reused only for the same trained model and settings
+    done = {_key(r) for r in records(out)}
     for m in args.refs:
         for q in questions:
-            if (q.record_id, m) in done:
+            key = (q.record_id, m, args.per_ref_budget * m, args.stop, model_hash)
+            if key in done:
                 continue
-            record = measure(model, q, pool, at, pad_id, m, args)
+            record = {**measure(model, q, pool, at, pad_id, m, args), "model": model_hash}
             with out.open("a") as f:
                 f.write(json.dumps(record) + "\n")
             rule = record["residual_rule"]["evals"]
             print(f"  {q.record_id} M={m}: residual rule at {rule}, load {C.load_average()}", flush=True)
+
+
+def _key(record: dict) -> tuple:
+    """What a record was measured with: question, M, budget, stopping rule, trained model's config hash."""
+    return (record["question"], record["refs"], record["budget"], record.get("stop"), record.get("model"))
 
 
 def records(path: Path) -> list[dict]:

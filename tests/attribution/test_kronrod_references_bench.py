@@ -70,3 +70,10 @@ def test_table_projects_per_reference_cost_and_labels_it(bench, tmp_path, capsys
     # one bound run (above its budget): its median is unknown, not the stopped runs' "-" counted as above it
     assert "| 4 | 2 | measured | 570 | above the budget (1 run) |" in text
     assert "| 16 | 1 | measured | 900 | - |" in text
+
+
+def test_a_record_is_reused_only_for_the_same_model_and_settings(bench) -> None:
+    record = {**_record("q1", 4, 240, None), "model": "abc"}
+    assert bench._key(record) == ("q1", 4, 600, "bound", "abc")
+    for change in ({"budget": 1200}, {"stop": "residual"}, {"model": "other"}, {"refs": 16}):
+        assert bench._key({**record, **change}) != bench._key(record)
