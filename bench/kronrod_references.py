@@ -7,12 +7,14 @@ reference counts priced), and MedQA questions per hour.
 
 For each of the first ``--questions`` questions the ``attribute`` stage explains and each reference count M in
 ``--refs`` (its first M training references, prepared as the stage prepares them), one ``kronrod`` run with
-the ``bound`` rule at tolerance 0.01 and ``--per-ref-budget`` x M evaluations. Both stopping rules are read
-from that one run's trace (one refinement order: a ``residual`` run is its prefix, tested in
-tests/attribution/test_quadrature.py):
+the rule ``--stop`` at tolerance 0.01 and ``--per-ref-budget`` x M evaluations. Each rule leads its own
+refinement (the reference that fails it most is bisected: tests/attribution/test_quadrature.py), so the
+record's ``lead`` names the rule that ordered the run, and both rules are read from its trace:
 
 - ``residual``: App. B.4 for complete IG integrals, each reference's exact residual checked before averaging
-  (mean <= 0.01, max <= 0.05): the evaluations and seconds when it first holds;
+  (mean <= 0.01, max <= 0.05): the evaluations and seconds when it first holds (with ``--stop bound``, where
+  the bound-led order, the estimator's only order before the residual lead, first meets it: the before of
+  a before-and-after on the same questions);
 - ``bound``: the mean per-reference error bound (|K15 - G7| or the exact residual) <= 0.01; "> budget" when
   the run ended first ("-" with ``--stop residual``, which ends the run at the first rule: cheaper, for many
   references).
@@ -22,7 +24,8 @@ Beside them EG with ``--eg-samples`` draws over the same M references: the draws
 masking's cost per question (Eq. 8 at k = 1: the top token against 20 random ones) is timed as 21 forwards.
 
 Each (question, M) is one JSON line appended to ``--out``; a rerun skips the records measured with the same
-question, M, budget, stopping rule and trained model (its config hash).
+question, M, budget, stopping rule, lead and trained model (its config hash; records without a ``lead``
+were measured before the residual lead, so bound-led).
 ``--table`` prints, from ``--out``, the per-pair table, the medians per M, the projection to ``--project``
 reference counts (the median evaluations per reference x M: labelled projected) and MedQA questions per hour
 under each rule. Needs the trained model (`xurs params experiment=... && dvc repro train`).
@@ -84,7 +87,7 @@ def measure(model, q, pool, at, pad_id: int, m: int, args) -> dict:
     spread = eg.error_bound * np.sqrt(eg.grad_evals) / Z_95
     return {
         "question": q.record_id, "tokens": len(q.input_ids), "refs": m, "budget": cfg.kronrod_max_evals,
-        "stop": args.stop,
+        "stop": args.stop, "lead": args.stop,
         "residual_rule": first_step(trace, "residual"), "bound_rule": first_step(trace, "bound"),
         "exhausted": row.budget_exhausted,
         "final": {"evals": row.grad_evals, "R": row.residual, "bound": row.error_bound,
@@ -105,7 +108,7 @@ def run(args) -> None:
     done = {_key(r) for r in records(out)}
     for m in args.refs:
         for q in questions:
-            key = (q.record_id, m, args.per_ref_budget * m, args.stop, model_hash)
+            key = (q.record_id, m, args.per_ref_budget * m, args.stop, args.stop, model_hash)
             if key in done:
                 continue
             record = {**measure(model, q, pool, at, pad_id, m, args), "model": model_hash}
@@ -116,8 +119,15 @@ def run(args) -> None:
 
 
 def _key(record: dict) -> tuple:
-    """What a record was measured with: question, M, budget, stopping rule, trained model's config hash."""
-    return (record["question"], record["refs"], record["budget"], record.get("stop"), record.get("model"))
+    """What a record was measured with: question, M, budget, stopping rule, the rule that led its refinement
+    (bound before the residual lead existed) and the trained model's config hash."""
+    return (record["question"], record["refs"], record["budget"], record.get("stop"), _lead(record),
+            record.get("model"))  # fmt: skip
+
+
+def _lead(record: dict) -> str:
+    """The rule that ordered a record's refinement (records from before the residual lead: bound)."""
+    return record.get("lead", "bound")
 
 
 def records(path: Path) -> list[dict]:
@@ -145,34 +155,46 @@ def _median(values: list[float | None]) -> float | None:
 def table(args) -> None:
     rows = records(Path(args.out))
     per_pair = [
-        (r["question"], r["tokens"], r["refs"], _evals(r, "residual_rule"), _evals(r, "bound_rule"),
+        (r["question"], r["tokens"], r["refs"], _lead(r), _evals(r, "residual_rule"), _evals(r, "bound_rule"),
          f"{r['final']['R']:.4f}", f"{r['final']['bound']:.4f}",
          f"{r['final']['seconds'] / r['final']['evals']:.2f}", f"{r['eg']['draws_for_0.01']:,.0f}")
         for r in rows
     ]  # fmt: skip
-    print(C.markdown_table(["question", "tokens", "M", "evaluations to App. B.4 (residual rule)",
-                            "to the bound", "R at end", "bound at end", "s / evaluation",
-                            "EG draws for 0.01 (projected)"], per_pair))  # fmt: skip
+    print(C.markdown_table(["question", "tokens", "M", "refinement led by",
+                            "evaluations to App. B.4 (residual rule)", "to the bound", "R at end",
+                            "bound at end", "s / evaluation", "EG draws for 0.01 (projected)"],
+                           per_pair))  # fmt: skip
     print()
-    summary, per_ref = [], []
-    for m in sorted({r["refs"] for r in rows}):
-        at_m = [r for r in rows if r["refs"] == m]
-        bound_runs = [r for r in at_m if r.get("stop", "bound") == "bound"]  # the others stopped before it
-        res = _median([r["residual_rule"]["evals"] for r in at_m])
-        bnd = _median([r["bound_rule"]["evals"] for r in bound_runs]) if bound_runs else None
-        eg = float(np.median([r["eg"]["draws_for_0.01"] for r in at_m]))
-        per_ref += [r["residual_rule"]["evals"] / m for r in at_m if r["residual_rule"]["evals"] is not None]
-        hours = [_per_hour(at_m, "residual_rule"), _per_hour(bound_runs, "bound_rule") if bound_runs else "-"]
-        runs = f"{len(bound_runs)} run{'s' * (len(bound_runs) != 1)}"
-        bound_text = f"{_fmt(bnd)} ({runs})" if bound_runs else "-"
-        summary.append((m, len(at_m), "measured", _fmt(res), bound_text, f"{eg:,.0f}", *hours))
-    unit = float(np.median(per_ref)) if per_ref else float("nan")
-    for m in args.project:
-        summary.append((m, "-", "projected", f"{unit * m:,.0f}", "-", "-", "-", "-"))
-    print(C.markdown_table(["M", "questions", "", "median evaluations, residual rule", "bound rule",
-                            "EG draws (projected from s)", "questions / hour, residual rule",
+    summary = []
+    for lead in sorted({_lead(r) for r in rows}, reverse=True):
+        led = [r for r in rows if _lead(r) == lead]
+        summary += [
+            _summary_row(m, lead, [r for r in led if r["refs"] == m])
+            for m in sorted({r["refs"] for r in led})
+        ]
+        per_ref = [
+            r["residual_rule"]["evals"] / r["refs"] for r in led if r["residual_rule"]["evals"] is not None
+        ]
+        unit = float(np.median(per_ref)) if per_ref else float("nan")
+        summary += [(m, lead, "-", "projected", f"{unit * m:,.0f}", "-", "-", "-", "-") for m in args.project]
+        print(
+            f"projection, {lead}-led: {unit:.1f} evaluations per reference (median over measured pairs) x M"
+        )
+    print(C.markdown_table(["M", "refinement led by", "questions", "", "median evaluations, residual rule",
+                            "bound rule", "EG draws (projected from s)", "questions / hour, residual rule",
                             "bound rule"], summary))  # fmt: skip
-    print(f"\nprojection: {unit:.1f} evaluations per reference (median over measured pairs) x M")
+
+
+def _summary_row(m: int, lead: str, at_m: list[dict]) -> tuple:
+    """Medians over the questions measured at M references with one refinement lead."""
+    bound_runs = [r for r in at_m if r.get("stop", "bound") == "bound"]  # the others stopped before it
+    res = _median([r["residual_rule"]["evals"] for r in at_m])
+    bnd = _median([r["bound_rule"]["evals"] for r in bound_runs]) if bound_runs else None
+    eg = float(np.median([r["eg"]["draws_for_0.01"] for r in at_m]))
+    hours = [_per_hour(at_m, "residual_rule"), _per_hour(bound_runs, "bound_rule") if bound_runs else "-"]
+    runs = f"{len(bound_runs)} run{'s' * (len(bound_runs) != 1)}"
+    bound_text = f"{_fmt(bnd)} ({runs})" if bound_runs else "-"
+    return (m, lead, len(at_m), "measured", _fmt(res), bound_text, f"{eg:,.0f}", *hours)
 
 
 def _fmt(value: float | None) -> str:

@@ -9,14 +9,16 @@ Per reference the error bound is ``max(Σ_intervals |K15 - G7|, |Σ K15 - gap|)`
 scalar error (completeness), so the bound is never below the true residual, and the first catches errors
 that cancel in the scalar sum. The question's residual is at most the mean of its references' residuals.
 Refinement bisects the worst interval (largest |K15 - G7|; the widest where the estimates are all below the
-exact residual, i.e. a feature fell between nodes) of the reference with the largest bound, until the stopping
-rule ``stop`` holds or the next bisection would exceed ``max_evals`` (then ``exhausted`` is set and the caller
-flags the question). Two rules, one refinement order (so a ``residual`` run is a prefix of a ``bound`` run):
+exact residual, i.e. a feature fell between nodes) of the reference that fails the stopping rule most (its
+``lead``), until the rule ``stop`` holds or the next bisection would exceed ``max_evals`` (then ``exhausted``
+is set and the caller flags the question). Two rules, each leading its own refinement:
 
 - ``bound``: the mean bound is within ``tolerance`` (it also covers per-token errors that cancel in a sum);
+  refines the reference with the largest bound;
 - ``residual``: App. B.4's rule for complete IG integrals, each reference's exact residual checked before
   averaging: their mean within ``tolerance`` and their maximum within ``RESIDUAL_MAX_FACTOR`` x ``tolerance``
-  (the paper's 0.01 and 0.05). The bound is still computed and reported; it is not required.
+  (the paper's 0.01 and 0.05); refines the reference with the largest residual, so no evaluation goes to a
+  reference whose large |K15 - G7| the rule does not ask about. The bound is still computed and reported.
 
 ``trace`` records, after the first pass and after each bisection, the evaluations spent, the mean bound, the
 mean and maximum per-reference residual and the seconds since the start: the cost of every tolerance on the
@@ -137,6 +139,11 @@ class KronrodSpec:
         largest = RESIDUAL_MAX_FACTOR * self.tolerance
         return (np.asarray(mean_residual) <= self.tolerance) & (np.asarray(max_residual) <= largest)
 
+    def lead(self, bound: np.ndarray, residual: np.ndarray) -> np.ndarray:
+        """How far each reference is from the rule (M,), the order in which to refine them: its error bound
+        (``bound``, (M,)) or its largest residual over targets (``residual``, from residual (M, T))."""
+        return bound if self.stop == "bound" else residual.max(axis=1)
+
 
 @dataclass
 class KronrodReport:
@@ -190,11 +197,11 @@ def _worst(intervals: list[Interval], residual: float) -> int | None:
 
 
 def _next_bisection(
-    leaves: list[list[Interval]], bound: np.ndarray, residual: np.ndarray
+    leaves: list[list[Interval]], lead: np.ndarray, residual: np.ndarray
 ) -> tuple[int, int] | None:
-    """(integrand, leaf) to bisect next: in the integrand of the largest error bound (M,) that still has a
-    leaf above the resolution limit, its worst leaf (:func:`_worst`); None when none is left."""
-    for r in np.argsort(-bound, kind="stable"):
+    """(integrand, leaf) to bisect next: in the integrand of the largest ``lead`` (M,) that still has a leaf
+    above the resolution limit, its worst leaf (:func:`_worst`); None when none is left."""
+    for r in np.argsort(-lead, kind="stable"):
         k = _worst(leaves[r], float(residual[r].max()))
         if k is not None:
             return int(r), k
@@ -242,7 +249,7 @@ def integrate(
         if evals + 2 * NODES_PER_INTERVAL > spec.max_evals:
             exhausted = True
             break
-        choice = _next_bisection(leaves, bound, residual)
+        choice = _next_bisection(leaves, spec.lead(bound, residual), residual)
         if choice is None:  # every interval at the resolution limit
             exhausted = True
             break
