@@ -1,5 +1,6 @@
-"""``bench/kronrod_references.py`` (BENCHMARKS.md section 19): both stopping rules read from one trace,
-the medians with runs that ended above their budget, and the projection over reference counts."""
+"""``bench/kronrod_references.py`` (BENCHMARKS.md section 19): both stopping rules read from a run's trace,
+the medians with runs that ended above their budget, per refinement lead, and the projection over reference
+counts."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ def bench():
 
 
 def test_first_step_of_each_rule_matches_a_run_stopped_by_it(bench) -> None:
-    """The evaluations the bench reads off a ``bound`` run's trace for the ``residual`` rule equal those of
-    a run stopped by that rule (same integrand); the ``bound`` rule is the run's own end."""
+    """The evaluations the bench reads off a run's trace for its own rule are the run's end; a ``bound``
+    run's trace also says where its (bound-led) order first met the ``residual`` rule, no earlier than a
+    residual-led run meets it on these steps (each reference's step is bisected where the residual is)."""
     centres = (0.3, 0.7, 0.52, 0.9)
     slope = lambda r, a: 300 * np.exp(-300 * (a - centres[r])) / (1 + np.exp(-300 * (a - centres[r]))) ** 2  # noqa: E731
     gap = np.array([[1 / (1 + np.exp(-300 * (1 - c))) - 1 / (1 + np.exp(300 * c))] for c in centres])
@@ -30,7 +32,8 @@ def test_first_step_of_each_rule_matches_a_run_stopped_by_it(bench) -> None:
 
     full = integrate(evaluate, gap, KronrodSpec(bench.TOLERANCE, max_evals=20_000))
     early = integrate(evaluate, gap, KronrodSpec(bench.TOLERANCE, max_evals=20_000, stop="residual"))
-    assert bench.first_step(full.trace, "residual")["evals"] == early.evals < full.evals
+    assert bench.first_step(early.trace, "residual")["evals"] == early.evals
+    assert early.evals <= bench.first_step(full.trace, "residual")["evals"] < full.evals
     assert bench.first_step(full.trace, "bound")["evals"] == full.evals
     assert bench.first_step(full.trace[:1], "bound") == {"evals": None, "seconds": None}  # never held
 
@@ -58,8 +61,8 @@ def test_table_projects_per_reference_cost_and_labels_it(bench, tmp_path, capsys
     args = type("Args", (), {"out": str(out), "project": [256]})
     bench.table(args)
     text = capsys.readouterr().out
-    assert "| 4 | 3 | measured | 300 | 600 (3 runs) |" in text  # bound: 540, 600 and one above the budget
-    assert "| 256 | - | projected | 19,200 |" in text  # 75 per reference (median of 60, 90, 75) x 256
+    assert "| 4 | bound | 3 | measured | 300 | 600 (3 runs) |" in text  # bound: 540, 600, one above budget
+    assert "| 256 | bound | - | projected | 19,200 |" in text  # 75 per reference (median of 60, 90, 75) x 256
     assert "> 600" in text  # q1's bound rule: above its budget
     stopped = {**_record("q4", 16, 900, None), "stop": "residual", "exhausted": False}
     assert bench._evals(stopped, "bound_rule") == "-"  # not run past the residual rule: unknown, not > budget
@@ -68,12 +71,25 @@ def test_table_projects_per_reference_cost_and_labels_it(bench, tmp_path, capsys
     bench.table(args)
     text = capsys.readouterr().out
     # one bound run (above its budget): its median is unknown, not the stopped runs' "-" counted as above it
-    assert "| 4 | 2 | measured | 570 | above the budget (1 run) |" in text
-    assert "| 16 | 1 | measured | 900 | - |" in text
+    assert "| 4 | bound | 2 | measured | 570 | above the budget (1 run) |" in text
+    assert "| 16 | bound | 1 | measured | 900 | - |" in text
+    residual_led = {**stopped, "refs": 4, "lead": "residual", "residual_rule": {"evals": 200, "seconds": 20}}
+    out.write_text("".join(json.dumps(r) + "\n" for r in [rows[0], stopped, residual_led]))
+    bench.table(args)
+    text = capsys.readouterr().out  # each lead its own medians and projection
+    assert "| 4 | residual | 1 | measured | 200 | - |" in text
+    assert "| 256 | residual | - | projected | 12,800 |" in text
+    assert "| 4 | bound | 1 | measured | 240 |" in text
 
 
 def test_a_record_is_reused_only_for_the_same_model_and_settings(bench) -> None:
     record = {**_record("q1", 4, 240, None), "model": "abc"}
-    assert bench._key(record) == ("q1", 4, 600, "bound", "abc")
-    for change in ({"budget": 1200}, {"stop": "residual"}, {"model": "other"}, {"refs": 16}):
+    assert bench._key(record) == ("q1", 4, 600, "bound", "bound", "abc")  # no lead: measured bound-led
+    for change in (
+        {"budget": 1200},
+        {"stop": "residual"},
+        {"model": "other"},
+        {"refs": 16},
+        {"lead": "residual"},
+    ):
         assert bench._key({**record, **change}) != bench._key(record)
