@@ -2,8 +2,8 @@
 reference counts priced), and MedQA questions per hour.
 
     python bench/kronrod_references.py --experiment medqa_local --override KEY=VALUE ... \
-        [--questions 8] [--refs 4 16] [--per-ref-budget 150] [--stop bound] [--eg-samples 64] \
-        [--project 64 256] [--out results/bench/kronrod_references.jsonl] [--table]
+        [--questions 8] [--skip 0] [--refs 4 16] [--per-ref-budget 150] [--stop bound] [--lead bound] \
+        [--eg-samples 64] [--project 64 256] [--out results/bench/kronrod_references.jsonl] [--table]
 
 For each of the first ``--questions`` questions the ``attribute`` stage explains and each reference count M in
 ``--refs`` (its first M training references, prepared as the stage prepares them), one ``kronrod`` run with
@@ -36,8 +36,11 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -76,18 +79,32 @@ def masking_seconds(model, q, target_fn: str) -> float:
     return time.perf_counter() - start
 
 
+@contextmanager
+def refinement_led_by(rule: str) -> Iterator[None]:
+    """Order kronrod's refinement by ``rule`` whatever its stopping rule (``--lead bound``: the order before
+    the residual lead, when the bound led both rules), for a before-and-after on the same questions."""
+    own = KronrodSpec.lead
+
+    def lead(spec: KronrodSpec, bound: np.ndarray, residual: np.ndarray) -> np.ndarray:
+        return own(replace(spec, stop=rule), bound, residual)
+
+    with mock.patch.object(KronrodSpec, "lead", lead):
+        yield
+
+
 def measure(model, q, pool, at, pad_id: int, m: int, args) -> dict:
     """One (question, M) record: both rules from one kronrod trace, EG's projection, zero-masking's cost."""
     cfg = replace(at, refs_per_collection=m, n_collections=1, method="kronrod", kronrod_stop=args.stop,
                   kronrod_tolerance=TOLERANCE, kronrod_max_evals=args.per_ref_budget * m)  # fmt: skip
-    result = attribute_question(model, q, pool, cfg, pad_id)
+    with refinement_led_by(args.lead):
+        result = attribute_question(model, q, pool, cfg, pad_id)
     (row,), (trace,) = result.rows, result.traces
     eg_cfg = replace(cfg, method="eg", n_samples=args.eg_samples)
     eg = attribute_question(model, q, pool, eg_cfg, pad_id).rows[0]
     spread = eg.error_bound * np.sqrt(eg.grad_evals) / Z_95
     return {
         "question": q.record_id, "tokens": len(q.input_ids), "refs": m, "budget": cfg.kronrod_max_evals,
-        "stop": args.stop, "lead": args.stop,
+        "stop": args.stop, "lead": args.lead,
         "residual_rule": first_step(trace, "residual"), "bound_rule": first_step(trace, "bound"),
         "exhausted": row.budget_exhausted,
         "final": {"evals": row.grad_evals, "R": row.residual, "bound": row.error_bound,
@@ -102,13 +119,14 @@ def run(args) -> None:
     model, prompts, cfg, pad_id = load(args.experiment, args.override)
     at = replace(cfg.attribution, progress=False, refs_per_collection=max(args.refs))
     questions, pool = explained_questions(model, prompts, at, args.questions)
+    questions = questions[args.skip :]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     model_hash = train_run_hash(cfg)  # a record is reused only for the same trained model and settings
     done = {_key(r) for r in records(out)}
     for m in args.refs:
         for q in questions:
-            key = (q.record_id, m, args.per_ref_budget * m, args.stop, args.stop, model_hash)
+            key = (q.record_id, m, args.per_ref_budget * m, args.stop, args.lead, model_hash)
             if key in done:
                 continue
             record = {**measure(model, q, pool, at, pad_id, m, args), "model": model_hash}
@@ -214,11 +232,19 @@ def main() -> None:
     parser.add_argument("--refs", type=int, nargs="+", default=[4, 16])
     parser.add_argument("--per-ref-budget", type=int, default=150)
     parser.add_argument("--stop", choices=STOP_RULES, default="bound", help="kronrod_stop")
+    parser.add_argument(
+        "--lead",
+        choices=STOP_RULES,
+        default=None,
+        help="the rule that orders refinement (default: --stop's); bound: the order before",
+    )
+    parser.add_argument("--skip", type=int, default=0, help="leave out the first N of the --questions")
     parser.add_argument("--eg-samples", type=int, default=64)
     parser.add_argument("--project", type=int, nargs="*", default=[64, 256])
     parser.add_argument("--out", default="results/bench/kronrod_references.jsonl")
     parser.add_argument("--table", action="store_true", help="print the tables from --out, run nothing")
     args = parser.parse_args()
+    args.lead = args.lead or args.stop
     C.print_header("Evaluations to App. B.4 against training references", " ".join(sys.argv))
     table(args) if args.table else run(args)
     print(f"load average at end: {C.load_average()}")
