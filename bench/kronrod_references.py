@@ -2,8 +2,9 @@
 reference counts priced), and MedQA questions per hour.
 
     python bench/kronrod_references.py --experiment medqa_local --override KEY=VALUE ... \
-        [--questions 8] [--skip 0] [--refs 4 16] [--per-ref-budget 150] [--stop bound] [--lead bound] \
-        [--eg-samples 64] [--project 64 256] [--out results/bench/kronrod_references.jsonl] [--table]
+        [--questions 8] [--skip 0] [--refs 4 16] [--per-ref-budget 150] [--stop bound] \
+        [--lead bound residual] [--eg-samples 64] [--project 64 256] \
+        [--out results/bench/kronrod_references.jsonl] [--table]
 
 For each of the first ``--questions`` questions the ``attribute`` stage explains and each reference count M in
 ``--refs`` (its first M training references, prepared as the stage prepares them), one ``kronrod`` run with
@@ -23,7 +24,9 @@ Beside them EG with ``--eg-samples`` draws over the same M references: the draws
 0.01, (1.96 s / 0.01)^2 from the draws' spread s, a projection (EG's error shrinks as 1/sqrt(n)). Zero-
 masking's cost per question (Eq. 8 at k = 1: the top token against 20 random ones) is timed as 21 forwards.
 
-Each (question, M) is one JSON line appended to ``--out``; a rerun skips the records measured with the same
+``--lead bound residual`` measures each question under both orders back to back, so the before-and-after
+(evaluations and seconds) is side by side in one run. Each (question, M, lead) is one JSON line appended to
+``--out``; a rerun skips the records measured with the same
 question, M, budget, stopping rule, lead and trained model (its config hash; records without a ``lead``
 were measured before the residual lead, so bound-led).
 ``--table`` prints, from ``--out``, the per-pair table, the medians per M, the projection to ``--project``
@@ -33,6 +36,7 @@ under each rule. Needs the trained model (`xurs params experiment=... && dvc rep
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import time
@@ -92,11 +96,12 @@ def refinement_led_by(rule: str) -> Iterator[None]:
         yield
 
 
-def measure(model, q, pool, at, pad_id: int, m: int, args) -> dict:
-    """One (question, M) record: both rules from one kronrod trace, EG's projection, zero-masking's cost."""
+def measure(model, q, pool, at, pad_id: int, m: int, lead: str, args) -> dict:
+    """One (question, M, lead) record: both rules from one kronrod trace whose refinement ``lead`` ordered,
+    EG's projection, zero-masking's cost."""
     cfg = replace(at, refs_per_collection=m, n_collections=1, method="kronrod", kronrod_stop=args.stop,
                   kronrod_tolerance=TOLERANCE, kronrod_max_evals=args.per_ref_budget * m)  # fmt: skip
-    with refinement_led_by(args.lead):
+    with refinement_led_by(lead):
         result = attribute_question(model, q, pool, cfg, pad_id)
     (row,), (trace,) = result.rows, result.traces
     eg_cfg = replace(cfg, method="eg", n_samples=args.eg_samples)
@@ -104,7 +109,7 @@ def measure(model, q, pool, at, pad_id: int, m: int, args) -> dict:
     spread = eg.error_bound * np.sqrt(eg.grad_evals) / Z_95
     return {
         "question": q.record_id, "tokens": len(q.input_ids), "refs": m, "budget": cfg.kronrod_max_evals,
-        "stop": args.stop, "lead": args.lead,
+        "stop": args.stop, "lead": lead,
         "residual_rule": first_step(trace, "residual"), "bound_rule": first_step(trace, "bound"),
         "exhausted": row.budget_exhausted,
         "final": {"evals": row.grad_evals, "R": row.residual, "bound": row.error_bound,
@@ -125,15 +130,16 @@ def run(args) -> None:
     model_hash = train_run_hash(cfg)  # a record is reused only for the same trained model and settings
     done = {_key(r) for r in records(out)}
     for m in args.refs:
-        for q in questions:
-            key = (q.record_id, m, args.per_ref_budget * m, args.stop, args.lead, model_hash)
+        for q, lead in itertools.product(questions, args.lead):  # the leads of a question back to back
+            key = (q.record_id, m, args.per_ref_budget * m, args.stop, lead, model_hash)
             if key in done:
                 continue
-            record = {**measure(model, q, pool, at, pad_id, m, args), "model": model_hash}
+            record = {**measure(model, q, pool, at, pad_id, m, lead, args), "model": model_hash}
             with out.open("a") as f:
                 f.write(json.dumps(record) + "\n")
             rule = record["residual_rule"]["evals"]
-            print(f"  {q.record_id} M={m}: residual rule at {rule}, load {C.load_average()}", flush=True)
+            print(f"  {q.record_id} M={m} {lead}-led: residual rule at {rule}, load {C.load_average()}",
+                  flush=True)  # fmt: skip
 
 
 def _key(record: dict) -> tuple:
@@ -235,8 +241,10 @@ def main() -> None:
     parser.add_argument(
         "--lead",
         choices=STOP_RULES,
+        nargs="+",
         default=None,
-        help="the rule that orders refinement (default: --stop's); bound: the order before",
+        help="the rules that order refinement, each a run of every question, back to back (default: --stop's;"
+        " bound: the order before the residual lead; bound residual: before and after in one run)",
     )
     parser.add_argument("--skip", type=int, default=0, help="leave out the first N of the --questions")
     parser.add_argument("--eg-samples", type=int, default=64)
@@ -244,7 +252,7 @@ def main() -> None:
     parser.add_argument("--out", default="results/bench/kronrod_references.jsonl")
     parser.add_argument("--table", action="store_true", help="print the tables from --out, run nothing")
     args = parser.parse_args()
-    args.lead = args.lead or args.stop
+    args.lead = args.lead or [args.stop]
     C.print_header("Evaluations to App. B.4 against training references", " ".join(sys.argv))
     table(args) if args.table else run(args)
     print(f"load average at end: {C.load_average()}")
