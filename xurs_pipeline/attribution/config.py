@@ -74,7 +74,8 @@ class AttributionConfig:
       question's completeness residual, Eq. 9), its gradient-evaluation budget per collection (a question
       that exhausts it is flagged ``budget_exhausted``), the equal intervals each path starts with, and the
       stopping rule: ``bound`` (the mean error bound within the tolerance) or ``residual`` (App. B.4: the
-      mean per-reference exact residual within it, the largest within 5x; the bound still reported).
+      mean per-reference exact residual within it, the largest within 5x; the bound still reported), each
+      bisecting the reference that fails it most.
     max_grad_evals: the most gradient evaluations one question may take, all collections, as
       :meth:`gradient_budget` counts them (references x path pieces x points for IG; a setting above it is
       refused when the config is checked, with ``data.max_tokens`` bounding the pieces, and again when the
