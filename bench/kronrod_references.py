@@ -131,8 +131,9 @@ def run(args) -> None:
     done = {_key(r) for r in records(out)}
     for m in args.refs:
         for q, lead in itertools.product(questions, args.lead):  # the leads of a question back to back
-            key = (q.record_id, m, args.per_ref_budget * m, args.stop, lead, model_hash)
-            if key in done:
+            settings = {"question": q.record_id, "refs": m, "budget": args.per_ref_budget * m,
+                        "stop": args.stop, "lead": lead, "model": model_hash}  # fmt: skip
+            if _key(settings) in done:
                 continue
             record = {**measure(model, q, pool, at, pad_id, m, lead, args), "model": model_hash}
             with out.open("a") as f:

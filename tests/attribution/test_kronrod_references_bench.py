@@ -117,4 +117,4 @@ def test_bound_lead_restores_the_order_before_the_residual_lead(bench) -> None:
 
     assert refined("bound")[0] == 0
     assert set(refined("residual")) == {1}
-    assert spec.lead(np.array([9.0, 1.0]), np.array([[0.0], [1.0]])).tolist() == [0.0, 1.0]
+    assert spec.lead(np.array([9.0, 1.0]), np.array([0.0, 1.0])).tolist() == [0.0, 1.0]

@@ -141,8 +141,8 @@ class KronrodSpec:
 
     def lead(self, bound: np.ndarray, residual: np.ndarray) -> np.ndarray:
         """How far each reference is from the rule (M,), the order in which to refine them: its error bound
-        (``bound``, (M,)) or its largest residual over targets (``residual``, from residual (M, T))."""
-        return bound if self.stop == "bound" else residual.max(axis=1)
+        (``bound``, (M,)) or its largest residual over targets (``residual``, (M,))."""
+        return bound if self.stop == "bound" else residual
 
 
 @dataclass
@@ -200,9 +200,10 @@ def _next_bisection(
     leaves: list[list[Interval]], lead: np.ndarray, residual: np.ndarray
 ) -> tuple[int, int] | None:
     """(integrand, leaf) to bisect next: in the integrand of the largest ``lead`` (M,) that still has a leaf
-    above the resolution limit, its worst leaf (:func:`_worst`); None when none is left."""
+    above the resolution limit, its worst leaf (:func:`_worst`, against its residual (M,)); None when none
+    is left."""
     for r in np.argsort(-lead, kind="stable"):
-        k = _worst(leaves[r], float(residual[r].max()))
+        k = _worst(leaves[r], float(residual[r]))
         if k is not None:
             return int(r), k
     return None
@@ -249,7 +250,7 @@ def integrate(
         if evals + 2 * NODES_PER_INTERVAL > spec.max_evals:
             exhausted = True
             break
-        choice = _next_bisection(leaves, spec.lead(bound, residual), residual)
+        choice = _next_bisection(leaves, spec.lead(bound, per_ref), per_ref)
         if choice is None:  # every interval at the resolution limit
             exhausted = True
             break
