@@ -97,27 +97,64 @@ def refinement_led_by(rule: str) -> Iterator[None]:
 
 
 def measure(model, q, pool, at, pad_id: int, m: int, lead: str, args) -> dict:
-    """One (question, M, lead) record: both rules from one kronrod trace whose refinement ``lead`` ordered,
-    EG's projection, zero-masking's cost."""
+    """One (question, M, lead) record of ``kronrod``: both rules from one trace whose refinement ``lead``
+    ordered, EG's projection, zero-masking's cost."""
     cfg = replace(at, refs_per_collection=m, n_collections=1, method="kronrod", kronrod_stop=args.stop,
                   kronrod_tolerance=TOLERANCE, kronrod_max_evals=args.per_ref_budget * m)  # fmt: skip
     with refinement_led_by(lead):
         result = attribute_question(model, q, pool, cfg, pad_id)
     (row,), (trace,) = result.rows, result.traces
-    eg_cfg = replace(cfg, method="eg", n_samples=args.eg_samples)
-    eg = attribute_question(model, q, pool, eg_cfg, pad_id).rows[0]
-    spread = eg.error_bound * np.sqrt(eg.grad_evals) / Z_95
     return {
-        "question": q.record_id, "tokens": len(q.input_ids), "refs": m, "budget": cfg.kronrod_max_evals,
-        "stop": args.stop, "lead": lead,
+        "estimator": "kronrod", "question": q.record_id, "tokens": len(q.input_ids), "refs": m,
+        "budget": cfg.kronrod_max_evals, "stop": args.stop, "lead": lead,
         "residual_rule": first_step(trace, "residual"), "bound_rule": first_step(trace, "bound"),
         "exhausted": row.budget_exhausted,
         "final": {"evals": row.grad_evals, "R": row.residual, "bound": row.error_bound,
                   "seconds": float(trace[-1, -1])},
+        **eg_and_masking(model, q, pool, cfg, pad_id, args),
+    }  # fmt: skip
+
+
+def measure_ig(model, q, pool, at, pad_id: int, m: int, args) -> dict:
+    """One (question, M) record of adaptive IG (``ig_adaptive``, Gauss-Legendre from ``ig_points``, x
+    ``ig_refine_factor`` up to ``--ig-max-points``, each level recomputed): its own rule, every reference's
+    residual <= 0.01, implies App. B.4's (mean <= 0.01, max <= 0.05), so its evaluations at the stop are
+    where it first certifies; "> budget" when a reference reached the last level above it."""
+    cfg = replace(at, refs_per_collection=m, n_collections=1, method="ig", ig_adaptive=True,
+                  ig_tolerance=TOLERANCE, ig_max_points=args.ig_max_points)  # fmt: skip
+    start = time.perf_counter()
+    row = attribute_question(model, q, pool, cfg, pad_id).rows[0]
+    seconds = time.perf_counter() - start
+    held = {"evals": None, "seconds": None} if row.budget_exhausted else {"evals": float(row.grad_evals),
+                                                                          "seconds": seconds}  # fmt: skip
+    return {
+        "estimator": "ig_adaptive", "question": q.record_id, "tokens": len(q.input_ids), "refs": m,
+        "budget": cfg.gradient_budget().per_question, "stop": "residual", "lead": "residual",
+        "residual_rule": held, "bound_rule": {"evals": None, "seconds": None},
+        "exhausted": row.budget_exhausted,
+        "final": {"evals": row.grad_evals, "R": row.residual, "bound": row.error_bound, "seconds": seconds},
+        **eg_and_masking(model, q, pool, cfg, pad_id, args),
+    }  # fmt: skip
+
+
+def eg_and_masking(model, q, pool, cfg, pad_id: int, args) -> dict:
+    """EG with ``--eg-samples`` draws over the same references (the draws for a 95% half-width of 0.01,
+    projected from their spread) and zero-masking's seconds for the question."""
+    eg_cfg = replace(cfg, method="eg", n_samples=args.eg_samples)
+    eg = attribute_question(model, q, pool, eg_cfg, pad_id).rows[0]
+    spread = eg.error_bound * np.sqrt(eg.grad_evals) / Z_95
+    return {
         "eg": {"draws": eg.grad_evals, "R": eg.residual, "s": spread,
                "draws_for_0.01": (Z_95 * spread / TOLERANCE) ** 2},
         "masking_seconds": masking_seconds(model, q, cfg.target_fn),
     }  # fmt: skip
+
+
+def _runs(args) -> list[tuple[str, str]]:
+    """(estimator, lead) of each run of a question, back to back: kronrod under each ``--lead``, then
+    adaptive IG (led by its per-reference residuals) if asked."""
+    runs = [("kronrod", lead) for lead in args.lead] if "kronrod" in args.estimators else []
+    return runs + ([("ig_adaptive", "residual")] if "ig_adaptive" in args.estimators else [])
 
 
 def run(args) -> None:
@@ -130,24 +167,44 @@ def run(args) -> None:
     model_hash = train_run_hash(cfg)  # a record is reused only for the same trained model and settings
     done = {_key(r) for r in records(out)}
     for m in args.refs:
-        for q, lead in itertools.product(questions, args.lead):  # the leads of a question back to back
-            settings = {"question": q.record_id, "refs": m, "budget": args.per_ref_budget * m,
-                        "stop": args.stop, "lead": lead, "model": model_hash}  # fmt: skip
+        for q, (estimator, lead) in itertools.product(questions, _runs(args)):  # a question's back to back
+            settings = {"estimator": estimator, "question": q.record_id, "refs": m, "lead": lead,
+                        "budget": _budget(at, m, estimator, args), "stop": _stop(estimator, args),
+                        "model": model_hash}  # fmt: skip
             if _key(settings) in done:
                 continue
-            record = {**measure(model, q, pool, at, pad_id, m, lead, args), "model": model_hash}
+            measured = (
+                measure(model, q, pool, at, pad_id, m, lead, args)
+                if estimator == "kronrod"
+                else measure_ig(model, q, pool, at, pad_id, m, args)
+            )
+            record = {**measured, "model": model_hash}
             with out.open("a") as f:
                 f.write(json.dumps(record) + "\n")
             rule = record["residual_rule"]["evals"]
-            print(f"  {q.record_id} M={m} {lead}-led: residual rule at {rule}, load {C.load_average()}",
+            print(f"  {q.record_id} M={m} {_label(record)}: App. B.4 at {rule}, load {C.load_average()}",
                   flush=True)  # fmt: skip
 
 
+def _budget(at, m: int, estimator: str, args) -> int:
+    """A run's most evaluations: kronrod's ``--per-ref-budget`` x M, adaptive IG's whole schedule."""
+    if estimator == "kronrod":
+        return args.per_ref_budget * m
+    ig = replace(at, method="ig", ig_adaptive=True, refs_per_collection=m, n_collections=1,
+                 ig_max_points=args.ig_max_points)  # fmt: skip
+    return ig.gradient_budget().per_question
+
+
+def _stop(estimator: str, args) -> str:
+    return args.stop if estimator == "kronrod" else "residual"
+
+
 def _key(record: dict) -> tuple:
-    """What a record was measured with: question, M, budget, stopping rule, the rule that led its refinement
-    (bound before the residual lead existed) and the trained model's config hash."""
-    return (record["question"], record["refs"], record["budget"], record.get("stop"), _lead(record),
-            record.get("model"))  # fmt: skip
+    """What a record was measured with: estimator (kronrod before IG was measured), question, M, budget,
+    stopping rule, the rule that led its refinement (bound before the residual lead existed) and the trained
+    model's config hash."""
+    return (record.get("estimator", "kronrod"), record["question"], record["refs"], record["budget"],
+            record.get("stop"), _lead(record), record.get("model"))  # fmt: skip
 
 
 def _lead(record: dict) -> str:
@@ -155,15 +212,25 @@ def _lead(record: dict) -> str:
     return record.get("lead", "bound")
 
 
+def _label(record: dict) -> str:
+    """The estimator and its refinement order: "kronrod, bound-led" or "residual-led", or "adaptive IG"."""
+    if record.get("estimator", "kronrod") == "ig_adaptive":
+        return "adaptive IG"
+    return f"kronrod, {_lead(record)}-led"
+
+
 def records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
 
 
 def _evals(record: dict, rule: str) -> str:
-    """The evaluations at which ``rule`` first held: "> budget" if never, "-" if the run stopped before."""
+    """The evaluations at which ``rule`` first held: "> budget" if never, "-" if the run stopped before or
+    has no such rule (adaptive IG has no error bound beyond its residuals)."""
     evals = record[rule]["evals"]
     if evals is not None:
         return f"{evals:,.0f}"
+    if rule == "bound_rule" and record.get("estimator") == "ig_adaptive":
+        return "-"
     stopped_first = record.get("stop", "bound") != rule.removesuffix("_rule") and not record["exhausted"]
     return "-" if stopped_first else f"> {record['budget']:,}"
 
@@ -180,38 +247,38 @@ def _median(values: list[float | None]) -> float | None:
 def table(args) -> None:
     rows = records(Path(args.out))
     per_pair = [
-        (r["question"], r["tokens"], r["refs"], _lead(r), _evals(r, "residual_rule"), _evals(r, "bound_rule"),
+        (r["question"], r["tokens"], r["refs"], _label(r), _evals(r, "residual_rule"),
+         _evals(r, "bound_rule"),
          f"{r['final']['R']:.4f}", f"{r['final']['bound']:.4f}",
          f"{r['final']['seconds'] / r['final']['evals']:.2f}", f"{r['eg']['draws_for_0.01']:,.0f}")
         for r in rows
     ]  # fmt: skip
-    print(C.markdown_table(["question", "tokens", "M", "refinement led by",
+    print(C.markdown_table(["question", "tokens", "M", "estimator",
                             "evaluations to App. B.4 (residual rule)", "to the bound", "R at end",
                             "bound at end", "s / evaluation", "EG draws for 0.01 (projected)"],
                            per_pair))  # fmt: skip
     print()
     summary = []
-    for lead in sorted({_lead(r) for r in rows}, reverse=True):
-        led = [r for r in rows if _lead(r) == lead]
+    for label in sorted({_label(r) for r in rows}, reverse=True):
+        led = [r for r in rows if _label(r) == label]
         summary += [
-            _summary_row(m, lead, [r for r in led if r["refs"] == m])
+            _summary_row(m, label, [r for r in led if r["refs"] == m])
             for m in sorted({r["refs"] for r in led})
         ]
         per_ref = [
             r["residual_rule"]["evals"] / r["refs"] for r in led if r["residual_rule"]["evals"] is not None
         ]
         unit = float(np.median(per_ref)) if per_ref else float("nan")
-        summary += [(m, lead, "-", "projected", f"{unit * m:,.0f}", "-", "-", "-", "-") for m in args.project]
-        print(
-            f"projection, {lead}-led: {unit:.1f} evaluations per reference (median over measured pairs) x M"
-        )
-    print(C.markdown_table(["M", "refinement led by", "questions", "", "median evaluations, residual rule",
+        projected = [(m, label, "-", "projected", f"{unit * m:,.0f}") + ("-",) * 4 for m in args.project]
+        summary += projected
+        print(f"projection, {label}: {unit:.1f} evaluations per reference (median over measured pairs) x M")
+    print(C.markdown_table(["M", "estimator", "questions", "", "median evaluations, residual rule",
                             "bound rule", "EG draws (projected from s)", "questions / hour, residual rule",
                             "bound rule"], summary))  # fmt: skip
 
 
-def _summary_row(m: int, lead: str, at_m: list[dict]) -> tuple:
-    """Medians over the questions measured at M references with one refinement lead."""
+def _summary_row(m: int, label: str, at_m: list[dict]) -> tuple:
+    """Medians over the questions measured at M references with one estimator (``label``)."""
     bound_runs = [r for r in at_m if r.get("stop", "bound") == "bound"]  # the others stopped before it
     res = _median([r["residual_rule"]["evals"] for r in at_m])
     bnd = _median([r["bound_rule"]["evals"] for r in bound_runs]) if bound_runs else None
@@ -219,7 +286,7 @@ def _summary_row(m: int, lead: str, at_m: list[dict]) -> tuple:
     hours = [_per_hour(at_m, "residual_rule"), _per_hour(bound_runs, "bound_rule") if bound_runs else "-"]
     runs = f"{len(bound_runs)} run{'s' * (len(bound_runs) != 1)}"
     bound_text = f"{_fmt(bnd)} ({runs})" if bound_runs else "-"
-    return (m, lead, len(at_m), "measured", _fmt(res), bound_text, f"{eg:,.0f}", *hours)
+    return (m, label, len(at_m), "measured", _fmt(res), bound_text, f"{eg:,.0f}", *hours)
 
 
 def _fmt(value: float | None) -> str:
@@ -247,6 +314,14 @@ def main() -> None:
         help="the rules that order refinement, each a run of every question, back to back (default: --stop's;"
         " bound: the order before the residual lead; bound residual: before and after in one run)",
     )
+    parser.add_argument(
+        "--estimators",
+        choices=("kronrod", "ig_adaptive"),
+        nargs="+",
+        default=["kronrod"],
+        help="kronrod (under each --lead) and/or adaptive IG, each a run of every question, back to back",
+    )
+    parser.add_argument("--ig-max-points", type=int, default=1024, help="adaptive IG's last level (points)")
     parser.add_argument("--skip", type=int, default=0, help="leave out the first N of the --questions")
     parser.add_argument("--eg-samples", type=int, default=64)
     parser.add_argument("--project", type=int, nargs="*", default=[64, 256])

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from bench_scripts import load_bench_script
 
+from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.quadrature import KronrodSpec, integrate
 
 
@@ -61,8 +62,8 @@ def test_table_projects_per_reference_cost_and_labels_it(bench, tmp_path, capsys
     args = type("Args", (), {"out": str(out), "project": [256]})
     bench.table(args)
     text = capsys.readouterr().out
-    assert "| 4 | bound | 3 | measured | 300 | 600 (3 runs) |" in text  # bound: 540, 600, one above budget
-    assert "| 256 | bound | - | projected | 19,200 |" in text  # 75 per reference (median of 60, 90, 75) x 256
+    assert "| 4 | kronrod, bound-led | 3 | measured | 300 | 600 (3 runs) |" in text  # bound: 540, 600, one above budget
+    assert "| 256 | kronrod, bound-led | - | projected | 19,200 |" in text  # 75 per reference (median of 60, 90, 75) x 256
     assert "> 600" in text  # q1's bound rule: above its budget
     stopped = {**_record("q4", 16, 900, None), "stop": "residual", "exhausted": False}
     assert bench._evals(stopped, "bound_rule") == "-"  # not run past the residual rule: unknown, not > budget
@@ -71,21 +72,22 @@ def test_table_projects_per_reference_cost_and_labels_it(bench, tmp_path, capsys
     bench.table(args)
     text = capsys.readouterr().out
     # one bound run (above its budget): its median is unknown, not the stopped runs' "-" counted as above it
-    assert "| 4 | bound | 2 | measured | 570 | above the budget (1 run) |" in text
-    assert "| 16 | bound | 1 | measured | 900 | - |" in text
+    assert "| 4 | kronrod, bound-led | 2 | measured | 570 | above the budget (1 run) |" in text
+    assert "| 16 | kronrod, bound-led | 1 | measured | 900 | - |" in text
     residual_led = {**stopped, "refs": 4, "lead": "residual", "residual_rule": {"evals": 200, "seconds": 20}}
     out.write_text("".join(json.dumps(r) + "\n" for r in [rows[0], stopped, residual_led]))
     bench.table(args)
     text = capsys.readouterr().out  # each lead its own medians and projection
-    assert "| 4 | residual | 1 | measured | 200 | - |" in text
-    assert "| 256 | residual | - | projected | 12,800 |" in text
-    assert "| 4 | bound | 1 | measured | 240 |" in text
+    assert "| 4 | kronrod, residual-led | 1 | measured | 200 | - |" in text
+    assert "| 256 | kronrod, residual-led | - | projected | 12,800 |" in text
+    assert "| 4 | kronrod, bound-led | 1 | measured | 240 |" in text
 
 
 def test_a_record_is_reused_only_for_the_same_model_and_settings(bench) -> None:
     record = {**_record("q1", 4, 240, None), "model": "abc"}
-    assert bench._key(record) == ("q1", 4, 600, "bound", "bound", "abc")  # no lead: measured bound-led
+    assert bench._key(record) == ("kronrod", "q1", 4, 600, "bound", "bound", "abc")  # no lead: bound-led
     for change in (
+        {"estimator": "ig_adaptive"},
         {"budget": 1200},
         {"stop": "residual"},
         {"model": "other"},
@@ -118,3 +120,27 @@ def test_bound_lead_restores_the_order_before_the_residual_lead(bench) -> None:
     assert refined("bound")[0] == 0
     assert set(refined("residual")) == {1}
     assert spec.lead(np.array([9.0, 1.0]), np.array([0.0, 1.0])).tolist() == [0.0, 1.0]
+
+
+def test_adaptive_ig_runs_after_kronrod_and_has_its_own_row(bench, tmp_path, capsys) -> None:
+    """``--estimators kronrod ig_adaptive`` measures each question under kronrod's leads, then adaptive IG;
+    an IG run that ended with a reference above 0.01 at its last level counts as above its whole schedule."""
+    args = type("Args", (), {"lead": ["bound", "residual"], "estimators": ["kronrod", "ig_adaptive"],
+                             "ig_max_points": 256, "per_ref_budget": 300})  # fmt: skip
+    assert bench._runs(args) == [("kronrod", "bound"), ("kronrod", "residual"), ("ig_adaptive", "residual")]
+    args.estimators = ["ig_adaptive"]
+    assert bench._runs(args) == [("ig_adaptive", "residual")]
+    at = AttributionConfig(ig_points=64, ig_refine_factor=4)
+    assert bench._budget(at, 4, "ig_adaptive", args) == 4 * (64 + 256)  # every level recomputed
+    assert bench._budget(at, 4, "kronrod", args) == 1200
+    ig = lambda q, e: {**_record(q, 4, e, None), "estimator": "ig_adaptive", "stop": "residual",  # noqa: E731
+                       "lead": "residual", "exhausted": e is None, "budget": 1280}  # fmt: skip
+    out = tmp_path / "r.jsonl"
+    rows = [ig("q1", 320), ig("q2", None), ig("q3", 1280), _record("q1", 4, 240, 600)]
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    bench.table(type("Args", (), {"out": str(out), "project": [16]}))
+    text = capsys.readouterr().out
+    assert "| q2 | 150 | 4 | adaptive IG | > 1,280 | - |" in text
+    assert "| 4 | adaptive IG | 3 | measured | 1,280 | - |" in text  # 320, 1,280 and one above: median 1,280
+    assert "| 16 | adaptive IG | - | projected | 3,200 |" in text  # 200 per reference (80 and 320) x 16
+    assert "| 4 | kronrod, bound-led | 1 | measured | 240 |" in text
