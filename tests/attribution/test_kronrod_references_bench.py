@@ -62,8 +62,9 @@ def test_table_projects_per_reference_cost_and_labels_it(bench, tmp_path, capsys
     args = type("Args", (), {"out": str(out), "project": [256]})
     bench.table(args)
     text = capsys.readouterr().out
-    assert "| 4 | kronrod, bound-led | 3 | measured | 300 | 600 (3 runs) |" in text  # bound: 540, 600, one above budget
-    assert "| 256 | kronrod, bound-led | - | projected | 19,200 |" in text  # 75 per reference (median of 60, 90, 75) x 256
+    # the bound rule: 540, 600 and one above the budget; the projection: 75 a reference (60, 90, 75) x 256
+    assert "| 4 | kronrod, bound-led | 3 | measured | 300 | 600 (3 runs) |" in text
+    assert "| 256 | kronrod, bound-led | - | projected | 19,200 |" in text
     assert "> 600" in text  # q1's bound rule: above its budget
     stopped = {**_record("q4", 16, 900, None), "stop": "residual", "exhausted": False}
     assert bench._evals(stopped, "bound_rule") == "-"  # not run past the residual rule: unknown, not > budget

@@ -92,6 +92,10 @@ def test_merged_result_does_not_depend_on_shard_count(tmp_path: Path) -> None:
     assert one == two
     assert one["rows"] == 12
     assert one["nonfinite_questions"] == 0
+    table = pd.read_parquet(tmp_path / "one" / "attributions.parquet")
+    per_question = table.groupby("record_id")["grad_evals"].first()  # one count a question, all its rows
+    assert one["grad_evals_median"] == per_question.median()
+    assert one["grad_evals"] == per_question.sum()
     shard_files = sorted(p.name for p in (tmp_path / "two" / "parts").glob("shard-*.json"))
     assert shard_files == ["shard-0-of-2.json", "shard-1-of-2.json"]
     assert read_json(tmp_path / "two" / "parts" / "shard-1-of-2.json")["computed"] == ["test-1"]

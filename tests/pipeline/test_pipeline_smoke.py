@@ -178,6 +178,10 @@ def test_table_cells_equal_the_artifacts(project: Path) -> None:
     assert error["residual"].to_numpy() == pytest.approx(rows["residual"].to_numpy())
     assert error["error_bound"].to_numpy() == pytest.approx(rows["error_bound"].to_numpy(), nan_ok=True)
     assert (error["budget"] == np.where(rows["budget_exhausted"], "RAN OUT", "met")).all()
+    stage = json.loads((project / "data/attribute/metrics.json").read_text())
+    per_question = attributions.groupby("record_id")["grad_evals"].first()  # one budget a question
+    assert stage["grad_evals_median"] == per_question.median()
+    assert stage["grad_evals"] == per_question.sum()
     assert "Attribution error" in (project / "results/html/index.html").read_text()
 
 

@@ -210,13 +210,15 @@ def _metrics(table: pd.DataFrame, questions: int, failures: int) -> dict[str, fl
     """The run's headline numbers: residuals (Eq. 9), gradient evaluations, error bounds, roughness, and
     the questions whose estimator ran out of budget before its tolerance (named, never averaged away)."""
     residual = table["residual"].to_numpy(dtype=float) if len(table) else np.zeros(0)
+    per_question = table.drop_duplicates("record_id")["grad_evals"] if len(table) else pd.Series([0])
     return {
         "questions": questions,
         "rows": len(table),
         "nonfinite_questions": failures,
         "residual_median": float(np.median(residual)) if residual.size else 0.0,
         "residual_max": float(residual.max()) if residual.size else 0.0,
-        "grad_evals": int(table.drop_duplicates("record_id")["grad_evals"].sum()) if len(table) else 0,
+        "grad_evals": int(per_question.sum()),
+        "grad_evals_median": float(per_question.median()),  # a question's evaluations (App. B.4's budget)
         "error_bound_max": float(table["error_bound"].max()) if len(table) else 0.0,
         "roughness_median": float(table["roughness"].median()) if len(table) else 0.0,
         "budget_exhausted": sorted(set(table.loc[table["budget_exhausted"].astype(bool), "record_id"]))
