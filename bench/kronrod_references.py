@@ -259,22 +259,63 @@ def table(args) -> None:
                            per_pair))  # fmt: skip
     print()
     summary = []
-    for label in sorted({_label(r) for r in rows}, reverse=True):
+    for label in _labels(rows):
         led = [r for r in rows if _label(r) == label]
         summary += [
             _summary_row(m, label, [r for r in led if r["refs"] == m])
             for m in sorted({r["refs"] for r in led})
         ]
-        per_ref = [
-            r["residual_rule"]["evals"] / r["refs"] for r in led if r["residual_rule"]["evals"] is not None
-        ]
-        unit = float(np.median(per_ref)) if per_ref else float("nan")
-        projected = [(m, label, "-", "projected", f"{unit * m:,.0f}") + ("-",) * 4 for m in args.project]
+        unit = _per_reference(led)
+        projected = [(m, label, "-", "projected", _fmt(_times(unit, m))) + ("-",) * 4 for m in args.project]
         summary += projected
-        print(f"projection, {label}: {unit:.1f} evaluations per reference (median over measured pairs) x M")
+        print(f"projection, {label}: {_fmt(unit)} evaluations per reference (median over measured pairs) x M")
     print(C.markdown_table(["M", "estimator", "questions", "", "median evaluations, residual rule",
                             "bound rule", "EG draws (projected from s)", "questions / hour, residual rule",
                             "bound rule"], summary))  # fmt: skip
+    print()
+    print(planning_table(rows, sorted({r["refs"] for r in rows} | set(args.project))))
+
+
+def planning_table(rows: list[dict], counts: list[int]) -> str:
+    """The table a run is planned with: gradient evaluations a question to App. B.4, estimator x number of
+    references M. Each cell is measured (the median over the questions run at M, their count given) or
+    projected (the median evaluations per reference over all measured pairs, x M); EG's row is the draws
+    for a 95% half-width of 0.01 from the measured spread s (projected by nature; at an M not run, from s
+    at the nearest M that was)."""
+    body = []
+    for label in _labels(rows):
+        led = [r for r in rows if _label(r) == label]
+        unit = _per_reference(led)
+        cells = []
+        for m in counts:
+            at_m = [r["residual_rule"]["evals"] for r in led if r["refs"] == m]
+            measured = f"{_fmt(_median(at_m))} (measured, {len(at_m)} q)" if at_m else None
+            cells.append(measured or f"{_fmt(_times(unit, m))} (projected)")
+        body.append((label, *cells))
+    draws = {(r["question"], r["refs"]): r["eg"]["draws_for_0.01"] for r in rows}  # one EG run per pair
+    eg_cells = []
+    for m in counts:
+        run_at = min({k[1] for k in draws}, key=lambda n: (abs(n - m), n))
+        at = [d for (_, n), d in draws.items() if n == run_at]
+        where = f", {len(at)} q" if run_at == m else f" at M = {run_at}"
+        eg_cells.append(f"{np.median(at):,.0f} (projected from s{where})")
+    body.append(("EG (the paper's)", *eg_cells))
+    return C.markdown_table(["evaluations a question to App. B.4", *(f"M = {m}" for m in counts)], body)
+
+
+def _labels(rows: list[dict]) -> list[str]:
+    return sorted({_label(r) for r in rows}, reverse=True)
+
+
+def _per_reference(rows: list[dict]) -> float | None:
+    """The median evaluations to App. B.4 per reference over ``rows`` (a run that never met it counts as
+    above; None if most did not)."""
+    return _median([None if r["residual_rule"]["evals"] is None else r["residual_rule"]["evals"] / r["refs"]
+                    for r in rows])  # fmt: skip
+
+
+def _times(unit: float | None, m: int) -> float | None:
+    return None if unit is None else unit * m
 
 
 def _summary_row(m: int, label: str, at_m: list[dict]) -> tuple:

@@ -143,5 +143,30 @@ def test_adaptive_ig_runs_after_kronrod_and_has_its_own_row(bench, tmp_path, cap
     text = capsys.readouterr().out
     assert "| q2 | 150 | 4 | adaptive IG | > 1,280 | - |" in text
     assert "| 4 | adaptive IG | 3 | measured | 1,280 | - |" in text  # 320, 1,280 and one above: median 1,280
-    assert "| 16 | adaptive IG | - | projected | 3,200 |" in text  # 200 per reference (80 and 320) x 16
+    assert "| 16 | adaptive IG | - | projected | 5,120 |" in text  # per reference 80, 320 and one above: 320
     assert "| 4 | kronrod, bound-led | 1 | measured | 240 |" in text
+
+
+def test_planning_table_labels_each_cell_measured_or_projected(bench) -> None:
+    """Estimator x reference count: medians where run (runs above the budget counted as larger), the median
+    per reference x M elsewhere; EG from one run per question (its records repeat under each estimator)."""
+    ig = {**_record("q1", 4, None, None), "estimator": "ig_adaptive", "stop": "residual", "lead": "residual",
+          "exhausted": True, "budget": 1280}  # fmt: skip
+    eg_q2 = {"draws": 64, "R": 0.05, "s": 0.5, "draws_for_0.01": 10_000.0}
+    rows = [
+        _record("q1", 4, 240, None),
+        {**_record("q2", 4, 400, None), "eg": eg_q2},
+        _record("q3", 16, 1600, None),
+        ig,
+        {**ig, "question": "q2", "eg": eg_q2},
+        {**ig, "question": "q3", "refs": 16, "residual_rule": {"evals": 2560, "seconds": 1}},
+    ]
+    text = bench.planning_table(rows, [4, 16, 64])
+    # kronrod per reference: 60, 100, 100 -> 100; 16 measured (one question), 64 projected
+    assert "| kronrod, bound-led | 320 (measured, 2 q) | 1,600 (measured, 1 q) | 6,400 (projected) |" in text
+    # adaptive IG: two of three above the budget, so neither a median at 4 nor a projection
+    above = "above the budget"
+    assert f"| adaptive IG | {above} (measured, 2 q) | 2,560 (measured, 1 q) | {above} (projected) |" in text
+    # EG: q1 and q2 at 4 (38,415 and 10,000: median 24,208), q3 at 16; 64 takes s at the nearest M run (16)
+    eg = "projected from s"
+    assert f"| EG (the paper's) | 24,208 ({eg}, 2 q) | 38,415 ({eg}, 1 q) | 38,415 ({eg} at M = 16) |" in text
