@@ -219,6 +219,14 @@ def _label(record: dict) -> str:
     return f"kronrod, {_lead(record)}-led"
 
 
+def latest(rows: list[dict]) -> list[dict]:
+    """One record per estimator, refinement lead, question and M: the last appended (the estimator is
+    deterministic, so a remeasurement under another budget or stopping rule repeats the evaluations to App.
+    B.4; a question counts once in the medians). Files of several trained models: table them apart."""
+    by_pair = {(r.get("estimator", "kronrod"), _lead(r), r["question"], r["refs"]): r for r in rows}
+    return list(by_pair.values())
+
+
 def records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
 
@@ -245,7 +253,7 @@ def _median(values: list[float | None]) -> float | None:
 
 
 def table(args) -> None:
-    rows = records(Path(args.out))
+    rows = latest(records(Path(args.out)))
     per_pair = [
         (r["question"], r["tokens"], r["refs"], _label(r), _evals(r, "residual_rule"),
          _evals(r, "bound_rule"),

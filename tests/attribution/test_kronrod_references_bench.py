@@ -170,3 +170,12 @@ def test_planning_table_labels_each_cell_measured_or_projected(bench) -> None:
     # EG: q1 and q2 at 4 (38,415 and 10,000: median 24,208), q3 at 16; 64 takes s at the nearest M run (16)
     eg = "projected from s"
     assert f"| EG (the paper's) | 24,208 ({eg}, 2 q) | 38,415 ({eg}, 1 q) | 38,415 ({eg} at M = 16) |" in text
+
+
+def test_a_question_counts_once_per_estimator_and_lead(bench) -> None:
+    """A remeasured pair (another budget, stopping rule or run) replaces the earlier record in the tables;
+    another lead, estimator or M is another record."""
+    first = {**_record("q1", 4, 540, None), "model": "m"}
+    again = {**first, "stop": "residual", "budget": 1200, "model": None}  # a record from before the hash
+    others = [{**first, "lead": "residual"}, {**first, "estimator": "ig_adaptive"}, {**first, "refs": 16}]
+    assert bench.latest([first, again, *others]) == [again, *others]
