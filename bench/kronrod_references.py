@@ -3,7 +3,8 @@ reference counts priced), and MedQA questions per hour.
 
     python bench/kronrod_references.py --experiment medqa_local --override KEY=VALUE ... \
         [--questions 8] [--skip 0] [--refs 4 16] [--per-ref-budget 150] [--stop bound] \
-        [--lead bound residual] [--eg-samples 64] [--project 64 256] \
+        [--lead bound residual] [--estimators kronrod ig_adaptive] [--ig-max-points 1024] \
+        [--eg-samples 64] [--project 64 256] \
         [--out results/bench/kronrod_references.jsonl] [--table]
 
 For each of the first ``--questions`` questions the ``attribute`` stage explains and each reference count M in
@@ -24,14 +25,18 @@ Beside them EG with ``--eg-samples`` draws over the same M references: the draws
 0.01, (1.96 s / 0.01)^2 from the draws' spread s, a projection (EG's error shrinks as 1/sqrt(n)). Zero-
 masking's cost per question (Eq. 8 at k = 1: the top token against 20 random ones) is timed as 21 forwards.
 
+``--estimators kronrod ig_adaptive`` adds adaptive IG (``ig_adaptive``: its own per-reference rule, its whole
+schedule up to ``--ig-max-points`` as the budget) after kronrod's runs of each question.
 ``--lead bound residual`` measures each question under both orders back to back, so the before-and-after
-(evaluations and seconds) is side by side in one run. Each (question, M, lead) is one JSON line appended to
-``--out``; a rerun skips the records measured with the same
-question, M, budget, stopping rule, lead and trained model (its config hash; records without a ``lead``
+(evaluations and seconds) is side by side in one run. Each (estimator, question, M, lead) is one JSON line
+appended to ``--out``; a rerun skips the records measured with the same estimator, question, M, budget,
+stopping rule, lead and trained model (its config hash; records without a ``lead``
 were measured before the residual lead, so bound-led).
-``--table`` prints, from ``--out``, the per-pair table, the medians per M, the projection to ``--project``
-reference counts (the median evaluations per reference x M: labelled projected) and MedQA questions per hour
-under each rule. Needs the trained model (`xurs params experiment=... && dvc repro train`).
+``--table`` prints, from ``--out`` (one record per estimator, lead, question and M: the last), the per-pair
+table, the medians per M, the projection to ``--project`` reference counts (the median evaluations per
+reference x M: labelled projected), MedQA questions per hour under each rule, and the planning table
+(estimator x M, each cell measured or projected).
+Needs the trained model (`xurs params experiment=... && dvc repro train`).
 """
 
 from __future__ import annotations
@@ -118,8 +123,9 @@ def measure(model, q, pool, at, pad_id: int, m: int, lead: str, args) -> dict:
 def measure_ig(model, q, pool, at, pad_id: int, m: int, args) -> dict:
     """One (question, M) record of adaptive IG (``ig_adaptive``, Gauss-Legendre from ``ig_points``, x
     ``ig_refine_factor`` up to ``--ig-max-points``, each level recomputed): its own rule, every reference's
-    residual <= 0.01, implies App. B.4's (mean <= 0.01, max <= 0.05), so its evaluations at the stop are
-    where it first certifies; "> budget" when a reference reached the last level above it."""
+    residual <= 0.01, implies App. B.4's (mean <= 0.01, max <= 0.05), so its evaluations at the stop bound
+    from above where it certifies (App. B.4's may hold earlier); "> budget" when a reference reached the
+    last level above 0.01."""
     cfg = replace(at, refs_per_collection=m, n_collections=1, method="ig", ig_adaptive=True,
                   ig_tolerance=TOLERANCE, ig_max_points=args.ig_max_points)  # fmt: skip
     start = time.perf_counter()
