@@ -101,45 +101,39 @@ def refinement_led_by(rule: str) -> Iterator[None]:
         yield
 
 
-def measure(model, q, pool, at, pad_id: int, m: int, lead: str, args) -> dict:
-    """One (question, M, lead) record of ``kronrod``: both rules from one trace whose refinement ``lead``
-    ordered, EG's projection, zero-masking's cost."""
-    cfg = replace(at, refs_per_collection=m, n_collections=1, method="kronrod", kronrod_stop=args.stop,
-                  kronrod_tolerance=TOLERANCE, kronrod_max_evals=args.per_ref_budget * m)  # fmt: skip
+def measure(model, q, pool, cfg, pad_id: int, lead: str) -> dict:
+    """One (question, M, lead) record of ``kronrod`` under ``cfg`` (:func:`_config`): both rules from one
+    trace whose refinement ``lead`` ordered."""
     with refinement_led_by(lead):
         result = attribute_question(model, q, pool, cfg, pad_id)
     (row,), (trace,) = result.rows, result.traces
-    return {
-        "estimator": "kronrod", "question": q.record_id, "tokens": len(q.input_ids), "refs": m,
-        "budget": cfg.kronrod_max_evals, "stop": args.stop, "lead": lead,
-        "residual_rule": first_step(trace, "residual"), "bound_rule": first_step(trace, "bound"),
-        "exhausted": row.budget_exhausted,
-        "final": {"evals": row.grad_evals, "R": row.residual, "bound": row.error_bound,
-                  "seconds": float(trace[-1, -1])},
-        **eg_and_masking(model, q, pool, cfg, pad_id, args),
-    }  # fmt: skip
+    rules = {"residual_rule": first_step(trace, "residual"), "bound_rule": first_step(trace, "bound")}
+    return _record(q, cfg, row, float(trace[-1, -1]), lead, rules)
 
 
-def measure_ig(model, q, pool, at, pad_id: int, m: int, args) -> dict:
-    """One (question, M) record of adaptive IG (``ig_adaptive``, Gauss-Legendre from ``ig_points``, x
-    ``ig_refine_factor`` up to ``--ig-max-points``, each level recomputed): its own rule, every reference's
-    residual <= 0.01, implies App. B.4's (mean <= 0.01, max <= 0.05), so its evaluations at the stop bound
-    from above where it certifies (App. B.4's may hold earlier); "> budget" when a reference reached the
-    last level above 0.01."""
-    cfg = replace(at, refs_per_collection=m, n_collections=1, method="ig", ig_adaptive=True,
-                  ig_tolerance=TOLERANCE, ig_max_points=args.ig_max_points)  # fmt: skip
+def measure_ig(model, q, pool, cfg, pad_id: int) -> dict:
+    """One (question, M) record of adaptive IG under ``cfg`` (``ig_adaptive``, Gauss-Legendre from
+    ``ig_points``, x ``ig_refine_factor`` up to ``--ig-max-points``, each level recomputed): its own rule,
+    every reference's residual <= 0.01, implies App. B.4's (mean <= 0.01, max <= 0.05), so its evaluations
+    at the stop bound from above where it certifies (App. B.4's may hold earlier); "> budget" when a
+    reference reached the last level above 0.01."""
     start = time.perf_counter()
     row = attribute_question(model, q, pool, cfg, pad_id).rows[0]
     seconds = time.perf_counter() - start
-    held = {"evals": None, "seconds": None} if row.budget_exhausted else {"evals": float(row.grad_evals),
-                                                                          "seconds": seconds}  # fmt: skip
+    never = {"evals": None, "seconds": None}
+    held = never if row.budget_exhausted else {"evals": float(row.grad_evals), "seconds": seconds}
+    return _record(q, cfg, row, seconds, "residual", {"residual_rule": held, "bound_rule": never})
+
+
+def _record(q, cfg, row, seconds: float, lead: str, rules: dict) -> dict:
+    """The fields every record has: what was run (estimator, question, M, budget, stopping rule, lead), where
+    each rule first held (``rules``) and the run's end (evaluations, R, bound, seconds)."""
     return {
-        "estimator": "ig_adaptive", "question": q.record_id, "tokens": len(q.input_ids), "refs": m,
-        "budget": cfg.gradient_budget().per_question, "stop": "residual", "lead": "residual",
-        "residual_rule": held, "bound_rule": {"evals": None, "seconds": None},
+        "estimator": _estimator(cfg), "question": q.record_id, "tokens": len(q.input_ids),
+        "refs": cfg.refs_per_collection, "budget": cfg.gradient_budget().per_question,
+        "stop": _stop(cfg), "lead": lead, **rules,
         "exhausted": row.budget_exhausted,
         "final": {"evals": row.grad_evals, "R": row.residual, "bound": row.error_bound, "seconds": seconds},
-        **eg_and_masking(model, q, pool, cfg, pad_id, args),
     }  # fmt: skip
 
 
@@ -154,6 +148,31 @@ def eg_and_masking(model, q, pool, cfg, pad_id: int, args) -> dict:
                "draws_for_0.01": (Z_95 * spread / TOLERANCE) ** 2},
         "masking_seconds": masking_seconds(model, q, cfg.target_fn),
     }  # fmt: skip
+
+
+def _config(at, m: int, estimator: str, args):
+    """The attribution settings of one run at M references: kronrod with ``--stop`` and ``--per-ref-budget``
+    x M evaluations, or adaptive IG up to ``--ig-max-points``; tolerance 0.01 either way."""
+    cfg = replace(at, refs_per_collection=m, n_collections=1)
+    if estimator == "kronrod":
+        return replace(cfg, method="kronrod", kronrod_stop=args.stop, kronrod_tolerance=TOLERANCE,
+                       kronrod_max_evals=args.per_ref_budget * m)  # fmt: skip
+    return replace(cfg, method="ig", ig_adaptive=True, ig_tolerance=TOLERANCE,
+                   ig_max_points=args.ig_max_points)  # fmt: skip
+
+
+def _budget(at, m: int, estimator: str, args) -> int:
+    """A run's most evaluations: kronrod's ``--per-ref-budget`` x M, adaptive IG's whole schedule."""
+    return _config(at, m, estimator, args).gradient_budget().per_question
+
+
+def _estimator(cfg) -> str:
+    return "kronrod" if cfg.method == "kronrod" else "ig_adaptive"
+
+
+def _stop(cfg) -> str:
+    """The stopping rule a run's record names (adaptive IG's per-reference rule is a residual rule)."""
+    return cfg.kronrod_stop if cfg.method == "kronrod" else "residual"
 
 
 def _runs(args) -> list[tuple[str, str]]:
@@ -172,37 +191,28 @@ def run(args) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     model_hash = train_run_hash(cfg)  # a record is reused only for the same trained model and settings
     done = {_key(r) for r in records(out)}
+    shared: dict[tuple[str, int], dict] = {}  # EG and zero-masking: once per question and M, whatever runs
     for m in args.refs:
         for q, (estimator, lead) in itertools.product(questions, _runs(args)):  # a question's back to back
+            run_cfg = _config(at, m, estimator, args)
             settings = {"estimator": estimator, "question": q.record_id, "refs": m, "lead": lead,
-                        "budget": _budget(at, m, estimator, args), "stop": _stop(estimator, args),
+                        "budget": _budget(at, m, estimator, args), "stop": _stop(run_cfg),
                         "model": model_hash}  # fmt: skip
             if _key(settings) in done:
                 continue
             measured = (
-                measure(model, q, pool, at, pad_id, m, lead, args)
+                measure(model, q, pool, run_cfg, pad_id, lead)
                 if estimator == "kronrod"
-                else measure_ig(model, q, pool, at, pad_id, m, args)
+                else measure_ig(model, q, pool, run_cfg, pad_id)
             )
-            record = {**measured, "model": model_hash}
+            if (q.record_id, m) not in shared:
+                shared[q.record_id, m] = eg_and_masking(model, q, pool, run_cfg, pad_id, args)
+            record = {**measured, **shared[q.record_id, m], "model": model_hash}
             with out.open("a") as f:
                 f.write(json.dumps(record) + "\n")
             rule = record["residual_rule"]["evals"]
             print(f"  {q.record_id} M={m} {_label(record)}: App. B.4 at {rule}, load {C.load_average()}",
                   flush=True)  # fmt: skip
-
-
-def _budget(at, m: int, estimator: str, args) -> int:
-    """A run's most evaluations: kronrod's ``--per-ref-budget`` x M, adaptive IG's whole schedule."""
-    if estimator == "kronrod":
-        return args.per_ref_budget * m
-    ig = replace(at, method="ig", ig_adaptive=True, refs_per_collection=m, n_collections=1,
-                 ig_max_points=args.ig_max_points)  # fmt: skip
-    return ig.gradient_budget().per_question
-
-
-def _stop(estimator: str, args) -> str:
-    return args.stop if estimator == "kronrod" else "residual"
 
 
 def _key(record: dict) -> tuple:

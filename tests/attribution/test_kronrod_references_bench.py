@@ -127,7 +127,7 @@ def test_adaptive_ig_runs_after_kronrod_and_has_its_own_row(bench, tmp_path, cap
     """``--estimators kronrod ig_adaptive`` measures each question under kronrod's leads, then adaptive IG;
     an IG run that ended with a reference above 0.01 at its last level counts as above its whole schedule."""
     args = type("Args", (), {"lead": ["bound", "residual"], "estimators": ["kronrod", "ig_adaptive"],
-                             "ig_max_points": 256, "per_ref_budget": 300})  # fmt: skip
+                             "ig_max_points": 256, "per_ref_budget": 300, "stop": "residual"})  # fmt: skip
     assert bench._runs(args) == [("kronrod", "bound"), ("kronrod", "residual"), ("ig_adaptive", "residual")]
     args.estimators = ["ig_adaptive"]
     assert bench._runs(args) == [("ig_adaptive", "residual")]
