@@ -1,18 +1,23 @@
-"""Facts in the user-facing pages (README.md, docs/*.md) checked against the project.
+"""Facts in the project's prose checked against the project: README.md and docs/*.md (the pages),
+ARCHITECTURE.md, BENCHMARKS.md, CONTRIBUTING.md, the comments of conf/**/*.yaml and results/**/*.md.
 
-Each ``check_*`` takes Markdown text (and what it is checked against) and returns the problems found, as
-``"<what>: <why>"`` lines; ``tests/foundation/test_foundation_docs.py`` runs every one over every page and
-plants a defect of each kind to see it fail. Kinds: a ``conf/`` or other project file that does not exist,
-a config key that is not in the composed config, an ``xurs`` subcommand or flag the CLI does not have, a
-test file that does not exist, a DVC stage that does not exist, a commit hash, a project issue number, a
-note about one particular run, and an experiment of ``conf/experiment/`` missing from the one table.
+Each ``check_*`` takes text (and what it is checked against) and returns the problems found, as
+``"<what>: <why>"`` lines; ``tests/foundation/test_foundation_docs.py`` runs the checks that :data:`DOCS`
+lists for each kind of file and plants a defect of each kind to see it fail. Kinds: a ``conf/`` or other
+project file that does not exist (or lies outside the project), a config key that is not in the composed
+config, an ``xurs`` subcommand or flag the CLI does not have, a test file that does not exist, a DVC stage
+that does not exist, a count that disagrees with the code, a dependency version, a commit hash, a project
+issue number, a note about one particular run, a measured figure that no kept file gives (BENCHMARKS.md's
+ledger or a committed results file), a ledger row without its command, machine or date, and an experiment
+of ``conf/experiment/`` missing from the one table.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +37,19 @@ PROJECT_SUFFIXES = (
     "cff",
     "txt",
     "json",
-)  # files a page may cite as the project's
+    "tex",
+)  # what prose cites as the project's
 OUTPUTS = tuple(a.path for a in ARTIFACTS.values())  # a run's outputs, relative to data/ or results/
 MISSPELT = re.compile(r"did you mean|misspel|unknown key|typo", re.I)  # lines that show a refused key
 RUN_NOTES = (
-    r"load average", r"beside another (run|pipeline|job)", r"was not kept", r"stopped for time",
-    r"time limit ended", r"\bthis machine\b", r"lightly loaded", r"heavily shared", r"\bXeon\b", r"\bEPYC\b",
-    r"in this session", r"on a shared one", r"what was tried",
+    r"load average", r"beside (another|one other|the same other) (run|pipeline|job)", r"was not kept",
+    r"stopped (after [^.]*?)?for (the session's )?time", r"time limit ended", r"lightly loaded",
+    r"heavily shared", r"\b(in|this|the next|the previous|the) session\b", r"on a shared one",
+    r"what was tried", r"\blent\b", r"a first attempt", r"ran out of (CPU|device|time)", r"\bnice(-| )\d+",
+    r"not being logged", r"was cut off", r"\bwe tried\b",
 )  # fmt: skip
+MACHINE_NOTES = (r"\bthis machine\b", r"\bXeon\b", r"\bEPYC\b")  # machines are named in BENCHMARKS.md only
+DEPENDENCIES = ("transformers", "accelerate", "dvc", "hydra-core", "torch", "peft", "captum", "PyTorch")
 
 
 def code_spans(text: str) -> list[str]:
@@ -54,18 +64,26 @@ def _paths(spans: Iterable[str]) -> set[str]:
     exts = "|".join(PROJECT_SUFFIXES)
     found = set()
     for span in spans:
-        for m in re.finditer(rf"(?<![\w./<>{{}}*$-])([A-Za-z0-9_][\w.-]*(?:/[\w.-]+)+\.(?:{exts}))\b", span):
+        for m in re.finditer(
+            rf"(?<![\w./<>{{}}*$-])((?:\.\./)*[A-Za-z0-9_][\w.-]*(?:/[\w.-]+)+\.(?:{exts}))\b", span
+        ):
             found.add(m.group(1))
     return found
 
 
-def check_files(text: str, root: Path = ROOT) -> list[str]:
+def check_files(text: str, root: Path = ROOT, base: Path = ROOT) -> list[str]:
     """Project files named with a directory (``conf/data/x.yaml``, ``tests/foo/test_x.py``,
     ``xurs_pipeline/...``) must exist: relative to the root, or (Python modules) to ``xurs_pipeline/``.
-    Outputs of a run (``data/...``, ``results/...`` other than committed files) are not checked here."""
+    Outputs of a run (``data/...``, ``results/...`` other than committed files) are not checked here. A
+    ``../`` path is read from ``base`` (the file's folder) and must stay inside the project."""
     problems = []
     for path in sorted(_paths(code_spans(text)) | set(re.findall(r"\]\((?!https?:)([^)#\s]+\.\w+)", text))):
+        if path.startswith("../") and not (base / path).resolve().is_relative_to(root.resolve()):
+            problems.append(f"{path}: outside the project")
+            continue
         clean = path.removeprefix("../")
+        if re.search(r"(^|/)foo\b", clean):
+            continue  # a placeholder in an example (stages/foo.py)
         if clean.startswith(("data/", "results/", ".venv/", "dvc_plots/", *OUTPUTS)) and not clean.endswith(
             ".yaml"
         ):
@@ -88,6 +106,15 @@ def config_keys(composed: Mapping[str, Any], prefix: str = "") -> set[str]:
     return keys
 
 
+def _is_module(dotted: str, root: Path = ROOT) -> bool:
+    """``attribution.model.set_precision``: a module of xurs_pipeline/ (or a name in one), not a key."""
+    parts = dotted.split(".")
+    return any(
+        (root / "xurs_pipeline" / Path(*parts[:i])).with_suffix(".py").is_file()
+        for i in range(2, len(parts) + 1)
+    )
+
+
 def check_keys(text: str, keys: set[str]) -> list[str]:
     """Dotted config keys in code (``data.medqa_path``, ``evaluation.numerics.max_residual_max``) must be keys
     of the composed config; file names (``model.gguf``) and paths are not keys."""
@@ -100,6 +127,8 @@ def check_keys(text: str, keys: set[str]) -> list[str]:
         ):
             key = m.group(1)
             if key.rsplit(".", 1)[-1] in FILE_SUFFIXES or key.split(".")[1] in FILE_SUFFIXES:
+                continue
+            if _is_module(key):
                 continue
             if key not in keys and key not in shown_refused:
                 problems.add(f"{key}: not a config key")
@@ -151,8 +180,10 @@ def check_stages(text: str, stages: Iterable[str]) -> list[str]:
 
 
 def check_hashes(text: str) -> list[str]:
-    """No commit hashes: 7-40 hex digits with both a digit and a letter."""
-    found = re.findall(r"(?<![\w-])([0-9a-f]{7,40})(?![\w-])", text)
+    """No commit hashes: 7-40 hex digits with both a digit and a letter (``config <hash>`` is allowed)."""
+    found = re.findall(
+        r"(?<![\w-])(?<!config )([0-9a-f]{7,40})(?![\w-])", text
+    )  # a config hash names a config
     return [f"{h}: looks like a commit hash" for h in found if re.search(r"\d", h) and re.search(r"[a-f]", h)]
 
 
@@ -167,10 +198,10 @@ def check_issues(text: str) -> list[str]:
     return problems
 
 
-def check_run_notes(text: str) -> list[str]:
-    """No notes about one particular run (machine names, load, what was kept or stopped): BENCHMARKS.md
-    holds measurements with their machine, the git log the story."""
-    return [f"{m.group(0)!r}: a note about a particular run" for p in RUN_NOTES
+def check_run_notes(text: str, patterns: Iterable[str] = RUN_NOTES + MACHINE_NOTES) -> list[str]:
+    """No notes about one particular run (load, what was kept or stopped, sessions, machine names outside
+    BENCHMARKS.md): BENCHMARKS.md holds measurements with their machine, the git log the story."""
+    return [f"{m.group(0)!r}: a note about a particular run" for p in patterns
             for m in re.finditer(p, text, re.I)]  # fmt: skip
 
 
@@ -224,3 +255,244 @@ def check_status(readme: str, root: Path = ROOT, first_lines: int = 15) -> list[
             if figure not in texts and not re.fullmatch(r"\d", figure):
                 problems.append(f"status: {figure!r} is not on {', '.join(pages) or 'a linked page'}")
     return problems
+
+
+# Counts and lists the prose states about the code: (pattern whose group 1 is the count, what it counts).
+NUMBER_NAMES = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+                "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+                "nineteen", "twenty")  # fmt: skip
+NUMBER_WORDS = {w: i for i, w in enumerate(NUMBER_NAMES)}
+COUNT_CLAIMS = (
+    (r"\b(\w+) DVC stages\b", "stages"),
+    (r"\bthe (\w+) stages of\b", "stages"),
+    (r"\bruns the (\w+) stages\b", "stages"),
+    (r"\bthe (\w+) evaluation keys\b", "mask_eval keys"),
+    (r"\b(\w+) experiments (?:in|of) `conf/experiment/?`", "experiments"),
+    (r"\b(\w+) prompt sources\b", "prompt sources"),
+)
+LIST_CLAIMS = ((r"`source` \(([\w/]+)\)", "prompt sources"),)  # a list written a/b/c
+
+
+def _count(word: str) -> int | None:
+    word = word.lower().replace(",", "")
+    return int(word) if word.isdigit() else NUMBER_WORDS.get(word)
+
+
+def check_counts(text: str, facts: Mapping[str, Any]) -> list[str]:
+    """Every count of :data:`COUNT_CLAIMS` equals the project's (``facts[name]``: a number or a
+    collection), and every list of :data:`LIST_CLAIMS` names exactly the collection's members."""
+    problems = []
+    for pattern, name in COUNT_CLAIMS:
+        true = facts[name] if isinstance(facts[name], int) else len(facts[name])
+        for m in re.finditer(pattern, text, re.I):
+            said = _count(m.group(1))
+            if said is not None and said != true:
+                problems.append(f"{m.group(0)!r}: {name} are {true}")
+    for pattern, name in LIST_CLAIMS:
+        for m in re.finditer(pattern, text):
+            if set(m.group(1).split("/")) != set(facts[name]):
+                problems.append(f"{m.group(0)!r}: {name} are {'/'.join(facts[name])}")
+    return problems
+
+
+def check_versions(text: str) -> list[str]:
+    """No dependency version in prose (it goes stale; pyproject.toml and README's install pin them, and
+    BENCHMARKS.md's machines record what a figure was measured with)."""
+    names = "|".join(re.escape(d) for d in DEPENDENCIES)
+    return [f"{m.group(0)!r}: a dependency version" for m in re.finditer(rf"\b(?:{names}) \d+\.\d+", text)]
+
+
+# Measured figures: a number (or range) with a unit of time, memory, speed-up or share, a count of tests,
+# or "k of n". Each must be given by a kept file: a row of BENCHMARKS.md's tables or a line of a committed
+# results file, which names its command (the ledger's rows also their machine and date).
+NUM = r"\d[\d,]*(?:\.\d+)?"
+FIGURE = re.compile(
+    rf"(?<![\w.^/=-])({NUM}(?: ?- ?{NUM})?)(?: ?(?:ms|s|min|minutes|hours?|GiB|MiB|GB|%|tests)\b|x\b|"
+    rf" of ({NUM})\b(?! (?:blocks|layers|tokens|the|its|which)\b))"
+)
+RESULTS = tuple(p for ext in ("md", "csv") for p in sorted((ROOT / "results").rglob(f"*.{ext}")))
+
+
+def _numbers(text: str) -> frozenset[str]:
+    return frozenset(n.replace(",", "").rstrip(".") for n in re.findall(NUM, text))
+
+
+def prose(text: str) -> str:
+    """Markdown without code blocks and table rows (the figures a sentence states)."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("|"))
+
+
+def figures(text: str) -> list[str]:
+    """The measured figures of a text's prose (:data:`FIGURE`)."""
+    return [m.group(0) for m in FIGURE.finditer(prose(text))]
+
+
+def table_rows(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.lstrip().startswith("|")]
+
+
+def figure_sources(root: Path = ROOT) -> list[frozenset[str]]:
+    """The numbers of each kept row: BENCHMARKS.md's table rows and every line of results/**/*.{md,csv}."""
+    rows = table_rows((root / "BENCHMARKS.md").read_text(encoding="utf-8"))
+    for path in RESULTS:
+        rows += path.read_text(encoding="utf-8").splitlines()
+    return [_numbers(row) for row in rows]
+
+
+def check_figures(text: str, sources: list[frozenset[str]]) -> list[str]:
+    """Every measured figure of the prose has a source row holding all its numbers (a range: both ends)."""
+    problems = []
+    for figure in figures(text):
+        numbers = _numbers(figure)
+        if not any(numbers <= row for row in sources):
+            problems.append(f"{figure!r}: no kept file gives it (BENCHMARKS.md ledger, results/)")
+    return problems
+
+
+def check_own_figures(text: str) -> list[str]:
+    """A ledger or results file: every figure of its prose is in one of its own table rows."""
+    return check_figures(text, [_numbers(row) for row in table_rows(text)])
+
+
+LEDGER_HEADER = "| what | command | machine | figure | date |"
+MACHINES_HEADING = "## Machines"
+
+
+def machine_names(text: str) -> list[str]:
+    """The first column of the table under BENCHMARKS.md's ``## Machines``."""
+    section = text.split(MACHINES_HEADING, 1)[1].split("\n## ", 1)[0] if MACHINES_HEADING in text else ""
+    return [row.split("|")[1].strip() for row in table_rows(section)[2:]]
+
+
+def check_ledger(text: str) -> list[str]:
+    """BENCHMARKS.md: every numbered section (``## N.``) opens with a ledger table (:data:`LEDGER_HEADER`);
+    every ledger row names a command (in backticks), a machine of ``## Machines`` and a date (YYYY-MM-DD)."""
+    machines, problems = machine_names(text), []
+    if not machines:
+        problems.append("BENCHMARKS.md: no machines table")
+    for section in re.split(r"\n(?=## \d)", text)[1:]:
+        title = section.splitlines()[0]
+        if LEDGER_HEADER not in section:
+            problems.append(f"{title}: no ledger table ({LEDGER_HEADER})")
+            continue
+        ledger = section.split(LEDGER_HEADER, 1)[1].split("\n\n", 1)[0]
+        for row in table_rows(ledger)[1:]:
+            cells = [c.strip() for c in row.strip().strip("|").split("|")]
+            if len(cells) != 5:
+                problems.append(f"{title}: a ledger row without 5 cells: {row[:60]}")
+                continue
+            what, command, machine, _figure, date = cells
+            if "`" not in command:
+                problems.append(f"{title}: {what[:40]!r} names no command")
+            if not any(machine.startswith(m) for m in machines):
+                problems.append(f"{title}: {what[:40]!r}: machine {machine!r} is not in {MACHINES_HEADING}")
+            if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+                problems.append(f"{title}: {what[:40]!r} has no date")
+    return problems
+
+
+RESULTS_INDEX = ROOT / "results" / "README.md"  # every kept results file, with the command that wrote it
+
+
+def results_index(text: str) -> dict[str, str]:
+    """Kept file (``results/...``) -> the command cell of its row in the index."""
+    rows = {}
+    for row in table_rows(text)[2:]:
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        for path in re.findall(r"`(results/[^`]+)`", cells[0]):
+            rows[path] = cells[1] if len(cells) > 1 else ""
+    return rows
+
+
+def check_results_file(text: str, path: Path, root: Path = ROOT) -> list[str]:
+    """A committed results file is listed in results/README.md with the command that wrote it (in
+    backticks), and states no figure its own tables do not give; the index lists only files that exist."""
+    index_text = (root / "results" / "README.md").read_text(encoding="utf-8")
+    index = results_index(text if path.name == "README.md" else index_text)
+    if path.name == "README.md":
+        return [
+            f"{p}: listed in results/README.md but not in the project"
+            for p in index
+            if not (root / p).exists()
+        ]
+    rel = path.relative_to(root).as_posix()
+    if not re.search(r"`(?:xurs|dvc|python) [^`]+`", index.get(rel, "")):
+        return [f"{rel}: not in results/README.md with the command that wrote it"]
+    return check_own_figures(text)
+
+
+def yaml_comments(text: str) -> str:
+    """The comments of a YAML file, one per line, as a code block (so every path in them is checked)."""
+    comments = [m.group(1) for m in re.finditer(r"(?:^|\s)#(.*)$", text, re.M)]
+    return "```\n" + "\n".join(comments) + "\n```\n"
+
+
+@dataclass(frozen=True)
+class DocKind:
+    """One kind of prose file: where its files are, how its prose is read, which checks it gets."""
+
+    name: str
+    paths: tuple[Path, ...]
+    checks: tuple[str, ...]
+    read: Callable[[str], str] = lambda text: text
+
+
+COMMON = ("files", "keys", "cli", "tests", "stages", "counts", "versions", "hashes", "issues")
+DOCS = (
+    DocKind("pages", PAGES, (*COMMON, "run_notes", "figures")),
+    DocKind("architecture", (ROOT / "ARCHITECTURE.md",), (*COMMON, "run_notes", "figures")),
+    DocKind("contributing", (ROOT / "CONTRIBUTING.md",), (*COMMON, "run_notes", "figures")),
+    DocKind(
+        "benchmarks",
+        (ROOT / "BENCHMARKS.md",),
+        (
+            "files",
+            "keys",
+            "cli",
+            "tests",
+            "stages",
+            "counts",
+            "hashes",
+            "issues",
+            "narration",
+            "ledger",
+            "own_figures",
+        ),
+    ),
+    DocKind(
+        "conf",
+        tuple(sorted((ROOT / "conf").rglob("*.yaml"))),
+        (*COMMON, "run_notes", "figures"),
+        yaml_comments,
+    ),
+    DocKind(
+        "results",
+        tuple(sorted((ROOT / "results").rglob("*.md"))),
+        ("files", "keys", "cli", "stages", "hashes", "issues", "narration", "results_file"),
+    ),
+)
+
+
+def checkers(keys: set[str], options: Mapping[str, set[str]], stages: Iterable[str],
+             facts: Mapping[str, Any]) -> dict[str, Callable[[str, Path], list[str]]]:  # fmt: skip
+    """Each check of :data:`DOCS` by name, as ``check(text, path) -> problems``."""
+    sources = figure_sources()
+    stages = tuple(stages)
+    return {
+        "files": lambda t, p: check_files(t, base=p.parent),
+        "keys": lambda t, p: check_keys(t, keys),
+        "cli": lambda t, p: check_cli(t, options),
+        "tests": lambda t, p: check_tests(t),
+        "stages": lambda t, p: check_stages(t, stages),
+        "counts": lambda t, p: check_counts(t, facts),
+        "versions": lambda t, p: check_versions(t),
+        "hashes": lambda t, p: check_hashes(t),
+        "issues": lambda t, p: check_issues(t),
+        "run_notes": lambda t, p: check_run_notes(t),
+        "narration": lambda t, p: check_run_notes(t, RUN_NOTES),
+        "figures": lambda t, p: check_figures(t, sources),
+        "own_figures": lambda t, p: check_own_figures(t),
+        "ledger": lambda t, p: check_ledger(t),
+        "results_file": check_results_file,
+    }

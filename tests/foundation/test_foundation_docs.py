@@ -1,56 +1,103 @@
-"""The user-facing pages (README.md, docs/*.md) say only what is true of the project: every ``conf/`` or
-other project file, config key, ``xurs`` subcommand and flag, test file and DVC stage they name exists; they
-carry no commit hash, project issue number or note about one particular run; the one experiment table
-lists every experiment. Each kind of check has a planted defect it must catch (tests/docs_checks.py)."""
+"""The project's prose (README.md, docs/*.md, ARCHITECTURE.md, BENCHMARKS.md, CONTRIBUTING.md, the comments
+of conf/, results/*.md) says only what is true of the project: every ``conf/`` or other project file, config
+key, ``xurs`` subcommand and flag, test file and DVC stage it names exists; its counts agree with the code;
+every measured figure is given by a kept file (a BENCHMARKS.md ledger row with its command, machine and date,
+or a committed results file that names its command); it carries no commit hash, project issue number,
+dependency version or note about one particular run; the one experiment table lists every experiment.
+Each check has a planted defect it must catch, and each kind of file fails on a planted untraceable figure,
+stale count, wrong path and run note (tests/docs_checks.py, :data:`docs_checks.DOCS`)."""
 
 from __future__ import annotations
 
 import pytest
 import yaml
 from docs_checks import (
+    DOCS,
     EXPERIMENT_TABLE,
     PAGES,
     ROOT,
     check_cli,
+    check_counts,
     check_experiment_table,
     check_files,
     check_hashes,
     check_issues,
     check_keys,
+    check_ledger,
+    check_results_file,
     check_run_notes,
     check_stages,
     check_status,
     check_tests,
+    check_versions,
+    checkers,
     cli_options,
     config_keys,
+    figures,
     table_experiments,
 )
 
 from xurs_pipeline.cli import build_parser
-from xurs_pipeline.contracts import STAGES
+from xurs_pipeline.contracts import _MASK_KEYS, STAGES
+from xurs_pipeline.data.schema import SOURCES
 
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
 KEYS = config_keys(yaml.safe_load((ROOT / "params.yaml").read_text()))
 OPTIONS = cli_options(build_parser())
+FACTS = {
+    "stages": STAGES,
+    "mask_eval keys": _MASK_KEYS,
+    "experiments": EXPERIMENTS,
+    "prompt sources": SOURCES,
+}
+CHECKS = checkers(KEYS, OPTIONS, STAGES, FACTS)
+FILES = [(kind, path) for kind in DOCS for path in kind.paths]
 
 
 def _text(page) -> str:
     return page.read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
-def test_every_name_a_page_gives_exists(page):
-    text = _text(page)
-    problems = check_files(text) + check_keys(text, KEYS) + check_cli(text, OPTIONS)
-    problems += check_tests(text) + check_stages(text, STAGES)
-    assert problems == [], f"{page.name}: {problems}"
+def _problems(kind, path, text: str) -> list[str]:
+    prose = kind.read(text)
+    return [problem for name in kind.checks for problem in CHECKS[name](prose, path)]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
-def test_no_page_carries_hashes_issue_numbers_or_run_notes(page):
-    text = _text(page)
-    problems = check_hashes(text) + check_issues(text) + check_run_notes(text)
-    assert problems == [], f"{page.name}: {problems}"
+@pytest.mark.parametrize(("kind", "path"), FILES, ids=[str(p.relative_to(ROOT)) for _, p in FILES])
+def test_every_prose_file_is_true_of_the_project(kind, path):
+    """Names, counts and figures that exist, and no hashes, issue numbers, versions or run notes."""
+    assert _problems(kind, path, _text(path)) == []
+
+
+def test_every_kind_of_prose_file_is_checked():
+    kinds = {kind.name for kind in DOCS}
+    assert kinds == {"pages", "architecture", "benchmarks", "contributing", "conf", "results"}
+    assert all(kind.paths for kind in DOCS), "a kind with no files checks nothing"
+
+
+# A defect planted in a real file of each kind must fail that kind's checks: (defect, text for Markdown,
+# text for a YAML comment, the problem expected).
+PLANTED = (
+    ("untraceable figure", "The run took 71.3 minutes and 9.87 GiB.", "# took 71.3 minutes", "71.3 minutes"),
+    ("stale count", "The 16 stages of `dvc.yaml` run in order.", "# the 16 stages of dvc.yaml", "stages are"),
+    ("wrong path", "See `conf/data/nonesuch.yaml`.", "# see conf/data/nonesuch.yaml", "no such file"),
+    ("run note", "It ran at load average 3-5.", "# ran at load average 3-5", "a note about a particular run"),
+)
+UNCHECKED = {("results", "stale count")}  # results files state measurements, not counts of the code
+
+
+@pytest.mark.parametrize(("defect", "markdown", "comment", "expected"), PLANTED, ids=[d[0] for d in PLANTED])
+@pytest.mark.parametrize("kind", DOCS, ids=[k.name for k in DOCS])
+def test_a_planted_defect_fails_every_kind_of_file(kind, defect, markdown, comment, expected):
+    if (kind.name, defect) in UNCHECKED:
+        pytest.skip(f"{kind.name} files are not checked for a {defect}")
+    path = kind.paths[0]
+    text = _text(path)
+    planted = f"{text}\n{comment}\n" if path.suffix == ".yaml" else f"{text}\n\n{markdown}\n"
+    if kind.name == "benchmarks" and defect == "untraceable figure":
+        planted = text.replace("\n## 1.", f"\n{markdown}\n\n## 1.", 1)  # prose of the ledger
+    assert _problems(kind, path, text) == []
+    assert any(expected in problem for problem in _problems(kind, path, planted)), defect
 
 
 def test_one_experiment_table_lists_every_experiment_and_the_others_link_to_it():
@@ -70,6 +117,103 @@ def test_the_readme_opens_with_status_and_limits_that_agree_with_their_pages():
 
 
 # Planted defects: each checker must fail on its kind.
+
+
+def test_a_count_that_disagrees_with_the_code_is_caught():
+    assert (
+        check_counts("Seventeen DVC stages; the 17 stages of `dvc.yaml`", {**FACTS, "stages": range(17)})
+        == []
+    )
+    assert check_counts("Seventeen DVC stages", {**FACTS, "stages": range(18)}) == [
+        "'Seventeen DVC stages': stages are 18"
+    ]
+    assert check_counts("the ten evaluation keys", FACTS) == [
+        f"'the ten evaluation keys': mask_eval keys are {len(_MASK_KEYS)}"
+    ]
+    assert check_counts("`source` (medqa/synthetic_v1)", FACTS) == [
+        f"'`source` (medqa/synthetic_v1)': prompt sources are {'/'.join(SOURCES)}"
+    ]
+    assert check_counts(f"`source` ({'/'.join(reversed(SOURCES))})", FACTS) == []
+
+
+def test_a_dependency_version_is_caught():
+    assert check_versions("pip install torch==2.13.0; transformers' own loader") == []
+    assert check_versions("checked with transformers 5.23") == ["'transformers 5.23': a dependency version"]
+
+
+def test_a_figure_no_kept_file_gives_is_caught():
+    sources = [frozenset({"629", "1.90"}), frozenset({"140", "149", "0.94"})]
+    check = CHECKS["figures"]
+    assert check("10 min (629 s), 1.90 GiB; 140 of 149 clear probes", ROOT / "README.md") == []
+    assert figures("629 s, 1.90 GiB; 140 of 149; 3.2x; 57%; 1,650 tests; top 4 of 20 blocks") == [
+        "629 s",
+        "1.90 GiB",
+        "140 of 149",
+        "3.2x",
+        "57%",
+        "1,650 tests",
+    ]
+    assert figures("```bash\ndvc repro   # 7-11 minutes\n```\n| 12 s |") == []  # code and tables are sources
+    from docs_checks import check_figures
+
+    assert check_figures("629 s and 140 of 149", sources) == []
+    assert check_figures("7-11 minutes", sources) == [
+        "'7-11 minutes': no kept file gives it (BENCHMARKS.md ledger, results/)"
+    ]
+    assert check_figures("140 of 150", sources) != []  # both numbers must be in one row
+
+
+LEDGER = """## Machines
+
+| name | CPU |
+|---|---|
+| Xeon | 2 cores |
+
+## 1. Something
+
+| what | command | machine | figure | date |
+|---|---|---|---|---|
+| a thing | `python bench/x.py` | Xeon, idle | 12 s | 2026-11-20 |
+"""
+
+
+def test_a_ledger_row_without_command_machine_or_date_is_caught():
+    assert check_ledger(LEDGER) == []
+    assert check_ledger(LEDGER.replace("`python bench/x.py`", "python")) == [
+        "## 1. Something: 'a thing' names no command"
+    ]
+    assert check_ledger(LEDGER.replace("Xeon, idle", "Pentium")) == [
+        "## 1. Something: 'a thing': machine 'Pentium' is not in ## Machines"
+    ]
+    assert check_ledger(LEDGER.replace("2026-11-20", "last week")) == [
+        "## 1. Something: 'a thing' has no date"
+    ]
+    assert check_ledger(LEDGER.replace("| what | command", "| what | how")) == [
+        "## 1. Something: no ledger table (| what | command | machine | figure | date |)"
+    ]
+
+
+def test_a_results_file_without_its_command_or_with_a_stray_figure_is_caught(tmp_path):
+    index = "| file | command | machine | date |\n|---|---|---|---|\n"
+    index += "| `results/a.md` | `xurs swap-sweep` | Xeon | 2026-11-26 |\n"
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "README.md").write_text(index)
+    kept = "# T\n\n| m | k |\n|---|---|\n| a | 140/149 |\n"
+    (tmp_path / "results" / "a.md").write_text(kept)
+    index_path, path = tmp_path / "results" / "README.md", tmp_path / "results" / "a.md"
+    assert check_results_file(kept, path, root=tmp_path) == []
+    assert check_results_file(index, index_path, root=tmp_path) == []
+    assert check_results_file(kept + "\nIt took 36 minutes.\n", path, root=tmp_path) == [
+        "'36 minutes': no kept file gives it (BENCHMARKS.md ledger, results/)"
+    ]
+    (tmp_path / "results" / "README.md").write_text(index.replace("`xurs swap-sweep`", "a script"))
+    assert check_results_file(kept, path, root=tmp_path) == [
+        "results/a.md: not in results/README.md with the command that wrote it"
+    ]
+    path.unlink()
+    assert check_results_file(index, index_path, root=tmp_path) == [
+        "results/a.md: listed in results/README.md but not in the project"
+    ]
 
 
 def test_a_status_figure_its_page_does_not_give_is_caught():
