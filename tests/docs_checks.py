@@ -303,11 +303,12 @@ def check_versions(text: str) -> list[str]:
 
 
 # Measured figures: a number (or range) with a unit of time, memory, speed-up or share, a count of tests,
-# or "k of n". Each must be given by a kept file: a row of BENCHMARKS.md's tables or a line of a committed
-# results file, which names its command (the ledger's rows also their machine and date).
+# or "k of n" (one computed in place, "= 90%", is not a measurement). Each must be given by a kept file: a
+# row of BENCHMARKS.md's tables (a ledger row names its command, machine and date) or a line of a committed
+# results file (results/README.md names its command).
 NUM = r"\d[\d,]*(?:\.\d+)?"
 FIGURE = re.compile(
-    rf"(?<![\w.^/=-])({NUM}(?: ?- ?{NUM})?)(?: ?(?:ms|s|min|minutes|hours?|GiB|MiB|GB|%|tests)\b|x\b|"
+    rf"(?<![\w.^/=-])(?<!= )({NUM}(?: ?- ?{NUM})?)(?: ?(?:ms|s|min|minutes|hours?|GiB|MiB|GB|tests)\b|%|x\b|"
     rf" of ({NUM})\b(?! (?:blocks|layers|tokens|the|its|which)\b))"
 )
 RESULTS = tuple(p for ext in ("md", "csv") for p in sorted((ROOT / "results").rglob(f"*.{ext}")))
@@ -317,10 +318,30 @@ def _numbers(text: str) -> frozenset[str]:
     return frozenset(n.replace(",", "").rstrip(".") for n in re.findall(NUM, text))
 
 
+def _comments(block: re.Match) -> str:
+    """A fenced code block reduced to its ``#`` comments (what it says in words)."""
+    return "\n".join(re.findall(r"(?:^|\s)#\s(.*)$", block.group(0), re.M))
+
+
 def prose(text: str) -> str:
-    """Markdown without code blocks and table rows (the figures a sentence states)."""
-    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    """Markdown without code (but with code blocks' comments) and without table rows: the figures a
+    sentence or a command's comment states."""
+    text = re.sub(r"```.*?```", _comments, text, flags=re.S)
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("|"))
+
+
+README_WORDS = 2300  # README.md's words outside code, at most
+
+
+def prose_words(text: str) -> int:
+    """Words outside code: whitespace-separated tokens once fenced code blocks are removed (inline code,
+    tables, links and HTML comments count; ``wc -w`` of the rest)."""
+    return len(re.sub(r"```.*?```", " ", text, flags=re.S).split())
+
+
+def check_length(text: str, limit: int = README_WORDS) -> list[str]:
+    words = prose_words(text)
+    return [f"README: {words} words outside code, more than {limit}"] if words > limit else []
 
 
 def figures(text: str) -> list[str]:
@@ -411,11 +432,12 @@ def check_results_file(text: str, path: Path, root: Path = ROOT) -> list[str]:
     index_text = (root / "results" / "README.md").read_text(encoding="utf-8")
     index = results_index(text if path.name == "README.md" else index_text)
     if path.name == "README.md":
-        return [
+        missing = [
             f"{p}: listed in results/README.md but not in the project"
             for p in index
             if not (root / p).exists()
         ]
+        return missing + check_own_figures(text)
     rel = path.relative_to(root).as_posix()
     if not re.search(r"`(?:xurs|dvc|python) [^`]+`", index.get(rel, "")):
         return [f"{rel}: not in results/README.md with the command that wrote it"]
@@ -423,9 +445,13 @@ def check_results_file(text: str, path: Path, root: Path = ROOT) -> list[str]:
 
 
 def yaml_comments(text: str) -> str:
-    """The comments of a YAML file, one per line, as a code block (so every path in them is checked)."""
-    comments = [m.group(1) for m in re.finditer(r"(?:^|\s)#(.*)$", text, re.M)]
-    return "```\n" + "\n".join(comments) + "\n```\n"
+    """The comments of a YAML file, one per line."""
+    return "\n".join(m.group(1) for m in re.finditer(r"(?:^|\s)#(.*)$", text, re.M)) + "\n"
+
+
+def _names(text: str, path: Path) -> str:
+    """Where names are looked for: Markdown's code spans, or all of a YAML comment (written without them)."""
+    return f"```\n{text}```\n" if path.suffix == ".yaml" else text
 
 
 @dataclass(frozen=True)
@@ -469,7 +495,7 @@ DOCS = (
     DocKind(
         "results",
         tuple(sorted((ROOT / "results").rglob("*.md"))),
-        ("files", "keys", "cli", "stages", "hashes", "issues", "narration", "results_file"),
+        ("files", "keys", "cli", "stages", "counts", "hashes", "issues", "narration", "results_file"),
     ),
 )
 
@@ -480,11 +506,11 @@ def checkers(keys: set[str], options: Mapping[str, set[str]], stages: Iterable[s
     sources = figure_sources()
     stages = tuple(stages)
     return {
-        "files": lambda t, p: check_files(t, base=p.parent),
-        "keys": lambda t, p: check_keys(t, keys),
-        "cli": lambda t, p: check_cli(t, options),
+        "files": lambda t, p: check_files(_names(t, p), base=p.parent),
+        "keys": lambda t, p: check_keys(_names(t, p), keys),
+        "cli": lambda t, p: check_cli(_names(t, p), options),
         "tests": lambda t, p: check_tests(t),
-        "stages": lambda t, p: check_stages(t, stages),
+        "stages": lambda t, p: check_stages(_names(t, p), stages),
         "counts": lambda t, p: check_counts(t, facts),
         "versions": lambda t, p: check_versions(t),
         "hashes": lambda t, p: check_hashes(t),
