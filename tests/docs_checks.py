@@ -311,6 +311,10 @@ FIGURE = re.compile(
     rf"(?<![\w.^/=-])(?<!= )({NUM}(?: ?- ?{NUM})?)(?: ?(?:ms|s|min|minutes|hours?|GiB|MiB|GB|tests)\b|%|x\b|"
     rf" of ({NUM})\b(?! (?:blocks|layers|tokens|the|its|which)\b))"
 )
+UNIT = r" ?(?:ms|s|min|minutes|hours?|GiB|MiB|GB|tests)\b|%|x\b"
+DECIMAL_RANGE = re.compile(
+    rf"(?<![\w.^/=-])\d+\.\d+ ?- ?\d+\.\d+(?![\w.%-])(?!{UNIT})"
+)  # "accuracy 0.82-0.86"
 RESULTS = tuple(p for ext in ("md", "csv") for p in sorted((ROOT / "results").rglob(f"*.{ext}")))
 
 
@@ -345,35 +349,63 @@ def check_length(text: str, limit: int = README_WORDS) -> list[str]:
 
 
 def figures(text: str) -> list[str]:
-    """The measured figures of a text's prose (:data:`FIGURE`)."""
-    return [m.group(0) for m in FIGURE.finditer(prose(text))]
+    """The measured figures of a text's prose (:data:`FIGURE`, :data:`DECIMAL_RANGE`), in order."""
+    text = prose(text)
+    found = [m for pattern in (FIGURE, DECIMAL_RANGE) for m in pattern.finditer(text)]
+    return [m.group(0) for m in sorted(found, key=lambda m: m.start())]
 
 
 def table_rows(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.lstrip().startswith("|")]
 
 
-def figure_sources(root: Path = ROOT) -> list[frozenset[str]]:
-    """The numbers of each kept row: BENCHMARKS.md's table rows and every line of results/**/*.{md,csv}."""
-    rows = table_rows((root / "BENCHMARKS.md").read_text(encoding="utf-8"))
+@dataclass(frozen=True)
+class Sources:
+    """Where figures may come from: ``rows`` (every number of a figure in one row) and ``tables`` (the
+    numbers of a whole results file: a range's ends may be the minimum and maximum of two of its rows)."""
+
+    rows: tuple[frozenset[str], ...]
+    tables: tuple[frozenset[str], ...] = ()
+
+
+def figure_sources(root: Path = ROOT) -> Sources:
+    """BENCHMARKS.md's table rows and the lines of every committed results/**/*.{md,csv}."""
+    rows = [_numbers(row) for row in table_rows((root / "BENCHMARKS.md").read_text(encoding="utf-8"))]
+    tables = []
     for path in RESULTS:
-        rows += path.read_text(encoding="utf-8").splitlines()
-    return [_numbers(row) for row in rows]
+        lines = [_numbers(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        rows += lines
+        tables.append(frozenset().union(*lines))
+    return Sources(tuple(rows), tuple(tables))
 
 
-def check_figures(text: str, sources: list[frozenset[str]]) -> list[str]:
-    """Every measured figure of the prose has a source row holding all its numbers (a range: both ends)."""
+def _given(number: str, row: frozenset[str]) -> bool:
+    """``number`` is in ``row`` as written, or (a decimal) as one of its numbers rounded to its places."""
+    if number in row:
+        return True
+    if "." not in number:
+        return False
+    places = len(number.split(".")[1])
+    return any(
+        "." in n and len(n.split(".")[1]) > places and round(float(n), places) == float(number) for n in row
+    )
+
+
+def check_figures(text: str, sources: Sources) -> list[str]:
+    """Every measured figure of the prose has a source row holding all its numbers (a range: both ends, in
+    one row, or as two rows of one results file)."""
     problems = []
     for figure in figures(text):
         numbers = _numbers(figure)
-        if not any(numbers <= row for row in sources):
+        groups = sources.rows + (sources.tables if re.search(r"\d ?- ?\d", figure) else ())
+        if not any(all(_given(n, group) for n in numbers) for group in groups):
             problems.append(f"{figure!r}: no kept file gives it (BENCHMARKS.md ledger, results/)")
     return problems
 
 
 def check_own_figures(text: str) -> list[str]:
     """A ledger or results file: every figure of its prose is in one of its own table rows."""
-    return check_figures(text, [_numbers(row) for row in table_rows(text)])
+    return check_figures(text, Sources(tuple(_numbers(row) for row in table_rows(text))))
 
 
 LEDGER_HEADER = "| what | command | machine | figure | date |"

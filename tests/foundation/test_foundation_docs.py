@@ -16,9 +16,11 @@ from docs_checks import (
     EXPERIMENT_TABLE,
     PAGES,
     ROOT,
+    Sources,
     check_cli,
     check_counts,
     check_experiment_table,
+    check_figures,
     check_files,
     check_hashes,
     check_issues,
@@ -150,26 +152,26 @@ def test_a_dependency_version_is_caught():
 
 
 def test_a_figure_no_kept_file_gives_is_caught():
-    sources = [frozenset({"629", "1.90"}), frozenset({"140", "149", "0.94"})]
-    check = CHECKS["figures"]
-    assert check("10 min (629 s), 1.90 GiB; 140 of 149 clear probes", ROOT / "README.md") == []
-    assert figures("629 s, 1.90 GiB; 140 of 149; 3.2x; 57%; 1,650 tests; top 4 of 20 blocks") == [
-        "629 s",
-        "1.90 GiB",
-        "140 of 149",
-        "3.2x",
-        "57%",
-        "1,650 tests",
-    ]
-    assert figures("```bash\ndvc repro\n```\n| 12 s |") == []  # tables are sources, code is not prose
-    assert figures("```bash\ndvc repro   # 7-11 minutes\n```") == ["7-11 minutes"]  # a command's comment is
-    from docs_checks import check_figures
-
-    assert check_figures("629 s and 140 of 149", sources) == []
+    assert figures("629 s, 1.90 GiB; 140 of 149; 3.2x; 57%; 1,650 tests; 4 of 20 blocks; R 0.82-0.86") == [
+        "629 s", "1.90 GiB", "140 of 149", "3.2x", "57%", "1,650 tests", "0.82-0.86"
+    ]  # fmt: skip
+    assert figures("```bash\ndvc repro\n```\n| 12 s |; 0.8 + 0.2 x 0.5 = 90%") == []  # tables are sources
+    assert figures("```bash\ndvc repro   # 7-11 minutes\n```") == [
+        "7-11 minutes"
+    ]  # a command's comment is prose
+    sources = Sources(
+        (frozenset({"629", "1.90"}), frozenset({"140", "149", "0.2292"})), (frozenset({"0.2292", "0.2583"}),)
+    )
+    assert (
+        check_figures("629 s and 140 of 149, 1.9 GiB, 0.23-0.26", sources) == []
+    )  # rounded; a file's min, max
     assert check_figures("7-11 minutes", sources) == [
         "'7-11 minutes': no kept file gives it (BENCHMARKS.md ledger, results/)"
     ]
     assert check_figures("140 of 150", sources) != []  # both numbers must be in one row
+    assert check_figures("629-140 s", sources) != []  # a range's ends in one row or one results file
+    assert check_figures("0.23 s", Sources((frozenset({"0.2"}),))) != []  # rounding goes one way
+    assert CHECKS["figures"]("1.90 GiB, 0.0018 and 0.0089", ROOT / "README.md") == []
 
 
 LEDGER = """## Machines
