@@ -408,6 +408,22 @@ def check_own_figures(text: str) -> list[str]:
     return check_figures(text, Sources(tuple(_numbers(row) for row in table_rows(text))))
 
 
+def benchmark_sections(root: Path = ROOT) -> set[str]:
+    """The numbers of BENCHMARKS.md's ``## N.`` sections."""
+    return set(re.findall(r"^## (\d+)\.", (root / "BENCHMARKS.md").read_text(encoding="utf-8"), re.M))
+
+
+def check_benchmark_sections(text: str, sections: set[str]) -> list[str]:
+    """``BENCHMARKS.md section 8`` (or ``[BENCHMARKS.md](...), sections 19 and 13``) names a section that
+    exists."""
+    problems = []
+    for m in re.finditer(r"BENCHMARKS(?:\.md)?\]?(?:\([^)]*\))?,? sections? (\d+)(?: and (\d+))?", text):
+        problems += [
+            f"BENCHMARKS.md section {n}: no such section" for n in m.groups() if n and n not in sections
+        ]
+    return problems
+
+
 LEDGER_HEADER = "| what | command | machine | figure | date |"
 MACHINES_HEADING = "## Machines"
 
@@ -496,7 +512,7 @@ class DocKind:
     read: Callable[[str], str] = lambda text: text
 
 
-COMMON = ("files", "keys", "cli", "tests", "stages", "counts", "versions", "hashes", "issues")
+COMMON = ("files", "keys", "cli", "tests", "stages", "counts", "versions", "hashes", "issues", "sections")
 DOCS = (
     DocKind("pages", PAGES, (*COMMON, "run_notes", "figures")),
     DocKind("architecture", (ROOT / "ARCHITECTURE.md",), (*COMMON, "run_notes", "figures")),
@@ -535,7 +551,7 @@ DOCS = (
 def checkers(keys: set[str], options: Mapping[str, set[str]], stages: Iterable[str],
              facts: Mapping[str, Any]) -> dict[str, Callable[[str, Path], list[str]]]:  # fmt: skip
     """Each check of :data:`DOCS` by name, as ``check(text, path) -> problems``."""
-    sources = figure_sources()
+    sources, sections = figure_sources(), benchmark_sections()
     stages = tuple(stages)
     return {
         "files": lambda t, p: check_files(_names(t, p), base=p.parent),
@@ -545,6 +561,7 @@ def checkers(keys: set[str], options: Mapping[str, set[str]], stages: Iterable[s
         "stages": lambda t, p: check_stages(_names(t, p), stages),
         "counts": lambda t, p: check_counts(t, facts),
         "versions": lambda t, p: check_versions(t),
+        "sections": lambda t, p: check_benchmark_sections(t, sections),
         "hashes": lambda t, p: check_hashes(t),
         "issues": lambda t, p: check_issues(t),
         "run_notes": lambda t, p: check_run_notes(t),

@@ -17,6 +17,7 @@ from docs_checks import (
     PAGES,
     ROOT,
     Sources,
+    check_benchmark_sections,
     check_cli,
     check_counts,
     check_experiment_table,
@@ -144,6 +145,15 @@ def test_a_count_that_disagrees_with_the_code_is_caught():
         f"'`source` (medqa/synthetic_v1)': prompt sources are {'/'.join(SOURCES)}"
     ]
     assert check_counts(f"`source` ({'/'.join(reversed(SOURCES))})", FACTS) == []
+
+
+def test_a_benchmarks_section_that_does_not_exist_is_caught():
+    sections = {"8", "19"}
+    cited = "BENCHMARKS.md section 8; [BENCHMARKS.md](../BENCHMARKS.md), section 19"
+    assert check_benchmark_sections(cited, sections) == []
+    assert check_benchmark_sections("(BENCHMARKS.md sections 8 and 7)", sections) == [
+        "BENCHMARKS.md section 7: no such section"
+    ]
 
 
 def test_a_dependency_version_is_caught():
