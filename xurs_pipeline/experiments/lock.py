@@ -8,7 +8,8 @@ experiment's when
 - every param it records equals the experiment's (``params.yaml`` keys, dotted; a whole-file entry
   compares every key), and
 - each of its deps that another stage writes has the hash that stage's entry records for its output, and
-  that stage's entry counts as this experiment's too (so a stage after one that did not run did not run).
+  that stage's entry counts as this experiment's too (so a stage after one that did not run did not run,
+  and the first one says why).
 
 This is what ``dvc status`` would find unchanged in the experiment's params and pipeline outputs; code
 deps are the commit's own (an experiment commit carries the code it ran).
@@ -30,26 +31,28 @@ LOCK = "dvc.lock"
 
 
 def read_lock(rev: str, cwd: str | Path = ".") -> dict[str, Any]:
-    """The ``stages`` of ``dvc.lock`` at commit ``rev`` (the file in ``cwd`` for the workspace); ValueError
-    saying why it cannot be read (no such commit here, no lock: nothing ran)."""
+    """The ``stages`` of ``dvc.lock`` at commit ``rev`` (the file in ``cwd`` for the workspace; none where
+    no stage ran); ValueError when ``rev`` is no commit of the repository in ``cwd`` or the lock no YAML."""
     if rev == WORKSPACE:
         path = Path(cwd) / LOCK
-        if not path.is_file():
-            raise ValueError(f"{path}: not found (no stage has run in the workspace)")
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
     else:
-        shown = subprocess.run(["git", "show", f"{rev}:{LOCK}"], cwd=cwd, capture_output=True, text=True,
-                               check=False)  # fmt: skip
-        if shown.returncode != 0:
-            why = shown.stderr.strip().splitlines()[-1:] or ["git show failed"]
-            raise ValueError(f"{LOCK} at {rev[:7]}: not readable ({why[0].removeprefix('fatal: ')})")
-        text = shown.stdout
+        if _git(cwd, "cat-file", "-e", f"{rev}^{{commit}}").returncode != 0:
+            raise ValueError(
+                f"commit {rev[:7]} is not in the repository here (a --from file of another clone?)"
+            )
+        shown = _git(cwd, "show", f"{rev}:{LOCK}")
+        text = shown.stdout if shown.returncode == 0 else ""  # no dvc.lock: no stage ran
     try:
         lock = yaml.safe_load(text) or {}
     except yaml.YAMLError as err:
         raise ValueError(f"{LOCK} at {rev[:7]}: not YAML ({str(err).splitlines()[0]})") from None
     stages = lock.get("stages") if isinstance(lock, Mapping) else None
     return dict(stages) if isinstance(stages, Mapping) else {}
+
+
+def _git(cwd: str | Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
 
 
 def writer(lock: Mapping[str, Any], path: str) -> str | None:
@@ -101,8 +104,8 @@ class _Check:
             if upstream is None:
                 continue
             name, made = upstream
-            if self.why(name):
-                return f"stage {stage} reads {dep.get('path')} of stage {name}, which did not run in it"
+            if self.why(name):  # the first stage that did not run says why
+                return self.why(name)
             if _hash(dep) != made:
                 return f"stage {stage} ran on another {dep.get('path')} than stage {name} made in it"
         return ""
