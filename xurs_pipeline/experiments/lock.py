@@ -95,10 +95,9 @@ class _Check:
         recorded = flatten((entry.get("params") or {}).get("params.yaml") or {})
         for key, value in recorded.items():
             if key not in self.params:
-                return f"stage {stage} ran with {key}={_text(value)}, a key this experiment does not have"
+                return f"stage {stage} ran with {key}={_text(value)}, a key these params lack"
             if _text(self.params[key]) != _text(value):
-                return (f"stage {stage} ran with {key}={_text(value)}, this experiment has "
-                        f"{key}={_text(self.params[key])}")  # fmt: skip
+                return f"stage {stage} ran with {key}={_text(value)}, not {key}={_text(self.params[key])}"
         for dep in _entries(entry, "deps"):
             upstream = self.outs.get(str(dep.get("path")))
             if upstream is None:
