@@ -115,3 +115,17 @@ def test_a_stage_is_the_experiments_only_with_its_params_and_its_inputs(tmp_path
     assert not_run(lock, own, "train") == "stage train never ran"
     with pytest.raises(ValueError, match="commit 0000000 is not in the repository here"):
         read_lock("0" * 40, tmp_path)
+
+
+def test_a_lock_is_read_as_dvc_writes_it(tmp_path):
+    """DVC writes ``1e-06`` (YAML 1.2: a number), which PyYAML reads as text: read as text, every stage
+    with such a param (the gates' validity tolerance) would count as not run."""
+    (tmp_path / "dvc.lock").write_text(
+        "schema: '2.0'\nstages:\n  gates:\n    params:\n      params.yaml:\n"
+        "        evaluation.gates:\n          validity_tolerance: 1e-06\n"
+    )
+    lock = read_lock("workspace", tmp_path)
+    key = "evaluation.gates.validity_tolerance"
+    assert not_run(lock, {key: 1e-06}, "gates") == ""
+    assert not_run(lock, {key: 1e-05}, "gates") == f"stage gates ran with {key}=1e-06, not {key}=1e-05"
+    assert read_lock("workspace", tmp_path / "nothing_ran") == {}

@@ -54,15 +54,13 @@ def check_made_with(stage: str, params: Path, project: Path) -> None:
     """ValueError naming the first input of ``stage`` whose writer's entry in ``project``'s ``dvc.lock`` is
     not from a run under ``params``; nothing to check without a ``dvc.lock`` (a project run by
     ``run_pipeline``) or for a writer it does not list."""
-    import yaml
-
-    from xurs_pipeline.experiments.lock import not_run, read_lock
+    from xurs_pipeline.experiments.lock import load_yaml, not_run, read_lock
     from xurs_pipeline.experiments.show import WORKSPACE, flatten
 
     if not (project / "dvc.lock").is_file() or not params.is_file():
         return
     lock = read_lock(WORKSPACE, project)
-    values = flatten(yaml.safe_load(params.read_text(encoding="utf-8")) or {})
+    values = flatten(load_yaml(params.read_text(encoding="utf-8")) or {})
     for name in PIPELINE[stage].reads:
         writer = artifact(name).writer
         why = not_run(lock, values, writer) if writer in lock else ""

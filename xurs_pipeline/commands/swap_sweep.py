@@ -36,7 +36,7 @@ from xurs_pipeline.commands.args import command
 from xurs_pipeline.commands.gates_sweep import free_stem
 from xurs_pipeline.contracts import swap_summary
 from xurs_pipeline.experiments.files import outputs
-from xurs_pipeline.experiments.lock import not_run, read_lock, writer
+from xurs_pipeline.experiments.lock import load_yaml, not_run, read_lock, writer
 from xurs_pipeline.experiments.pooling import Source, pooled, pooled_hash
 from xurs_pipeline.experiments.show import WORKSPACE, Experiment, flatten, parse_json, shown
 
@@ -109,14 +109,12 @@ def experiment_sources(exps: list[Experiment]) -> tuple[list[Source], dict[str, 
 def project_source(project: str) -> Source:
     """The swap study of a project directory run elsewhere (its ``params.yaml`` names where; where it has a
     ``dvc.lock``, the swap stage must have run under that params.yaml); ValueError naming the directory."""
-    import yaml
-
     root, flag = Path(project), f"--project {project}"
     if not (root / "params.yaml").is_file():
         raise ValueError(
             f"{flag}: no params.yaml (a project directory holds the params its study was made with)"
         )
-    params = flatten(yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8")) or {})
+    params = flatten(load_yaml((root / "params.yaml").read_text(encoding="utf-8")) or {})
     paths = {r: root / str(params.get(f"paths.{r}", "")) for r in ("artifacts", "results")}
     path = swap_summary(paths)
     if not path.is_file():

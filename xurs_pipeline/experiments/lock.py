@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
 
 from xurs_pipeline.experiments.show import WORKSPACE, flatten
 
@@ -44,11 +45,17 @@ def read_lock(rev: str, cwd: str | Path = ".") -> dict[str, Any]:
         shown = _git(cwd, "show", f"{rev}:{LOCK}")
         text = shown.stdout if shown.returncode == 0 else ""  # no dvc.lock: no stage ran
     try:
-        lock = yaml.safe_load(text) or {}
-    except yaml.YAMLError as err:
+        lock = load_yaml(text) or {}
+    except YAMLError as err:
         raise ValueError(f"{LOCK} at {rev[:7]}: not YAML ({str(err).splitlines()[0]})") from None
     stages = lock.get("stages") if isinstance(lock, Mapping) else None
     return dict(stages) if isinstance(stages, Mapping) else {}
+
+
+def load_yaml(text: str) -> Any:
+    """YAML as DVC reads it (YAML 1.2, ruamel): ``1e-06`` is a number, as in the params DVC shows and
+    records, where PyYAML (YAML 1.1) would read text."""
+    return YAML(typ="safe", pure=True).load(text)
 
 
 def _git(cwd: str | Path, *args: str) -> subprocess.CompletedProcess[str]:
