@@ -129,3 +129,25 @@ def test_a_lock_is_read_as_dvc_writes_it(tmp_path):
     assert not_run(lock, {key: 1e-06}, "gates") == ""
     assert not_run(lock, {key: 1e-05}, "gates") == f"stage gates ran with {key}=1e-06, not {key}=1e-05"
     assert read_lock("workspace", tmp_path / "nothing_ran") == {}
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("{}", "not `dvc exp show --json` output: expected a list of objects with a 'rev' key"),
+        ("[1, 2]", "expected a list of objects with a 'rev' key"),
+        ('[{"rev": "abc", "experiments": {"revs": []}}]', "'experiments' is not a list of objects"),
+        ('[{"rev": "abc", "experiments": [{"revs": {"a": 1}}]}]', "'revs' is not a list of objects"),
+        ('[{"rev": "abc", "data": {"params": [1]}}]', "'params' is not an object of objects"),
+        ("[{]", "not JSON"),
+    ],
+)
+@pytest.mark.parametrize("command", ["swap-sweep", "gates-sweep"])
+def test_a_from_file_that_is_not_dvc_exp_show_output_is_one_line(tmp_path, capsys, command, content, words):
+    """``--from`` a JSON file of another shape ended in a traceback."""
+    saved = tmp_path / "show.json"
+    saved.write_text(content)
+    assert xurs([command, "--from", str(saved), "--out", str(tmp_path / "out")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"xurs {command}: error: --from {saved}: "), line
+    assert words in line

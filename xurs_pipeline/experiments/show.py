@@ -71,14 +71,20 @@ def experiments(show: Any, workspace: bool = False) -> list[Experiment]:
             found.append(_experiment(str(baseline.get("name") or str(baseline["rev"])[:7]), baseline, ""))
         elif workspace:
             found.append(_experiment(WORKSPACE, baseline, ""))
-        for exp_range in baseline.get("experiments") or []:
-            if not isinstance(exp_range, Mapping):
-                raise ValueError("not `dvc exp show --json` output: an 'experiments' entry is not an object")
-            executor = exp_range.get("executor") or {}
-            for state in exp_range.get("revs") or []:
+        for exp_range in _objects(baseline.get("experiments"), "experiments"):
+            executor = _objects([exp_range.get("executor")], "executor")
+            for state in _objects(exp_range.get("revs"), "revs"):
                 name = state.get("name") or exp_range.get("name") or str(state.get("rev"))[:7]
-                found.append(_experiment(str(name), state, str(executor.get("state") or "")))
+                found.append(_experiment(str(name), state, str(executor[0].get("state") or "")))
     return found
+
+
+def _objects(value: Any, key: str) -> list[Mapping[str, Any]]:
+    """``value``, a list of objects (None: none); ValueError naming ``key`` for anything else."""
+    items = [] if value is None else value
+    if not isinstance(items, list) or not all(i is None or isinstance(i, Mapping) for i in items):
+        raise ValueError(f"not `dvc exp show --json` output: {key!r} is not a list of objects")
+    return [i or {} for i in items]
 
 
 def _experiment(name: str, state: Mapping[str, Any], executor: str) -> Experiment:
@@ -90,9 +96,18 @@ def _experiment(name: str, state: Mapping[str, Any], executor: str) -> Experimen
 
 def params(state: Mapping[str, Any]) -> dict[str, Any]:
     """Dotted param keys of one state's params files (``params.yaml`` keys bare, others ``<file>:key``)."""
+    data = state.get("data") or {}
+    files = data.get("params") if isinstance(data, Mapping) else None
+    if not isinstance(files or {}, Mapping) or not all(
+        isinstance(r, Mapping) for r in (files or {}).values()
+    ):
+        raise ValueError("not `dvc exp show --json` output: 'params' is not an object of objects")
     out: dict[str, Any] = {}
-    for path, result in ((state.get("data") or {}).get("params") or {}).items():
-        out.update(flatten(result.get("data") or {}, "" if path == "params.yaml" else f"{path}:"))
+    for path, result in (files or {}).items():
+        values = result.get("data") or {}
+        if not isinstance(values, Mapping):
+            raise ValueError(f"not `dvc exp show --json` output: the params of {path} are not an object")
+        out.update(flatten(values, "" if path == "params.yaml" else f"{path}:"))
     return out
 
 
