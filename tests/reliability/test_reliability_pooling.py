@@ -110,8 +110,9 @@ def test_settings_that_change_no_result_may_differ(tmp_path, capsys):
         (lambda s: s["behaves_as_trained"].pop("B"), "behaves_as_trained.B: k=None, n=None"),
         (lambda s: s.pop("behaves_as_trained"), "no method comparison or behaves_as_trained"),
         (lambda s: s["methods"]["paper"].pop("agreement_n"), "methods.paper.agreement: agreement_k=28"),
+        (lambda s: s["methods"].update(paper=[1]), "methods.paper.swap: swap_k=None, swap_n=None"),
     ],
-    ids=["k-above-n", "text-count", "negative", "missing-role", "missing-key", "missing-n"],
+    ids=["k-above-n", "text-count", "negative", "missing-role", "missing-key", "missing-n", "not-an-object"],
 )
 def test_impossible_counts_are_refused(tmp_path, capsys, edit, words):
     """A summary showing 30/28 passed; a count as text or a missing key ended in a traceback."""
@@ -123,6 +124,16 @@ def test_impossible_counts_are_refused(tmp_path, capsys, edit, words):
     assert line.startswith(f"xurs swap-sweep: error: --project {q}: ")
     assert words in line
     assert "are not counts (integers, 0 <= k <= n)" in line or "no method comparison" in line
+
+
+def test_a_measure_without_probes_is_pooled_as_none(tmp_path, capsys):
+    """A method's measure of a role with no probes has no k and n (``swap_agreement.method_summary``)."""
+    partial = study((25, 28))
+    for c in "kn":
+        partial["methods"]["paper"].pop(f"agreement_B_{c}")
+    a, b = project(tmp_path / "a", partial), project(tmp_path / "b", study((26, 28)), seed=2)
+    assert sweep(tmp_path, capsys, "--project", a, "--project", b, "--label", "data.seed")[0] == 0
+    assert table(tmp_path).loc["paper", "agreement_B_text"].endswith("(26/28)")
 
 
 def test_an_unknown_label_key_is_an_error(tmp_path, capsys):

@@ -69,7 +69,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def study_error(study: Any) -> str:
     """Why a swap ``summary.json`` cannot be pooled (``""`` when it can): skipped, no method comparison,
-    or a count that is not one (``k`` and ``n`` integers, 0 <= k <= n)."""
+    or a count that is not one (``k`` and ``n`` integers, 0 <= k <= n; a method's measure may lack both,
+    as one without probes of a role does, but not one of them; each model's behaviour needs both)."""
     from xurs_pipeline.reporting.swap_sweep import MEASURES
 
     if not isinstance(study, dict):
@@ -79,10 +80,12 @@ def study_error(study: Any) -> str:
     methods, behaviour = study.get("methods"), study.get("behaves_as_trained")
     if not isinstance(methods, dict) or not methods or not isinstance(behaviour, dict):
         return "no method comparison or behaves_as_trained (written by an older swap stage?)"
-    counts = [(f"methods.{m}.{p}", v, f"{p}_") for m, v in methods.items() for p in MEASURES]
-    counts += [(f"behaves_as_trained.{role}", behaviour.get(role), "") for role in ROLES]
-    for where, measures, prefix in counts:
+    counts = [(f"methods.{m}.{p}", v, f"{p}_", True) for m, v in methods.items() for p in MEASURES]
+    counts += [(f"behaves_as_trained.{role}", behaviour.get(role), "", False) for role in ROLES]
+    for where, measures, prefix, optional in counts:
         k, n = (measures.get(f"{prefix}{c}") if isinstance(measures, dict) else None for c in "kn")
+        if optional and isinstance(measures, dict) and k is None and n is None:
+            continue
         if not (_count(k) and _count(n) and k <= n):
             return f"{where}: {prefix}k={k!r}, {prefix}n={n!r} are not counts (integers, 0 <= k <= n)"
     return ""
