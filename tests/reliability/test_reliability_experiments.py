@@ -151,3 +151,25 @@ def test_a_from_file_that_is_not_dvc_exp_show_output_is_one_line(tmp_path, capsy
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"xurs {command}: error: --from {saved}: "), line
     assert words in line
+
+
+def test_a_constant_stamp_upstream_does_not_make_later_stages_anothers(tmp_path):
+    """``check`` reads every param but writes the same check.json: after a change only ``train.*`` reads,
+    ``prepare`` (after check) is still the workspace's own, ``predict`` is not."""
+    stamp = {"path": "data/check.json", "hash": "md5", "md5": "c0"}
+    lock = {
+        "check": {"params": {"params.yaml": {"train": {"seed": 7}, "data": {"seed": 1}}}, "outs": [stamp]},
+        "prepare": {"params": {"params.yaml": {"data.seed": 1}}, "deps": [stamp],
+                    "outs": [{"path": "data/prepared", "md5": "p0"}]},
+        "predict": {"params": {"params.yaml": {"train.seed": 7}},
+                    "deps": [{"path": "data/prepared", "md5": "p0"}]},
+    }  # fmt: skip
+    moved = {"train.seed": 8, "data.seed": 1}
+    assert not_run(lock, moved, "check") == "stage check ran with train.seed=7, not train.seed=8"
+    assert not_run(lock, moved, "prepare") == ""
+    assert not_run(lock, moved, "predict") == "stage predict ran with train.seed=7, not train.seed=8"
+    lock["prepare"]["deps"] = [{**stamp, "md5": "c1"}]  # another stamp than check made: not its run
+    assert (
+        not_run(lock, moved, "prepare")
+        == "stage prepare ran on another data/check.json than stage check made in it"
+    )

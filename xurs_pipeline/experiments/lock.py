@@ -9,7 +9,7 @@ experiment's when
   compares every key), and
 - each of its deps that another stage writes has the hash that stage's entry records for its output, and
   that stage's entry counts as this experiment's too (so a stage after one that did not run did not run,
-  and the first one says why).
+  and the first one says why), but for :data:`STAMPS`, whose output is the same under any params.
 
 This is what ``dvc status`` would find unchanged in the experiment's params and pipeline outputs; code
 deps are the commit's own (an experiment commit carries the code it ran).
@@ -29,6 +29,9 @@ from ruamel.yaml.error import YAMLError
 from xurs_pipeline.experiments.show import WORKSPACE, flatten
 
 LOCK = "dvc.lock"
+# stages whose output is a constant stamp (``check``: ``check.json``, contracts' ``config_check``): a rerun
+# under other params writes the same file, so only its recorded hash matters to the stages after it
+STAMPS = ("check",)
 
 
 def read_lock(rev: str, cwd: str | Path = ".") -> dict[str, Any]:
@@ -55,7 +58,7 @@ def read_lock(rev: str, cwd: str | Path = ".") -> dict[str, Any]:
 def load_yaml(text: str) -> Any:
     """YAML as DVC reads it (YAML 1.2, ruamel): ``1e-06`` is a number, as in the params DVC shows and
     records, where PyYAML (YAML 1.1) would read text."""
-    return YAML(typ="safe", pure=True).load(text)
+    return YAML(typ="safe").load(text)
 
 
 def _git(cwd: str | Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -110,7 +113,7 @@ class _Check:
             if upstream is None:
                 continue
             name, made = upstream
-            if self.why(name):  # the first stage that did not run says why
+            if name not in STAMPS and self.why(name):  # the first stage that did not run says why
                 return self.why(name)
             if _hash(dep) != made:
                 return f"stage {stage} ran on another {dep.get('path')} than stage {name} made in it"
