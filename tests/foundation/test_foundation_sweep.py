@@ -136,26 +136,27 @@ def test_the_sweep_runs_only_the_config_dir_dvc_composes(project: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["a b", "../x", "", "x/y", "-x", "a..b"])
-def test_a_name_dvc_cannot_take_is_refused_before_any_point_runs(project: Path, name: str) -> None:
+def test_a_name_dvc_cannot_take_is_refused_before_any_point_runs(project, monkeypatch, capsys, name) -> None:
     """Checked when each point ran, it failed point after point; now once, before the first."""
-    result = _sweep(project, "--dry-run", f"--name={name}", "experiment=smoke", "train.seed=7,17")
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert " exp run " not in result.stdout
-    (line,) = result.stderr.strip().splitlines()
+    monkeypatch.chdir(project)
+    assert xurs(["sweep", "--dry-run", f"--name={name}", "experiment=smoke", "train.seed=7,17"]) == 2
+    out, err = capsys.readouterr()
+    assert " exp run " not in out
+    (line,) = err.strip().splitlines()
     assert f"--name {name!r}: not an experiment name" in line
 
 
-def test_a_point_given_twice_is_refused(project: Path) -> None:
+def test_a_point_given_twice_is_refused(project, monkeypatch, capsys) -> None:
     """``train.seed=7,7`` ran the same experiment twice; so did ``train=smoke,smoke`` (the same option)."""
+    monkeypatch.chdir(project)
     for sweep in (["train.seed=7,7"], ["train=smoke,smoke", "train.seed=7"]):
-        result = _sweep(project, "--dry-run", "experiment=smoke", *sweep)
-        assert result.returncode == 2, result.stdout + result.stderr
-        assert " exp run " not in result.stdout
-        (line,) = result.stderr.strip().splitlines()
+        assert xurs(["sweep", "--dry-run", "experiment=smoke", *sweep]) == 2
+        out, err = capsys.readouterr()
+        assert " exp run " not in out
+        (line,) = err.strip().splitlines()
         assert line.startswith("xurs sweep: error: sweep point 1 ['experiment=smoke', "), line
         assert "the same config as point 0 ['experiment=smoke', " in line
         assert line.endswith("; nothing was run")
-    assert " exp run " in _sweep(project, "--dry-run", "experiment=smoke", "train.seed=7,8").stdout
 
 
 def test_ctrl_c_lets_dvc_clean_up_and_ends_with_one_line_per_point(project: Path, tmp_path: Path) -> None:
