@@ -458,3 +458,8 @@ def stage_hash(stage: str, cfg: Any) -> str:
             node = node[part]
         values[key] = node
     return config_hash(values)
+
+
+def swap_summary(paths: Any) -> Path:
+    """The swap study's ``summary.json``, inside the ``swap_study`` directory under ``paths``."""
+    return artifact("swap_study").at(paths) / "summary.json"

@@ -20,12 +20,12 @@ import yaml
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.explain import Explanation, explain
 from xurs_pipeline.cli import main
-from xurs_pipeline.config import compose
+from xurs_pipeline.config import compose, train_run_hash, validate
 from xurs_pipeline.data.config import DataConfig
-from xurs_pipeline.data.dataset import load_records
+from xurs_pipeline.data.dataset import data_config_hash, load_records
 from xurs_pipeline.data.prepare import prepare_records
 from xurs_pipeline.data.schema import PROMPT_COLUMNS, prompts_provenance
-from xurs_pipeline.io import write_parquet
+from xurs_pipeline.io import read_provenance, write_parquet
 from xurs_pipeline.models.backbone import load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.checkpoint import build_classifier, save_classifier
 
@@ -41,22 +41,25 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     paths.artifacts; one test record renamed to an id that looks like a path."""
     root = tmp_path_factory.mktemp("explain_project") / "work"
     data = root / "data"
-    materialize_backbone(data / "backbone", "tiny")
-    backbone = load_backbone_dir(data / "backbone")
-    classifier = build_classifier(backbone, seed=3)
-    with torch.no_grad():  # beliefs growing with set size, so pairs and triples keep mass (W_c > 0)
-        classifier.head.net.bias.copy_(torch.tensor([-3.0] * 4 + [-1.2] * 6 + [0.3] * 4))
-    save_classifier(classifier, data / "train" / "classifier")
-    records = load_records(DataConfig(source="synthetic_v1", families=[2, 1, 1], cases_per_family=2))
-    frame = prepare_records(records, backbone.tokenizer, 512).frame
-    test_rows = frame.index[frame.split == "test"]
-    frame.loc[test_rows[-1], "record_id"] = ESCAPING_ID
-    write_parquet(frame, data / "prepared" / "prompts.parquet", prompts_provenance(), PROMPT_COLUMNS)
+    root.mkdir(parents=True)
     params = compose(
         ["experiment=smoke", f"attribution.n_samples={N_SAMPLES}", f"attribution.refs_per_collection={REFS}"],
         REPO / "conf",
     )
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    cfg = validate(params)  # the artifacts carry its hashes, as the pipeline's do
+    materialize_backbone(data / "backbone", "tiny")
+    backbone = load_backbone_dir(data / "backbone")
+    classifier = build_classifier(backbone, seed=3)
+    with torch.no_grad():  # beliefs growing with set size, so pairs and triples keep mass (W_c > 0)
+        classifier.head.net.bias.copy_(torch.tensor([-3.0] * 4 + [-1.2] * 6 + [0.3] * 4))
+    save_classifier(classifier, data / "train" / "classifier", config_hash=train_run_hash(cfg))
+    records = load_records(DataConfig(source="synthetic_v1", families=[2, 1, 1], cases_per_family=2))
+    frame = prepare_records(records, backbone.tokenizer, 512).frame
+    test_rows = frame.index[frame.split == "test"]
+    frame.loc[test_rows[-1], "record_id"] = ESCAPING_ID
+    made = prompts_provenance(data_config_hash(cfg.data))
+    write_parquet(frame, data / "prepared" / "prompts.parquet", made, PROMPT_COLUMNS)
     return root
 
 
@@ -339,3 +342,79 @@ def test_kronrod_stopping_rule_from_the_command_line(project, monkeypatch, capsy
     assert explained["residual"].residual <= explained["residual"].error_bound + 1e-6
     with pytest.raises(SystemExit):
         _run(project, monkeypatch, capsys, *flags, "--stop", "median")
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--answer", "B"], "--answer: only for an inline --question"),
+        (["--option", "x", "--answer", "C"], "--answer and --option: only for an inline --question"),
+        (["--reference", "zero", "--refs", "5"], "--refs: only for training references"),
+    ],
+)
+def test_flags_the_command_would_ignore_are_refused(project, monkeypatch, capsys, flags, words):
+    """``--answer`` / ``--option`` with ``--record-id`` were ignored (exit 0); ``--refs`` with zero references
+    was replaced by one. Refused in one line, before any work."""
+    record = _test_record(project)
+    page = project / "results" / "explain" / f"{record.record_id}.html"
+    page.unlink(missing_ok=True)
+    rc, out, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, *flags)
+    assert rc == 2
+    (line,) = err.strip().splitlines()
+    assert words in line
+    assert not page.exists()
+    assert out == ""
+
+
+def _moved(project: Path, tmp_path: Path, section: str, key: str, value) -> Path:
+    """params.yaml with one key changed (as after `xurs params ...` without `dvc repro`)."""
+    params = _params(project)
+    params[section][key] = value
+    moved = tmp_path / "params.yaml"
+    moved.write_text(yaml.safe_dump(params, sort_keys=False))
+    return moved
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value"),
+    [("train", "lr_head", 0.5), ("data", "seed", 99), ("model", "tiny_hidden_size", 32)],
+)
+def test_a_classifier_of_other_settings_than_params_is_refused(
+    project, monkeypatch, capsys, tmp_path, section, key, value
+):
+    """A classifier older than params.yaml (or another project's: other model sizes died in torch.embedding
+    with a traceback) was used without a check."""
+    record = _test_record(project)
+    moved = _moved(project, tmp_path, section, key, value)
+    rc, _, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--params", str(moved))
+    assert rc == 2
+    (line,) = err.strip().splitlines()
+    classifier = Path("data/train/classifier")
+    assert line.startswith(f"xurs explain: error: --classifier {classifier}: made under config hash "), line
+    assert f"but {moved} hashes to " in line
+    assert "(run `dvc repro train`)" in line
+    assert "Traceback" not in err
+
+
+def test_prompts_of_another_tokenizer_are_refused(project, monkeypatch, capsys, tmp_path):
+    """``--prompts`` prepared with another tokenizer (its data section the same, so its provenance hash too)
+    was explained on foreign token ids with this project's text on the page."""
+    from xurs_pipeline.models.backbone import TinySpec
+
+    other = tmp_path / "other_backbone"
+    materialize_backbone(other, "tiny", tiny=TinySpec(vocab_size=300))
+    records = load_records(DataConfig(source="synthetic_v1", families=[2, 1, 1], cases_per_family=2))
+    frame = prepare_records(records, load_backbone_dir(other).tokenizer, 512).frame
+    ours = project / "data" / "prepared" / "prompts.parquet"
+    foreign = tmp_path / "prompts.parquet"
+    write_parquet(frame, foreign, prompts_provenance(read_provenance(ours).config_hash), PROMPT_COLUMNS)
+    record = frame[frame.split == "test"].iloc[0]
+    rc, _, err = _run(
+        project, monkeypatch, capsys, "--record-id", record.record_id, "--prompts", str(foreign)
+    )
+    assert rc == 2
+    (line,) = err.strip().splitlines()
+    assert f"--prompts {foreign}: record {record.record_id}'s token ids are not what the classifier's " \
+           "tokenizer" in line  # fmt: skip
+    rc, _, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--prompts", str(ours))
+    assert rc == 0, err  # this project's own prompts: the same record explained

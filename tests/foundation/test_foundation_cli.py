@@ -59,3 +59,27 @@ def test_a_command_parser_comes_from_its_module_docstring():
     assert p.parse_args([]).params == "params.yaml"
     with pytest.raises(ValueError, match=r"starts with '``xurs NAME``: help\.'"):
         command(sub, "Do a thing without naming the command.", lambda args: 0)
+
+
+def test_params_refuses_to_replace_hand_edits_without_force(tmp_path, capsys):
+    """A hand edit of params.yaml was replaced without a word; now refused, naming only the edited key (not
+    the keys the new overrides change), and with --force replaced, saying which edits went."""
+    import shutil
+
+    out = tmp_path / "params.yaml"
+    conf = ["--conf", str(ROOT / "conf"), "--out", str(out), "--no-dvc-yaml"]
+    shutil.copy(ROOT / "params.yaml", out)  # the committed file (the defaults): replaced freely
+    assert main(["params", *conf, "experiment=smoke"]) == 0
+    assert main(["params", *conf, "experiment=smoke", "train.seed=9"]) == 0  # what xurs params wrote: too
+    text = out.read_text()
+    out.write_text(text.replace("  max_epochs:", "  max_epochs: 99\n  old_max_epochs:", 1))
+    edited = out.read_text()
+    capsys.readouterr()
+    assert main(["params", *conf, "experiment=local"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"xurs params: error: {out}: edited since `xurs params` wrote it")
+    assert ": train.max_epochs, train.old_max_epochs would be replaced; --force replaces it" in line
+    assert out.read_text() == edited  # nothing written
+    assert main(["params", *conf, "experiment=local", "--force"]) == 0
+    assert f"replaced the edits of {out}: train.max_epochs, train.old_max_epochs" in capsys.readouterr().out
+    assert main(["params", *conf, "experiment=local", "--check"]) == 0

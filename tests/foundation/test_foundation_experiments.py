@@ -210,6 +210,32 @@ def test_the_documented_apply_then_repro_reaches_repro(clone: Path) -> None:
     assert yaml.safe_load((clone / "params.yaml").read_text())["train"]["seed"] == SEEDS["sweep-0"]
 
 
+def test_a_point_that_never_ran_gates_shows_no_gates_of_another_run(clone: Path) -> None:
+    """A baseline commit that ran the gates (seed 7, the documented apply-then-repro above), then a sweep
+    point stopped at ``check`` with seed 23: its commit keeps the baseline's ``dvc.lock`` entries for predict
+    and gates, and ``dvc.api`` serves seed 7's gates at its revision. ``xurs gates-sweep`` listed them as
+    the point's; it names the point and why instead."""
+    run_ok(["git", "add", "params.yaml", "dvc.lock"], clone)
+    run_ok(["git", "commit", "-qm", "baseline: gates of seed 7"], clone)
+    baseline = run_ok(["git", "rev-parse", "--abbrev-ref", "HEAD"], clone).stdout.strip()
+    sweep = [
+        str(BIN / "xurs"),
+        "sweep",
+        "--stage",
+        "check",
+        "--name",
+        "early",
+        "experiment=smoke",
+        "train.seed=23",
+    ]
+    assert "  early-0: finished" in run_ok(sweep, clone).stdout
+    result = run_ok([str(BIN / "xurs"), "gates-sweep", "--out", "results/early"], clone)
+    assert pd.read_csv(clone / "results/early/gates_sweep.csv")["name"].tolist() == [baseline], result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("left out early-0:")]
+    assert line == ("left out early-0: data/gates/gates.json: not this experiment's (stage predict ran with "
+                    f"train.seed={SEEDS['sweep-0']}, not train.seed=23)")  # fmt: skip
+
+
 def test_gates_sweep_says_a_collected_output_was_collected(clone: Path) -> None:
     """After ``dvc gc -w`` (last: it empties the cache of every experiment's outputs) the gates experiment
     is left out because its output was collected, not because its stage did not run."""

@@ -133,3 +133,61 @@ def test_the_sweep_runs_only_the_config_dir_dvc_composes(project: Path) -> None:
     assert " exp run " in run_ok(sweep, project).stdout
     result = _sweep(project, "--dry-run", "experiment=smoke")  # without --conf: DVC's directory, conf2
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("name", ["a b", "../x", "", "x/y", "-x", "a..b"])
+def test_a_name_dvc_cannot_take_is_refused_before_any_point_runs(project, monkeypatch, capsys, name) -> None:
+    """Checked when each point ran, it failed point after point; now once, before the first."""
+    monkeypatch.chdir(project)
+    assert xurs(["sweep", "--dry-run", f"--name={name}", "experiment=smoke", "train.seed=7,17"]) == 2
+    out, err = capsys.readouterr()
+    assert " exp run " not in out
+    (line,) = err.strip().splitlines()
+    assert f"--name {name!r}: not an experiment name" in line
+
+
+def test_a_point_given_twice_is_refused(project, monkeypatch, capsys) -> None:
+    """``train.seed=7,7`` ran the same experiment twice; so did ``train=smoke,smoke`` (the same option)."""
+    monkeypatch.chdir(project)
+    for sweep in (["train.seed=7,7"], ["train=smoke,smoke", "train.seed=7"]):
+        assert xurs(["sweep", "--dry-run", "experiment=smoke", *sweep]) == 2
+        out, err = capsys.readouterr()
+        assert " exp run " not in out
+        (line,) = err.strip().splitlines()
+        assert line.startswith("xurs sweep: error: sweep point 1 ['experiment=smoke', "), line
+        assert "the same config as point 0 ['experiment=smoke', " in line
+        assert line.endswith("; nothing was run")
+
+
+def test_ctrl_c_lets_dvc_clean_up_and_ends_with_one_line_per_point(project: Path, tmp_path: Path) -> None:
+    """Ctrl-C during the first point: DVC (here a stand-in that takes a second to clean up, as ``dvc exp
+    run`` removes its temporary copy) gets to finish, so no run stays "running"; the sweep prints each
+    point's outcome, runs no later point, and exits 130 without a traceback."""
+    import signal
+    import time
+
+    calls, fake = tmp_path / "calls", tmp_path / "bin"
+    fake.mkdir()
+    (fake / "dvc").write_text(
+        f'#!/bin/sh\necho "run $*" >> {calls}\n'
+        f"trap 'kill $pid; sleep 1; echo cleaned >> {calls}; exit 130' INT\n"
+        "sleep 60 & pid=$!\nwait $pid\n"
+    )
+    (fake / "dvc").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(project)}
+    command = [str(BIN / "xurs"), "sweep", "--stage", "check", "experiment=smoke", "train.seed=7,17,23"]
+    process = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not (calls.is_file() and "run " in calls.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGINT)  # the terminal's Ctrl-C: the whole foreground group
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, out + err
+    assert calls.read_text().splitlines() == [calls.read_text().splitlines()[0], "cleaned"]  # one point only
+    assert "Traceback" not in err, err
+    assert "KeyboardInterrupt" not in err, err
+    assert "  sweep-0: interrupted (Ctrl-C; DVC ended the run and kept nothing of it)" in out
+    for name in ("sweep-1", "sweep-2"):
+        assert f"  {name}: not run (the sweep was interrupted before it)" in out
+    assert err.strip().splitlines()[-1] == "xurs sweep: interrupted; 0 of 3 points finished"

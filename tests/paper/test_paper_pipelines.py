@@ -29,8 +29,8 @@ from paper_helpers import BIN, ROOT, run, scratch_project
 
 from xurs_pipeline.config import compose, load_params
 from xurs_pipeline.contracts import STAGES
+from xurs_pipeline.experiments.show import flatten  # dotted keys of a nested config
 from xurs_pipeline.models.tiny_paper import ARCHITECTURE, sized_overrides
-from xurs_pipeline.reporting.gates_sweep import flatten  # dotted keys of a nested config
 from xurs_pipeline.tasks.pipeline import run_pipeline
 from xurs_pipeline.tasks.runner import check_declared_inputs
 

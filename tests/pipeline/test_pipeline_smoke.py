@@ -202,3 +202,35 @@ def test_explain_uses_the_pipelines_settings_and_matches_the_report(
     assert saved["residual"] == pytest.approx(float(row.residual), rel=1e-4, abs=1e-7)
     assert np.allclose(saved["token_magnitude"], np.asarray(row.token_magnitude), rtol=1e-4, atol=1e-9)
     assert "<svg" in (project / "results/explain" / f"{row.record_id}.html").read_text()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "why"),
+    [
+        (["attribution.n_samples=64", "train.lr_head=0.5"], "stage predict ran with train.lr_head="),
+        (["attribution.n_samples=64"], "stage attribute ran with attribution.n_samples="),
+    ],
+)
+def test_tables_and_report_refuse_artifacts_made_under_other_settings(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    overrides: list[str], why: str,
+) -> None:  # fmt: skip
+    """``xurs params ... attribution.n_samples=64 train.lr_head=0.5`` without ``dvc repro``: both commands
+    labelled the old run's numbers with the new settings (Table 5 said 64 samples) and replaced the DVC
+    outputs with them; now each refuses in one line, naming what moved, and writes nothing."""
+    from xurs_pipeline.commands.rebuild import check_made_with
+
+    moved = tmp_path / "params.yaml"
+    compose = ["params", "--out", str(moved), "--no-dvc-yaml", "experiment=smoke", *overrides]
+    run_ok([str(BIN / "xurs"), *compose], project)
+    results = {p: p.read_bytes() for p in (project / "results").rglob("*") if p.is_file()}
+    monkeypatch.chdir(project)
+    for command in ("tables", "report"):
+        assert xurs([command, "--params", str(moved)]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith(f"xurs {command}: error: {moved} has moved on since "), line
+        assert why in line
+        assert f"run `dvc repro {command}` first" in line
+    assert {p: p.read_bytes() for p in (project / "results").rglob("*") if p.is_file()} == results
+    for command in ("tables", "report"):  # the artifacts dvc repro made with params.yaml: nothing moved
+        check_made_with(command, project / "params.yaml", project)

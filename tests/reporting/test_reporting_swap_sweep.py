@@ -53,21 +53,28 @@ def test_no_study_is_refused() -> None:
         sweep_table({})
 
 
+def write_project(root, seed: int, study: dict) -> str:
+    """A project directory run elsewhere: its params.yaml (data.seed, where artifacts go) and swap study."""
+    (root / "out/swap/study").mkdir(parents=True)
+    (root / "params.yaml").write_text(f"paths:\n  artifacts: out\n  results: res\ndata:\n  seed: {seed}\n")
+    (root / "out/swap/study/summary.json").write_text(json.dumps(study))
+    return str(root)
+
+
 def test_projects_are_labelled_by_a_param_and_kept_apart(tmp_path) -> None:
     """``xurs swap-sweep --project A --project B --label data.seed``: columns named by the seed; two projects
-    with the same seed stay two columns; a project without the key keeps its directory's name."""
-    from xurs_pipeline.commands.swap_sweep import project_studies
+    with the same seed stay two columns; the study is found where each project's params.yaml says."""
+    from xurs_pipeline.commands.swap_sweep import project_source
+    from xurs_pipeline.experiments.pooling import pooled
 
-    for name, params in {"a": "data:\n  seed: 6\n", "b": "data:\n  seed: 6\n", "c": "data: {}\n"}.items():
-        (tmp_path / name / "data/swap/study").mkdir(parents=True)
-        (tmp_path / name / "params.yaml").write_text(params)
-        (tmp_path / name / "data/swap/study/summary.json").write_text(json.dumps(_study((27, 28), (1, 28))))
-    projects = [str(tmp_path / n) for n in ("a", "b", "c")]
-    assert list(project_studies(projects, "data.seed")) == ["data.seed=6", "data.seed=6 (b)", "c"]
-    assert list(project_studies(projects)) == ["a", "b", "c"]
-    (tmp_path / "c/data/swap/study/summary.json").unlink()
+    studies = {"a": (6, _study((27, 28), (1, 28))), "b": (6, _study((26, 28), (1, 28))),
+               "c": (7, _study((25, 28), (1, 28)))}  # fmt: skip
+    sources = [project_source(write_project(tmp_path / n, seed, s)) for n, (seed, s) in studies.items()]
+    assert list(pooled(sources, ["data.seed"])) == ["data.seed=6", "data.seed=6 (b)", "data.seed=7"]
+    assert list(pooled(sources)) == ["a", "b", "c"]
+    (tmp_path / "c/out/swap/study/summary.json").unlink()
     with pytest.raises(ValueError, match=r"--project .*c: .*summary\.json not found"):
-        project_studies(projects)
+        project_source(str(tmp_path / "c"))
 
 
 def test_columns_sort_by_number() -> None:

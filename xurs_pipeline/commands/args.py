@@ -1,12 +1,10 @@
-"""What the ``xurs`` sub-commands share: the factory of their parsers (:func:`command`, and
-:func:`stage_command` for a command that runs one DVC stage's task), and argparse types for their numeric
-options: a bad value is argparse's one-line usage error (exit 2) naming the option, never a negative, zero
-or NaN size read as if it meant something."""
+"""What the ``xurs`` sub-commands share: the factory of their parsers (:func:`command`, :func:`parser`),
+and argparse types for their numeric options: a bad value is argparse's one-line usage error (exit 2)
+naming the option, never a negative, zero or NaN size read as if it meant something."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import inspect
 import math
 from collections.abc import Callable
@@ -45,19 +43,6 @@ def command(
     if not sep or not name or " " in name:
         raise ValueError(f"a command module's docstring starts with '``xurs NAME``: help.', not {head!r}")
     return parser(sub, name, run, help.removesuffix("."), params, description=description, **kw)
-
-
-def stage_command(sub: argparse._SubParsersAction, stage: str, help: str, description: str) -> None:
-    """A command that runs DVC stage ``stage``'s task (``xurs_pipeline.tasks.<stage>.run``) on the
-    composed config of ``--params``: the same outputs as the stage."""
-
-    def run(args: argparse.Namespace) -> int:
-        from xurs_pipeline.config import load_params
-
-        importlib.import_module(f"xurs_pipeline.tasks.{stage}").run(load_params(args.params))
-        return 0
-
-    parser(sub, stage, run, help, PARAMS_HELP, description=description)
 
 
 def number(cast: type[int] | type[float], low: float, what: str) -> Callable[[str], int | float]:

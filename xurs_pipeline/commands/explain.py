@@ -7,7 +7,9 @@ tokens; writes an HTML page (tokens shaded by attribution, the [Bel, Pl] interva
 option) under <paths.results>/explain/. The question is a record of the prepared data
 (--record-id) or given inline (--question and four --option). Settings, classifier and
 references are the pipeline's (params.yaml: attribution section, paths.artifacts), so a test
-record's page matches the report's; the flags below override them.
+record's page matches the report's; the flags below override them. A classifier or prompts made with
+another config than --params (another project's, or older than params.yaml), prompts of another
+tokenizer, and flags the command would ignore (--answer or --option with --record-id) are refused.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from xurs_pipeline.attribution.config import (
     AttributionConfig,
 )
 from xurs_pipeline.commands.args import command, positive_int
+from xurs_pipeline.commands.explain_inputs import check
 
 if TYPE_CHECKING:
     from xurs_pipeline.attribution.explain import Explanation
@@ -154,12 +157,14 @@ def run(args: argparse.Namespace) -> int:
             f"--prompts {prompts}: not found; run `dvc repro prepare` first, or use --reference zero "
             "with an inline question"
         )
+    classifier = Path(args.classifier or artifacts / "train" / "classifier")
+    check(args, cfg, classifier, prompts if needs_prompts else None)
     html = html_target(args.html, Path(cfg.paths.results), args.record_id or INLINE_ID)
     if args.save:
         writable_file("--save", Path(args.save), "explanation.json")
     residual_max, top = cfg.evaluation.numerics.max_residual_max, args.top or TOP_TOKENS
     explanation = explain(
-        args.classifier or artifacts / "train" / "classifier",
+        classifier,
         record_id=args.record_id,
         inline=InlineQuestion(question, options, LETTERS.index(args.answer) if args.answer else None)
         if question is not None

@@ -10,28 +10,29 @@ needs only prepare, train and predict:
 
 This command reads `dvc exp show --json` (run here, or a saved copy with --from FILE) for the experiments and
 their params, and each experiment's <paths.artifacts>/gates/gates.json through DVC at the experiment's
-revision (dvc.api: DVC caches it, the experiment's dvc.lock names it), and writes one row per
-experiment: its name, the params that differ between experiments, every gate value of the chosen split
-(valid_share; familiar.* and unseen.* per wording-template group), whether all gates passed, and how many
-failed (fewest first). The table goes to <out>/gates_sweep.{md,tex,csv}, or to the first free
-<out>/gates_sweep_<n>.{md,tex,csv} when those exist (--overwrite replaces them), and the Markdown is printed.
-Experiments without gate metrics (queued, failed, MedQA where gates do not apply) are listed on stderr.
+revision (dvc.api: DVC caches it, the experiment's dvc.lock names it), only where the experiment ran the gates
+stage under its own params (one stopped before gates keeps its baseline's dvc.lock entry, which is not its
+result), and writes one row per experiment: its name, the params that differ between experiments, every gate
+value of the chosen split (valid_share; familiar.* and unseen.* per wording-template group), whether all gates
+passed, and how many failed (fewest first). The table goes to <out>/gates_sweep.{md,tex,csv}, or to the first
+free <out>/gates_sweep_<n>.{md,tex,csv} when those exist (--overwrite replaces them), and the Markdown is
+printed. Experiments without gate metrics of their own (queued, running or interrupted, failed, stopped before
+gates, MedQA where gates do not apply) are listed on stderr with the reason.
 Then `dvc exp apply <name>` and `dvc repro` run the rest of the pipeline on the chosen configuration.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from xurs_pipeline.commands.args import command
-from xurs_pipeline.commands.experiment_files import experiment_json, parse_json
-from xurs_pipeline.errors import XursError
+from xurs_pipeline.contracts import artifact
+from xurs_pipeline.experiments.files import outputs
+from xurs_pipeline.experiments.show import Experiment, shown
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -67,28 +68,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
 
 
-def exp_show_json(cwd: str | Path = ".", all_commits: bool = False) -> list[dict[str, Any]]:
-    """``dvc exp show --json`` (``-A`` with ``all_commits``) in ``cwd``, parsed."""
-    dvc = shutil.which("dvc") or str(Path(sys.executable).parent / "dvc")
-    command = [dvc, "exp", "show", "--json", *(["-A"] if all_commits else [])]
-    try:
-        result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
-    except OSError as err:
-        raise XursError(f"could not run `dvc exp show --json` ({err}); is DVC installed?") from err
-    if result.returncode != 0:
-        raise XursError(f"`dvc exp show --json` failed (exit {result.returncode}): {result.stderr[-2000:]}")
-    return parse_json(result.stdout, "`dvc exp show --json` output")
-
-
-def gates_detail(state: dict[str, Any], cwd: str | Path = ".") -> tuple[dict[str, Any] | None, str]:
-    """An experiment's ``<paths.artifacts>/gates/gates.json`` as DVC holds it (``experiment_json``)."""
-    from xurs_pipeline.reporting.gates_sweep import experiment_params
-
-    path = f"{experiment_params(state).get('paths.artifacts', 'data')}/gates/gates.json"
-    found, where = experiment_json(state, path, cwd)
-    if found is None:
-        return None, where
-    return (found, where) if isinstance(found, dict) else (None, f"{path}: not a JSON object")
+def gates_found(exps: list[Experiment]) -> tuple[list[tuple[str, dict[str, Any], Any]], dict[str, str]]:
+    """(name, params, gates.json) of each experiment whose gates stage ran in it; name -> why not of the
+    others (``experiments.files.outputs``)."""
+    found, left_out = outputs(exps, artifact("gate_metrics").at)
+    usable = [(exp.name, exp.params, gates) for exp, gates in found if isinstance(gates, dict)]
+    left_out |= {e.name: "gates.json: not a JSON object" for e, gates in found if not isinstance(gates, dict)}
+    return usable, left_out
 
 
 def free_stem(out: Path, stem: str, suffixes: tuple[str, ...] = (".md", ".tex", ".csv")) -> str:
@@ -101,23 +87,14 @@ def free_stem(out: Path, stem: str, suffixes: tuple[str, ...] = (".md", ".tex", 
     raise ValueError(f"{out}: no free name {stem}_<n> below 10000; use --overwrite or another --out")
 
 
-def read_saved(source: str) -> list[dict[str, Any]]:
-    """A saved ``dvc exp show --json`` file, with a message naming it instead of errno text."""
-    path = Path(source)
-    if not path.is_file():
-        what = "is a directory" if path.is_dir() else "not found"
-        raise ValueError(f"--from {source}: {what}; save one with `dvc exp show --json > FILE`")
-    return parse_json(path.read_text(encoding="utf-8"), source)
-
-
 def run(args: argparse.Namespace) -> int:
     from xurs_pipeline.io import config_hash
     from xurs_pipeline.reporting.gates_sweep import sweep_frame, sweep_spec
     from xurs_pipeline.reporting.render import write_table
 
-    show = read_saved(args.source) if args.source else exp_show_json(all_commits=args.all_commits)
-    sweep = sweep_frame(show, split=args.split, workspace=args.workspace, detail=gates_detail)
-    for name, why in sweep.left_out.items():
+    found, left_out = gates_found(shown(args.source, args.all_commits, args.workspace))
+    sweep = sweep_frame(found, split=args.split)
+    for name, why in (left_out | sweep.left_out).items():
         print(f"left out {name}: {why}", file=sys.stderr)
     if sweep.frame.empty:
         raise ValueError(

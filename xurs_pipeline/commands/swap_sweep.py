@@ -7,15 +7,20 @@ held-out data seeds, each a DVC experiment run up to the `swap` stage:
   xurs swap-sweep
 
 This command reads `dvc exp show --json` (run here, or a saved copy with --from FILE) and each experiment's
-<paths.artifacts>/swap/study/summary.json through DVC at the experiment's revision (dvc.api), or with
---project DIR the summaries of projects run elsewhere (a cluster, `run_pipeline`). It writes one row per
-method: the behavioural agreement on the clear probes per experiment (k/n), and pooled over the experiments
-the training-rule swap accuracy, the agreement on all decided and on the clear probes with Wilson 95%
-intervals, and the verdict (pass: pooled clear agreement >= 0.9 with lower bound >= 0.8); then how often
-each model behaves as trained. The table goes to <out>/swap_sweep.{md,tex,csv} (or the first free
-swap_sweep_<n>.*; --overwrite replaces it) and the Markdown is printed. Experiments without a swap study
-are listed on stderr. --label data.seed names each column by that param (data.seed=6) instead of the
-experiment's or directory's name.
+swap study (<paths.artifacts>/swap/study/summary.json) through DVC at the experiment's revision (dvc.api),
+only where the experiment ran the swap stage under its own params (one stopped before it keeps its baseline's
+dvc.lock entry, which is not its result), or with --project DIR the studies of projects run elsewhere (a
+cluster, `run_pipeline`). It writes one row per method: the behavioural agreement on the clear probes per
+experiment (k/n), and pooled over the experiments the training-rule swap accuracy, the agreement on all
+decided and on the clear probes with Wilson 95% intervals, and the verdict (pass: pooled clear agreement >=
+0.9 with lower bound >= 0.8); then how often each model behaves as trained. The table, with the hash of what
+it pooled, goes to <out>/swap_sweep.{md,tex,csv} (or the first free swap_sweep_<n>.*; --overwrite replaces it)
+and the Markdown is printed. Experiments without a swap study of their own (queued, running or interrupted,
+failed, stopped before the swap stage) are listed on stderr. Refused: one study given twice (the same
+directory, or two sources with the same summary), studies whose experiment_name, attribution.* or
+evaluation.swap_* settings differ (unless --label names the key), counts that are not counts (k > n, text,
+missing). --label data.seed names each column by that param (data.seed=6) instead of the experiment's or
+directory's name; an unknown key is refused.
 """
 
 from __future__ import annotations
@@ -28,8 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from xurs_pipeline.commands.args import command
-from xurs_pipeline.commands.experiment_files import experiment_json, parse_json
-from xurs_pipeline.commands.gates_sweep import exp_show_json, free_stem, read_saved
+from xurs_pipeline.commands.gates_sweep import free_stem
+from xurs_pipeline.contracts import swap_summary
+from xurs_pipeline.experiments.files import outputs
+from xurs_pipeline.experiments.lock import load_yaml, not_run, read_lock, writer
+from xurs_pipeline.experiments.pooling import Source, pooled, pooled_hash
+from xurs_pipeline.experiments.show import WORKSPACE, Experiment, flatten, parse_json, shown
+
+ROLES = ("A", "B")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -41,69 +52,89 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="DIR",
-        help="a project directory whose data/swap/study/summary.json to include (repeatable); with it "
-        "alone, DVC is not asked",
+        help="a project directory whose swap study (under its params.yaml's paths.artifacts) to include "
+        "(repeatable); with it alone, DVC is not asked",
     )
-    p.add_argument("--label", metavar="KEY", help="name each column by this param, e.g. data.seed")
+    p.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="name each column by this param, e.g. data.seed (repeatable); the settings the sources must "
+        "share may differ in these keys",
+    )
     p.add_argument("--out", default="results/sweeps", help="output directory (default: results/sweeps)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing swap_sweep.{md,tex,csv}")
 
 
-def labelled(name: str, params: dict[str, Any], key: str | None) -> str:
-    """The column name of one experiment: ``key=value`` of its params, or its name (no key, or not set)."""
-    return f"{key}={params[key]}" if key and key in params else name
+def study_error(study: Any) -> str:
+    """Why a swap ``summary.json`` cannot be pooled (``""`` when it can): skipped, no method comparison,
+    or a count that is not one (``k`` and ``n`` integers, 0 <= k <= n; a method's measure may lack both,
+    as one without probes of a role does, but not one of them; each model's behaviour needs both)."""
+    from xurs_pipeline.reporting.swap_sweep import MEASURES
 
-
-def experiment_studies(
-    show: list[dict[str, Any]], label: str | None = None
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """column name (:func:`labelled`) -> swap summary of each experiment (and baseline commit) that has one;
-    experiment name -> why not."""
-    from xurs_pipeline.reporting.gates_sweep import experiment_params, experiment_states
-    from xurs_pipeline.reporting.swap_sweep import SUMMARY
-
-    studies, left_out = {}, {}
-    for name, state, executor in experiment_states(show, workspace=False):
-        if executor and executor != "success":
-            left_out[name] = f"experiment {executor}"
+    if not isinstance(study, dict):
+        return "not a JSON object"
+    if "skipped" in study:
+        return f"the swap stage skipped it ({study['skipped']})"
+    methods, behaviour = study.get("methods"), study.get("behaves_as_trained")
+    if not isinstance(methods, dict) or not methods or not isinstance(behaviour, dict):
+        return "no method comparison or behaves_as_trained (written by an older swap stage?)"
+    counts = [(f"methods.{m}.{p}", v, f"{p}_", True) for m, v in methods.items() for p in MEASURES]
+    counts += [(f"behaves_as_trained.{role}", behaviour.get(role), "", False) for role in ROLES]
+    for where, measures, prefix, optional in counts:
+        k, n = (measures.get(f"{prefix}{c}") if isinstance(measures, dict) else None for c in "kn")
+        if optional and isinstance(measures, dict) and k is None and n is None:
             continue
-        params = experiment_params(state)
-        path = f"{params.get('paths.artifacts', 'data')}/{SUMMARY}"
-        found, why = experiment_json(state, path)
-        if not isinstance(found, dict) or "methods" not in found:
-            left_out[name] = why if found is None else f"{path}: no method comparison (skipped or older)"
-            continue
-        studies[_unique(labelled(name, params, label), name, studies)] = found
-    return studies, left_out
+        if not (_count(k) and _count(n) and k <= n):
+            return f"{where}: {prefix}k={k!r}, {prefix}n={n!r} are not counts (integers, 0 <= k <= n)"
+    return ""
 
 
-def _unique(column: str, name: str, taken: dict[str, Any]) -> str:
-    """``column``, or ``column (name)`` when another experiment has the same label."""
-    return column if column not in taken else f"{column} ({name})"
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def project_studies(projects: list[str], label: str | None = None) -> dict[str, Any]:
-    """column name (:func:`labelled` by the project's params.yaml, else the directory's name) -> its swap
-    summary; ValueError naming a directory without one."""
-    import yaml
+def experiment_sources(exps: list[Experiment]) -> tuple[list[Source], dict[str, str]]:
+    """The swap study of each experiment that ran the swap stage under its own params; name -> why not of
+    the others."""
+    found, left_out = outputs(exps, swap_summary)
+    sources = []
+    for exp, study in found:
+        why = study_error(study)
+        if why:
+            left_out[exp.name] = f"swap summary: {why}"
+        else:
+            sources.append(Source(exp.name, f"experiment {exp.name}", exp.rev, exp.params, study))
+    return sources, left_out
 
-    from xurs_pipeline.reporting.gates_sweep import flatten
-    from xurs_pipeline.reporting.swap_sweep import SUMMARY
 
-    out: dict[str, Any] = {}
-    for project in projects:
-        path = Path(project) / "data" / SUMMARY
-        if not path.is_file():
-            raise ValueError(f"--project {project}: {path} not found (run the swap stage there first)")
-        found = parse_json(path.read_text(encoding="utf-8"), str(path))
-        if "methods" not in found:
-            raise ValueError(f"--project {project}: {path} has no method comparison")
-        name, params_file = Path(project).resolve().name, Path(project) / "params.yaml"
-        params = {}
-        if label and params_file.is_file():
-            params = flatten(yaml.safe_load(params_file.read_text()) or {})
-        out[_unique(labelled(name, params, label), name, out)] = found
-    return out
+def project_source(project: str) -> Source:
+    """The swap study of a project directory run elsewhere (its ``params.yaml`` names where; where it has a
+    ``dvc.lock``, the swap stage must have run under that params.yaml); ValueError naming the directory."""
+    root, flag = Path(project), f"--project {project}"
+    if not (root / "params.yaml").is_file():
+        raise ValueError(
+            f"{flag}: no params.yaml (a project directory holds the params its study was made with)"
+        )
+    params = flatten(load_yaml((root / "params.yaml").read_text(encoding="utf-8")) or {})
+    paths = {r: root / str(params.get(f"paths.{r}", "")) for r in ("artifacts", "results")}
+    path = swap_summary(paths)
+    if not path.is_file():
+        raise ValueError(f"{flag}: {path} not found (run the swap stage there first)")
+    if (root / "dvc.lock").is_file():
+        lock = read_lock(WORKSPACE, root)
+        stage = writer(lock, swap_summary({r: params.get(f"paths.{r}") for r in paths}).as_posix())
+        why = not_run(lock, params, stage) if stage else ""
+        if why:
+            raise ValueError(
+                f"{flag}: {path} is not made with its params.yaml ({why}); run `dvc repro swap` there"
+            )
+    study = parse_json(path.read_text(encoding="utf-8"), str(path))
+    why = study_error(study)
+    if why:
+        raise ValueError(f"{flag}: {path}: {why}")
+    return Source(root.resolve().name, flag, str(root.resolve()), params, study)
 
 
 def natural_key(name: str) -> list[Any]:
@@ -112,21 +143,19 @@ def natural_key(name: str) -> list[Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from xurs_pipeline.io import config_hash
     from xurs_pipeline.reporting.render import write_table
     from xurs_pipeline.reporting.swap_sweep import rendered, sweep_spec, sweep_table
 
-    studies: dict[str, Any] = {}
+    sources: list[Source] = []
     if args.source or not args.project:
-        show = read_saved(args.source) if args.source else exp_show_json(all_commits=args.all_commits)
-        studies, left_out = experiment_studies(show, args.label)
+        sources, left_out = experiment_sources(shown(args.source, args.all_commits))
         for name, why in left_out.items():
             print(f"left out {name}: {why}", file=sys.stderr)
-    for column, study in project_studies(args.project, args.label).items():
-        studies[_unique(column, column, studies)] = study
-    if not studies:
-        raise ValueError("no experiment has a swap study; run e.g. `xurs sweep --stage swap "
+    sources += [project_source(project) for project in args.project]
+    if not sources:
+        raise ValueError("no experiment has a swap study of its own; run e.g. `xurs sweep --stage swap "
                          "experiment=controlled_swap data.seed=5,6`")  # fmt: skip
+    studies = pooled(sources, args.label)
     studies = dict(sorted(studies.items(), key=lambda item: natural_key(item[0])))
     frame = rendered(sweep_table(studies))
     out = Path(args.out)
@@ -135,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     spec = sweep_spec(list(studies))
     spec = spec if args.overwrite else replace(spec, name=free_stem(out, spec.name))
     title = f"swap sweep ({len(studies)} experiments)"
-    paths = write_table(frame, spec, out, title, config_hash(sorted(studies)))
+    paths = write_table(frame, spec, out, title, pooled_hash(studies))
     print(paths[0].read_text(), end="")
     print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
     return 0

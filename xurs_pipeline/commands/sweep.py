@@ -5,11 +5,14 @@ point as its own DVC experiment (dvc exp run --temp -S ...). Any Hydra launcher 
 hydra/launcher=joblib (local, parallel) or hydra/launcher=submitit_slurm hydra.launcher.partition=<p>
 (SLURM).
 
-Every point is composed and validated before any runs (all refusals listed at once); each then runs
-in a temporary copy, saved as its own DVC experiment, and the sweep ends with one line per point.
-`dvc exp run` composes the config directory DVC is configured with (hydra.config_dir, default conf),
-so --conf must name that one. Experiment names that exist already stop the sweep before it starts,
-unless --resume (skip those points) or --overwrite (rerun them with `dvc exp run -f`).
+Every point is composed and validated before any runs (all refusals listed at once; a point composing the
+same config as an earlier one is refused, it would run twice), and --name must make experiment names
+(letters, digits, _ . + -); each point then runs in a temporary copy, saved as its own DVC experiment, and
+the sweep ends with one line per point. `dvc exp run` composes the config directory DVC is configured with
+(hydra.config_dir, default conf), so --conf must name that one. Experiment names that exist already stop
+the sweep before it starts, unless --resume (skip those points) or --overwrite (rerun them with `dvc exp
+run -f`). Ctrl-C lets the running point's `dvc exp run` end its run and clean up (nothing stays "running"
+in `dvc exp show`), runs no later point, prints each point's outcome and exits with status 130.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -26,8 +32,13 @@ from xurs_pipeline.commands.args import command
 from xurs_pipeline.config import ConfigError, compose, validate
 from xurs_pipeline.contracts import STAGES
 from xurs_pipeline.errors import XursError
+from xurs_pipeline.io import config_hash
 
 POINT_FILE = "point.json"  # each job's outcome, in its Hydra output directory
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+INTERRUPTED = "interrupted (Ctrl-C; DVC ended the run and kept nothing of it)"
+NOT_RUN = "not run (the sweep was interrupted before it)"
+WAIT_S = 30  # how long an interrupted `dvc exp run` may take to clean up before it is stopped
 
 
 class SweepError(XursError, ValueError):
@@ -117,18 +128,34 @@ def expand(overrides: list[str]) -> list[list[str]]:
 
 
 def check_points(points: list[list[str]], conf: Path) -> None:
-    """Compose and validate every point before any runs; refuse the sweep listing each refused point."""
-    refused = []
+    """Compose and validate every point before any runs; refuse the sweep listing each refused point, and
+    a point that composes the same config as an earlier one (``train.seed=7,7``: it would run twice)."""
+    refused, seen = [], {}
     for number, point in enumerate(points):
         try:
-            validate(compose(point, conf_dir=conf), source=f"sweep point {number} {point}")
+            composed = compose(point, conf_dir=conf)
+            validate(composed, source=f"sweep point {number} {point}")
         except ConfigError as err:
             refused.append(str(err))
+            continue
+        first = seen.setdefault(config_hash(composed), number)
+        if first != number:
+            refused.append(f"sweep point {number} {point}: the same config as point {first} {points[first]}")
     if len(refused) > 1:
         print("\n".join(refused), file=sys.stderr)
         raise SweepError(f"{len(refused)} of {len(points)} points refused (above); nothing was run")
     if refused:
         raise SweepError(f"{refused[0]}; nothing was run")
+
+
+def check_name(prefix: str) -> None:
+    """``--name`` must make DVC experiment names (a git ref's last part): letters, digits, ``_ . + -``,
+    starting with a letter or digit, no ``..``; checked before any point runs, not when each one does."""
+    if not NAME.fullmatch(prefix) or ".." in prefix or prefix.endswith(".lock"):
+        raise SweepError(
+            f"--name {prefix!r}: not an experiment name; use letters, digits and _ . + - (starting with a "
+            "letter or digit, no '..'), e.g. --name seeds"
+        )
 
 
 def existing_names(project: Path, names: list[str]) -> set[str]:
@@ -144,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
     project = Path.cwd()
     conf = config_dir(project, args.conf)
     check_stage(args.stage)
+    check_name(args.name)
     points = expand(args.overrides)
     check_points(points, conf)
     names = [f"{args.name}-{number}" for number in range(len(points))]
@@ -156,26 +184,53 @@ def run(args: argparse.Namespace) -> int:
     sweep_dir = project / "logs" / "hydra" / "sweep"
     for stale in sweep_dir.glob(f"*/{POINT_FILE}"):
         stale.unlink()  # a log of an earlier sweep, never an output
-    stopped = launch(args, project, conf, existing, sweep_dir)
-    return report(names, sweep_dir, args.dry_run) or stopped
+    interrupted: list[str] = []  # the point a Ctrl-C stopped (launch sets it; the later points do not run)
+    stopped = launch(args, project, conf, (existing, interrupted), sweep_dir)
+    return report(names, sweep_dir, args.dry_run, bool(interrupted)) or stopped
 
 
-def launch(args: argparse.Namespace, project: Path, conf: Path, existing: set[str], sweep_dir: Path) -> int:
-    """Run every point with the configured Hydra launcher; each job records its outcome, never raises."""
+def run_point(command: list[str], project: Path) -> str:
+    """Run one point's ``dvc exp run``; its outcome. DVC runs in its own process group, so a Ctrl-C reaches
+    it once, from here: it ends the stage it runs and removes its temporary copy (killed instead, it would
+    stay "running" in ``dvc exp show``); then KeyboardInterrupt goes on."""
+    process = subprocess.Popen(command, cwd=project, start_new_session=True)
+    try:
+        done = process.wait()
+    except KeyboardInterrupt:
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=WAIT_S)
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):  # no end in sight, or Ctrl-C again: stop now
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait()
+        raise
+    return "finished" if done == 0 else f"failed (exit {done})"
+
+
+def launch(
+    args: argparse.Namespace, project: Path, conf: Path, names: tuple[set[str], list[str]], sweep_dir: Path
+) -> int:
+    """Run every point with the configured Hydra launcher; each job records its outcome, never raises.
+    ``names``: the points' experiments that exist already, and where a Ctrl-C's point is recorded."""
     import hydra
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import DictConfig
+
+    existing, interrupted = names
 
     @hydra.main(config_path=str(conf), config_name="config", version_base="1.3")
     def job(cfg: DictConfig) -> str:
         hc = HydraConfig.get()
         name = f"{args.name}-{hc.job.num}"
-        outcome = "skipped (exists; --resume)"
-        if not (args.resume and name in existing):
+        outcome = NOT_RUN if interrupted else "skipped (exists; --resume)"
+        if not (interrupted or (args.resume and name in existing)):
             command = dvc_command(name, list(hc.overrides.task), args.stage, force=name in existing)
             print(" ".join(command), flush=True)
-            done = 0 if args.dry_run else subprocess.run(command, cwd=project, check=False).returncode
-            outcome = "dry run" if args.dry_run else "finished" if done == 0 else f"failed (exit {done})"
+            try:
+                outcome = "dry run" if args.dry_run else run_point(command, project)
+            except KeyboardInterrupt:
+                interrupted.append(name)
+                outcome = INTERRUPTED
         (Path(hc.runtime.output_dir) / POINT_FILE).write_text(json.dumps({"name": name, "outcome": outcome}))
         return name
 
@@ -186,6 +241,8 @@ def launch(args: argparse.Namespace, project: Path, conf: Path, existing: set[st
     ]  # fmt: skip
     try:
         job()
+    except KeyboardInterrupt:  # between two points: the launcher's own work
+        interrupted.append("")
     except SystemExit as stop:  # Hydra reports a failed launch (a launcher error) and exits
         if stop.code:
             print(f"xurs sweep: the launcher stopped (see above): {args.overrides}", file=sys.stderr)
@@ -195,19 +252,27 @@ def launch(args: argparse.Namespace, project: Path, conf: Path, existing: set[st
     return 0
 
 
-def report(names: list[str], sweep_dir: Path, dry_run: bool) -> int:
-    """One line per point (its experiment and outcome); 2 when any point did not finish."""
+def report(names: list[str], sweep_dir: Path, dry_run: bool, interrupted: bool = False) -> int:
+    """One line per point (its experiment and outcome); 2 when any point did not finish, 130 (as a shell
+    reports Ctrl-C) when the sweep was interrupted."""
     outcomes = {}
     for path in sweep_dir.glob(f"*/{POINT_FILE}"):
         point = json.loads(path.read_text())
         outcomes[point["name"]] = point["outcome"]
-    lines = [f"  {name}: {outcomes.get(name, 'no outcome (the launcher did not run it)')}" for name in names]
+    missing = NOT_RUN if interrupted else "no outcome (the launcher did not run it)"
+    lines = [f"  {name}: {outcomes.get(name, missing)}" for name in names]
     failed = [
         name
         for name in names
         if outcomes.get(name) not in ("finished", "dry run", "skipped (exists; --resume)")
     ]
     print("sweep points:\n" + "\n".join(lines))
+    if interrupted:
+        print(
+            f"xurs sweep: interrupted; {len(names) - len(failed)} of {len(names)} points finished",
+            file=sys.stderr,
+        )
+        return 130
     if failed:
         print(
             f"xurs sweep: {len(failed)} of {len(names)} points did not finish: {', '.join(failed)}",

@@ -1,25 +1,16 @@
 """A sweep of training configurations side by side on their controlled-model gates (App. D.3).
 
-Input: the output of ``dvc exp show --json`` (DVC 3.x), a list with one entry per baseline commit and one
-for the workspace (``dvc.repo.experiments.serialize.ExpState``)::
-
-    [{"rev": "workspace" | <sha>, "name": <branch> | None, "error": {"msg", "type"} | None,
-      "data": {"params": {<file>: {"data": {...}}}, "metrics": {<file>: {"data": {...}} | {"error": ...}},
-               "timestamp", "deps", "outs", "meta"},
-      "experiments": [{"name", "executor": {"state": "queued" | "running" | "failed" | "success"} | None,
-                       "revs": [<ExpState of the experiment>]}] | None}]
-
-Output: one row per experiment (and per baseline commit with gate metrics): its name, the params that
-differ between the rows, every gate value of one split from ``<artifacts>/gates/gates.json`` (``valid_share``
-over all rows; ``familiar.<gate>`` and ``unseen.<gate>`` per wording-template group), whether every gate
-of that split passed, and how many failed; fewest failures first.
+Input: per experiment whose gates stage ran in it (``xurs_pipeline.experiments`` decides which did), its
+name, its params (dotted keys) and its ``<artifacts>/gates/gates.json``. Output: one row per experiment:
+its name, the params that differ between the rows, every gate value of one split (``valid_share`` over all
+rows; ``familiar.<gate>`` and ``unseen.<gate>`` per wording-template group), whether every gate of that
+split passed, and how many failed; fewest failures first.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +18,7 @@ import pandas as pd
 
 from xurs_pipeline.reporting.render import Column, TableSpec, fmt_float, fmt_text, fmt_yes_no
 
-GATES_METRICS = "gates/gates.json"  # under paths.artifacts, written by the gates stage
+GATES_FILE = "gates.json"
 MISSING = "—"
 _COUNTS = ("passed", "n_failed", "n_checks")
 
@@ -44,85 +35,13 @@ class Sweep:
     left_out: dict[str, str] = field(default_factory=dict)
 
 
-def experiment_states(
-    show: Sequence[Mapping[str, Any]], workspace: bool
-) -> Iterator[tuple[str, Mapping[str, Any], str]]:
-    """(name, ExpState, executor state or "") of each baseline commit (the workspace only with
-    ``workspace``) and each experiment."""
-    for baseline in show:
-        if baseline["rev"] == "workspace":
-            if workspace:
-                yield "workspace", baseline, ""
-        else:
-            yield str(baseline.get("name") or baseline["rev"][:7]), baseline, ""
-        for exp_range in baseline.get("experiments") or []:
-            executor = (exp_range.get("executor") or {}).get("state", "")
-            for state in exp_range.get("revs") or []:
-                name = state.get("name") or exp_range.get("name") or state["rev"][:7]
-                yield str(name), state, executor
-
-
-def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested params -> dotted keys (``{'data': {'seed': 6}}`` -> ``{'data.seed': 6}``)."""
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        if isinstance(value, Mapping):
-            out.update(flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-def experiment_params(state: Mapping[str, Any]) -> dict[str, Any]:
-    """Dotted params of one experiment state of ``dvc exp show --json``."""
-    return _params(state.get("data") or {})
-
-
-def _params(data: Mapping[str, Any]) -> dict[str, Any]:
-    """Dotted param keys of every params file (``params.yaml`` keys bare, others ``<file>:key`` as DVC)."""
-    out: dict[str, Any] = {}
-    for path, result in (data.get("params") or {}).items():
-        out.update(flatten(result.get("data") or {}, "" if path == "params.yaml" else f"{path}:"))
-    return out
-
-
-def readable_error(error: Any, path: str) -> str:
-    """DVC's error record of a metrics file or experiment as a sentence, not raw errno text."""
-    msg = str(error.get("msg", error) if isinstance(error, Mapping) else error)
-    if "Errno 2]" in msg or "No such file" in msg:
-        return f"{path} not found (its stage did not run in this experiment, or the run failed before it)"
-    return re.sub(r"^\[Errno \d+\]\s*", "", msg) or "unreadable"
-
-
-Detail = Callable[[Mapping[str, Any]], tuple[Mapping[str, Any] | None, str]]
-
-
-def _split_gates(
-    state: Mapping[str, Any], split: str, detail: Detail | None = None
-) -> tuple[dict[str, Any] | None, str]:
-    """The ``split`` entry of the state's gates metrics, or None and why there is none. Where the gates
-    file is not among the state's DVC metrics (it is a detail file; DVC shows only the headline),
-    ``detail(state)`` reads it: (content, path) or (None, why)."""
-    if state.get("error"):
-        return None, f"dvc: {readable_error(state['error'], 'the experiment')}"
-    metrics = (state.get("data") or {}).get("metrics") or {}
-    found = [p for p in metrics if p == GATES_METRICS or p.endswith(f"/{GATES_METRICS}")]
-    if found:
-        result, where = metrics[found[0]], found[0]
-        if "data" not in result:
-            return None, readable_error(result.get("error", {}), where)
-        gates = result["data"]
-    elif detail is not None:
-        gates, where = detail(state)
-        if gates is None:
-            return None, where
-    else:
-        return None, f"no {GATES_METRICS} metrics (did the gates stage run?)"
+def _split_gates(gates: Mapping[str, Any], split: str) -> tuple[Mapping[str, Any] | None, str]:
+    """The ``split`` entry of one experiment's gates file, or None and why there is none."""
     if "skipped" in gates:
         return None, f"gates skipped: {gates['skipped']}"
-    if split not in gates:
+    if not isinstance(gates.get(split), Mapping):
         splits = sorted(k for k in gates if not k.startswith("_"))
-        return None, f"no {split!r} gates in {where} (has {splits}; see evaluation.gate_splits)"
+        return None, f"no {split!r} gates in {GATES_FILE} (has {splits}; see evaluation.gate_splits)"
     return gates[split], ""
 
 
@@ -143,23 +62,17 @@ def _differing(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def sweep_frame(
-    show: Sequence[Mapping[str, Any]],
-    split: str = "dev",
-    workspace: bool = False,
-    detail: Detail | None = None,
+    found: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]], split: str = "dev"
 ) -> Sweep:
-    """The sweep table of ``dvc exp show --json`` output ``show`` on ``split`` (see the module docstring);
-    ``detail`` reads an experiment's gates file where DVC's output does not carry it."""
-    if not isinstance(show, Sequence) or not all(isinstance(s, Mapping) and "rev" in s for s in show):
-        raise ValueError("not `dvc exp show --json` output: expected a list of objects with a 'rev' key")
+    """The sweep table on ``split`` of ``found``: (name, dotted params, gates.json) per experiment."""
     names, params, gates, counts, left_out = [], [], [], [], {}
-    for name, state, executor in experiment_states(show, workspace):
-        entry, why = _split_gates(state, split, detail)
+    for name, values, detail in found:
+        entry, why = _split_gates(detail, split)
         if entry is None:
-            left_out[name] = why if executor in ("", "success") else f"experiment {executor}: {why}"
+            left_out[name] = why
             continue
         names.append(name)
-        params.append(_params(state.get("data") or {}))
+        params.append(dict(values))
         gates.append(_gate_values(entry))
         counts.append({"passed": bool(entry.get("passed")), "n_failed": int(entry.get("n_failed", 0))})
     param_keys = _differing(params)
