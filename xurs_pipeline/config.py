@@ -240,15 +240,18 @@ def configuration_label(cfg: RootConfig) -> str:
 
 
 def train_run_hash(cfg: RootConfig) -> str:
-    """Identity of a training run: model, train and data sections (``train.resume`` excluded).
+    """Identity of a training run: the model and train sections (``train.resume`` excluded) and the
+    prepared prompts' hash (:func:`~xurs_pipeline.data.dataset.data_config_hash`: only the data keys the
+    prompts depend on).
 
     Stamped into the classifier's provenance; predict, attribute, mask_eval and checks refuse a classifier
     made under another hash.
     """
+    from xurs_pipeline.data.dataset import data_config_hash
     from xurs_pipeline.io import config_hash
 
     train = {k: v for k, v in asdict(cfg.train).items() if k != "resume"}
-    return config_hash({"model": asdict(cfg.model), "train": train, "data": asdict(cfg.data)})
+    return config_hash({"model": asdict(cfg.model), "train": train, "prompts": data_config_hash(cfg.data)})
 
 
 QUESTION_SELECTION = ("split", "max_questions", "record_ids", "result_filter")
@@ -256,18 +259,16 @@ QUESTION_SELECTION = ("split", "max_questions", "record_ids", "result_filter")
 
 
 def attribution_fingerprint(cfg: RootConfig, *, per_question: bool = False) -> str:
-    """Identity of an attribution run: everything its result depends on (the progress display, the
-    ``max_grad_evals`` limit and ``train.resume`` excluded). The merged table carries it.
+    """Identity of an attribution run: everything its result depends on: the attribution section (the
+    progress display, the ``max_grad_evals`` limit excluded) and the classifier's run (:func:`train_run_hash`,
+    which holds the prompts'). The merged table carries it.
     ``per_question``: without :data:`QUESTION_SELECTION`, the key of one finished question (the resume
     parts carry it), so a run widened from 8 questions to 24 recomputes only the 16 new ones."""
     from xurs_pipeline.io import config_hash
 
     dropped = {"progress", "max_grad_evals", *(QUESTION_SELECTION if per_question else ())}
     attribution = {k: v for k, v in asdict(cfg.attribution).items() if k not in dropped}
-    train = {k: v for k, v in asdict(cfg.train).items() if k != "resume"}
-    return config_hash(
-        {"attribution": attribution, "model": asdict(cfg.model), "train": train, "data": asdict(cfg.data)}
-    )
+    return config_hash({"attribution": attribution, "classifier": train_run_hash(cfg)})
 
 
 def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
@@ -298,3 +299,14 @@ def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
             "repeat would equal the main run; choose another seed or evaluation.repeat_n_samples"
         )
     return replace(cfg, attribution=replace(at, seed=seed, n_samples=n_samples))
+
+
+def comparison_targets(cfg: RootConfig) -> list[str]:
+    """The target functions of ``evaluation.targets`` the main run does not explain (``attribute_targets``
+    attributes each, ``mask_eval`` zero-masks each)."""
+    return [fn for fn in cfg.evaluation.targets if fn != cfg.attribution.target_fn]
+
+
+def target_config(cfg: RootConfig, fn: str) -> RootConfig:
+    """The main run's config explaining target function ``fn`` instead."""
+    return replace(cfg, attribution=replace(cfg.attribution, target_fn=fn))

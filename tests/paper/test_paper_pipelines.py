@@ -4,7 +4,7 @@ loaded from local directories, with every paper setting except the sizes.
 Each run is `xurs params` and then every stage's task to ``tables`` in this process (``run_pipeline``: the
 outputs of ``dvc repro`` without an interpreter start per stage, which is 95% of a tiny run's time;
 tests/pipeline/test_pipeline_in_process.py checks the two agree), with each stage's declared inputs checked
-against the generated ``dvc.yaml`` as ``python -m stages.<name>`` checks them. Table 8's sweep (``xurs sweep
+against the generated ``dvc.yaml`` as ``python -m stages <name>`` checks them. Table 8's sweep (``xurs sweep
 --stage predict``) runs through DVC in tests/foundation/test_foundation_experiments.py.
 
 Kept from the paper (checked against the unshrunk composition): LoRA on q/k/v/o/gate/up/down with the

@@ -3,7 +3,7 @@ with MedQA-format questions in data/medqa/, to the report. The block's `python -
 run as written (the second with three size keys appended: 2 questions, fewer resamples); its `dvc repro`
 runs the same stages in this process (``run_pipeline``: the same outputs,
 tests/pipeline/test_pipeline_in_process.py), with each stage's declared inputs checked against the
-generated dvc.yaml as ``python -m stages.<name>`` checks them."""
+generated dvc.yaml as ``python -m stages <name>`` checks them."""
 
 from __future__ import annotations
 

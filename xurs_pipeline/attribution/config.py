@@ -64,7 +64,8 @@ class AttributionConfig:
       ``aligned`` needs one member of each pair: there ``all`` means ``with_result`` (Sec. 5.4).
     route: ``direct`` (attribute W_c) or ``answer_set`` (attribute each m(S), S ∋ c, |S| > 1; Eq. 4).
     target: explained answer c: ``predicted`` (argmax BetP on the original prompt), ``correct`` or ``all``.
-    split / max_questions / record_ids: the questions (``record_ids`` overrides split; 0 = all).
+    split / max_questions / record_ids: the questions: the first ``max_questions`` of the split (0 = all),
+      or exactly the ``record_ids`` listed (then the split is not used and ``max_questions`` must be 0).
     n_collections x refs_per_collection training references, ordered ``first`` (file order) or
       ``hash`` (seeded SHA-256 ranking with ``reference_hash_seed``), consecutive non-overlapping.
     n_samples: EG samples per collection; samples_per_call: gradient samples per batched call.
@@ -239,6 +240,11 @@ class AttributionConfig:
             )
         if len(set(self.record_ids)) != len(self.record_ids):
             raise ValueError(f"attribution.record_ids: duplicates in {self.record_ids}")
+        if self.record_ids and self.max_questions:
+            raise ValueError(
+                f"attribution.max_questions={self.max_questions} with attribution.record_ids: record_ids "
+                "names every question to explain (all of them); set max_questions to 0 or list fewer ids"
+            )
 
     def pieces_per_reference(self, tokens: int) -> int:
         """Most pieces of one reference's path to a prompt of ``tokens`` positions: 1 on the straight path,
