@@ -9,7 +9,7 @@ can use it without an import circle.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -241,6 +241,9 @@ _MASK_KEYS = (
 )
 _CHECK_KEYS = (
     "seed",
+    "bootstrap_resamples",
+    "confidence",
+    "bootstrap_method",
     "numerics",
     "ig",
     "ranking",
@@ -491,40 +494,43 @@ def check_detail(name: str) -> Artifact:
     return Artifact(f"checks_{name}", f"{folder.path}/{name}.parquet", folder.writer, schema=f"checks_{name}")
 
 
+def _child(node: Any, name: str) -> Any:
+    return node[name] if isinstance(node, Mapping) else getattr(node, name)
+
+
 def _value(node: Any, key: str) -> Any:
-    """The value of dotted ``key`` in a config (dataclasses or mappings), read key by key."""
+    """The value of dotted ``key`` in a config (dataclasses or mappings), a section as a plain dict."""
     for part in key.split("."):
-        node = node[part] if isinstance(node, Mapping) else getattr(node, part)
+        node = _child(node, part)
     return asdict(node) if is_dataclass(node) and not isinstance(node, type) else node
 
 
-def _composed(cfg: Any) -> dict[str, Any]:
-    """The section -> key names of a config (values only where :func:`param_keys` needs them: the data
-    source), read without touching any other value."""
+class _Keys(Mapping[str, Any]):
+    """A config as :func:`param_keys` expands entries against it: iterating a section gives its key names
+    without reading their values (only the values a stage's entries name are read)."""
 
-    def names(node: Any) -> Any:
-        if isinstance(node, Mapping):
-            return dict(node)
-        return {f.name: None for f in fields(node)} if is_dataclass(node) else node
+    def __init__(self, node: Any) -> None:
+        self._node = node
 
-    sections = [f.name for f in fields(cfg)] if is_dataclass(cfg) else list(cfg)
-    composed = {name: names(_value_raw(cfg, name)) for name in sections}
-    if "data" in composed:
-        composed["data"] = {**composed["data"], "source": _value(cfg, "data.source")}
-    return composed
+    def __getitem__(self, name: str) -> Any:
+        value = _child(self._node, name)
+        return _Keys(value) if isinstance(value, Mapping) or is_dataclass(value) else value
 
+    def __iter__(self) -> Iterator[str]:
+        node = self._node
+        return iter([f.name for f in fields(node)] if is_dataclass(node) else list(node))
 
-def _value_raw(node: Any, name: str) -> Any:
-    return node[name] if isinstance(node, Mapping) else getattr(node, name)
+    def __len__(self) -> int:
+        return len(list(iter(self)))
 
 
 def stage_hash(stage: str, cfg: Any) -> str:
     """Hash of exactly the params ``stage`` reads (stamped into its outputs' provenance headers)."""
-    return config_hash({key: _value(cfg, key) for key in param_keys(stage, _composed(cfg))})
+    return config_hash({key: _value(cfg, key) for key in param_keys(stage, _Keys(cfg))})
 
 
 def prompts_hash(data: Any) -> str:
     """The prepared prompts' provenance hash: ``io.config_hash`` of the data keys of ``data``'s source
     (:data:`DATA_KEYS`; a ``DataConfig`` or its mapping)."""
-    source = _value_raw(data, "source")
+    source = _child(data, "source")
     return config_hash({key: _value(data, key) for key in DATA_KEYS[source]})

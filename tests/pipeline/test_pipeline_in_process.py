@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from params_reads import Reads, recording, unlisted_reads
 
 from xurs_pipeline.config import load_params
 from xurs_pipeline.contracts import STAGES, artifact
@@ -47,7 +49,9 @@ def test_in_process_outputs_equal_dvc_repro_up_to_predict(
     shutil.copy(smoke_project / "params.yaml", tmp_path / "params.yaml")
     monkeypatch.chdir(tmp_path)
     cfg = load_params("params.yaml")
-    headlines = run_pipeline(cfg, until="predict")
+    reads: Reads = {}
+    headlines = run_pipeline(recording(cfg, reads), until="predict")
+    assert unlisted_reads(reads, asdict(cfg)) == {}  # each stage lists what it reads (tests/params_reads.py)
     assert list(headlines) == ["check", "backbone", "prepare", "train_head", "train", "predict"]
     assert not artifact("gates").at(cfg.paths).exists()  # stopped after predict
     for name in ("prompts", "predictions"):

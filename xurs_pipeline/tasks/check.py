@@ -18,7 +18,6 @@ import yaml
 
 from xurs_pipeline.config import ConfigError, RootConfig, load_params
 from xurs_pipeline.contracts import artifact
-from xurs_pipeline.data.dataset import current_prompts, load_records
 from xurs_pipeline.data.medqa import require_medqa_dir
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.io import config_hash, write_json
@@ -53,6 +52,8 @@ def check_selected_records(cfg: RootConfig) -> None:
     wanted = cfg.attribution.record_ids
     if not wanted:
         return
+    from xurs_pipeline.data.dataset import current_prompts, load_records  # tokenizers: only when needed
+
     prepared = current_prompts(artifact("prompts").at(cfg.paths), cfg.data, ["record_id"])
     if prepared is not None:
         known, where = set(prepared["record_id"]), "the prepared prompts"
