@@ -197,18 +197,20 @@ PLOTS = (
 )
 
 ALL = "*"  # a params entry: every key of the composed config (stages stamping the whole config's hash)
-PREPARED = "data.<source>"  # a params entry: the data keys of the config's data.source (DATA_KEYS)
-_SYNTHETIC = ("source", "max_tokens", "seed", "families", "cases_per_family", "require_paired_lengths")
+PREPARED = "data.<source>"  # a params entry: the data keys of the config's data.source (data_keys)
+_DATA_KEYS = ("source", "max_tokens", "seed", "require_paired_lengths")
 DATA_KEYS: dict[str, tuple[str, ...]] = {
-    # The data keys the prepared prompts depend on, per data.source: the prepare stage's params and what
-    # the prompts' provenance hash covers (prompts_hash), so a MedQA key never reruns synthetic work.
-    "medqa": ("source", "max_tokens", "seed", "require_paired_lengths", "medqa_path", "medqa_files",
-              "medqa_hub", "medqa_carve", "medqa_train_fraction"),
-    "synthetic_v1": (*_SYNTHETIC, "v1_flaws"),
-    "synthetic_v2": _SYNTHETIC,
-    "synthetic_direct": (*_SYNTHETIC, "pair_every"),
-    "synthetic_swap": (*_SYNTHETIC, "cue2_first"),
-}  # fmt: skip
+    # The data keys the prepared prompts depend on: MedQA's, or the synthetic generators' (one list for all
+    # of them, so a sweep across synthetic sources needs no other dvc.yaml). The prepare stage's params and
+    # all that the prompts' provenance hash covers (prompts_hash): a MedQA key reruns no synthetic work.
+    "medqa": (*_DATA_KEYS, "medqa_path", "medqa_files", "medqa_hub", "medqa_carve", "medqa_train_fraction"),
+    "synthetic": (*_DATA_KEYS, "families", "cases_per_family", "v1_flaws", "pair_every", "cue2_first"),
+}
+
+
+def data_keys(source: str) -> tuple[str, ...]:
+    """The data keys prepare reads for ``data.source`` ``source`` (:data:`DATA_KEYS`)."""
+    return DATA_KEYS["medqa" if source == "medqa" else "synthetic"]
 _BACKBONE_KEYS = (
     "backbone",
     "source",
@@ -443,7 +445,7 @@ def param_keys(stage: str, composed: Mapping[str, Any]) -> list[str]:
             for section, value in composed.items():
                 keys += [f"{section}.{k}" for k in value] if isinstance(value, Mapping) else [section]
         elif entry == PREPARED:
-            keys += [f"data.{k}" for k in DATA_KEYS[composed["data"]["source"]]]
+            keys += [f"data.{k}" for k in data_keys(composed["data"]["source"])]
         elif entry.endswith(".*"):
             section = entry[:-2]
             keys += [f"{section}.{k}" for k in composed[section]]
@@ -531,6 +533,6 @@ def stage_hash(stage: str, cfg: Any) -> str:
 
 def prompts_hash(data: Any) -> str:
     """The prepared prompts' provenance hash: ``io.config_hash`` of the data keys of ``data``'s source
-    (:data:`DATA_KEYS`; a ``DataConfig`` or its mapping)."""
+    (:func:`data_keys`; a ``DataConfig`` or its mapping)."""
     source = _child(data, "source")
-    return config_hash({key: _value(data, key) for key in DATA_KEYS[source]})
+    return config_hash({key: _value(data, key) for key in data_keys(source)})

@@ -17,7 +17,8 @@ import pandas as pd
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
-from xurs_pipeline.contracts import artifact, prompts_hash
+from xurs_pipeline.contracts import artifact
+from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.models.config import ModelConfig
 from xurs_pipeline.train.config import TrainConfig
 
@@ -69,9 +70,9 @@ class AttributionRun:
 def training_run(cfg: RootConfig, **options: Any) -> TrainingRun:
     """The training run ``cfg`` describes, from the backbone and prompts under ``cfg.paths``; ``options``:
     ``init_head_from``, ``relabel``, ``variant``."""
-    paths = cfg.paths
-    return TrainingRun(artifact("backbone").at(paths), artifact("prompts").at(paths), prompts_hash(cfg.data),
-                       train_run_hash(cfg), cfg.model, cfg.train, **options)  # fmt: skip
+    backbone, prompts = artifact("backbone").at(cfg.paths), artifact("prompts").at(cfg.paths)
+    hashes = data_config_hash(cfg.data), train_run_hash(cfg)
+    return TrainingRun(backbone, prompts, *hashes, cfg.model, cfg.train, **options)
 
 
 def attribution_run(cfg: RootConfig, classifier_dir: Path | None = None, **options: Any) -> AttributionRun:
@@ -79,6 +80,6 @@ def attribution_run(cfg: RootConfig, classifier_dir: Path | None = None, **optio
     ``classifier_dir``) on the prompts under ``cfg.paths``; ``options``: ``modify``, ``variant``."""
     return AttributionRun(
         classifier_dir or artifact("classifier").at(cfg.paths), train_run_hash(cfg),
-        artifact("prompts").at(cfg.paths), prompts_hash(cfg.data), cfg.attribution,
+        artifact("prompts").at(cfg.paths), data_config_hash(cfg.data), cfg.attribution,
         attribution_fingerprint(cfg), attribution_fingerprint(cfg, per_question=True), **options,
     )  # fmt: skip

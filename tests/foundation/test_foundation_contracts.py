@@ -151,6 +151,10 @@ def test_prepare_lists_only_its_sources_data_keys_and_a_stage_refuses_a_dvc_yaml
     check_declared_inputs("train", tmp_path)  # train lists no data key: either dvc.yaml serves it
     (tmp_path / "dvc.yaml").write_text(render({**medqa, "data": {**medqa["data"], "medqa_hub": "x/y"}}, ROOT))
     check_declared_inputs("prepare", tmp_path)
+    swap = {**PARAMS, "data": {**PARAMS["data"], "source": "synthetic_swap"}}  # `xurs sweep experiment=...`
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(swap))
+    (tmp_path / "dvc.yaml").write_text(render(synthetic, ROOT))
+    check_declared_inputs("prepare", tmp_path)  # one list for every synthetic source: no new dvc.yaml
 
 
 def test_the_prompts_and_run_hashes_cover_exactly_the_keys_the_data_reads():

@@ -42,7 +42,7 @@ from xurs_pipeline.io import read_provenance, write_json, write_parquet
 
 def data_config_hash(data: DataConfig) -> str:
     """The provenance hash of the prepared prompts: ``io.config_hash`` of the data keys its source reads
-    (``contracts.DATA_KEYS``, the prepare stage's params), so another source's key changes nothing."""
+    (``contracts.data_keys``, the prepare stage's params), so a MedQA key changes no synthetic prompts."""
     return prompts_hash(data)
 
 
