@@ -1,5 +1,5 @@
 """The pipeline's contracts, declared once: every artifact (path, schema, columns, writer) and every stage
-(module, what it reads and writes, the exact params keys it reads).
+(its task module and command, what it reads and writes, the exact params keys it reads).
 
 ``dvc.yaml`` is generated from these declarations (``xurs dvc-yaml``, see :mod:`xurs_pipeline.dvc_yaml`);
 writers and readers take paths, schema names and column lists from here instead of repeating them.
@@ -259,9 +259,13 @@ _CHECK_KEYS = (
 
 @dataclass(frozen=True)
 class Stage:
-    """One DVC stage. reads/writes: artifact names; params: dotted keys (``section.key``), ``section.*``
-    for every key of a section (stages that hash or pass on the whole section), or :data:`ALL`;
-    comment: a line above the stage in ``dvc.yaml``."""
+    """One DVC stage: its task is ``xurs_pipeline/tasks/<name>.py``, its command ``python -m stages <name>``.
+
+    reads/writes: artifact names; params: the keys the task itself reads (a key it reads only through an
+    artifact of another stage, whose hash that artifact carries, is that stage's): dotted keys
+    (``section.key``), ``section.*`` for every key of a section (stages that hash or pass on the whole
+    section), :data:`PREPARED` (the data keys of the configured source) or :data:`ALL`; checked by
+    ``tests/params_reads.py``. comment: a line above the stage in ``dvc.yaml``."""
 
     name: str
     reads: tuple[str, ...]
