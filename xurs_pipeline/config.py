@@ -86,6 +86,7 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
         merged = OmegaConf.merge(schema, data)
         cfg: RootConfig = OmegaConf.to_object(merged)  # type: ignore[assignment]
         _check_budgets(cfg)
+        _check_selection(cfg)
         return cfg
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None)
@@ -110,6 +111,17 @@ def _check_budgets(cfg: RootConfig) -> None:
             check_gradient_budget(repeat, cfg.data.max_tokens, where)
         except ValueError as err:
             raise ValueError(f"the repeat with evaluation.repeat_seeds {seed}: {err}") from None
+
+
+def _check_selection(cfg: RootConfig) -> None:
+    """One meaning for the question selection: ``attribution.record_ids`` names exactly the questions, so
+    ``attribution.max_questions`` (the first n of the split) must be 0 with it (ValueError)."""
+    at = cfg.attribution
+    if at.record_ids and at.max_questions:
+        raise ValueError(
+            f"attribution.max_questions={at.max_questions} with attribution.record_ids: record_ids names "
+            "every question to explain (all of them); set max_questions to 0 or list fewer ids"
+        )
 
 
 def _first_nonfinite(data: Any) -> str | None:

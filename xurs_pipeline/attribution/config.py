@@ -240,11 +240,6 @@ class AttributionConfig:
             )
         if len(set(self.record_ids)) != len(self.record_ids):
             raise ValueError(f"attribution.record_ids: duplicates in {self.record_ids}")
-        if self.record_ids and self.max_questions:
-            raise ValueError(
-                f"attribution.max_questions={self.max_questions} with attribution.record_ids: record_ids "
-                "names every question to explain (all of them); set max_questions to 0 or list fewer ids"
-            )
 
     def pieces_per_reference(self, tokens: int) -> int:
         """Most pieces of one reference's path to a prompt of ``tokens`` positions: 1 on the straight path,
