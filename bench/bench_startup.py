@@ -1,10 +1,10 @@
-"""Stage start-up: seconds to import each stage module (Python, libraries, config schema), in the working
-tree and in a baseline commit side by side, each import in a fresh process (order alternating).
+"""Stage start-up: seconds to import each stage's task module (Python, libraries, config schema), in the
+working tree and in a baseline commit side by side, each import in a fresh process (order alternating).
 
     python bench/bench_startup.py [--baseline COMMIT] [--rounds 3] [--stages tables,report,mask_eval]
 
 The baseline tree is ``git archive COMMIT`` unpacked into a temporary directory (no checkout). Every
-``python -m stages.<name>`` pays this before Hydra composes ``params.yaml``.
+``python -m stages <name>`` pays this before Hydra composes ``params.yaml``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 def import_seconds(tree: Path, stage: str) -> float:
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-c", f"import stages.{stage}"],
+        [sys.executable, "-c", f"import xurs_pipeline.tasks.{stage}"],
         cwd=tree, env={"PYTHONPATH": str(tree), "PATH": ""}, check=True,
     )  # fmt: skip
     return time.perf_counter() - start

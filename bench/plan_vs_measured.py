@@ -31,10 +31,10 @@ STAGES = ("train", "attribute")
 
 
 def measured(project: Path, stage: str) -> tuple[float, float]:
-    """(peak RSS bytes, wall seconds) of ``python -m stages.<stage>`` in ``project``."""
+    """(peak RSS bytes, wall seconds) of ``python -m stages <stage>`` in ``project``."""
     env = {**os.environ, "PYTHONPATH": str(project)}
     result = subprocess.run(
-        ["/usr/bin/time", "-v", sys.executable, "-m", f"stages.{stage}"],
+        ["/usr/bin/time", "-v", sys.executable, "-m", "stages", stage],
         cwd=project, env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr).group(1)) * 1024

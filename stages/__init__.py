@@ -1,1 +1,1 @@
-"""One thin Hydra entry point per DVC stage: ``python -m stages.<name>`` (see ``stages/_common.py``)."""
+"""The command of every DVC stage: ``python -m stages <name>`` (``stages/__main__.py``)."""

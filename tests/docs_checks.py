@@ -165,10 +165,10 @@ def check_tests(text: str, root: Path = ROOT) -> list[str]:
 
 
 def check_stages(text: str, stages: Iterable[str]) -> list[str]:
-    """Stages named as ``stages.<name>``, ``dvc repro <name>`` or ``dvc exp run <name>`` must exist."""
+    """Stages named as ``-m stages <name>``, ``dvc repro <name>`` or ``dvc exp run <name>`` must exist."""
     known, problems = set(stages), set()
     for span in code_spans(text):
-        named = re.findall(r"(?<![\w/])stages\.([a-z_]+)", span)
+        named = re.findall(r"-m\s+stages\s+([a-z_]+)", span)
         named += re.findall(
             r"dvc (?:repro|exp run)((?: --?[\w-]+(?:[ =][\w.'=,-]+)?)*) ([a-z_]+)(?=\s|$)", span
         )

@@ -86,6 +86,7 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
         merged = OmegaConf.merge(schema, data)
         cfg: RootConfig = OmegaConf.to_object(merged)  # type: ignore[assignment]
         _check_budgets(cfg)
+        _check_selection(cfg)
         return cfg
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None)
@@ -110,6 +111,17 @@ def _check_budgets(cfg: RootConfig) -> None:
             check_gradient_budget(repeat, cfg.data.max_tokens, where)
         except ValueError as err:
             raise ValueError(f"the repeat with evaluation.repeat_seeds {seed}: {err}") from None
+
+
+def _check_selection(cfg: RootConfig) -> None:
+    """One meaning for the question selection: ``attribution.record_ids`` names exactly the questions, so
+    ``attribution.max_questions`` (the first n of the split) must be 0 with it (ValueError)."""
+    at = cfg.attribution
+    if at.record_ids and at.max_questions:
+        raise ValueError(
+            f"attribution.max_questions={at.max_questions} with attribution.record_ids: record_ids names "
+            "every question to explain (all of them); set max_questions to 0 or list fewer ids"
+        )
 
 
 def _first_nonfinite(data: Any) -> str | None:
@@ -240,15 +252,18 @@ def configuration_label(cfg: RootConfig) -> str:
 
 
 def train_run_hash(cfg: RootConfig) -> str:
-    """Identity of a training run: model, train and data sections (``train.resume`` excluded).
+    """Identity of a training run: the model and train sections (``train.resume`` excluded) and the
+    prepared prompts' hash (:func:`~xurs_pipeline.data.dataset.data_config_hash`: only the data keys the
+    prompts depend on).
 
     Stamped into the classifier's provenance; predict, attribute, mask_eval and checks refuse a classifier
     made under another hash.
     """
+    from xurs_pipeline.data.dataset import data_config_hash
     from xurs_pipeline.io import config_hash
 
     train = {k: v for k, v in asdict(cfg.train).items() if k != "resume"}
-    return config_hash({"model": asdict(cfg.model), "train": train, "data": asdict(cfg.data)})
+    return config_hash({"model": asdict(cfg.model), "train": train, "prompts": data_config_hash(cfg.data)})
 
 
 QUESTION_SELECTION = ("split", "max_questions", "record_ids", "result_filter")
@@ -256,18 +271,16 @@ QUESTION_SELECTION = ("split", "max_questions", "record_ids", "result_filter")
 
 
 def attribution_fingerprint(cfg: RootConfig, *, per_question: bool = False) -> str:
-    """Identity of an attribution run: everything its result depends on (the progress display, the
-    ``max_grad_evals`` limit and ``train.resume`` excluded). The merged table carries it.
+    """Identity of an attribution run: everything its result depends on: the attribution section (the
+    progress display, the ``max_grad_evals`` limit excluded) and the classifier's run (:func:`train_run_hash`,
+    which holds the prompts'). The merged table carries it.
     ``per_question``: without :data:`QUESTION_SELECTION`, the key of one finished question (the resume
     parts carry it), so a run widened from 8 questions to 24 recomputes only the 16 new ones."""
     from xurs_pipeline.io import config_hash
 
     dropped = {"progress", "max_grad_evals", *(QUESTION_SELECTION if per_question else ())}
     attribution = {k: v for k, v in asdict(cfg.attribution).items() if k not in dropped}
-    train = {k: v for k, v in asdict(cfg.train).items() if k != "resume"}
-    return config_hash(
-        {"attribution": attribution, "model": asdict(cfg.model), "train": train, "data": asdict(cfg.data)}
-    )
+    return config_hash({"attribution": attribution, "classifier": train_run_hash(cfg)})
 
 
 def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
@@ -298,3 +311,14 @@ def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
             "repeat would equal the main run; choose another seed or evaluation.repeat_n_samples"
         )
     return replace(cfg, attribution=replace(at, seed=seed, n_samples=n_samples))
+
+
+def comparison_targets(cfg: RootConfig) -> list[str]:
+    """The target functions of ``evaluation.targets`` the main run does not explain (``attribute_targets``
+    attributes each, ``mask_eval`` zero-masks each)."""
+    return [fn for fn in cfg.evaluation.targets if fn != cfg.attribution.target_fn]
+
+
+def target_config(cfg: RootConfig, fn: str) -> RootConfig:
+    """The main run's config explaining target function ``fn`` instead."""
+    return replace(cfg, attribution=replace(cfg.attribution, target_fn=fn))

@@ -1,5 +1,5 @@
 """The pipeline's contracts, declared once: every artifact (path, schema, columns, writer) and every stage
-(module, what it reads and writes, the exact params keys it reads).
+(its task module and command, what it reads and writes, the exact params keys it reads).
 
 ``dvc.yaml`` is generated from these declarations (``xurs dvc-yaml``, see :mod:`xurs_pipeline.dvc_yaml`);
 writers and readers take paths, schema names and column lists from here instead of repeating them.
@@ -9,8 +9,8 @@ can use it without an import circle.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, is_dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -197,6 +197,20 @@ PLOTS = (
 )
 
 ALL = "*"  # a params entry: every key of the composed config (stages stamping the whole config's hash)
+PREPARED = "data.<source>"  # a params entry: the data keys of the config's data.source (data_keys)
+_DATA_KEYS = ("source", "max_tokens", "seed", "require_paired_lengths")
+DATA_KEYS: dict[str, tuple[str, ...]] = {
+    # The data keys the prepared prompts depend on: MedQA's, or the synthetic generators' (one list for all
+    # of them, so a sweep across synthetic sources needs no other dvc.yaml). The prepare stage's params and
+    # all that the prompts' provenance hash covers (prompts_hash): a MedQA key reruns no synthetic work.
+    "medqa": (*_DATA_KEYS, "medqa_path", "medqa_files", "medqa_hub", "medqa_carve", "medqa_train_fraction"),
+    "synthetic": (*_DATA_KEYS, "families", "cases_per_family", "v1_flaws", "pair_every", "cue2_first"),
+}
+
+
+def data_keys(source: str) -> tuple[str, ...]:
+    """The data keys prepare reads for ``data.source`` ``source`` (:data:`DATA_KEYS`)."""
+    return DATA_KEYS["medqa" if source == "medqa" else "synthetic"]
 _BACKBONE_KEYS = (
     "backbone",
     "source",
@@ -229,6 +243,9 @@ _MASK_KEYS = (
 )
 _CHECK_KEYS = (
     "seed",
+    "bootstrap_resamples",
+    "confidence",
+    "bootstrap_method",
     "numerics",
     "ig",
     "ranking",
@@ -242,9 +259,13 @@ _CHECK_KEYS = (
 
 @dataclass(frozen=True)
 class Stage:
-    """One DVC stage. reads/writes: artifact names; params: dotted keys (``section.key``), ``section.*``
-    for every key of a section (stages that hash or pass on the whole section), or :data:`ALL`;
-    comment: a line above the stage in ``dvc.yaml``."""
+    """One DVC stage: its task is ``xurs_pipeline/tasks/<name>.py``, its command ``python -m stages <name>``.
+
+    reads/writes: artifact names; params: the keys the task itself reads (a key it reads only through an
+    artifact of another stage, whose hash that artifact carries, is that stage's): dotted keys
+    (``section.key``), ``section.*`` for every key of a section (stages that hash or pass on the whole
+    section), :data:`PREPARED` (the data keys of the configured source) or :data:`ALL`; checked by
+    ``tests/params_reads.py``. comment: a line above the stage in ``dvc.yaml``."""
 
     name: str
     reads: tuple[str, ...]
@@ -252,8 +273,14 @@ class Stage:
     comment: str = ""
 
     @property
-    def module(self) -> str:
-        return f"stages.{self.name}"
+    def task(self) -> str:
+        """The module holding the stage's ``run(cfg)``, its task."""
+        return f"xurs_pipeline.tasks.{self.name}"
+
+    @property
+    def command(self) -> str:
+        """What ``dvc.yaml`` runs: the one stage entry point, ``stages/__main__.py``, with the name."""
+        return f"python -m stages {self.name}"
 
     @property
     def writes(self) -> tuple[Artifact, ...]:
@@ -271,21 +298,26 @@ _STAGES = (
     Stage(
         "prepare",
         ("backbone",),
-        ("data.*",),
+        (PREPARED,),
         "MedQA experiments (data.source=medqa, no hub) also depend on the data directory.",
     ),
     Stage(
         "train_head",
         ("backbone", "prompts"),
-        ("data.*", "model.*", "train.*", "attribution.record_ids"),
+        ("model.*", "train.*"),
         "App. B.1: with train.head_first the LoRA/partial run starts from a head-only model trained here.",
     ),
     Stage(
         "train",
         ("backbone", "prompts", "head_first"),
-        ("data.*", "model.*", "train.*", "attribution.record_ids"),
+        ("model.*", "train.*"),
     ),
-    Stage("predict", ("classifier", "prompts"), ("data.*", "model.*", "train.*")),
+    Stage(
+        "predict",
+        ("classifier", "prompts"),
+        ("train.predict_splits", "train.eval_batch_size", "train.feature_cache_dir", "experiment_name"),
+        "The correction audit names the run (experiment_name, the model, adaptation and seed).",
+    ),
     Stage(
         "gates",
         ("prompts", "predictions"),
@@ -295,19 +327,19 @@ _STAGES = (
     Stage(
         "attribute",
         ("classifier", "prompts"),
-        ("data.*", "attribution.*"),
-        "Several processes or GPUs: torchrun --nproc_per_node N -m stages.attribute (or accelerate launch).",
+        ("attribution.*",),
+        "Several processes or GPUs: torchrun --nproc_per_node N -m stages attribute (or accelerate launch).",
     ),
     Stage(
         "attribute_repeats",
         ("classifier", "prompts"),
-        ("data.*", "attribution.*", "evaluation.repeat_seeds", "evaluation.repeat_n_samples"),
+        ("attribution.*", "evaluation.repeat_seeds", "evaluation.repeat_n_samples"),
         "App. B.3, Tables 2 and 7: the main attribution repeated with each evaluation.repeat_seeds seed.",
     ),
     Stage(
         "attribute_targets",
         ("classifier", "prompts"),
-        ("data.*", "attribution.*", "evaluation.targets"),
+        ("attribution.*", "evaluation.targets"),
         "The comparison targets (predictive entropy, BetP) attributed with the main run's engine and budget.",
     ),
     Stage(
@@ -324,14 +356,14 @@ _STAGES = (
     Stage(
         "train_swap",
         ("backbone", "prompts"),
-        ("data.*", "model.*", "train.*", "attribution.record_ids"),
+        ("data.source", "model.*", "train.*"),
         "The swap control's model B: the train stage's run on the two-cue prompts relabelled by cue 2.",
     ),
     Stage(
         "attribute_swap",
         ("classifier", "swap_model", "prompts"),
         (
-            "data.*",
+            "data.source",
             "attribution.*",
             "evaluation.seed",
             "evaluation.swap_randomise",
@@ -344,9 +376,7 @@ _STAGES = (
         "swap",
         ("classifier", "swap_model", "prompts", "attributions", "swap_attributions"),
         (
-            "data.*",
-            "model.*",
-            "train.*",
+            "data.source",
             "attribution.*",
             "evaluation.seed",
             "evaluation.bootstrap_resamples",
@@ -411,12 +441,15 @@ def artifact(name: str) -> Artifact:
 
 def param_keys(stage: str, composed: Mapping[str, Any]) -> list[str]:
     """The dotted params keys ``stage`` reads, expanded against a composed config (``section.*`` and
-    :data:`ALL` become every key of the section / config, in the config's order)."""
+    :data:`ALL` become every key of the section / config, in the config's order; :data:`PREPARED` the data
+    keys of its ``data.source``)."""
     keys: list[str] = []
     for entry in STAGES[stage].params:
         if entry == ALL:
             for section, value in composed.items():
                 keys += [f"{section}.{k}" for k in value] if isinstance(value, Mapping) else [section]
+        elif entry == PREPARED:
+            keys += [f"data.{k}" for k in data_keys(composed["data"]["source"])]
         elif entry.endswith(".*"):
             section = entry[:-2]
             keys += [f"{section}.{k}" for k in composed[section]]
@@ -442,22 +475,71 @@ def comparison_run(paths: Any, run: str) -> Path:
     return Path(paths["artifacts"] if isinstance(paths, Mapping) else paths.artifacts) / run
 
 
+def repeat_dir(paths: Any, seed: int) -> Path:
+    """The attribute_repeats stage's run with attribution seed ``seed``: ``repeats/seed<seed>``."""
+    return ARTIFACTS["repeats"].at(paths) / f"seed{seed}"
+
+
+def target_dir(paths: Any, fn: str) -> Path:
+    """The attribute_targets stage's run explaining target function ``fn``: ``targets/<fn>``."""
+    return ARTIFACTS["target_runs"].at(paths) / fn
+
+
+def swap_classifier_dir(paths: Any, model: str) -> Path:
+    """The swap control's model A (the train stage's classifier) or model B (train_swap's)."""
+    return (
+        ARTIFACTS["classifier"].at(paths)
+        if model == "A"
+        else ARTIFACTS["swap_model"].at(paths) / "classifier"
+    )
+
+
 def check_detail(name: str) -> Artifact:
     """One per-question table of the checks stage under ``checks/details`` (schema ``checks_<name>``)."""
     folder = ARTIFACTS["check_details"]
     return Artifact(f"checks_{name}", f"{folder.path}/{name}.parquet", folder.writer, schema=f"checks_{name}")
 
 
+def _child(node: Any, name: str) -> Any:
+    return node[name] if isinstance(node, Mapping) else getattr(node, name)
+
+
+def _value(node: Any, key: str) -> Any:
+    """The value of dotted ``key`` in a config (dataclasses or mappings), a section as a plain dict."""
+    for part in key.split("."):
+        node = _child(node, part)
+    return asdict(node) if is_dataclass(node) and not isinstance(node, type) else node
+
+
+class _Keys(Mapping[str, Any]):
+    """A config as :func:`param_keys` expands entries against it: iterating a section gives its key names
+    without reading their values (only the values a stage's entries name are read)."""
+
+    def __init__(self, node: Any) -> None:
+        self._node = node
+
+    def __getitem__(self, name: str) -> Any:
+        value = _child(self._node, name)
+        return _Keys(value) if isinstance(value, Mapping) or is_dataclass(value) else value
+
+    def __iter__(self) -> Iterator[str]:
+        node = self._node
+        return iter([f.name for f in fields(node)] if is_dataclass(node) else list(node))
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+
 def stage_hash(stage: str, cfg: Any) -> str:
     """Hash of exactly the params ``stage`` reads (stamped into its outputs' provenance headers)."""
-    composed = asdict(cfg) if is_dataclass(cfg) and not isinstance(cfg, type) else dict(cfg)
-    values = {}
-    for key in param_keys(stage, composed):
-        node: Any = composed
-        for part in key.split("."):
-            node = node[part]
-        values[key] = node
-    return config_hash(values)
+    return config_hash({key: _value(cfg, key) for key in param_keys(stage, _Keys(cfg))})
+
+
+def prompts_hash(data: Any) -> str:
+    """The prepared prompts' provenance hash: ``io.config_hash`` of the data keys of ``data``'s source
+    (:func:`data_keys`; a ``DataConfig`` or its mapping)."""
+    source = _child(data, "source")
+    return config_hash({key: _value(data, key) for key in data_keys(source)})
 
 
 def swap_summary(paths: Any) -> Path:

@@ -127,7 +127,7 @@ def _check_provenance(path: Path, found: Provenance | None, expected: Provenance
 
 def _rerun(schema: str) -> str:
     """How to remake an artifact of ``schema`` under the current config. ``--force``: DVC may count its
-    stage up to date (the artifact was made outside DVC, e.g. ``python -m stages.train train.seed=17``, or
+    stage up to date (the artifact was made outside DVC, e.g. ``python -m stages train train.seed=17``, or
     restored by ``dvc checkout`` / ``dvc exp apply``), and a plain ``dvc repro`` would refuse again."""
     from xurs_pipeline.contracts import ARTIFACTS  # contracts imports this module
 

@@ -4,7 +4,7 @@
 Every stage that may run on several processes (``train_head``, ``train``, ``predict``, the attribution
 stages) calls :func:`process_group` before anything else: it forms the group through accelerate (gloo on
 CPUs, NCCL on GPUs) and refuses a launch whose processes would not form it, so a launch never runs N
-independent copies that race on the same outputs. One process (``python -m stages.X``, ``dvc repro``) is
+independent copies that race on the same outputs. One process (``python -m stages X``, ``dvc repro``) is
 a group of one.
 """
 
@@ -20,7 +20,7 @@ from xurs_pipeline.errors import LaunchError
 # The variables that launchers set to the number of processes (torchrun and accelerate: WORLD_SIZE;
 # MPI implementations: the others), as accelerate reads them.
 SIZE_VARIABLES = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
-CPU_COMMAND = "torchrun --nproc_per_node N -m stages.<stage>"
+CPU_COMMAND = "torchrun --nproc_per_node N -m stages <stage>"
 
 
 def launched_processes() -> int:
@@ -56,6 +56,6 @@ def process_group(cpu: bool | None = None) -> PartialState:
             f"the launcher started {asked} processes (WORLD_SIZE) but they formed a group of "
             f"{state.num_processes} ({state.distributed_type}); nothing was run, so no process duplicates "
             f"the others' work. On CPUs use `{CPU_COMMAND}`; on GPUs `accelerate launch --multi_gpu "
-            "--num_processes N -m stages.<stage>` with N at most the GPUs"
+            "--num_processes N -m stages <stage>` with N at most the GPUs"
         )
     return state

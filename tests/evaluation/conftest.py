@@ -1,4 +1,4 @@
-"""Make the project root importable so the stage tests can import ``stages.*`` (thin entry points)."""
+"""Make the project root importable, as for ``python -m stages <name>`` run from it."""
 
 from __future__ import annotations
 

@@ -62,3 +62,29 @@ def test_every_stage_runs_after_check_and_check_watches_every_section():
         if name != "check":
             assert "check" in upstream(name), f"stage {name} could run (and delete its outputs) before check"
     assert stamp in stages["backbone"]["deps"]
+
+
+def test_check_refuses_record_ids_the_data_does_not_have_before_prepare_ran(tmp_path, capsys, monkeypatch):
+    """Issue 55, item 5: ``record_ids=[nosuch]`` passed ``xurs check``; before ``prepare`` has run it is
+    checked against the records the data section describes (here synthetic, generated in memory)."""
+    from xurs_pipeline.config import validate
+    from xurs_pipeline.data.dataset import load_records
+
+    monkeypatch.chdir(tmp_path)  # no prepared prompts here
+    real = load_records(validate(yaml.safe_load((ROOT / "params.yaml").read_text())).data)[0].record_id
+    bad = _params(tmp_path, lambda p: p["attribution"].update(record_ids=["nosuch", real]))
+    assert main(["check", "--params", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "attribution.record_ids: ['nosuch'] not in the synthetic_direct records" in err
+    good = _params(tmp_path, lambda p: p["attribution"].update(record_ids=[real]))
+    assert main(["check", "--params", str(good)]) == 0
+
+
+def test_max_questions_with_record_ids_is_refused_naming_both_keys(tmp_path, capsys):
+    """Issue 55, item 5: ``record_ids`` plus ``max_questions=1`` explained every id; one meaning now:
+    ``record_ids`` names exactly the questions, so ``max_questions`` must be 0 with it."""
+    bad = _params(tmp_path, lambda p: p["attribution"].update(record_ids=["a", "b"], max_questions=1))
+    assert main(["check", "--params", str(bad)]) == 2
+    assert "attribution.max_questions=1 with attribution.record_ids" in capsys.readouterr().err
+    alone = _params(tmp_path, lambda p: p["attribution"].update(max_questions=1))
+    assert main(["check", "--params", str(alone)]) == 0

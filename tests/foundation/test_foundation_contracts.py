@@ -16,7 +16,7 @@ import yaml
 from xurs_pipeline.attribution.records import COLUMNS as ATTRIBUTION_RECORD_COLUMNS
 from xurs_pipeline.config import compose, validate
 from xurs_pipeline.contracts import ARTIFACTS, STAGES, param_keys, stage_hash
-from xurs_pipeline.dvc_yaml import import_closure, missing_code_deps, render
+from xurs_pipeline.dvc_yaml import missing_code_deps, render, stage_code
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation import artifacts as evaluation_artifacts
 from xurs_pipeline.tasks.runner import check_declared_inputs
@@ -47,7 +47,9 @@ out = {}
 for stage in sys.argv[1:]:
     for name in [m for m in sys.modules if m.split(".")[0] in ("stages", "xurs_pipeline")]:
         del sys.modules[name]
-    importlib.import_module("stages." + stage)
+    sys.argv = ["stages", stage]
+    importlib.import_module("stages.__main__")
+    importlib.import_module("xurs_pipeline.tasks." + stage)
     out[stage] = sorted({m.__file__ for n, m in sys.modules.items()
                          if n.split(".")[0] in ("stages", "xurs_pipeline") and getattr(m, "__file__", None)})
 print(json.dumps(out))
@@ -55,14 +57,15 @@ print(json.dumps(out))
 
 
 def test_the_static_closure_covers_every_module_importing_a_stage_loads():
-    """An independent computation: the project modules Python actually loads when it imports each
-    stage module (imports inside functions run later, so the static closure may hold more)."""
+    """An independent computation: the project modules Python actually loads when it imports the entry
+    point and each stage's task module, as ``python -m stages <name>`` does (imports inside functions run
+    later, so the static closure may hold more)."""
     result = subprocess.run([sys.executable, "-c", _LOADED, *STAGES], cwd=ROOT, capture_output=True,
                             text=True, check=True, env={"PYTHONPATH": str(ROOT), "PATH": ""})  # fmt: skip
     loaded = json.loads(result.stdout)
-    for name, stage in STAGES.items():
+    for name in STAGES:
         files = {str(Path(f).resolve().relative_to(ROOT)) for f in loaded[name]}
-        closure = set(import_closure(stage.module, ROOT))
+        closure = set(stage_code(name, ROOT))
         assert files <= closure, (name, sorted(files - closure))
         assert files, name
 
@@ -70,10 +73,10 @@ def test_the_static_closure_covers_every_module_importing_a_stage_loads():
 def test_an_added_import_becomes_a_dep(tmp_path: Path):
     for name in ("stages", "xurs_pipeline"):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    gates = tmp_path / "stages" / "gates.py"
-    assert "xurs_pipeline/reporting/html.py" not in import_closure("stages.gates", tmp_path)
+    gates = tmp_path / "xurs_pipeline" / "tasks" / "gates.py"
+    assert "xurs_pipeline/reporting/html.py" not in stage_code("gates", tmp_path)
     gates.write_text(gates.read_text() + "\n\ndef _later():\n    from xurs_pipeline.reporting import html\n")
-    assert "xurs_pipeline/reporting/html.py" in import_closure("stages.gates", tmp_path)
+    assert "xurs_pipeline/reporting/html.py" in stage_code("gates", tmp_path)
     missing = missing_code_deps(COMMITTED, tmp_path)
     assert set(missing) == {"gates"}
     assert "xurs_pipeline/reporting/html.py" in missing["gates"]
@@ -120,6 +123,73 @@ def test_medqa_files_are_a_dep_of_prepare_only_for_local_medqa_data(tmp_path: Pa
         check_declared_inputs("prepare", tmp_path)
     (tmp_path / "dvc.yaml").write_text(render(medqa, ROOT))
     check_declared_inputs("prepare", tmp_path)
+
+
+def test_prepare_lists_only_its_sources_data_keys_and_a_stage_refuses_a_dvc_yaml_without_them(tmp_path: Path):
+    """Issue 56: every data.* key was a param of prepare and of every later stage; now prepare lists the data
+    keys of the configured source (contracts.DATA_KEYS), no other stage lists data keys but data.source,
+    and a dvc.yaml rendered for another source is refused by the stage it would leave stale."""
+    synthetic = {**PARAMS, "data": {**PARAMS["data"], "source": "synthetic_v1"}}
+    medqa = {**PARAMS, "data": {**PARAMS["data"], "source": "medqa"}}
+    listed = {name: yaml.safe_load(render(c, ROOT))["stages"]["prepare"]["params"] for name, c in
+              (("synthetic", synthetic), ("medqa", medqa))}  # fmt: skip
+    assert "data.medqa_path" in listed["medqa"]
+    assert "data.medqa_path" not in listed["synthetic"]
+    assert "data.families" in listed["synthetic"]
+    assert "data.families" not in listed["medqa"]
+    assert "data.v1_flaws" in listed["synthetic"]
+    for name in STAGES:
+        data_keys = {k for k in param_keys(name, synthetic) if k.startswith("data.")}
+        if name not in ("check", "prepare", "tables", "report"):
+            assert data_keys <= {"data.source"}, (name, data_keys)
+    (tmp_path / "params.yaml").write_text(
+        yaml.safe_dump({**medqa, "data": {**medqa["data"], "medqa_hub": "x/y"}})
+    )
+    (tmp_path / "dvc.yaml").write_text(render(synthetic, ROOT))
+    with pytest.raises(XursError, match=r"data\.medqa_files.*params of stage prepare.*xurs dvc-yaml"):
+        check_declared_inputs("prepare", tmp_path)
+    check_declared_inputs("train", tmp_path)  # train lists no data key: either dvc.yaml serves it
+    (tmp_path / "dvc.yaml").write_text(render({**medqa, "data": {**medqa["data"], "medqa_hub": "x/y"}}, ROOT))
+    check_declared_inputs("prepare", tmp_path)
+    swap = {**PARAMS, "data": {**PARAMS["data"], "source": "synthetic_swap"}}  # `xurs sweep experiment=...`
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(swap))
+    (tmp_path / "dvc.yaml").write_text(render(synthetic, ROOT))
+    check_declared_inputs("prepare", tmp_path)  # one list for every synthetic source: no new dvc.yaml
+
+
+def test_the_prompts_and_run_hashes_cover_exactly_the_keys_the_data_reads():
+    """The prompts' provenance (and through it the classifier's and the attributions') changes with a data
+    key of the configured source, never with another source's key or an attribution key."""
+    from xurs_pipeline.config import attribution_fingerprint, train_run_hash
+    from xurs_pipeline.data.dataset import data_config_hash
+
+    cfg = validate(PARAMS)  # synthetic data
+    same = {"data": {"medqa_path": "elsewhere", "medqa_files": "x/{split}.jsonl", "medqa_carve": "dev"},
+            "attribution": {"n_samples": 99, "record_ids": ["a"], "split": "dev"}}  # fmt: skip
+    other = {"data": {"seed": 1, "families": [4, 1, 1]}, "train": {"lr_head": 0.5}}
+
+    def moved(changes: dict) -> tuple[str, str]:
+        composed = asdict(cfg)
+        for section, keys in changes.items():
+            composed[section].update(keys)
+        changed = validate(composed)
+        return data_config_hash(changed.data), train_run_hash(changed)
+
+    base = (data_config_hash(cfg.data), train_run_hash(cfg))
+    assert moved({"data": same["data"]}) == base
+    assert moved({"attribution": same["attribution"]})[1] == base[1]
+    assert moved({"data": other["data"]})[0] != base[0]
+    assert moved({"data": other["data"]})[1] != base[1]
+    assert moved({"train": other["train"]}) == (base[0], moved({"train": other["train"]})[1]) != base
+    fingerprint = attribution_fingerprint(cfg)
+    assert (
+        attribution_fingerprint(validate({**asdict(cfg), "data": {**asdict(cfg.data), "medqa_path": "x"}}))
+        == fingerprint
+    )
+    assert (
+        attribution_fingerprint(validate({**asdict(cfg), "train": {**asdict(cfg.train), "seed": 8}}))
+        != fingerprint
+    )
 
 
 def test_comparison_runs_are_deps_of_checks():

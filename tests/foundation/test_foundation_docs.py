@@ -281,8 +281,8 @@ def test_a_test_file_that_does_not_exist_is_caught():
 
 
 def test_a_stage_that_does_not_exist_is_caught():
-    assert check_stages("`python -m stages.train` and `dvc exp run gates -S a=1`", STAGES) == []
-    assert check_stages("`python -m stages.trian`", STAGES) == ["trian: no such DVC stage"]
+    assert check_stages("`python -m stages train` and `dvc exp run gates -S a=1`", STAGES) == []
+    assert check_stages("`python -m stages trian`", STAGES) == ["trian: no such DVC stage"]
     assert check_stages("`dvc repro --force gate`", STAGES) == ["gate: no such DVC stage"]
 
 

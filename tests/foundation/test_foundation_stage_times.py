@@ -10,7 +10,7 @@ from bench_scripts import BENCH, load_bench_script
 
 SCRIPT = BENCH / "stage_times.py"
 LOG = """Running stage 'check':
-> python -m stages.check
+> python -m stages check
 Running stage 'train':
 [2026-11-26 08:53:22,101][xurs][INFO] - stage train
 epoch 0\r epoch 1

@@ -3,7 +3,7 @@ tests, started by ``torchrun --nproc_per_node 2 processes_worker.py <project> <s
 (or called in the test's own process, a group of one).
 
 Each project is a directory with a composed ``params.yaml`` and the artifacts its first stage reads. Every
-stage runs through ``run_task`` as ``python -m stages.<name>`` runs it, so the tasks form the process group
+stage runs through ``run_task`` as ``python -m stages <name>`` runs it, so the tasks form the process group
 themselves (``xurs_pipeline.processes``); backbone and prepare stay single-process (the tests copy them).
 """
 
@@ -15,18 +15,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xurs_pipeline.config import load_params
-from xurs_pipeline.tasks.pipeline import TASKS
-from xurs_pipeline.tasks.runner import run_task
+from xurs_pipeline.tasks.runner import run_task, stage_task
 
 
 def run_stages(project: Path, stages: Sequence[str]) -> None:
-    """Run ``stages`` (names of ``TASKS``) in ``project`` with its ``params.yaml``."""
+    """Run ``stages`` (names of ``contracts.STAGES``) in ``project`` with its ``params.yaml``."""
     here = Path.cwd()
     os.chdir(project)
     try:
         cfg = load_params("params.yaml")
         for stage in stages:
-            run_task(stage, TASKS[stage], cfg)
+            run_task(stage, stage_task(stage), cfg)
     finally:
         os.chdir(here)
 

@@ -4,7 +4,7 @@ loaded from local directories, with every paper setting except the sizes.
 Each run is `xurs params` and then every stage's task to ``tables`` in this process (``run_pipeline``: the
 outputs of ``dvc repro`` without an interpreter start per stage, which is 95% of a tiny run's time;
 tests/pipeline/test_pipeline_in_process.py checks the two agree), with each stage's declared inputs checked
-against the generated ``dvc.yaml`` as ``python -m stages.<name>`` checks them. Table 8's sweep (``xurs sweep
+against the generated ``dvc.yaml`` as ``python -m stages <name>`` checks them. Table 8's sweep (``xurs sweep
 --stage predict``) runs through DVC in tests/foundation/test_foundation_experiments.py.
 
 Kept from the paper (checked against the unshrunk composition): LoRA on q/k/v/o/gate/up/down with the
@@ -20,12 +20,14 @@ to keep the paper's FP16 here.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 from paper_helpers import BIN, ROOT, run, scratch_project
+from params_reads import Reads, recording, unlisted_reads
 
 from xurs_pipeline.config import compose, load_params
 from xurs_pipeline.contracts import STAGES
@@ -57,8 +59,19 @@ def paper_run(request: pytest.FixtureRequest, paper_models: dict[str, Path], tmp
         patch.chdir(work)
         for stage in TO_TABLES:
             check_declared_inputs(stage, work)
-        run_pipeline(load_params("params.yaml"), until="tables")
+        reads: Reads = {}
+        cfg = load_params("params.yaml")
+        run_pipeline(recording(cfg, reads), until="tables")
+    (work / "params_read.json").write_text(json.dumps(unlisted_reads(reads, asdict(cfg))))
     return work
+
+
+@pytest.mark.slow
+def test_every_stage_lists_the_params_it_reads(paper_run: Path) -> None:
+    """Issue 56: each stage's task, run on the paper settings (LoRA, head warm start, repeats, comparison
+    targets), reads no params key that neither it nor a writer of what it reads lists in dvc.yaml
+    (tests/params_reads.py)."""
+    assert json.loads((paper_run / "params_read.json").read_text()) == {}
 
 
 @pytest.mark.slow
@@ -124,7 +137,9 @@ def test_controlled_v1_paper_runs_on_a_tiny_smollm3(
     assert {k for k in paper if paper[k] != sized[k]} <= named  # only sizes (and the local model) differ
     cfg = validate(compose(overrides, conf_dir=ROOT / "conf"))
     monkeypatch.chdir(tmp_path)
-    headlines = run_pipeline(cfg, until="tables")
+    reads: Reads = {}
+    headlines = run_pipeline(recording(cfg, reads), until="tables")
+    assert unlisted_reads(reads, asdict(cfg)) == {}  # every stage lists the params it reads
     assert headlines["attribute"]["R_max"] <= 0.05  # FP32 IG against the aligned partner (App. B.4)
     table3 = pd.read_csv(tmp_path / "results/tables/table3_endpoints.csv")
     explained = {case.split(":")[0] for case in table3["case"]}

@@ -4,19 +4,42 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from params_reads import Reads, recording, unlisted_reads
 
 from xurs_pipeline.config import load_params
 from xurs_pipeline.contracts import STAGES, artifact
 from xurs_pipeline.fingerprint import sha256_file
-from xurs_pipeline.tasks.pipeline import TASKS, run_pipeline
+from xurs_pipeline.tasks.pipeline import run_pipeline
+from xurs_pipeline.tasks.runner import main, stage_task
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_every_declared_stage_has_a_task_in_order():
-    assert list(TASKS) == list(STAGES)
+def test_every_declared_stage_is_its_task_module_and_nothing_else_is_a_stage():
+    """Stages are declared once (contracts.STAGES): each is ``xurs_pipeline/tasks/<name>.py`` with a
+    ``run``, run by the one entry point ``python -m stages <name>``; no other module of tasks/ is a stage
+    and no task imports another (shared code lives in the library: ``runs.py``, ``*/from_artifacts.py``)."""
+    modules = {p.stem for p in (ROOT / "xurs_pipeline" / "tasks").glob("*.py")}
+    tasks = modules - {"__init__", "runner", "pipeline"}
+    assert tasks == set(STAGES)
+    assert sorted(p.name for p in (ROOT / "stages").glob("*.py")) == ["__init__.py", "__main__.py"]
+    for name in STAGES:
+        assert callable(stage_task(name)), name
+        source = (ROOT / "xurs_pipeline" / "tasks" / f"{name}.py").read_text()
+        imported = {t for t in tasks if f"xurs_pipeline.tasks.{t} import" in source or
+                    f"from xurs_pipeline.tasks import {t}" in source}  # fmt: skip
+        assert imported == set(), (name, imported)
+
+
+def test_an_unknown_stage_name_is_refused_with_the_closest(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["stages", "trian"]) == 2
+    assert "no stage 'trian'; did you mean 'train'?" in capsys.readouterr().err
+    assert main(["stages"]) == 2
 
 
 @pytest.mark.slow
@@ -26,7 +49,9 @@ def test_in_process_outputs_equal_dvc_repro_up_to_predict(
     shutil.copy(smoke_project / "params.yaml", tmp_path / "params.yaml")
     monkeypatch.chdir(tmp_path)
     cfg = load_params("params.yaml")
-    headlines = run_pipeline(cfg, until="predict")
+    reads: Reads = {}
+    headlines = run_pipeline(recording(cfg, reads), until="predict")
+    assert unlisted_reads(reads, asdict(cfg)) == {}  # each stage lists what it reads (tests/params_reads.py)
     assert list(headlines) == ["check", "backbone", "prepare", "train_head", "train", "predict"]
     assert not artifact("gates").at(cfg.paths).exists()  # stopped after predict
     for name in ("prompts", "predictions"):

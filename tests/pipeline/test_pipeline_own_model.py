@@ -3,16 +3,18 @@ with MedQA-format questions in data/medqa/, to the report. The block's `python -
 run as written (the second with three size keys appended: 2 questions, fewer resamples); its `dvc repro`
 runs the same stages in this process (``run_pipeline``: the same outputs,
 tests/pipeline/test_pipeline_in_process.py), with each stage's declared inputs checked against the
-generated dvc.yaml as ``python -m stages.<name>`` checks them."""
+generated dvc.yaml as ``python -m stages <name>`` checks them."""
 
 from __future__ import annotations
 
 import json
 import re
 import shlex
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from params_reads import Reads, recording, unlisted_reads
 from smoke_project import BIN, ROOT, copy_sources, run_ok
 
 from xurs_pipeline.config import load_params
@@ -55,7 +57,9 @@ def test_the_readme_worked_command_runs_your_model_and_data_to_a_report(tmp_path
         check_declared_inputs(stage, work)
     cfg = load_params("params.yaml")
     assert (cfg.model.backbone, cfg.model.source, cfg.data.medqa_path) == ("hf", "my_model", "data/medqa")
-    headlines = run_pipeline(cfg)
+    reads: Reads = {}
+    headlines = run_pipeline(recording(cfg, reads))
+    assert unlisted_reads(reads, asdict(cfg)) == {}  # every stage lists the MedQA params it reads
     assert headlines["predict"]["chance"] == 0.25
     index = (work / "results" / "html" / "index.html").read_text(encoding="utf-8")
     assert "medqa_local" in index

@@ -18,12 +18,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from smoke_project import BIN, changed_deps, dvc_status, run_ok
+from smoke_project import BIN, changed_deps, dvc_status, run_any, run_ok
 
 from xurs_pipeline.cli import main as xurs
 from xurs_pipeline.contracts import STAGES
-from xurs_pipeline.dvc_yaml import import_closure
+from xurs_pipeline.dvc_yaml import stage_code
 
+WHOLE_CONFIG = {"check", "tables", "report"}  # validate the whole config, or stamp its hash into their pages
+BEFORE_ATTRIBUTION = {"backbone", "prepare", "train_head", "train", "predict", "gates", "train_swap"}
 DOWNSTREAM_OF_ATTRIBUTE = {"check", "attribute", "attribute_repeats", "attribute_targets", "mask_eval",
                            "checks", "tables", "report", "attribute_swap", "swap"}  # fmt: skip
 
@@ -86,7 +88,7 @@ def test_changing_one_attribution_parameter_invalidates_only_downstream_stages(p
 
 @pytest.mark.slow
 def test_editing_any_imported_file_reruns_exactly_the_stages_that_import_it(project: Path) -> None:
-    closures = {name: set(import_closure(stage.module, project)) for name, stage in STAGES.items()}
+    closures = {name: set(stage_code(name, project)) for name in STAGES}
     files = sorted(set().union(*closures.values()))
     originals = {f: (project / f).read_bytes() for f in files}
     try:
@@ -101,6 +103,69 @@ def test_editing_any_imported_file_reruns_exactly_the_stages_that_import_it(proj
         assert changed_deps(status[name]) == closure, name
     assert "xurs_pipeline/io.py" in closures["prepare"]  # io.py and config.py were deps of no stage
     assert "xurs_pipeline/config.py" in closures["mask_eval"]
+    assert dvc_status(project) == {}
+
+
+def _status_after(project: Path, old: str, new: str) -> dict[str, list]:
+    """``dvc status`` with ``old`` (once in params.yaml) replaced by ``new``; params.yaml restored."""
+    params = project / "params.yaml"
+    original = params.read_text()
+    assert original.count(old) == 1, old
+    try:
+        params.write_text(original.replace(old, new))
+        return dvc_status(project)
+    finally:
+        params.write_text(original)
+
+
+@pytest.mark.slow
+def test_a_medqa_key_on_synthetic_data_stales_no_stage_that_runs_the_data(project: Path) -> None:
+    """Issue 56: ``data.medqa_path`` marked all 13 stages stale on the (synthetic) smoke data; prepare lists
+    only its source's data keys, the prompts' hash covers only them, and no later stage lists data.*."""
+    status = _status_after(project, "  medqa_path: data/medqa\n", "  medqa_path: elsewhere/medqa\n")
+    assert set(status) == WHOLE_CONFIG
+    assert not set(status) & {"prepare", "train", "swap", "attribute_swap", "train_swap"}
+    seed = _status_after(project, "data:\n  source: synthetic_v1\n  max_tokens: 512\n  seed: 0\n",
+                         "data:\n  source: synthetic_v1\n  max_tokens: 512\n  seed: 1\n")  # fmt: skip
+    assert set(seed) == WHOLE_CONFIG | {"prepare"}  # a key the data reads: prepare reruns, the rest follows
+
+
+@pytest.mark.slow
+def test_no_attribution_key_stales_backbone_prepare_or_training(project: Path) -> None:
+    """Issue 55, item 5 and issue 56: choosing questions (record_ids, max_questions, split) or an
+    estimator setting reruns the attribution stages and what reads them, never training."""
+    record = pd.read_parquet(project / "data/prepared/prompts.parquet", columns=["record_id", "split"])
+    test_id = record[record["split"] == "test"]["record_id"].iloc[0]
+    for old, new in (("  n_samples: 16\n", "  n_samples: 24\n"),
+                     ("  max_questions: 0\n  record_ids: []\n", "  max_questions: 2\n  record_ids: []\n"),
+                     ("  record_ids: []\n", f"  record_ids:\n  - {test_id}\n"),
+                     ("  split: test\n", "  split: dev\n")):  # fmt: skip
+        status = _status_after(project, old, new)
+        assert "attribute" in status, new
+        assert not set(status) & BEFORE_ATTRIBUTION, (new, sorted(status))
+
+
+@pytest.mark.slow
+def test_unknown_record_ids_stop_dvc_repro_before_any_output_is_deleted(project: Path) -> None:
+    """Issue 55, item 5: ``record_ids=[nosuch]`` passed ``xurs check``, then ``dvc repro`` deleted
+    ``data/train/classifier`` before the train stage refused it. Now the check stage refuses it against the
+    prepared prompts, first."""
+    params = project / "params.yaml"
+    original = params.read_text()
+    kept = [project / "data/train/classifier/classifier.json", project / "data/attribute/metrics.json"]
+    try:
+        params.write_text(original.replace("  record_ids: []\n", "  record_ids:\n  - nosuch\n"))
+        checked = run_any([str(BIN / "xurs"), "check"], project)
+        repro = run_any([str(BIN / "dvc"), "repro"], project)
+        assert all(path.is_file() for path in kept)
+    finally:
+        params.write_text(original)
+        _run([str(BIN / "dvc"), "repro"], project)  # check.json back (its stage failed)
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert repro.returncode != 0
+    for said in (checked.stderr, repro.stdout + repro.stderr):
+        assert "attribution.record_ids: ['nosuch'] not in the prepared prompts" in said
+    assert "Running stage 'train'" not in repro.stdout
     assert dvc_status(project) == {}
 
 

@@ -1,6 +1,6 @@
 """Run pipeline stages as separate OS processes that a test can SIGKILL at chosen points.
 
-Each run is ``python -m stages.<name>`` in a project directory (``params.yaml`` there, Hydra overrides as
+Each run is ``python -m stages <name>`` in a project directory (``params.yaml`` there, Hydra overrides as
 arguments), executed in a child forked from a ``multiprocessing`` fork server that has already imported
 torch, transformers and the pipeline (a cold ``python -m`` costs ~10 s of imports on this machine; a
 forked child starts in well under a second). The child is a real process: its own memory, files and
@@ -128,9 +128,9 @@ def _child(
     os.dup2(fd, 2)
     for hook in hooks:
         install(hook)
-    sys.argv = [f"stages/{stage}.py", *argv]
-    sys.modules.pop(f"stages.{stage}", None)
-    runpy.run_module(f"stages.{stage}", run_name="__main__", alter_sys=True)
+    sys.argv = ["stages/__main__.py", stage, *argv]
+    sys.modules.pop("stages.__main__", None)
+    runpy.run_module("stages", run_name="__main__", alter_sys=True)
 
 
 _CONTEXT: mp.context.ForkServerContext | None = None

@@ -3,7 +3,7 @@
 The reference project ran each stage once, uninterrupted. Here the same stages run again: predict
 in a new process without the feature cache the reference had; attribute split into two shards run
 by two processes that meet at a gloo barrier (as under ``torchrun --nproc_per_node 2``); and
-attribute in a fresh interpreter (``python -m stages.attribute``, not forked from the test's server).
+attribute in a fresh interpreter (``python -m stages attribute``, not forked from the test's server).
 Resumed runs are compared in ``test_reliability_kill_*``.
 
 Bitwise equality needs the same number of CPU threads per process: float sums are split across
@@ -99,7 +99,7 @@ def test_shards_with_fewer_threads_agree_to_float32_rounding(reference: Path, tm
 def test_fresh_interpreter_reproduces_the_attributions(reference: Path, tmp_path: Path) -> None:
     project = copy_project(reference, tmp_path / "project", "backbone", "prepare", "train")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-m", "stages.attribute"], cwd=project, env=env,
+    result = subprocess.run([sys.executable, "-m", "stages", "attribute"], cwd=project, env=env,
                             capture_output=True, text=True, check=False)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert_same_attribute(project / "data" / "attribute", reference / "data" / "attribute")

@@ -16,7 +16,9 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
+import yaml
 from reliability_proc import run_ok, run_stage
 from reliability_project import assert_same_training, copy_project
 
@@ -102,15 +104,27 @@ def test_an_altered_state_file_stops_the_resume(reference: Path, tmp_path: Path)
     assert f"{state.name}/best.safetensors: corrupt or truncated training state (its SHA-256 differs" in log
 
 
-def test_unknown_record_ids_stop_train_before_training(reference: Path, tmp_path: Path) -> None:
-    """Issue 15, item 8: a typo in ``attribution.record_ids`` is named before hours of training."""
+def test_unknown_record_ids_stop_the_check_stage_before_any_output_is_deleted(
+    reference: Path, tmp_path: Path
+) -> None:
+    """Issue 15, item 8 and issue 55, item 5: a typo in ``attribution.record_ids`` is named by the first
+    stage, ``check``, against the prepared prompts, before ``dvc repro`` deletes any output (training no
+    longer reads record_ids: choosing questions does not retrain)."""
     project = copy_project(reference, tmp_path / "p", "backbone", "prepare")
-    code, log = run_stage(project, "train", "attribution.record_ids=[nope,also-nope]")
-    assert code == 2, log[-3000:]  # a deliberate XursError: one line, exit 2 (tasks/runner.py)
-    assert "attribution.record_ids: ['nope', 'also-nope'] not in the prepared data" in log
+    params = project / "params.yaml"
+    composed = yaml.safe_load(params.read_text())
+    composed["attribution"]["record_ids"] = ["nope", "also-nope"]
+    params.write_text(yaml.safe_dump(composed, sort_keys=False))
+    code, log = run_stage(project, "check")
+    assert code == 2, log[-3000:]  # one line, exit 2
+    assert "attribution.record_ids: ['nope', 'also-nope'] not in the prepared prompts" in log
     assert "Traceback" not in log
-    assert not (project / "data" / "train").exists()
-    assert not (project / ".cache" / "xurs" / "features").exists()
+    assert not (project / "data" / "check.json").exists()
+    prompts = pd.read_parquet(project / "data/prepared/prompts.parquet", columns=["record_id"])
+    composed["attribution"]["record_ids"] = [str(prompts["record_id"][0])]  # a prepared record passes
+    params.write_text(yaml.safe_dump(composed, sort_keys=False))
+    code, log = run_stage(project, "check")
+    assert code == 0, log[-3000:]
 
 
 def test_the_pickle_refusal_names_what_was_refused_and_never_advises_weights_only_false(

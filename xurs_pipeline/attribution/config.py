@@ -64,7 +64,8 @@ class AttributionConfig:
       ``aligned`` needs one member of each pair: there ``all`` means ``with_result`` (Sec. 5.4).
     route: ``direct`` (attribute W_c) or ``answer_set`` (attribute each m(S), S ∋ c, |S| > 1; Eq. 4).
     target: explained answer c: ``predicted`` (argmax BetP on the original prompt), ``correct`` or ``all``.
-    split / max_questions / record_ids: the questions (``record_ids`` overrides split; 0 = all).
+    split / max_questions / record_ids: the questions: the first ``max_questions`` of the split (0 = all),
+      or exactly the ``record_ids`` listed (then the split is not used and ``max_questions`` must be 0).
     n_collections x refs_per_collection training references, ordered ``first`` (file order) or
       ``hash`` (seeded SHA-256 ranking with ``reference_hash_seed``), consecutive non-overlapping.
     n_samples: EG samples per collection; samples_per_call: gradient samples per batched call.

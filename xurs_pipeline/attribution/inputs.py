@@ -78,7 +78,7 @@ def question_budgets(questions: Sequence[Question], cfg: AttributionConfig) -> l
 
 def check_record_ids(prompts: pd.DataFrame, record_ids: Sequence[str]) -> None:
     """``attribution.record_ids`` must name prepared records: AttributionInputError naming the others.
-    The train stage calls it too, so a typo stops the pipeline before training, not after."""
+    The check stage refuses them earlier, before any stage deletes an output (``tasks/check.py``)."""
     known = set(prompts["record_id"])
     unknown = [r for r in record_ids if r not in known]
     if unknown:

@@ -1,7 +1,8 @@
 """``xurs check``: validate params.yaml (every key, type and range) before running anything.
 
 Validate the composed config (params.yaml) against the structured schema: unknown or misspelt keys, wrong
-types and values out of range fail with the key's name, and nothing is run. The pipeline's first DVC stage
+types and values out of range fail with the key's name, as do local MedQA files that are missing and
+``attribution.record_ids`` that name no prepared record; nothing is run. The pipeline's first DVC stage
 (`check`) runs this, so a bad `dvc exp run -S ...` stops before any stage deletes an output. Without DVC:
 `xurs check && dvc repro`.
 """
@@ -25,13 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
+    from xurs_pipeline.tasks.check import check_params  # what the check stage runs
 
-    from xurs_pipeline.config import load_params
-    from xurs_pipeline.io import config_hash, write_json
-
-    cfg = load_params(args.params)
-    print(f"{args.params}: valid (experiment {cfg.experiment_name}, config {config_hash(asdict(cfg))})")
-    if args.stamp:
-        write_json({"valid": True}, Path(args.stamp))
+    check_params(Path(args.params), Path(args.stamp) if args.stamp else None)
     return 0

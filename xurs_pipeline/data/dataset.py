@@ -8,10 +8,12 @@ atomically (``xurs_pipeline.io``), and the table is removed again if the summary
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from xurs_pipeline.contracts import prompts_hash
 from xurs_pipeline.data.config import DataConfig
 from xurs_pipeline.data.medqa import load_medqa_dir, load_medqa_hub
 from xurs_pipeline.data.prepare import PreparedPrompts, prepare_records
@@ -35,12 +37,25 @@ from xurs_pipeline.data.synthetic import (
     read_swap,
     shortcut_diagnostics,
 )
-from xurs_pipeline.io import config_hash, write_json, write_parquet
+from xurs_pipeline.io import read_provenance, write_json, write_parquet
 
 
 def data_config_hash(data: DataConfig) -> str:
-    """The provenance hash of the prepared prompts: ``io.config_hash`` of the whole ``data`` section."""
-    return config_hash(asdict(data))
+    """The provenance hash of the prepared prompts: ``io.config_hash`` of the data keys its source reads
+    (``contracts.data_keys``, the prepare stage's params), so a MedQA key changes no synthetic prompts."""
+    return prompts_hash(data)
+
+
+def current_prompts(path: str | Path, data: DataConfig, columns: list[str]) -> pd.DataFrame | None:
+    """``columns`` of the prepared prompts at ``path`` if ``prepare`` made them for ``data`` (their
+    provenance hash is :func:`data_config_hash` of it), else None (none yet, or another data config's)."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    provenance = read_provenance(path)
+    if provenance is None or provenance.config_hash != data_config_hash(data):
+        return None  # another data config's prompts (another experiment, or a changed key)
+    return pd.read_parquet(path, columns=columns)
 
 
 def load_records(data: DataConfig) -> list[QuestionRecord]:

@@ -14,18 +14,10 @@ from xurs_pipeline.planning.estimate import Workload
 
 def _prepared(cfg: RootConfig, root: Path):  # type: ignore[no-untyped-def]
     """The prepared prompts' split and token columns if ``prepare`` ran for ``cfg.data``, else None."""
-    from xurs_pipeline.data.dataset import data_config_hash
-    from xurs_pipeline.io import read_provenance
+    from xurs_pipeline.contracts import artifact
+    from xurs_pipeline.data.dataset import current_prompts
 
-    path = root / cfg.paths.artifacts / "prepared" / "prompts.parquet"
-    if not path.is_file():
-        return None
-    provenance = read_provenance(path)
-    if provenance is None or provenance.config_hash != data_config_hash(cfg.data):
-        return None  # another data config's prompts (another experiment, or a changed key)
-    import pandas as pd
-
-    return pd.read_parquet(path, columns=["split", "input_ids"])
+    return current_prompts(root / artifact("prompts").at(cfg.paths), cfg.data, ["split", "input_ids"])
 
 
 def _medqa_train_lines(cfg: RootConfig, root: Path) -> int | None:

@@ -8,21 +8,15 @@ compares each repeat with the main run (Tables 2, 6 and 7). With no seeds it wri
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from xurs_pipeline.attribution.from_artifacts import attribute_variants
 from xurs_pipeline.config import RootConfig, repeat_config
-from xurs_pipeline.contracts import artifact
-from xurs_pipeline.tasks.attribute import attribute_variants
-
-
-def repeat_name(seed: int) -> str:
-    return f"seed{seed}"
-
-
-def repeat_dir(cfg: RootConfig, seed: int) -> Path:
-    return artifact("repeats").at(cfg.paths) / repeat_name(seed)
+from xurs_pipeline.contracts import artifact, repeat_dir
+from xurs_pipeline.runs import attribution_run
 
 
 def run(cfg: RootConfig) -> None:
-    variants = {repeat_name(s): repeat_config(cfg, s) for s in cfg.evaluation.repeat_seeds}
-    attribute_variants(artifact("repeats").at(cfg.paths), variants, "repeats")
+    runs = {
+        repeat_dir(cfg.paths, s).name: attribution_run(repeat_config(cfg, s))
+        for s in cfg.evaluation.repeat_seeds
+    }
+    attribute_variants(artifact("repeats").at(cfg.paths), runs, "repeats")

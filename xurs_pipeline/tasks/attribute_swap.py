@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import shutil
 from functools import partial
-from pathlib import Path
 from typing import Any
 
+from xurs_pipeline.attribution.from_artifacts import attribute_into
 from xurs_pipeline.config import RootConfig
-from xurs_pipeline.contracts import artifact
+from xurs_pipeline.contracts import artifact, swap_classifier_dir
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation.randomisation import cascade_names, reinitialise
 from xurs_pipeline.evaluation.swap import SWAP_RUNS, skipped_reason
 from xurs_pipeline.io import write_json
-from xurs_pipeline.tasks.attribute import attribute_into
+from xurs_pipeline.runs import attribution_run
 from xurs_pipeline.tasks.runner import log
 
 
@@ -56,7 +56,8 @@ def attribute_run(cfg: RootConfig, name: str, blocks: int) -> dict | None:
     modify = partial(_randomise, seed=seed, blocks=blocks) if randomised else None
     variant = f"{cfg.evaluation.swap_randomise} reinitialised, seed {seed}" if randomised else ""
     out = artifact("swap_attributions").at(cfg.paths) / name
-    metrics = attribute_into(cfg, out, swap_classifier_dir(cfg.paths, model), modify, variant)
+    run = attribution_run(cfg, swap_classifier_dir(cfg.paths, model), modify=modify, variant=variant)
+    metrics = attribute_into(run, out)
     shutil.rmtree(out / "parts", ignore_errors=True)  # no DVC output (as attribute_variants)
     return metrics
 
@@ -77,10 +78,3 @@ def _randomise(classifier: Any, seed: int, blocks: int) -> None:
     """Re-initialise the head (seed ``seed``) and the top ``blocks`` blocks (seeds ``seed + 1``, ...)."""
     for step, name in enumerate(cascade_names(classifier, "head", blocks)):
         reinitialise(classifier, name, seed + step)
-
-
-def swap_classifier_dir(paths: Any, model: str) -> Path:
-    """Model A's classifier (the train stage's) or model B's (train_swap's)."""
-    return (
-        artifact("classifier").at(paths) if model == "A" else artifact("swap_model").at(paths) / "classifier"
-    )

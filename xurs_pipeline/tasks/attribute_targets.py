@@ -6,27 +6,12 @@ for each comparison target function in ``evaluation.targets`` other than ``attri
 
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
-
-from xurs_pipeline.config import RootConfig
+from xurs_pipeline.attribution.from_artifacts import attribute_variants
+from xurs_pipeline.config import RootConfig, comparison_targets, target_config
 from xurs_pipeline.contracts import artifact
-from xurs_pipeline.tasks.attribute import attribute_variants
-
-
-def comparison_targets(cfg: RootConfig) -> list[str]:
-    """The target functions of ``evaluation.targets`` the main run does not explain."""
-    return [fn for fn in cfg.evaluation.targets if fn != cfg.attribution.target_fn]
-
-
-def target_config(cfg: RootConfig, fn: str) -> RootConfig:
-    return dataclasses.replace(cfg, attribution=dataclasses.replace(cfg.attribution, target_fn=fn))
-
-
-def target_dir(cfg: RootConfig, fn: str) -> Path:
-    return artifact("target_runs").at(cfg.paths) / fn
+from xurs_pipeline.runs import attribution_run
 
 
 def run(cfg: RootConfig) -> None:
-    variants = {fn: target_config(cfg, fn) for fn in comparison_targets(cfg)}
-    attribute_variants(artifact("target_runs").at(cfg.paths), variants, "targets")
+    runs = {fn: attribution_run(target_config(cfg, fn)) for fn in comparison_targets(cfg)}
+    attribute_variants(artifact("target_runs").at(cfg.paths), runs, "targets")

@@ -8,8 +8,6 @@ written.
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import STAGES, artifact
 from xurs_pipeline.io import config_hash
@@ -23,7 +21,7 @@ BACKBONE_KEYS = tuple(key.removeprefix("model.") for key in STAGES["backbone"].p
 def run(cfg: RootConfig) -> None:
     m = cfg.model
     out = artifact("backbone").at(cfg.paths)
-    section = {k: v for k, v in asdict(m).items() if k in BACKBONE_KEYS}
+    section = {k: getattr(m, k) for k in BACKBONE_KEYS}
     tiny = TinySpec(m.tiny_vocab_size, m.tiny_hidden_size, m.tiny_layers, m.tiny_heads, m.tiny_seed)
     info = materialize_backbone(
         out, m.backbone, m.source, dtype=m.dtype, gguf_package=m.gguf_package, gguf_file=m.gguf_file,

@@ -1,7 +1,10 @@
 """Task ``check``: validate the whole composed config before any other stage runs (``xurs check``).
 
 A misspelt key, a wrong type or a value out of range in ``params.yaml`` (e.g. from ``dvc exp run -S ...``)
-fails here, naming the key, before any later stage deletes its outputs. On success it writes
+fails here, naming the key, before any later stage deletes its outputs; so does an
+``attribution.record_ids`` entry that names no prepared record (checked against the prepared prompts when
+they were prepared for this ``data`` section, else against the records it describes; not before
+``prepare`` for MedQA from the hub, whose records only ``prepare`` downloads). On success it writes
 ``<artifacts>/check.json``, whose content does not change with the config, so it invalidates nothing.
 """
 
@@ -13,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from xurs_pipeline.config import RootConfig, load_params
+from xurs_pipeline.config import ConfigError, RootConfig, load_params
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.medqa import require_medqa_dir
 from xurs_pipeline.errors import XursError
@@ -37,19 +40,43 @@ def check_params(params: Path, stamp: Path | None) -> RootConfig:
     cfg = load_params(params)
     if cfg.data.source == "medqa" and not cfg.data.medqa_hub:  # local MedQA: its files, before any stage
         require_medqa_dir(cfg.data.medqa_path, cfg.data.medqa_files)
+    check_selected_records(cfg)
     print(f"{params}: valid (experiment {cfg.experiment_name}, config {config_hash(asdict(cfg))})")
     if stamp is not None:
         write_json({"valid": True}, stamp)
     return cfg
 
 
+def check_selected_records(cfg: RootConfig) -> None:
+    """ConfigError naming the ``attribution.record_ids`` entries that no prepared record has."""
+    wanted = cfg.attribution.record_ids
+    if not wanted:
+        return
+    from xurs_pipeline.data.dataset import current_prompts, load_records  # tokenizers: only when needed
+
+    prepared = current_prompts(artifact("prompts").at(cfg.paths), cfg.data, ["record_id"])
+    if prepared is not None:
+        known, where = set(prepared["record_id"]), "the prepared prompts"
+    elif cfg.data.source == "medqa" and cfg.data.medqa_hub:
+        return  # known once prepare has downloaded them: the attribution stages refuse unknown ids
+    else:
+        known, where = {r.record_id for r in load_records(cfg.data)}, f"the {cfg.data.source} records"
+    unknown = [r for r in wanted if r not in known]
+    if unknown:
+        raise ConfigError(
+            f"attribution.record_ids: {unknown} not in {where} ({len(known)} records, e.g. "
+            f"{sorted(known)[:3]}); use record ids of prepared/prompts.parquet"
+        )
+
+
 def run(cfg: RootConfig) -> None:
     """In process (:func:`~xurs_pipeline.tasks.pipeline.run_pipeline`): ``cfg`` is validated already."""
+    check_selected_records(cfg)
     write_json({"valid": True}, artifact("config_check").at(cfg.paths))
 
 
 def main() -> int:
-    """``python -m stages.check``: exit status 0, or 2 with one line naming the bad key."""
+    """``python -m stages check``: exit status 0, or 2 with one line naming the bad key."""
     try:
         check_params(Path("params.yaml"), stamp_path())
     except (XursError, ValueError) as err:  # a bad config: one line naming the key, nothing else runs

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, repeat_config, train_run_hash
-from xurs_pipeline.contracts import artifact, check_detail, comparison_run, stage_hash
+from xurs_pipeline.contracts import artifact, check_detail, comparison_run, repeat_dir, stage_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_prompts, run_records
 from xurs_pipeline.evaluation.clue_nulls import (
@@ -44,7 +44,6 @@ from xurs_pipeline.evaluation.verdicts import checks_frame, checks_summary, json
 from xurs_pipeline.io import write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
 from xurs_pipeline.reporting.headline import verdict_headline
-from xurs_pipeline.tasks.attribute_repeats import repeat_dir, repeat_name
 from xurs_pipeline.tasks.runner import log
 
 
@@ -123,8 +122,8 @@ def run(cfg: RootConfig) -> dict[str, Any]:
     others = [Run(n, read_attributions(comparison_run(cfg.paths, n)), comparison_run(cfg.paths, n))
               for n in ev.comparison_runs]  # fmt: skip
     for seed in ev.repeat_seeds:  # the attribute_repeats stage's runs, each checked against its config
-        repeat, fingerprint = repeat_dir(cfg, seed), attribution_fingerprint(repeat_config(cfg, seed))
-        others.append(Run(repeat_name(seed), read_attributions(repeat, fingerprint), repeat))
+        repeat, fingerprint = repeat_dir(cfg.paths, seed), attribution_fingerprint(repeat_config(cfg, seed))
+        others.append(Run(repeat.name, read_attributions(repeat, fingerprint), repeat))
     for other in others:
         details[f"compare_{other.name}"], more = comparison_checks(
             main, other, prompts, ev.numerics, ev.ig, ev.ranking

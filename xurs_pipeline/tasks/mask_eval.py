@@ -19,8 +19,14 @@ from typing import Any
 import pandas as pd
 
 from xurs_pipeline.attribution.model import DTYPES, chosen_device, set_precision
-from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
-from xurs_pipeline.contracts import artifact, stage_hash
+from xurs_pipeline.config import (
+    RootConfig,
+    attribution_fingerprint,
+    comparison_targets,
+    target_config,
+    train_run_hash,
+)
+from xurs_pipeline.contracts import artifact, stage_hash, target_dir
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.evaluation.artifacts import prompts_by_id, read_attributions, read_prompts
 from xurs_pipeline.evaluation.clue_masking import clue_masking_frame, clue_masking_run, summarise_clue_masking
@@ -38,7 +44,6 @@ from xurs_pipeline.evaluation.verdicts import json_safe
 from xurs_pipeline.io import write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
 from xurs_pipeline.reporting.headline import mask_headline
-from xurs_pipeline.tasks.attribute_targets import comparison_targets, target_config, target_dir
 from xurs_pipeline.tasks.runner import log
 
 
@@ -48,7 +53,9 @@ def run(cfg: RootConfig) -> dict[str, Any]:
     prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
     runs = [read_attributions(attribute_dir, attribution_fingerprint(cfg))]
     for fn in comparison_targets(cfg):  # the attribute_targets stage's runs (issue 17)
-        runs.append(read_attributions(target_dir(cfg, fn), attribution_fingerprint(target_config(cfg, fn))))
+        runs.append(
+            read_attributions(target_dir(cfg.paths, fn), attribution_fingerprint(target_config(cfg, fn)))
+        )
     attributions = pd.concat(runs, ignore_index=True)
     rows = select_rows(attributions, ev.targets, ev.max_questions)
     prompts_by_id(prompts, list(rows["record_id"]), str(attribute_dir))

@@ -1,9 +1,10 @@
 """Run the stages in one process, in ``dvc.yaml``'s order: ``run_pipeline(cfg, until="predict")``, or only
 what one stage needs, as ``dvc repro <stage>`` does: ``run_pipeline(cfg, target="swap")``.
 
-The same tasks as ``dvc repro`` (each through :func:`~xurs_pipeline.tasks.runner.run_task`, so the same
-outputs and headlines), without DVC's bookkeeping (no ``dvc.lock``, no caching) and without paying every
-stage's interpreter start: for tests and notebooks.
+The same tasks as ``dvc repro`` (each stage's ``xurs_pipeline.tasks.<name>.run``, through
+:func:`~xurs_pipeline.tasks.runner.run_task`, so the same outputs and headlines), without DVC's
+bookkeeping (no ``dvc.lock``, no caching) and without paying every stage's interpreter start: for tests
+and notebooks.
 """
 
 from __future__ import annotations
@@ -13,46 +14,7 @@ from typing import Any
 
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import ARTIFACTS, STAGES
-from xurs_pipeline.tasks import (
-    attribute,
-    attribute_repeats,
-    attribute_swap,
-    attribute_targets,
-    backbone,
-    check,
-    checks,
-    gates,
-    mask_eval,
-    predict,
-    prepare,
-    report,
-    swap,
-    tables,
-    train,
-    train_head,
-    train_swap,
-)
-from xurs_pipeline.tasks.runner import Task, run_task
-
-TASKS: dict[str, Task] = {
-    "check": check.run,
-    "backbone": backbone.run,
-    "prepare": prepare.run,
-    "train_head": train_head.run,
-    "train": train.run,
-    "predict": predict.run,
-    "gates": gates.run,
-    "attribute": attribute.run,
-    "attribute_repeats": attribute_repeats.run,
-    "attribute_targets": attribute_targets.run,
-    "mask_eval": mask_eval.run,
-    "checks": checks.run,
-    "train_swap": train_swap.run,
-    "attribute_swap": attribute_swap.run,
-    "swap": swap.run,
-    "tables": tables.run,
-    "report": report.run,
-}
+from xurs_pipeline.tasks.runner import run_task, stage_task
 
 
 def upstream(stage: str) -> list[str]:
@@ -80,7 +42,7 @@ def run_pipeline(
     names = upstream(target) if target is not None else list(STAGES)
     headlines: dict[str, Mapping[str, Any] | None] = {}
     for name in names:
-        headlines[name] = run_task(name, TASKS[name], cfg)
+        headlines[name] = run_task(name, stage_task(name), cfg)
         if name == until:
             break
     return headlines

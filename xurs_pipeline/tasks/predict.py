@@ -7,19 +7,18 @@
   selected-answer probability (Sec. 6.1);
 - ``correction_audit.json``: this configuration's row of the correction table (Table 8), per split.
 
-Several processes (``torchrun --nproc_per_node N -m stages.predict``) each compute a contiguous share of
+Several processes (``torchrun --nproc_per_node N -m stages predict``) each compute a contiguous share of
 every split's rows; the main process gathers them in order and writes the same files as one process.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 import pandas as pd
 
 from xurs_pipeline.config import RootConfig, configuration_label, train_run_hash
-from xurs_pipeline.contracts import artifact
+from xurs_pipeline.contracts import artifact, stage_hash
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import read_prompts
 from xurs_pipeline.io import config_hash, write_json, write_parquet
@@ -75,7 +74,7 @@ def run(cfg: RootConfig) -> dict[str, Any] | None:
 
 
 def _write(cfg: RootConfig, frames: list[pd.DataFrame], metrics: dict, audit: dict) -> None:
-    run_hash = config_hash({"model": asdict(cfg.model), "train": asdict(cfg.train), "data": asdict(cfg.data)})
+    run_hash = config_hash({"classifier": train_run_hash(cfg), "predict": stage_hash("predict", cfg)})
     predictions = artifact("predictions")
     write_parquet(
         pd.concat(frames, ignore_index=True), predictions.at(cfg.paths), predictions.provenance(run_hash),

@@ -27,7 +27,7 @@ import pandas as pd
 
 from xurs_pipeline.attribution.model import chosen_device, model_device
 from xurs_pipeline.config import RootConfig, train_run_hash
-from xurs_pipeline.contracts import artifact
+from xurs_pipeline.contracts import artifact, swap_classifier_dir
 from xurs_pipeline.data.dataset import data_config_hash, load_records
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_prompts
 from xurs_pipeline.evaluation.swap import SWAP_RUNS, passes, score_frame, skipped_reason, swap_summary
@@ -44,7 +44,6 @@ from xurs_pipeline.evaluation.swap_study import (
 from xurs_pipeline.evaluation.verdicts import json_safe
 from xurs_pipeline.io import ArtifactError, Provenance, write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
-from xurs_pipeline.tasks.attribute_swap import swap_classifier_dir
 from xurs_pipeline.tasks.runner import log
 from xurs_pipeline.train.predict import classifier_outputs
 

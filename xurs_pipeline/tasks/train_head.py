@@ -13,9 +13,10 @@ from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.io import write_json
 from xurs_pipeline.processes import process_group
+from xurs_pipeline.runs import training_run
 from xurs_pipeline.tasks.runner import log
-from xurs_pipeline.tasks.train import fit_into
 from xurs_pipeline.train.config import head_first_settings
+from xurs_pipeline.train.from_artifacts import fit_into
 
 
 def run(cfg: RootConfig) -> None:
@@ -27,4 +28,5 @@ def run(cfg: RootConfig) -> None:
                        out / Path(artifact("train_metrics").path).name)  # fmt: skip
         log.info("train_head: skipped (train.head_first is false)")
         return
-    fit_into(dataclasses.replace(cfg, train=head_first_settings(cfg.train, state.num_processes)), out, None)
+    head_only = dataclasses.replace(cfg, train=head_first_settings(cfg.train, state.num_processes))
+    fit_into(training_run(head_only), out)

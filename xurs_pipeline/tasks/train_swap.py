@@ -14,8 +14,9 @@ from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.synthetic.swap import relabel_by_cue
 from xurs_pipeline.evaluation.swap import skipped_reason
 from xurs_pipeline.io import write_json
+from xurs_pipeline.runs import training_run
 from xurs_pipeline.tasks.runner import log
-from xurs_pipeline.tasks.train import fit_into
+from xurs_pipeline.train.from_artifacts import fit_into
 
 
 def run(cfg: RootConfig) -> None:
@@ -25,4 +26,6 @@ def run(cfg: RootConfig) -> None:
         write_json({"skipped": reason}, out / Path(artifact("train_metrics").path).name)
         log.info("train_swap: skipped (%s)", reason)
         return
-    fit_into(cfg, out, cfg.train.init_head_from or None, partial(relabel_by_cue, cue=2), "cue2")
+    model_b = training_run(cfg, init_head_from=cfg.train.init_head_from or None,
+                           relabel=partial(relabel_by_cue, cue=2), variant="cue2")  # fmt: skip
+    fit_into(model_b, out)
