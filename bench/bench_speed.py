@@ -40,15 +40,11 @@ from flops import ArchSpec, forward_flops, gradient_sample_flops
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import prompt_of
 from xurs_pipeline.attribution.gradients import accumulate
+from xurs_pipeline.attribution.masked import classifier_mass_fn
 from xurs_pipeline.attribution.model import DTYPES, Objective, set_precision
 from xurs_pipeline.attribution.plan import eg_plan
 from xurs_pipeline.attribution.references import prepare_training
-from xurs_pipeline.evaluation.masking import (
-    MaskingQuestion,
-    MaskingSpec,
-    classifier_mass_fn,
-    zero_masking_effects,
-)
+from xurs_pipeline.evaluation.masking import MaskingQuestion, MaskingSpec, zero_masking_effects
 from xurs_pipeline.models import RandomSetClassifier
 
 CPU = torch.device("cpu")

@@ -26,6 +26,7 @@ from xurs_pipeline.attribution.inputs import (
     reference_pool,
     select_questions,
 )
+from xurs_pipeline.attribution.methods import attribute_question
 from xurs_pipeline.attribution.model import (
     DTYPES,
     WidthModel,
@@ -34,7 +35,7 @@ from xurs_pipeline.attribution.model import (
     model_device,
     set_precision,
 )
-from xurs_pipeline.attribution.question import NonFiniteError, ReferencePool, attribute_question
+from xurs_pipeline.attribution.question import NonFiniteError, ReferencePool
 from xurs_pipeline.credal import belief, check_masses, credal_width, pignistic, plausibility
 from xurs_pipeline.data.schema import OPTION_LETTERS as LETTERS
 from xurs_pipeline.io import Provenance, read_json, write_json

@@ -24,8 +24,9 @@ from tqdm.auto import tqdm
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import natural_widths
 from xurs_pipeline.attribution.inputs import question_budgets, reference_pool, select_questions
+from xurs_pipeline.attribution.methods import attribute_question
 from xurs_pipeline.attribution.model import WidthModel, model_device, model_dtype, set_precision
-from xurs_pipeline.attribution.question import Question, QuestionResult, ReferencePool, attribute_question
+from xurs_pipeline.attribution.question import Question, QuestionResult, ReferencePool
 from xurs_pipeline.attribution.records import COLUMNS, provenance
 from xurs_pipeline.attribution.store import PartStore
 from xurs_pipeline.contracts import artifact

@@ -42,9 +42,9 @@ from captum.attr import (
 )
 from torch import nn
 
+from xurs_pipeline.attribution.masked import classifier_mass_fn
 from xurs_pipeline.attribution.targets import width_target
 from xurs_pipeline.evaluation.config import SWAP_METHODS
-from xurs_pipeline.evaluation.masking import classifier_mass_fn
 from xurs_pipeline.evaluation.randomisation import block_list_name
 
 TOKEN_METHODS = ("grad_l2", "grad_x_input", "occlusion_token", "layer_ig")
