@@ -7,7 +7,7 @@ experiment the behavioural agreement on the clear probes as ``k/n``; pooled over
 summed, every probe of every experiment one trial) the training-rule swap accuracy, the agreement on all
 decided probes and on the clear ones, the agreement on each model's probes (where a method fails: model A
 depends on cue 1, model B on cue 2), each with its Wilson interval (``swap.wilson``), and whether the
-pooled clear agreement passes (``swap_agreement.passes``).
+pooled clear agreement passes (``swap.agreement.agrees_with_behaviour``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from xurs_pipeline.evaluation.swap_agreement import passes, proportion
+from xurs_pipeline.evaluation.swap.agreement import agrees_with_behaviour, proportion
 from xurs_pipeline.reporting.render import Column, TableSpec, fmt_text, fmt_yes_no
 
 SUMMARY = "swap/study/summary.json"  # under paths.artifacts, written by the swap stage
@@ -48,7 +48,7 @@ def sweep_table(studies: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
             row[name] = f"{k}/{n}" if measures else "—"
         for prefix in MEASURES:
             row.update(_pooled([_count(m, prefix) for m in per.values() if m], prefix))
-        row["passes"] = passes(row)
+        row["passes"] = agrees_with_behaviour(row)
         rows.append(row)
     for role in ("A", "B"):
         row = {"row": f"model {role} behaves as trained"}

@@ -12,7 +12,7 @@ from pathlib import Path
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.synthetic.swap import relabel_by_cue
-from xurs_pipeline.evaluation.swap import skipped_reason
+from xurs_pipeline.evaluation.swap.roles import ROLES, skipped_reason
 from xurs_pipeline.io import write_json
 from xurs_pipeline.tasks.runner import log
 from xurs_pipeline.tasks.train import fit_into
@@ -25,4 +25,10 @@ def run(cfg: RootConfig) -> None:
         write_json({"skipped": reason}, out / Path(artifact("train_metrics").path).name)
         log.info("train_swap: skipped (%s)", reason)
         return
-    fit_into(cfg, out, cfg.train.init_head_from or None, partial(relabel_by_cue, cue=2), "cue2")
+    fit_into(
+        cfg,
+        out,
+        cfg.train.init_head_from or None,
+        partial(relabel_by_cue, cue=ROLES["B"].cue),
+        f"cue{ROLES['B'].cue}",
+    )
