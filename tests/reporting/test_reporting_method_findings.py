@@ -83,3 +83,14 @@ def test_a_comparison_needs_two_methods_of_the_pages_length() -> None:
     short = (*one, MethodScores("grad_l2", "", (0.1,)))
     with pytest.raises(ValueError, match=r"methods\[grad_l2\]\.magnitude"):
         view.__class__(**{**view.__dict__, "methods": short})
+
+
+def test_a_method_without_a_residual_gets_no_error_verdict_but_says_why() -> None:
+    from xurs_pipeline.reporting.front_page import AttributionError, error_verdict
+
+    nan = float("nan")
+    none = AttributionError("occlusion_token", 4, nan, nan, nan, 0.0, ())
+    verdict = error_verdict(none, (0.01, 0.05))
+    assert (verdict.answer, verdict.detail) == ("n/a", "occlusion_token has no completeness residual (Eq. 9)")
+    met = AttributionError("kronrod", 4, 0.001, 0.002, 0.003, 30.0, ())
+    assert error_verdict(met, (0.01, 0.05)).answer == "yes"
