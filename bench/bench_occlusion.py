@@ -69,6 +69,7 @@ def main() -> None:
     for flag, default in (
         ("--questions", 3),
         ("--rounds", 3),
+        ("--warmup", 1),
         ("--samples", 16),
         ("--refs", 8),
         ("--batch", 16),
