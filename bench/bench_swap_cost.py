@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
 from diagnose_paths import experiment_parser, explained_questions, load
 
-from xurs_pipeline.attribution.question import attribute_question
+from xurs_pipeline.attribution.methods import attribute_question
 from xurs_pipeline.config import train_run_hash
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.models.checkpoint import load_classifier

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
 from diagnose_paths import experiment_parser, explained_questions, load
 
-from xurs_pipeline.attribution.question import attribute_question
+from xurs_pipeline.attribution.methods import attribute_question
 from xurs_pipeline.contracts import artifact
 
 Z_95 = 1.959963984540054

@@ -25,8 +25,9 @@ import pandas as pd
 
 from xurs_pipeline.attribution.endpoints import natural_widths
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
+from xurs_pipeline.attribution.methods import attribute_question
 from xurs_pipeline.attribution.model import model_device
-from xurs_pipeline.attribution.question import ReferencePool, attribute_question
+from xurs_pipeline.attribution.question import ReferencePool
 from xurs_pipeline.config import load_params, train_run_hash
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.evaluation.artifacts import read_prompts

@@ -59,9 +59,9 @@ from diagnose_paths import experiment_parser, explained_questions, load
 
 from xurs_pipeline.attribution.config import STOP_RULES
 from xurs_pipeline.attribution.endpoints import input_width, prompt_of
+from xurs_pipeline.attribution.methods import attribute_question
 from xurs_pipeline.attribution.model import model_device
 from xurs_pipeline.attribution.quadrature import TRACE_COLUMNS, KronrodSpec
-from xurs_pipeline.attribution.question import attribute_question
 from xurs_pipeline.config import train_run_hash
 
 TOLERANCE = 0.01

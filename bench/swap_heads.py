@@ -12,7 +12,7 @@ Every configuration trains the experiment's head-only run (its ``train.*``) for 
 and role B (cue 2) on the cached frozen features (every layer and both poolings are cached once, so each
 configuration costs only its training), then reads each role's test accuracy where its own cue resolves the
 question (chance 1/4; the issue asks >= 0.8) and where only the other cue does (1/2 for a model that reads
-only its own cue), and how often it follows the other cue (``evaluation/swap_study.role_accuracy``). Needs
+only its own cue), and how often it follows the other cue (``evaluation/swap/inputs.role_accuracy``). Needs
 `xurs params experiment=controlled_swap && dvc repro prepare` and the backbone.
 """
 
@@ -31,7 +31,7 @@ from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.data.schema import read_prompts
 from xurs_pipeline.data.synthetic.swap import relabel_by_cue
-from xurs_pipeline.evaluation.swap_study import role_accuracy
+from xurs_pipeline.evaluation.swap.inputs import role_accuracy
 from xurs_pipeline.models.backbone import load_backbone_dir
 from xurs_pipeline.models.block_cache import TopBlocks, cached_lower_states
 from xurs_pipeline.models.checkpoint import build_classifier

@@ -485,15 +485,6 @@ def target_dir(paths: Any, fn: str) -> Path:
     return ARTIFACTS["target_runs"].at(paths) / fn
 
 
-def swap_classifier_dir(paths: Any, model: str) -> Path:
-    """The swap control's model A (the train stage's classifier) or model B (train_swap's)."""
-    return (
-        ARTIFACTS["classifier"].at(paths)
-        if model == "A"
-        else ARTIFACTS["swap_model"].at(paths) / "classifier"
-    )
-
-
 def check_detail(name: str) -> Artifact:
     """One per-question table of the checks stage under ``checks/details`` (schema ``checks_<name>``)."""
     folder = ARTIFACTS["check_details"]

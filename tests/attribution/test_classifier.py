@@ -17,9 +17,9 @@ from xurs_pipeline.attribution.endpoints import prompt_of
 from xurs_pipeline.attribution.explain import Explanation, InlineQuestion, explain
 from xurs_pipeline.attribution.gradients import accumulate
 from xurs_pipeline.attribution.inputs import AttributionInputError, select_questions
+from xurs_pipeline.attribution.methods import attribute_question
 from xurs_pipeline.attribution.model import Objective
 from xurs_pipeline.attribution.plan import eg_plan
-from xurs_pipeline.attribution.question import attribute_question
 from xurs_pipeline.attribution.references import prepare_aligned, prepare_training
 from xurs_pipeline.credal import credal_width
 from xurs_pipeline.data.config import DataConfig

@@ -14,9 +14,10 @@ from xurs_pipeline.attribution.endpoints import input_width, prepared_widths, pr
 from xurs_pipeline.attribution.estimators import IntegratedGradients, PathProblem
 from xurs_pipeline.attribution.gradients import accumulate
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
+from xurs_pipeline.attribution.methods import attribute_question
 from xurs_pipeline.attribution.model import Objective
 from xurs_pipeline.attribution.plan import eg_plan
-from xurs_pipeline.attribution.question import ReferencePool, attribute_question
+from xurs_pipeline.attribution.question import ReferencePool
 from xurs_pipeline.attribution.references import prepare_training
 from xurs_pipeline.credal import credal_width, pignistic
 

@@ -14,9 +14,10 @@ from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import input_width, natural_widths, prepared_widths, prompt_of
 from xurs_pipeline.attribution.estimators import AdaptiveKronrod, PathProblem
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
+from xurs_pipeline.attribution.methods import attribute_question
 from xurs_pipeline.attribution.model import Objective
 from xurs_pipeline.attribution.quadrature import KronrodSpec
-from xurs_pipeline.attribution.question import ReferencePool, attribute_question
+from xurs_pipeline.attribution.question import ReferencePool
 from xurs_pipeline.attribution.references import prepare_training
 from xurs_pipeline.credal import credal_width
 

@@ -15,9 +15,10 @@ from helpers import PAD_ID, TinyBeliefClassifier, prompts_frame
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import natural_widths, prompt_of
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
+from xurs_pipeline.attribution.methods import attribute_question
 from xurs_pipeline.attribution.paths import block_pieces
 from xurs_pipeline.attribution.quadrature import BudgetError
-from xurs_pipeline.attribution.question import ReferencePool, attribute_question
+from xurs_pipeline.attribution.question import ReferencePool
 from xurs_pipeline.attribution.references import prepare_aligned, prepare_training, prepare_zero
 from xurs_pipeline.credal import credal_width
 from xurs_pipeline.errors import XursError

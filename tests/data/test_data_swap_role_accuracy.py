@@ -1,4 +1,4 @@
-"""Each swap role's accuracy by which cue resolves the question (``evaluation/swap_study.py``), read on
+"""Each swap role's accuracy by which cue resolves the question (``evaluation/swap/inputs.py``), read on
 planted predictions whose answers are known: a model that reads cue 2 scores 1 where cue 2 resolves the
 question and follows cue 2 under role A's reading, so the measure tells the two readings apart."""
 
@@ -11,7 +11,7 @@ import torch
 from xurs_pipeline.credal import FOCAL_INDEX, FOCAL_SETS
 from xurs_pipeline.data.dataset import prepare_and_validate
 from xurs_pipeline.data.synthetic import generate_swap
-from xurs_pipeline.evaluation.swap_study import role_accuracy, role_test_records
+from xurs_pipeline.evaluation.swap.inputs import role_accuracy, role_test_records
 
 
 @pytest.fixture(scope="module")

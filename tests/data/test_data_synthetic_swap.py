@@ -100,8 +100,9 @@ def test_the_input_only_ranking_is_the_same_under_both_models(records, tiny_toke
     the sequence-aligned references is identical, and its swap study sits exactly at 1/2 with no share
     difference; other references (hash-ordered) give another ranking, so the comparison can fail."""
     from xurs_pipeline.attribution.config import AttributionConfig
-    from xurs_pipeline.evaluation.swap import score_frame, swap_summary
-    from xurs_pipeline.evaluation.swap_study import input_only_magnitudes, prepared_references
+    from xurs_pipeline.evaluation.swap.inputs import input_only_magnitudes, prepared_references
+    from xurs_pipeline.evaluation.swap.measures import swap_summary, with_cue_measures
+    from xurs_pipeline.evaluation.swap.readings import token_reading
 
     frame = prepare_and_validate(records, tiny_tokenizer, 512).frame
     probes = frame.loc[frame["variant"] == "probe", "record_id"].tolist()
@@ -114,10 +115,12 @@ def test_the_input_only_ranking_is_the_same_under_both_models(records, tiny_toke
 
     ranking = {cue: ranking_of(relabel_by_cue(frame, cue), at) for cue in (1, 2)}
     assert all(np.array_equal(ranking[1][p], ranking[2][p]) for p in probes)
-    rows = [{"ranking": "input_only", "role": role, "record_id": p, "token_magnitude": ranking[cue][p]}
-            for role, cue in (("A", 1), ("B", 2)) for p in probes]  # fmt: skip
     cues = dict(zip(frame["record_id"], frame["cue_positions"], strict=True))
-    study = swap_summary(score_frame(pd.DataFrame(rows), cues), "input_only", resamples=1000)
+    readings = [(role, p, token_reading(ranking[cue][p], cues[p])) for role, cue in (("A", 1), ("B", 2))
+                for p in probes]  # fmt: skip
+    rows = [{"ranking": "input_only", "role": role, "record_id": p, "top": r.top, "share_1": r.share_1}
+            for role, p, r in readings]  # fmt: skip
+    study = swap_summary(with_cue_measures(pd.DataFrame(rows)), "input_only", resamples=1000)
     assert study["swap_accuracy"] == 0.5
     assert study["share_difference"] == 0.0
     other = ranking_of(frame, replace(at, reference_order="hash"))

@@ -8,13 +8,12 @@ import torch
 from eval_cases import LinearWidthModel, linear_question_embeds
 from torch import nn
 
+from xurs_pipeline.attribution.masked import classifier_mass_fn, masked_masses
 from xurs_pipeline.evaluation.mask_eval import BootstrapSpec, effects_frame, summarise
 from xurs_pipeline.evaluation.masking import (
     InsufficientEligibleError,
     MaskingQuestion,
     MaskingSpec,
-    classifier_mass_fn,
-    masked_masses,
     question_rng,
     top_eligible,
     zero_masking_effects,

@@ -7,14 +7,12 @@ import numpy as np
 import pytest
 import torch
 
+from xurs_pipeline.attribution.masked import classifier_mass_fn, masked_masses, prefix_chunks
 from xurs_pipeline.attribution.prefix import MIN_TOKENS
 from xurs_pipeline.evaluation.masking import (
     MaskingQuestion,
     MaskingSpec,
-    classifier_mass_fn,
     draw_random_sets,
-    masked_masses,
-    prefix_chunks,
     zero_masking_effects,
 )
 from xurs_pipeline.models import RandomSetClassifier, RandomSetHead

@@ -1,4 +1,5 @@
-"""The swap control's measures on planted attributions where the answer is known, and where it must fail."""
+"""The swap control's measures (evaluation/swap/measures.py) on planted attributions where the answer is
+known, and where it must fail; each planted ranking read as the study reads every method (``readings.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xurs_pipeline.evaluation.swap import cue_score, passes, score_frame, swap_summary, wilson
+from xurs_pipeline.evaluation.swap.measures import follows_learned_cue as passes
+from xurs_pipeline.evaluation.swap.measures import swap_summary, wilson, with_cue_measures
+from xurs_pipeline.evaluation.swap.readings import token_reading
 
 CUES = [[3, 4], [7, 8, 9]]  # cue 1 and cue 2 token positions in a 12-token prompt
 
@@ -21,6 +24,23 @@ def _magnitudes(make, n: int = 16, ranking: str = "trained") -> tuple[pd.DataFra
         for role in ("A", "B")
     ]
     return pd.DataFrame(rows), {f"q{i}": CUES for i in range(n)}
+
+
+def score_frame(magnitudes: pd.DataFrame, cues: dict) -> pd.DataFrame:
+    """Token magnitudes (ranking, role, record_id, token_magnitude) read and measured as the study does."""
+    rows = []
+    for row in magnitudes.itertuples(index=False):
+        reading = token_reading(row.token_magnitude, cues[row.record_id])
+        rows.append({"ranking": row.ranking, "role": row.role, "record_id": row.record_id, "top": reading.top,
+                     "share_1": reading.share_1})  # fmt: skip
+    return with_cue_measures(pd.DataFrame(rows))
+
+
+def cue_score(magnitude: np.ndarray, cues: list, learned: int):
+    """One probe's measures under the role that learned cue ``learned`` (0 or 1)."""
+    row = {"ranking": "r", "role": "AB"[learned], "record_id": "q", "token_magnitude": magnitude}
+    frame = pd.DataFrame([row])
+    return next(score_frame(frame, {"q": cues}).itertuples())
 
 
 def _planted(role: str, rng: np.random.Generator) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The swap study's behavioural measure (evaluation/swap_behaviour.py) on planted models whose dependence is
+"""The swap study's behavioural measure (evaluation/swap/behaviour.py) on planted models whose dependence is
 known: the edits are the probe with one cue resolved or turned; the measure names the cue a model reads."""
 
 from __future__ import annotations
@@ -10,14 +10,15 @@ import pandas as pd
 import pytest
 
 from xurs_pipeline.data.synthetic.swap import generate_swap
-from xurs_pipeline.evaluation.swap_agreement import comparison, scored
-from xurs_pipeline.evaluation.swap_behaviour import (
+from xurs_pipeline.evaluation.swap.agreement import comparison, scored
+from xurs_pipeline.evaluation.swap.behaviour import (
     EDITS,
     behaves_as_trained,
     cue_dependence,
     edit_widths,
     edited_records,
 )
+from xurs_pipeline.evaluation.swap.measures import with_cue_measures
 
 CUE = re.compile(r"The (blood|urine) test is positive for ([^.]+)\.")
 
@@ -97,10 +98,10 @@ def test_a_non_probe_is_refused(probes) -> None:
 
 
 def _readings(method: str, tops: dict[tuple[str, str], int]) -> pd.DataFrame:
-    return pd.DataFrame(
+    return with_cue_measures(pd.DataFrame(
         [{"method": method, "role": role, "record_id": rid, "top": top, "share_1": 1.0 if top == 1 else 0.0,
           "evals": 1} for (role, rid), top in tops.items()]
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 def test_agreement_passes_a_method_that_follows_behaviour_and_fails_model_independent_ones(probes) -> None:

@@ -18,12 +18,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 from planted import CLUE_IDS, PlantedClueModel, planted_prompts
 
 from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.masked import classifier_mass_fn
 from xurs_pipeline.attribution.runner import RunOutput, run_attribution
 from xurs_pipeline.evaluation.artifacts import read_attributions, run_records
 from xurs_pipeline.evaluation.clue_masking import clue_masking_frame, clue_masking_run, summarise_clue_masking
 from xurs_pipeline.evaluation.config import NumericsThresholds
 from xurs_pipeline.evaluation.mask_eval import BootstrapSpec, effects_frame, mask_run, select_rows, summarise
-from xurs_pipeline.evaluation.masking import MaskingSpec, classifier_mass_fn
+from xurs_pipeline.evaluation.masking import MaskingSpec
 from xurs_pipeline.evaluation.randomisation import cascade_names, randomisation_check
 from xurs_pipeline.evaluation.run_checks import Run, completeness_checks
 

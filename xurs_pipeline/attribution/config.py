@@ -8,7 +8,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-METHODS = ("eg", "ig", "kronrod")
+# The paper's estimators integrate gradients from references to the input (attribution/estimators.py);
+# the token methods explain the same function by other means (attribution/methods/).
+PATH_METHODS = ("eg", "ig", "kronrod")
+TOKEN_METHODS = ("occlusion_token", "occlusion_span", "shapley_span", "grad_l2", "grad_x_input", "layer_ig")
+METHODS = PATH_METHODS + TOKEN_METHODS
+REPLACEMENTS = ("zero", "mean", "reference")  # what an occluded token's embedding row becomes
+# The keys only some token methods read -> those methods; set away from its default under another method,
+# a key is refused by name. (The paper estimators' keys are left out: the experiments' presets set them for
+# the estimator they choose, and a token method chosen on top ignores them.)
+METHOD_KEYS: dict[str, tuple[str, ...]] = {
+    "replacement": ("occlusion_token", "occlusion_span", "shapley_span"),
+    "span_tokens": ("occlusion_span", "shapley_span"),
+    "layer_ig_steps": ("layer_ig",),
+}
+SHAPLEY_MAX_SPANS = 12  # shapley_span enumerates every coalition of the spans: 2**12 forwards at most
 PATHS = ("straight", "blocks")  # attribution/paths.py
 REFERENCE_KINDS = ("train", "zero", "aligned")
 REFERENCE_ALIGNMENTS = ("position", "sequence")  # how a training prompt is fitted to the question
@@ -28,6 +42,15 @@ NONFINITE_POLICIES = ("report", "raise", "retry")
 # held in memory (~70 bytes a sample: 300 MB at the limit), and at ~10^3 samples/s on a 135M model the
 # limit is already over an hour per question; 10^12 would allocate terabytes.
 MAX_SAMPLES_PER_QUESTION = 2**22
+
+
+def with_method(cfg: AttributionConfig, method: str) -> AttributionConfig:
+    """``cfg`` explaining with ``method`` instead: the keys only other methods read back at their defaults."""
+    from dataclasses import replace
+
+    defaults = AttributionConfig.__dataclass_fields__
+    reset = {key: defaults[key].default for key, readers in METHOD_KEYS.items() if method not in readers}
+    return replace(cfg, **reset, method=method)
 
 
 def _one_of(key: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -51,7 +74,16 @@ class AttributionConfig:
     """Which questions, which references, which estimator, how much compute.
 
     method: ``eg`` (Expected Gradients, Eq. 3), ``ig`` (Integrated Gradients per reference) or ``kronrod``
-      (adaptive Gauss-Kronrod quadrature per reference to a stated tolerance, ``attribution.quadrature``).
+      (adaptive Gauss-Kronrod quadrature per reference to a stated tolerance, ``attribution.quadrature``),
+      the paper's; or a token method of ``attribution/methods/``: ``occlusion_token`` (F(X) - F(X with
+      token i replaced), Eq. 8's zero-masking one token at a time), ``occlusion_span`` (the same per span),
+      ``shapley_span`` (exact Shapley values of the spans), ``grad_l2`` (||dF/dx_i||_2), ``grad_x_input``
+      (sum_h x_ih dF/dx_ih) or ``layer_ig`` (IG of the middle block's output from the first reference).
+    replacement: what an occluded token's embedding row becomes (occlusion and Shapley methods): ``zero``
+      (Eq. 8), ``mean`` (the prompt's mean row) or ``reference`` (the first prepared reference's row).
+    span_tokens: the span methods' players, consecutive blocks of this many positions (at most
+      ``SHAPLEY_MAX_SPANS`` spans for ``shapley_span``).
+    layer_ig_steps: ``layer_ig``'s Gauss-Legendre points (captum ``LayerIntegratedGradients``).
     reference: ``train`` (training prompts), ``zero`` (zero embeddings), ``aligned`` (paired prompt
       aligned to the question, Sec. 5.4: the other member of the question's pair).
     reference_alignment: how a training prompt is fitted to the question's L positions: ``position``
@@ -99,6 +131,9 @@ class AttributionConfig:
     """
 
     method: str = "eg"
+    replacement: str = "zero"
+    span_tokens: int = 16
+    layer_ig_steps: int = 32
     reference: str = "train"
     reference_alignment: str = "position"
     result_filter: str = "all"
@@ -138,6 +173,7 @@ class AttributionConfig:
 
     def __post_init__(self) -> None:
         self._check_choices()
+        self._check_method_keys()
         self._check_blocks()
         self._check_counts()
         self._check_quadrature()
@@ -169,11 +205,35 @@ class AttributionConfig:
         _one_of("path", self.path, PATHS)
         _at_least("path_block", self.path_block, 1)
 
+    def _check_method_keys(self) -> None:
+        """A token method's own keys, refused by name under a method that does not read them; the paper's
+        routes and paths need a path method."""
+        _one_of("replacement", self.replacement, REPLACEMENTS)
+        _at_least("span_tokens", self.span_tokens, 1)
+        _at_least("layer_ig_steps", self.layer_ig_steps, 1)
+        defaults = AttributionConfig.__dataclass_fields__
+        for key, readers in METHOD_KEYS.items():
+            if self.method not in readers and getattr(self, key) != defaults[key].default:
+                raise ValueError(
+                    f"attribution.{key}={getattr(self, key)!r} is a key of {' / '.join(readers)}, not of "
+                    f"attribution.method={self.method!r}"
+                )
+        if self.method in TOKEN_METHODS and self.route != "direct":
+            raise ValueError(
+                f"attribution.route={self.route!r} decomposes the paper estimators' gradients: "
+                f"attribution.method={self.method!r} needs route='direct'"
+            )
+        if self.reads_one_reference and self.reference == "aligned":
+            raise ValueError(
+                f"attribution.method={self.method!r} reads one reference: attribution.reference must be "
+                "'train' or 'zero'"
+            )
+
     def _check_blocks(self) -> None:
         """Block paths need a quadrature estimator and token references."""
         if self.path == "blocks":
             needs = []
-            if self.method == "eg":
+            if self.method not in ("ig", "kronrod"):
                 needs.append(
                     f"a quadrature estimator (attribution.method ig or kronrod, got {self.method!r})"
                 )
@@ -241,6 +301,24 @@ class AttributionConfig:
         if len(set(self.record_ids)) != len(self.record_ids):
             raise ValueError(f"attribution.record_ids: duplicates in {self.record_ids}")
 
+    @property
+    def reads_one_reference(self) -> bool:
+        """Does a token method read one reference: ``layer_ig``, or occlusion/Shapley replacing rows by it."""
+        replaced = self.method in METHOD_KEYS["replacement"] and self.replacement == "reference"
+        return self.method == "layer_ig" or replaced
+
+    @property
+    def reads_training_references(self) -> bool:
+        """Does the method read training prompts: the paper's estimators with ``reference='train'``, and a
+        token method that reads one reference."""
+        return self.reference == "train" and (self.method in PATH_METHODS or self.reads_one_reference)
+
+    @property
+    def pool_shape(self) -> tuple[int, int]:
+        """(references per collection, collections) of the training pool: the configured ones for the paper's
+        estimators, the first reference alone for a token method (the first of the same ordering)."""
+        return (self.refs_per_collection, self.n_collections) if self.method in PATH_METHODS else (1, 1)
+
     def pieces_per_reference(self, tokens: int) -> int:
         """Most pieces of one reference's path to a prompt of ``tokens`` positions: 1 on the straight path,
         one per block of ``path_block`` positions on block paths (blocks where the reference already
@@ -255,6 +333,9 @@ class AttributionConfig:
         ``ig_max_points``, each level recomputed). kronrod: ``kronrod_max_evals`` per collection, shared by
         all pieces (it usually stops earlier). Validation (with ``data.max_tokens``), the stage start and
         the progress bar (with the prompts' lengths) and ``xurs plan`` all count with it."""
+        if self.method in TOKEN_METHODS:
+            per = {"grad_l2": 1, "grad_x_input": 1, "layer_ig": self.layer_ig_steps}.get(self.method, 0)
+            return GradientBudget(per, per, f"{per} gradient(s) of {self.method}", "layer_ig_steps")
         collections = f"{self.n_collections} collection(s) x "
         if self.method == "eg":
             per, count, keys = self.n_samples, f"{self.n_samples} sample(s)", "n_samples"
@@ -291,6 +372,7 @@ _LOWER = {
     "eg": "lower n_samples or n_collections",
     "ig": "lower ig_points (ig_max_points), refs_per_collection or n_collections",
     "kronrod": "lower kronrod_max_evals or n_collections",
+    "layer_ig": "lower layer_ig_steps",
 }
 
 

@@ -95,7 +95,7 @@ def _collections(
     ]
 
 
-def _nonfinite(
+def nonfinite_failure(
     q: Question,
     targets: tuple[int, ...],
     where: str,
@@ -141,7 +141,7 @@ def _nonfinite_widths(
     return None
 
 
-def attribute_question(
+def attribute_paths(
     model: WidthModel,
     q: Question,
     pool: ReferencePool | None,
@@ -150,17 +150,15 @@ def attribute_question(
     on_batch: Callable[[int], None] | None = None,
     targets: tuple[int, ...] | None = None,
 ) -> QuestionResult:
-    """Attribute the width of the explained answer(s) of ``q``; one row per target (or a failure).
-
-    ``targets`` (option indices) overrides ``cfg.target``'s rule.
-    """
+    """The paper's estimators (eg, ig, kronrod) on ``q``: the explained answers' widths attributed along the
+    paths from every reference; one row per target (or a failure). ``targets`` overrides ``cfg.target``."""
     device = model_device(model)  # type: ignore[arg-type]
     prompt = prompt_of(model, q.input_ids, device)
     w_x, betp = input_width(model, prompt, cfg.target_fn)
     predicted = int(betp.argmax())
     targets = targets if targets is not None else explained_targets(cfg.target, predicted, q.answer_idx)
     if not bool(torch.isfinite(w_x).all() & torch.isfinite(betp).all()):
-        return QuestionResult([], _nonfinite(q, targets, "input width", -1, [], cfg))
+        return QuestionResult([], nonfinite_failure(q, targets, "input width", -1, [], cfg))
     objective = Objective.build(targets, cfg.route, cfg.target_fn)
     results: list[CollectionResult] = []
     prepared_all: list[torch.Tensor] = []
@@ -171,7 +169,7 @@ def attribute_question(
         forward_evals += len(refs) * (2 if cfg.reference == "aligned" else 1)  # + natural width of the pair
         bad = _nonfinite_widths(refs.record_ids, prep, natural)
         if bad is not None:
-            return QuestionResult([], _nonfinite(q, targets, bad[0], k, bad[1], cfg))
+            return QuestionResult([], nonfinite_failure(q, targets, bad[0], k, bad[1], cfg))
         problem = PathProblem(
             model, objective, prompt, refs, prep, w_x, cfg.samples_per_call, cfg.reuse_prefix, on_batch
         )
@@ -181,12 +179,12 @@ def attribute_question(
         res = build_estimator(cfg, k).attribute(problem)
         if res.nonfinite_refs:
             refs_bad = [refs.record_ids[i] for i in res.nonfinite_refs]
-            return QuestionResult([], _nonfinite(q, targets, "gradient", k, refs_bad, cfg))
+            return QuestionResult([], nonfinite_failure(q, targets, "gradient", k, refs_bad, cfg))
         results.append(res)
         prepared_all.append(prep)
     e = torch.stack([r.e for r in results]).mean(0)  # (T, L, d), float32 average of collections (App. B.2)
     if not bool(torch.isfinite(e).all()):
-        return QuestionResult([], _nonfinite(q, targets, "averaged attribution", -1, [], cfg))
+        return QuestionResult([], nonfinite_failure(q, targets, "averaged attribution", -1, [], cfg))
     run = QuestionRun(q, cfg, predicted, w_x, betp, e, results, collections, prepared_all, forward_evals)
     rows = [TargetAttribution.build(run, t, target) for t, target in enumerate(targets)]
     return QuestionResult(rows, traces=[r.trace for r in results])

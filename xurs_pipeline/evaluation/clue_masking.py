@@ -19,10 +19,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from xurs_pipeline.attribution.masked import MassFn, masked_masses
 from xurs_pipeline.attribution.targets import get_target
 from xurs_pipeline.evaluation.bootstrap import mean_advantage_interval
 from xurs_pipeline.evaluation.localisation import control_windows
-from xurs_pipeline.evaluation.masking import MaskingQuestion, MassFn, masked_masses
+from xurs_pipeline.evaluation.masking import MaskingQuestion
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,8 @@ def _check_unit(prefix: str, values: dict[str, float]) -> None:
 
 
 SWAP_RANDOMISE = ("head", "tuned")  # evaluation.swap_randomise
-# evaluation.swap_methods (evaluation/swap_methods.py's METHODS, which imports torch and captum: kept apart)
+# evaluation.swap_methods: the paper's estimator (the attribute runs), attribution.config.TOKEN_METHODS
+# (through attribution/methods/) and the two nulls (evaluation/swap/readings.py), in the comparison's order
 SWAP_METHODS = ("paper", "grad_l2", "grad_x_input", "occlusion_token", "layer_ig", "occlusion_span",
                 "shapley_span", "input_only", "random")  # fmt: skip
 
@@ -162,9 +163,9 @@ class EvaluationConfig:
     # "tuned" also its tuned blocks (train.adaptation=partial: the top train.partial_layers blocks), so that
     # A and B keep only the frozen blocks they share.
     swap_randomise: str = "head"
-    # The swap study's method comparison (evaluation/swap_methods.py, docs/swap-control.md): the methods
+    # The swap study's method comparison (evaluation/swap/readings.py, docs/swap-control.md): the methods
     # read on every probe under both models, the behavioural margin |e1 - e2| / (e1 + e2) from which a
-    # probe counts as clear (swap_behaviour.py), and layer_ig's integration steps.
+    # probe counts as clear (evaluation/swap/behaviour.py), and layer_ig's integration steps.
     swap_methods: list[str] = field(default_factory=lambda: list(SWAP_METHODS))
     swap_clear_margin: float = 0.2
     swap_layer_ig_steps: int = 32

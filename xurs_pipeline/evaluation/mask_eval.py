@@ -16,14 +16,9 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from xurs_pipeline.attribution.masked import MassFn
 from xurs_pipeline.evaluation.bootstrap import mean_advantage_interval
-from xurs_pipeline.evaluation.masking import (
-    MaskingEffect,
-    MaskingQuestion,
-    MaskingSpec,
-    MassFn,
-    zero_masking_effects,
-)
+from xurs_pipeline.evaluation.masking import MaskingEffect, MaskingQuestion, MaskingSpec, zero_masking_effects
 from xurs_pipeline.io import ArtifactError
 
 

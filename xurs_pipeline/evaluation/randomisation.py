@@ -16,17 +16,10 @@ import pandas as pd
 import torch
 from torch import nn
 
+from xurs_pipeline.attribution.model import block_list_name
 from xurs_pipeline.evaluation.comparisons import RunRecord, compare_runs
 
 AttributeFn = Callable[[nn.Module], Sequence[RunRecord]]
-
-
-def block_list_name(model: nn.Module) -> str:
-    """Dotted name of the model's longest ``nn.ModuleList`` (its transformer blocks)."""
-    lists = [(len(m), name) for name, m in model.named_modules() if isinstance(m, nn.ModuleList) and len(m)]
-    if not lists:
-        raise ValueError(f"{type(model).__name__} has no nn.ModuleList of blocks to randomise")
-    return max(lists)[1]
 
 
 def cascade_names(model: nn.Module, head: str, n_blocks: int) -> list[str]:

@@ -17,8 +17,9 @@ from torch import nn
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import natural_widths
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
+from xurs_pipeline.attribution.methods import attribute_question
 from xurs_pipeline.attribution.model import model_device
-from xurs_pipeline.attribution.question import ReferencePool, attribute_question
+from xurs_pipeline.attribution.question import ReferencePool
 from xurs_pipeline.evaluation.comparisons import RunRecord, token_magnitude
 from xurs_pipeline.evaluation.randomisation import AttributeFn
 
@@ -35,7 +36,7 @@ def attribution_callable(
     the correct answer."""
     cfg = dataclasses.replace(cfg, record_ids=list(record_ids), target="correct", progress=False)
     questions = select_questions(prompts, cfg, max_positions)
-    refs = reference_pool(prompts, cfg, max_positions) if cfg.reference == "train" else None
+    refs = reference_pool(prompts, cfg, max_positions) if cfg.reads_training_references else None
 
     def attribute(model: nn.Module) -> list[RunRecord]:
         pool = None

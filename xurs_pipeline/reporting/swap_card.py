@@ -2,9 +2,9 @@
 
 From ``swap/study/summary.json`` (``tasks/swap.py``): per ranking (``trained``, ``randomised``,
 ``input_only``) the swap accuracy with its Wilson interval, per model, the learned cue's share and the
-between-model difference of cue 1's share with its bootstrap interval (``evaluation/swap.py``); per model,
-its accuracy where its own cue resolves the question and where only the other does
-(``evaluation/swap_study.py``). The verdict needs all three: both models learned their cue, the trained
+between-model difference of cue 1's share with its bootstrap interval (``evaluation/swap/measures.py``);
+per model, its accuracy where its own cue resolves the question and where only the other does
+(``evaluation/swap/inputs.py``). The verdict needs all three: both models learned their cue, the trained
 models pass, and the re-initialised heads do not (their interval contains 1/2).
 """
 
@@ -18,7 +18,9 @@ from typing import Any
 from markupsafe import Markup
 
 from xurs_pipeline.evaluation.config import SWAP_METHODS
-from xurs_pipeline.evaluation.swap import PASS_ACCURACY, PASS_LOWER
+from xurs_pipeline.evaluation.swap.agreement import AGREEMENT_PASS, AGREEMENT_PASS_LOWER
+from xurs_pipeline.evaluation.swap.measures import SWAP_PASS_ACCURACY, SWAP_PASS_LOWER
+from xurs_pipeline.evaluation.swap.roles import ROLES
 from xurs_pipeline.reporting.clue_card import as_number
 from xurs_pipeline.reporting.html_templates import environment
 
@@ -40,7 +42,7 @@ class SwapStudy:
 
     studies: Mapping[str, Mapping[str, Any]]
     accuracy: Mapping[str, Mapping[str, Any]]
-    methods: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # swap_agreement.comparison
+    methods: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # swap.agreement.comparison
     behaves: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # role -> k, n, share
     clear_margin: float = float("nan")  # evaluation.swap_clear_margin of the run
 
@@ -84,8 +86,8 @@ def swap_verdict(study: SwapStudy) -> tuple[str, str, str]:
     """(answer, css class, evidence) of "Attribution follows what the model learned?"."""
     t = study.studies["trained"]
     share = [_finite(t.get(k)) for k in ("share_difference", "share_ci_low", "share_ci_high")]
-    detail = (f"swap accuracy {_interval(t)} over {t['n']} explanations (pass: >= {PASS_ACCURACY:g}, "
-              f"lower bound >= {PASS_LOWER:g}), cue 1 share A - B {share[0]:+.2f} "
+    detail = (f"swap accuracy {_interval(t)} over {t['n']} explanations (pass: >= {SWAP_PASS_ACCURACY:g}, "
+              f"lower bound >= {SWAP_PASS_LOWER:g}), cue 1 share A - B {share[0]:+.2f} "
               f"[{share[1]:+.2f}, {share[2]:+.2f}]")  # fmt: skip
     r = study.studies.get("randomised")
     if r is not None:
@@ -168,8 +170,9 @@ cue 1 on {{ behaves.A.k }} of {{ behaves.A.n }} probes, model B on cue 2 on {{ b
 </table>
 <p class="note">A method agrees on a probe when the cue it ranks first is the cue whose edits move the
 model's width more; clear probes are those where one cue's effect exceeds the other's by a margin of at least
-{{ clear_margin }} of their sum. A method passes with agreement &ge; 0.9 and a Wilson lower bound &ge; 0.8 on
-the clear probes. <code>input_only</code> and <code>random</code> are nulls: any method that does not beat
+{{ clear_margin }} of their sum. A method passes with agreement &ge; {{ agreement_pass[0] }} and a Wilson
+lower bound &ge; {{ agreement_pass[1] }} on the clear probes. <code>input_only</code> and <code>random</code>
+are nulls: any method that does not beat
 them explains the input, not the model. One data seed decides little: pool seeds with
 <code>xurs swap-sweep</code> (docs/swap-control.md).</p>
 {% endif %}
@@ -208,8 +211,10 @@ def render_swap_card(study: SwapStudy | None) -> Markup:
         environment().from_string(CARD).render(
             studies=[(k, study.studies[k]) for k in RANKINGS if k in study.studies], accuracy=study.accuracy,
             names=study.names, answer=answer, css=css,
-            detail=detail, cue_of={"A": 1, "B": 2}, pct=_pct, f2=_f2, learned_min=LEARNED_MIN,
-            pass_accuracy=PASS_ACCURACY, pass_lower=PASS_LOWER, methods=_in_order(study.methods),
+            detail=detail, cue_of={name: role.cue for name, role in ROLES.items()}, pct=_pct, f2=_f2,
+            learned_min=LEARNED_MIN,
+            pass_accuracy=SWAP_PASS_ACCURACY, pass_lower=SWAP_PASS_LOWER, methods=_in_order(study.methods),
             behaves=study.behaves, clear_margin=_f2(study.clear_margin),
+            agreement_pass=(AGREEMENT_PASS, AGREEMENT_PASS_LOWER),
         )
     )  # fmt: skip

@@ -20,10 +20,10 @@ from typing import Any
 
 from xurs_pipeline.attribution.from_artifacts import attribute_into
 from xurs_pipeline.config import RootConfig
-from xurs_pipeline.contracts import artifact, swap_classifier_dir
+from xurs_pipeline.contracts import artifact
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation.randomisation import cascade_names, reinitialise
-from xurs_pipeline.evaluation.swap import SWAP_RUNS, skipped_reason
+from xurs_pipeline.evaluation.swap.roles import RUNS, skipped_reason
 from xurs_pipeline.io import write_json
 from xurs_pipeline.runs import attribution_run
 from xurs_pipeline.tasks.runner import log
@@ -38,25 +38,25 @@ def run(cfg: RootConfig) -> None:
         return
     seed = cfg.evaluation.seed
     blocks = randomised_blocks(cfg)
-    metrics = {name: attribute_run(cfg, name, blocks) for name in SWAP_RUNS if name != "A"}  # A: attribute's
+    metrics = {name: attribute_run(cfg, name, blocks) for name in RUNS if name != "A"}  # A: attribute's
     if any(m is None for m in metrics.values()):
         return  # not the main process
-    write_json({"runs": {n: {"model": SWAP_RUNS[n][0], "head_reinitialised": SWAP_RUNS[n][1],
-                              "blocks_reinitialised": blocks if SWAP_RUNS[n][1] else 0,
-                              "seed": seed + (SWAP_RUNS[n][0] == "B")}
+    write_json({"runs": {n: {"model": RUNS[n].role.name, "head_reinitialised": RUNS[n].randomised,
+                              "blocks_reinitialised": blocks if RUNS[n].randomised else 0,
+                              "seed": seed + RUNS[n].role.seed_offset}
                          for n in metrics}}, out / "index.json")  # fmt: skip
 
 
 def attribute_run(cfg: RootConfig, name: str, blocks: int) -> dict | None:
-    """Swap run ``name`` (``SWAP_RUNS``) into ``<swap_attributions>/<name>``; a randomised run re-initialises
+    """Swap run ``name`` (``roles.RUNS``) into ``<swap_attributions>/<name>``; a randomised run re-initialises
     the head and the top ``blocks`` blocks. The merged metrics on the main process, else None."""
-    model, randomised = SWAP_RUNS[name]
+    role, randomised = RUNS[name].role, RUNS[name].randomised
     log.info("attribute_swap: %s", name)
-    seed = cfg.evaluation.seed + (model == "B")  # each model its own draw: two different random functions
+    seed = cfg.evaluation.seed + role.seed_offset  # each model its own draw: two different random functions
     modify = partial(_randomise, seed=seed, blocks=blocks) if randomised else None
     variant = f"{cfg.evaluation.swap_randomise} reinitialised, seed {seed}" if randomised else ""
     out = artifact("swap_attributions").at(cfg.paths) / name
-    run = attribution_run(cfg, swap_classifier_dir(cfg.paths, model), modify=modify, variant=variant)
+    run = attribution_run(cfg, role.classifier_dir(cfg.paths), modify=modify, variant=variant)
     metrics = attribute_into(run, out)
     shutil.rmtree(out / "parts", ignore_errors=True)  # no DVC output (as attribute_variants)
     return metrics

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from xurs_pipeline.attribution.masked import classifier_mass_fn
 from xurs_pipeline.attribution.model import DTYPES, chosen_device, set_precision
 from xurs_pipeline.config import (
     RootConfig,
@@ -39,7 +40,7 @@ from xurs_pipeline.evaluation.mask_eval import (
     select_rows,
     summarise,
 )
-from xurs_pipeline.evaluation.masking import MaskingSpec, classifier_mass_fn
+from xurs_pipeline.evaluation.masking import MaskingSpec
 from xurs_pipeline.evaluation.verdicts import json_safe
 from xurs_pipeline.io import write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier

@@ -12,7 +12,7 @@ from pathlib import Path
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.synthetic.swap import relabel_by_cue
-from xurs_pipeline.evaluation.swap import skipped_reason
+from xurs_pipeline.evaluation.swap.roles import ROLES, skipped_reason
 from xurs_pipeline.io import write_json
 from xurs_pipeline.runs import training_run
 from xurs_pipeline.tasks.runner import log
@@ -27,5 +27,6 @@ def run(cfg: RootConfig) -> None:
         log.info("train_swap: skipped (%s)", reason)
         return
     model_b = training_run(cfg, init_head_from=cfg.train.init_head_from or None,
-                           relabel=partial(relabel_by_cue, cue=2), variant="cue2")  # fmt: skip
+                           relabel=partial(relabel_by_cue, cue=ROLES["B"].cue),
+                           variant=f"cue{ROLES['B'].cue}")  # fmt: skip
     fit_into(model_b, out)

@@ -10,7 +10,7 @@ Cue ``k`` names its own label ``label_k`` (resolved) or a pair holding it (unres
 two labels and the two resolved flags are drawn independently. The text is the same for both roles; the
 record carries each role's answer, resolved flag and prescribed masses (``cue_answers``, ``cue_resolved``,
 ``cue_masses``), and ``answer_idx``/``target_masses`` follow cue 1 (training set A). Set B is the same
-records labelled by cue 2 (``relabel`` in ``evaluation/swap.py``): in A cue 2 names conditions at random,
+records labelled by cue 2 (``relabel_by_cue``): in A cue 2 names conditions at random,
 in B cue 1 does.
 
 Test families hold, at case index 0, a probe: both cues unresolved and sharing the label ``P`` (cue 1

@@ -1,8 +1,8 @@
-"""The two-cue swap control's measures: does the attribution follow the cue the model learned?
+"""The swap control's measures of a ranking: does the attribution follow the cue the model learned?
 
 Each probe (``data/synthetic/swap.py``) states two cues of the same form, both unresolved, and is explained
 under model A (trained on labels that follow cue 1) and model B (cue 2), against the same references. Per
-question and model, from the token magnitudes ``a`` (seq,) and the two cues' token positions:
+(run, probe), from the reading of the ranking (``readings.py``: each cue's best and total magnitude):
 
 - ``learned_first``: the learned cue's best token outranks every token of the other cue,
   ``max_{l in learned} a_l > max_{l in other} a_l`` (a tie fails: a model that moves neither cue fails);
@@ -16,6 +16,8 @@ cue1_share(B)`` per question, with the question-level bootstrap interval of ``ev
 A ranking that does not depend on the model (the input-only ranking of ``nulls.py``) gives the same
 ``cue1_share`` under both models, a difference of exactly 0, and a pooled swap accuracy of exactly 1/2 on
 tie-free questions (one of the two cues outranks the other, and it is the learned one for one model only).
+The rankings of the study: ``trained`` and ``randomised`` (the ``paper`` method under the trained and the
+randomised runs) and ``input_only``.
 """
 
 from __future__ import annotations
@@ -28,39 +30,30 @@ import pandas as pd
 from scipy import stats
 
 from xurs_pipeline.evaluation.bootstrap import mean_advantage_interval
+from xurs_pipeline.evaluation.swap.roles import ROLES, RUNS
 
-ROLES = ("A", "B")  # model A learned cue 1, model B cue 2
-LEARNED_CUE = {"A": 0, "B": 1}  # index into the two cues
-# The attribution runs of the study: name -> (model, head re-initialised).
-SWAP_RUNS = {"A": ("A", False), "B": ("B", False), "A_random": ("A", True), "B_random": ("B", True)}
+RANKINGS = ("trained", "randomised", "input_only")
 
 
-@dataclass(frozen=True)
-class CueScore:
-    learned_first: bool
-    learned_share: float
-    cue1_share: float
+def with_cue_measures(readings: pd.DataFrame) -> pd.DataFrame:
+    """``readings`` (``readings.COLUMNS``) with learned_first, learned_share and cue1_share (module
+    docstring), computed once for every study that reads them."""
+    cue = readings["role"].map({name: role.cue for name, role in ROLES.items()})
+    out = readings.copy()
+    out["learned_first"] = out["top"] == cue
+    out["learned_share"] = np.where(cue == 1, out["share_1"], 1.0 - out["share_1"])
+    out["cue1_share"] = out["share_1"]
+    return out
 
 
-def cue_score(magnitude: Sequence[float], cues: Sequence[Sequence[int]], learned: int) -> CueScore:
-    """Scores of one question under one model: magnitude (seq,), ``cues`` the two cues' token positions,
-    ``learned`` (0 or 1) the index of the cue the model learned."""
-    a = np.abs(np.asarray(magnitude, dtype=np.float64))
-    if len(cues) != 2 or learned not in (0, 1):
-        raise ValueError(f"two cues and learned in (0, 1) expected, got {len(cues)} cues, learned={learned}")
-    for k, cue in enumerate(cues):
-        if not len(cue) or min(cue) < 0 or max(cue) >= a.size:
-            raise ValueError(
-                f"cue {k + 1} positions {list(cue)} must be non-empty and within the {a.size} tokens"
-            )
-    if set(cues[0]) & set(cues[1]):
-        raise ValueError(f"the cues share positions {sorted(set(cues[0]) & set(cues[1]))}")
-    best = [float(a[list(c)].max()) for c in cues]
-    total = [float(a[list(c)].sum()) for c in cues]
-    both = total[0] + total[1]
-    share1 = total[0] / both if both > 0 else float("nan")
-    learned_share = share1 if learned == 0 else (1.0 - share1 if both > 0 else float("nan"))
-    return CueScore(best[learned] > best[1 - learned], learned_share, share1)
+def ranking_frame(measured: pd.DataFrame) -> pd.DataFrame:
+    """The study's rankings (``per_question.parquet``): ranking, role, record_id, learned_first,
+    learned_share, cue1_share; ``paper`` under each run by its ranking, and ``input_only``."""
+    paper = measured[measured["method"] == "paper"]
+    inputs = measured[measured["method"] == "input_only"]
+    frame = pd.concat([paper.assign(ranking=paper["run"].map(lambda r: RUNS[r].ranking)),
+                       inputs.assign(ranking="input_only")], ignore_index=True)  # fmt: skip
+    return frame[["ranking", "role", "record_id", "learned_first", "learned_share", "cue1_share"]]
 
 
 @dataclass(frozen=True)
@@ -79,17 +72,6 @@ def wilson(successes: Sequence[bool], confidence: float = 0.95) -> Proportion:
         raise ValueError("no questions: a swap accuracy needs at least one")
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
     return Proportion(k / n, float(ci.low), float(ci.high), k, n)
-
-
-def score_frame(magnitudes: pd.DataFrame, cues: dict[str, list[list[int]]]) -> pd.DataFrame:
-    """One row per (ranking, role, record_id): ``magnitudes`` has columns ranking (trained, randomised,
-    input_only...), role (A/B), record_id and token_magnitude; ``cues`` maps record ids to the two cues'
-    positions. Adds learned_first, learned_share and cue1_share."""
-    rows = []
-    for row in magnitudes.itertuples(index=False):
-        score = cue_score(row.token_magnitude, cues[row.record_id], LEARNED_CUE[row.role])
-        rows.append({"ranking": row.ranking, "role": row.role, "record_id": row.record_id, **score.__dict__})
-    return pd.DataFrame(rows)
 
 
 def swap_summary(
@@ -122,26 +104,16 @@ def swap_summary(
     return out
 
 
-# The issue's pass mark for the trained models (docs/swap-control.md): accuracy, its Wilson lower bound,
-# and a between-model share difference whose interval lies above 0.
-PASS_ACCURACY, PASS_LOWER = 0.9, 0.7
+# The swap test's pass mark for a ranking (docs/swap-control.md): accuracy, its Wilson lower bound, and a
+# between-model share difference whose interval lies above 0.
+SWAP_PASS_ACCURACY, SWAP_PASS_LOWER = 0.9, 0.7
 
 
-def passes(summary: dict[str, float | int]) -> bool:
-    """Does a ranking pass the swap test: swap accuracy >= 0.9, Wilson lower bound >= 0.7 and the share
-    difference's interval above 0."""
+def follows_learned_cue(summary: dict[str, float | int]) -> bool:
+    """Does a ranking pass the swap test (it ranks first the cue each model learned): swap accuracy >= 0.9,
+    Wilson lower bound >= 0.7 and the share difference's interval above 0."""
     return bool(
-        summary["swap_accuracy"] >= PASS_ACCURACY
-        and summary["swap_ci_low"] >= PASS_LOWER
+        summary["swap_accuracy"] >= SWAP_PASS_ACCURACY
+        and summary["swap_ci_low"] >= SWAP_PASS_LOWER
         and summary.get("share_ci_low", float("-inf")) > 0
     )
-
-
-SWAP_SOURCE = "synthetic_swap"
-
-
-def skipped_reason(source: str) -> str | None:
-    """Why the swap stages have nothing to do on ``data.source`` (None on the two-cue data)."""
-    if source == SWAP_SOURCE:
-        return None
-    return f"data.source={source!r}: the swap control needs the two-cue data (experiment=controlled_swap)"

@@ -1,4 +1,4 @@
-"""Inputs of the swap control's measures (``swap.py``): each role's accuracy by which cue resolves the
+"""Inputs of the swap control's measures (``measures.py``): each role's accuracy by which cue resolves the
 question, and the input-only ranking of the probes against the references the attributions used.
 
 Accuracy (Sec. 6.1's argmax BetP) is read on the test records that are not probes, by role: where the

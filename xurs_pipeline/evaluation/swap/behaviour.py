@@ -21,15 +21,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import torch
 
+from xurs_pipeline.attribution.targets import width_target
+from xurs_pipeline.data.prepare import prepare_records
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.data.synthetic.swap import read_swap
+from xurs_pipeline.evaluation.swap.roles import ROLES
+from xurs_pipeline.train.predict import classifier_outputs
 
 EDITS = ("probe", "resolve_1", "other_1", "resolve_2", "other_2")
-LEARNED = {"A": 1, "B": 2}  # the cue each role's labels followed
 
 
 def edited_records(probe: QuestionRecord) -> list[QuestionRecord]:
@@ -68,6 +73,22 @@ def _renamed(probe: QuestionRecord, k: int, name: str, edit: str) -> QuestionRec
 WidthReader = Callable[[Sequence[QuestionRecord]], np.ndarray]
 
 
+def label_widths(
+    classifier: Any, tokenizer: Any, max_tokens: int, batch_size: int, device: torch.device
+) -> WidthReader:
+    """Records -> the width of each record's ``answer_idx`` under ``classifier`` (on ``device``) (n,), the
+    records prepared as the ``prepare`` stage prepares them."""
+
+    def read(records: Sequence[QuestionRecord]) -> np.ndarray:
+        frame = prepare_records(records, tokenizer, max_tokens).frame
+        ids = [list(map(int, x)) for x in frame["input_ids"]]
+        masses = classifier_outputs(classifier, ids, tokenizer.pad_token_id, batch_size, device=device).masses
+        labels = torch.tensor(frame["answer_idx"].to_numpy(), dtype=torch.long)
+        return width_target(masses.double(), labels).numpy()  # W of each record's label (Eq. 2)
+
+    return read
+
+
 def edit_widths(probes: Sequence[QuestionRecord], widths: WidthReader) -> pd.DataFrame:
     """One row per probe: the label's width on the probe and on each edit (columns ``EDITS``).
     ``widths`` maps records to the label's width under one model, (n,)."""
@@ -93,7 +114,7 @@ def cue_dependence(widths: pd.DataFrame, role: str) -> pd.DataFrame:
         [out["effect_1"] > out["effect_2"], out["effect_2"] > out["effect_1"]], [1, 2], 0
     )
     out["margin"] = np.where(moved, (out["effect_1"] - out["effect_2"]).abs() / divisor, 0.0)
-    out["as_trained"] = out["depends_on"] == LEARNED[role]
+    out["as_trained"] = out["depends_on"] == ROLES[role].cue
     out.insert(0, "role", role)
     return out
 

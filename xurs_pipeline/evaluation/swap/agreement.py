@@ -1,18 +1,19 @@
-"""Each attribution method scored against what each swap model does (``swap_behaviour.py``) and against the
-rule it was trained on (``swap.py``'s swap accuracy), on the same probes.
+"""Each attribution method scored against what each swap model does (``behaviour.py``) and against the
+rule it was trained on (``measures.py``'s swap accuracy), on the same probes.
 
-Per (method, role, probe), from the method's :class:`~xurs_pipeline.evaluation.swap_methods.CueReading`:
+Per (method, role, probe), from the method's reading (``readings.py``) with its cue measures
+(``measures.with_cue_measures``):
 
-- ``follows_training``: the method ranks first the cue the role's labels followed (A: cue 1, B: cue 2);
+- ``learned_first``: the method ranks first the cue the role's labels followed (A: cue 1, B: cue 2);
 - ``agrees``: the method ranks first the cue the model *depends on* (its larger behavioural effect); probes
   where the two edits move the width equally (``depends_on`` 0) have no behavioural answer and are left out;
 - ``clear``: the behavioural margin is at least ``clear_margin``.
 
 Per method: the training-rule swap accuracy and the behavioural agreement as shares with Wilson intervals
-(``swap.wilson``), overall, per model and on the clear probes; Spearman's rank correlation between the
+(``measures.wilson``), overall, per model and on the clear probes; Spearman's rank correlation between the
 method's cue-1 share and the behavioural cue-1 share over all (model, probe) pairs; the median model
-evaluations per probe. A method *passes* with agreement >= 0.9 and a Wilson lower bound >= 0.8 on the
-clear probes (docs/swap-control.md).
+evaluations per probe. A method *agrees with the behaviour* (``passes``) with agreement >= 0.9 and a Wilson
+lower bound >= 0.8 on the clear probes (docs/swap-control.md).
 """
 
 from __future__ import annotations
@@ -21,24 +22,22 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from xurs_pipeline.evaluation.swap import wilson
-from xurs_pipeline.evaluation.swap_behaviour import LEARNED
+from xurs_pipeline.evaluation.swap.measures import wilson
 
-PASS_AGREEMENT, PASS_AGREEMENT_LOWER = 0.9, 0.8
+AGREEMENT_PASS, AGREEMENT_PASS_LOWER = 0.9, 0.8
 
 
-def scored(readings: pd.DataFrame, behaviour: pd.DataFrame, clear_margin: float) -> pd.DataFrame:
-    """``readings`` (method, role, record_id, top, share_1, evals) joined with ``behaviour`` (role,
-    record_id, depends_on, share_1, margin) -> adds follows_training, agrees (NaN where the behaviour
-    ties), clear, behaviour_share_1."""
+def scored(measured: pd.DataFrame, behaviour: pd.DataFrame, clear_margin: float) -> pd.DataFrame:
+    """``measured`` (readings with their cue measures: method, role, record_id, top, share_1, learned_first,
+    evals) joined with ``behaviour`` (role, record_id, depends_on, share_1, margin) -> adds agrees (NaN
+    where the behaviour ties), clear, behaviour_share_1."""
     keep = behaviour[["role", "record_id", "depends_on", "share_1", "margin"]].rename(
         columns={"share_1": "behaviour_share_1"}
     )
-    out = readings.merge(keep, on=["role", "record_id"], how="left", validate="many_to_one")
+    out = measured.merge(keep, on=["role", "record_id"], how="left", validate="many_to_one")
     if out["depends_on"].isna().any():
         missing = sorted(set(out.loc[out["depends_on"].isna(), "record_id"]))
         raise ValueError(f"no behavioural measure for probes {missing[:5]}")
-    out["follows_training"] = out["top"] == out["role"].map(LEARNED)
     decided = out["depends_on"] > 0
     out["agrees"] = np.where(decided, out["top"] == out["depends_on"], np.nan)
     out["clear"] = decided & (out["margin"] >= clear_margin)
@@ -46,8 +45,8 @@ def scored(readings: pd.DataFrame, behaviour: pd.DataFrame, clear_margin: float)
 
 
 def proportion(k: int, n: int, prefix: str, confidence: float = 0.95) -> dict[str, float | int]:
-    """``k`` of ``n`` as ``<prefix>``, ``_low``, ``_high`` (Wilson interval, ``swap.wilson``), ``_k``, ``_n``;
-    NaN for none."""
+    """``k`` of ``n`` as ``<prefix>``, ``_low``, ``_high`` (Wilson interval, ``measures.wilson``), ``_k``,
+    ``_n``; NaN for none."""
     if n == 0:
         return {prefix: float("nan"), f"{prefix}_low": float("nan"), f"{prefix}_high": float("nan"),
                 f"{prefix}_k": 0, f"{prefix}_n": 0}  # fmt: skip
@@ -62,29 +61,31 @@ def _share(values: pd.Series, prefix: str, confidence: float) -> dict[str, float
 
 
 def method_summary(part: pd.DataFrame, confidence: float = 0.95) -> dict[str, float | int | bool]:
-    """One method's rows of :func:`scored` -> its measures (module docstring) and ``passes``."""
+    """One method's rows of :func:`scored` -> its measures (module docstring) and ``passes``
+    (:func:`agrees_with_behaviour`)."""
     out: dict[str, float | int | bool] = {}
-    out.update(_share(part["follows_training"], "swap", confidence))
+    out.update(_share(part["learned_first"], "swap", confidence))
     out.update(_share(part["agrees"], "agreement", confidence))
     out.update(_share(part.loc[part["clear"], "agrees"], "agreement_clear", confidence))
     for role in sorted(set(part["role"])):
         mine = part[part["role"] == role]
-        out.update(_share(mine["follows_training"], f"swap_{role}", confidence))
+        out.update(_share(mine["learned_first"], f"swap_{role}", confidence))
         out.update(_share(mine["agrees"], f"agreement_{role}", confidence))
     pairs = part[["share_1", "behaviour_share_1"]].dropna()
     constant = len(pairs) < 3 or pairs.nunique().min() < 2
     out["spearman"] = float("nan") if constant else float(stats.spearmanr(pairs).statistic)
     out["evals_median"] = float(part["evals"].median())
-    out["passes"] = passes(out)
+    out["passes"] = agrees_with_behaviour(out)
     return out
 
 
-def passes(measures: dict) -> bool:
-    """The pass mark: agreement >= 0.9 with a Wilson lower bound >= 0.8 on the clear probes."""
+def agrees_with_behaviour(measures: dict) -> bool:
+    """Does a method rank first the cue each model depends on: agreement >= 0.9 with a Wilson lower bound
+    >= 0.8 on the clear probes."""
     return bool(
         measures["agreement_clear_n"]
-        and measures["agreement_clear"] >= PASS_AGREEMENT
-        and measures["agreement_clear_low"] >= PASS_AGREEMENT_LOWER
+        and measures["agreement_clear"] >= AGREEMENT_PASS
+        and measures["agreement_clear_low"] >= AGREEMENT_PASS_LOWER
     )
 
 

@@ -1,0 +1,231 @@
+"""The attribution methods behind one interface (attribution/methods/): each token method equals an
+independent computation of what it claims (autograd, a brute-force replacement loop, Shapley by enumerating
+every order, a hand-computed IG through a block whose output is mixed across positions, captum), counts its
+cost, and the config refuses a bad method name or another method's key by name."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from captum.attr import ShapleyValues
+from torch import nn
+
+from xurs_pipeline.attribution.config import METHODS, AttributionConfig
+from xurs_pipeline.attribution.masked import classifier_mass_fn
+from xurs_pipeline.attribution.methods import REGISTRY, TokenMethod, TokenProblem, method_for
+from xurs_pipeline.attribution.methods.gradient import middle_block
+from xurs_pipeline.attribution.methods.token_question import spans_of
+from xurs_pipeline.credal import credal_width
+
+SEQ, HIDDEN = 7, 4
+SPANS = ((0, 1), (2, 3, 4), (5, 6))
+
+
+class Toy(nn.Module):
+    """Masses (b, 15) of embeds (b, L, d) in float64: a block per position, its output mixed causally
+    across positions (running mean), the last position read by a softmax head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.blocks = nn.ModuleList([nn.Linear(HIDDEN, HIDDEN).double()])
+        self.head = nn.Linear(HIDDEN, 15).double()
+
+    def forward(self, inputs_embeds, attention_mask, position_ids):
+        h = torch.tanh(self.blocks[0](inputs_embeds))  # (b, L, d): the layer layer_ig attributes to
+        return SimpleNamespace(masses=torch.softmax(self.head(self.after_block(h)), -1))
+
+    def after_block(self, h: torch.Tensor) -> torch.Tensor:
+        counts = torch.arange(1, h.shape[1] + 1, dtype=h.dtype)[None, :, None]
+        return (h.cumsum(1) / counts)[:, -1] * 3.0  # (b, d): every position reaches the head
+
+
+@pytest.fixture(scope="module")
+def toy() -> tuple[Toy, TokenProblem]:
+    model = Toy()
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(1, SEQ, HIDDEN, generator=gen, dtype=torch.float64)
+    ref = torch.randn(1, SEQ, HIDDEN, generator=gen, dtype=torch.float64) * 0.3
+    problem = TokenProblem(classifier_mass_fn(model), x, target=2, reference=ref, spans=SPANS,
+                           layer=model.blocks[0], batch_size=3)  # fmt: skip
+    return model, problem
+
+
+def _width(model: Toy, x: torch.Tensor, target: int = 2) -> torch.Tensor:
+    """W_c of embeds (b, L, d) straight from the model and credal (b,)."""
+    return credal_width(model(x, None, None).masses)[:, target]
+
+
+def _value(model: Toy, x: torch.Tensor) -> float:
+    with torch.no_grad():
+        return float(_width(model, x))
+
+
+def _method(name: str, **keys) -> TokenMethod:
+    method = method_for(AttributionConfig(method=name, **keys))
+    assert isinstance(method, TokenMethod)
+    return method
+
+
+def test_the_registry_holds_every_configurable_method_in_order() -> None:
+    assert tuple(REGISTRY) == METHODS
+    assert all(REGISTRY[m].name == m for m in METHODS)
+
+
+@pytest.mark.parametrize(
+    ("keys", "named"),
+    [
+        ({"method": "occlusion"}, "attribution.method='occlusion'"),
+        ({"method": "grad_l2", "replacement": "mean"}, "attribution.replacement='mean' is a key of"),
+        ({"method": "layer_ig", "span_tokens": 4}, "attribution.span_tokens=4 is a key of"),
+        ({"method": "occlusion_token", "layer_ig_steps": 8}, "attribution.layer_ig_steps=8 is a key of"),
+        ({"method": "eg", "replacement": "reference"}, "attribution.replacement='reference'"),
+        ({"method": "occlusion_token", "replacement": "blank"}, "attribution.replacement='blank'"),
+        ({"method": "grad_l2", "route": "answer_set"}, "attribution.route='answer_set'"),
+    ],
+)
+def test_a_bad_method_or_another_methods_key_is_refused_by_name(keys: dict, named: str) -> None:
+    with pytest.raises(ValueError, match=named.replace("(", r"\(")) as info:
+        AttributionConfig(**keys)
+    assert "\n" not in str(info.value)
+
+
+def test_a_methods_own_keys_are_accepted() -> None:
+    assert AttributionConfig(method="occlusion_token", replacement="mean").replacement == "mean"
+    assert AttributionConfig(method="shapley_span", span_tokens=4, replacement="reference").span_tokens == 4
+    assert AttributionConfig(method="layer_ig", layer_ig_steps=8).gradient_budget().per_question == 8
+
+
+def test_gradient_methods_equal_autograd(toy) -> None:
+    model, problem = toy
+    x = problem.embeds.clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(_width(model, x).sum(), x)
+    l2 = _method("grad_l2").scores(problem)
+    np.testing.assert_allclose(l2.magnitude, grad[0].norm(dim=-1).numpy(), rtol=1e-12)
+    gxi = _method("grad_x_input").scores(problem)
+    np.testing.assert_allclose(gxi.signed, (x * grad)[0].sum(-1).detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(gxi.magnitude, np.abs(gxi.signed))
+    assert (l2.grad_evals, l2.forwards, gxi.grad_evals) == (1, 0, 1)
+
+
+@pytest.mark.parametrize("replacement", ["zero", "mean", "reference"])
+def test_occlusion_per_token_is_a_brute_force_replacement_loop(toy, replacement: str) -> None:
+    model, problem = toy
+    x = problem.embeds
+    rows = {
+        "zero": torch.zeros_like(x[0]),
+        "mean": x[0].mean(0).expand_as(x[0]),
+        "reference": problem.reference[0],
+    }
+    expected = []
+    for i in range(SEQ):
+        changed = x.clone()
+        changed[0, i] = rows[replacement][i]
+        expected.append(_value(model, x) - _value(model, changed))
+    scores = _method("occlusion_token", replacement=replacement).scores(problem)
+    np.testing.assert_allclose(scores.signed, expected, rtol=1e-10, atol=1e-15)
+    assert (scores.forwards, scores.grad_evals) == (SEQ + 1, 0)
+    if replacement != "zero":  # the replacement is used: zeroing gives other scores
+        assert not np.allclose(scores.signed, _method("occlusion_token").scores(problem).signed)
+
+
+def test_occlusion_per_span_scores_every_token_of_a_span_with_its_spans_change(toy) -> None:
+    model, problem = toy
+    x = problem.embeds
+    scores = _method("occlusion_span").scores(problem)
+    for span, value in zip(SPANS, scores.span_values, strict=True):
+        changed = x.clone()
+        changed[0, list(span)] = 0.0
+        assert value == pytest.approx(_value(model, x) - _value(model, changed), rel=1e-10)
+        assert set(scores.signed[list(span)]) == {value}
+    assert scores.forwards == len(SPANS) + 1
+
+
+def _shapley_by_orders(model: Toy, x: torch.Tensor) -> np.ndarray:
+    """Every order of the players: each player's mean marginal contribution when it joins (absent: zero)."""
+    n, phi = len(SPANS), np.zeros(len(SPANS))
+
+    def v(present: set[int]) -> float:
+        changed = x.clone()
+        for j in set(range(n)) - present:
+            changed[0, list(SPANS[j])] = 0.0
+        return _value(model, changed)
+
+    orders = list(itertools.permutations(range(n)))
+    for order in orders:
+        present: set[int] = set()
+        for player in order:
+            phi[player] += v(present | {player}) - v(present)
+            present.add(player)
+    return phi / math.factorial(n)
+
+
+def test_span_shapley_equals_shapley_by_enumeration_and_captum(toy) -> None:
+    model, problem = toy
+    x = problem.embeds
+    scores = _method("shapley_span").scores(problem)
+    np.testing.assert_allclose(scores.span_values, _shapley_by_orders(model, x), rtol=1e-10)
+    mask = torch.zeros(1, SEQ, 1, dtype=torch.long)
+    for k, span in enumerate(SPANS):
+        mask[0, list(span)] = k
+    captum = ShapleyValues(lambda e: _width(model, e)).attribute(
+        x, baselines=0.0, feature_mask=mask.expand_as(x).contiguous()
+    )
+    # captum accumulates its marginal contributions in float32: float32's tolerance
+    np.testing.assert_allclose(scores.span_values, [float(captum[0, s[0], 0]) for s in SPANS], rtol=1e-6)
+    none = x.clone() * 0.0
+    assert sum(scores.span_values) == pytest.approx(
+        float(_width(model, x) - _width(model, none))
+    )  # efficiency
+    assert scores.forwards == 2 ** len(SPANS)
+
+
+def test_span_shapley_refuses_more_spans_than_it_can_enumerate(toy) -> None:
+    _, problem = toy
+    many = TokenProblem(problem.masses, torch.zeros(1, 13, HIDDEN, dtype=torch.float64), 0,
+                        spans=spans_of(13, 1))  # fmt: skip
+    with pytest.raises(ValueError, match=r"attribution\.span_tokens=1: 13 spans"):
+        _method("shapley_span", span_tokens=1).scores(many)
+
+
+def test_layer_ig_equals_ig_computed_by_hand_through_the_block(toy) -> None:
+    """IG of W with respect to the block's output h, from h(B) to h(X) (Gauss-Legendre, captum's rule),
+    the block's output mixed across positions after it; complete to the quadrature's accuracy."""
+    model, problem = toy
+    x, ref, steps = problem.embeds, problem.reference, 16
+    h_x, h_b = (model.blocks[0](e) for e in (x, ref))  # the block's output, before the tanh
+    nodes, weights = np.polynomial.legendre.leggauss(steps)
+    total = torch.zeros_like(h_x)
+    for alpha, w in zip((nodes + 1) / 2, weights / 2, strict=True):
+        h = (h_b + alpha * (h_x - h_b)).requires_grad_(True)
+        width = credal_width(torch.softmax(model.head(model.after_block(torch.tanh(h))), -1))[:, 2]
+        total += w * torch.autograd.grad(width.sum(), h)[0]
+    by_hand = ((h_x - h_b) * total)[0].sum(-1).detach().numpy()
+    scores = _method("layer_ig", layer_ig_steps=steps).scores(problem)
+    np.testing.assert_allclose(scores.signed, by_hand, rtol=1e-8, atol=1e-14)
+    gap = _value(model, x) - _value(model, ref)
+    assert scores.residual == pytest.approx(abs(by_hand.sum() - gap), abs=1e-10)
+    assert scores.residual < 1e-3 * abs(gap)
+    assert (scores.grad_evals, scores.forwards) == (steps, 2 + 2)  # captum's two layer reads + the ends
+
+
+def test_layer_ig_reads_the_middle_block() -> None:
+    model = nn.Module()
+    model.blocks = nn.ModuleList([nn.Linear(2, 2) for _ in range(5)])
+    assert middle_block(model) is model.blocks[2]
+
+
+def test_only_methods_that_read_a_reference_load_training_prompts_and_a_token_method_loads_one() -> None:
+    reads = {m: AttributionConfig(method=m).reads_training_references for m in METHODS}
+    assert reads == {m: m in ("eg", "ig", "kronrod", "layer_ig") for m in METHODS}
+    assert AttributionConfig(method="occlusion_token", replacement="reference").reads_training_references
+    assert not AttributionConfig(
+        method="layer_ig", reference="zero", refs_per_collection=1
+    ).reads_training_references
+    assert AttributionConfig(method="layer_ig").pool_shape == (1, 1)
+    assert AttributionConfig(method="eg", refs_per_collection=8, n_collections=2).pool_shape == (8, 2)

@@ -1,0 +1,144 @@
+"""The swap study's readings (evaluation/swap/readings.py): every compared method comes through the
+attribution interface and reads the cues as the study's own captum dispatch did before it
+(``evaluation/swap_methods.py`` up to commit 5e17eba, rewritten here as the independent path), on a tiny
+causal classifier; the readings rank cues as documented, and the method groups partition
+``evaluation.swap_methods``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from captum.attr import FeatureAblation, InputXGradient, LayerIntegratedGradients, Saliency, ShapleyValues
+
+from xurs_pipeline.attribution.config import TOKEN_METHODS
+from xurs_pipeline.attribution.masked import classifier_mass_fn
+from xurs_pipeline.attribution.methods.gradient import middle_block
+from xurs_pipeline.attribution.targets import width_target
+from xurs_pipeline.evaluation.config import SWAP_METHODS
+from xurs_pipeline.evaluation.swap.readings import (
+    NULL_METHODS,
+    RUN_METHOD,
+    CueReading,
+    ProbeSet,
+    fixed_readings,
+    method_config,
+    model_readings,
+    token_reading,
+)
+from xurs_pipeline.models import RandomSetClassifier, RandomSetHead
+from xurs_pipeline.models.tiny import build_tiny_llama
+
+SEQ, VOCAB, HIDDEN, STEPS = 24, 64, 32, 8
+CUES = ([4, 5, 6], [13, 14])
+
+
+@pytest.fixture(scope="module")
+def model() -> RandomSetClassifier:
+    backbone = build_tiny_llama(VOCAB, hidden_size=HIDDEN, num_layers=3, num_heads=4, seed=0).model
+    classifier = RandomSetClassifier(backbone, RandomSetHead(HIDDEN, "belief14", seed=1))
+    with torch.no_grad():
+        classifier.head.net.bias.copy_(torch.tensor([-3.0] * 4 + [-1.2] * 6 + [0.3] * 4))
+    return classifier.eval()
+
+
+@pytest.fixture(scope="module")
+def probes() -> ProbeSet:
+    rng = np.random.default_rng(0)
+    ids = {f"p{i}": [1, *rng.integers(3, VOCAB, SEQ - 1).tolist()] for i in range(3)}
+    return ProbeSet(ids=ids, cues=dict.fromkeys(ids, CUES), labels={k: i % 4 for i, k in enumerate(ids)},
+                    references={k: rng.integers(3, VOCAB, (2, SEQ)) for k in ids},
+                    input_only={k: rng.random(SEQ) for k in ids})  # fmt: skip
+
+
+def _before(method: str, model: RandomSetClassifier, probes: ProbeSet, rid: str) -> CueReading:
+    """The study's reading before the interface: captum on ``x -> W_c(x)``, as swap_methods.py ran it."""
+    embed = model.backbone.get_input_embeddings()
+    with torch.no_grad():
+        x = embed(torch.tensor([probes.ids[rid]]))
+        reference = embed(torch.as_tensor(probes.references[rid][:1]))
+    masses, c, rows = classifier_mass_fn(model), probes.labels[rid], [0]
+
+    def f(e: torch.Tensor) -> torch.Tensor:
+        rows[0] += e.shape[0]
+        ones = torch.ones(e.shape[:2], dtype=torch.long)
+        return width_target(
+            masses(e, ones, torch.arange(e.shape[1]).expand(e.shape[:2])), torch.full((len(e),), c)
+        )
+
+    x = x.detach().requires_grad_(method in ("grad_l2", "grad_x_input", "layer_ig"))
+    if method in ("occlusion_span", "shapley_span"):
+        mask = torch.full((1, SEQ, 1), 2, dtype=torch.long)
+        for k, cue in enumerate(CUES):
+            mask[0, cue, 0] = k
+        algorithm = FeatureAblation(f) if method == "occlusion_span" else ShapleyValues(f)
+        values = algorithm.attribute(x, baselines=0.0, feature_mask=mask.expand_as(x).contiguous(),
+                                     perturbations_per_eval=8)  # fmt: skip
+        span = tuple(abs(float(values[0, cue[0], 0])) for cue in CUES)
+        return CueReading(span, span, rows[0])  # type: ignore[arg-type]
+    if method == "grad_l2":
+        token = Saliency(f).attribute(x, abs=False).norm(dim=-1)[0]
+    elif method == "grad_x_input":
+        token = InputXGradient(f).attribute(x).sum(-1)[0]
+    elif method == "occlusion_token":
+        ids = torch.arange(SEQ).reshape(1, SEQ, 1).expand_as(x).contiguous()
+        token = FeatureAblation(f).attribute(x, baselines=0.0, feature_mask=ids, perturbations_per_eval=SEQ)[
+            0, :, 0
+        ]
+    else:
+        lig = LayerIntegratedGradients(f, middle_block(model))
+        token = lig.attribute(x, baselines=reference, n_steps=STEPS, internal_batch_size=STEPS).sum(-1)[0]
+    return token_reading(token.detach().double().numpy(), CUES, rows[0])
+
+
+# What the interface changed in the cost column: Shapley evaluates each of the 2^3 coalitions once (captum's
+# ShapleyValues 1 + 3! x 3), layer IG two more forwards for its completeness residual.
+EVALS = {"shapley_span": 2**3, "layer_ig": STEPS + 2 + 2}
+
+
+def test_every_token_method_reads_the_cues_as_the_study_did_before_the_interface(model, probes) -> None:
+    configs = [method_config(m, STEPS) for m in TOKEN_METHODS]
+    frame = model_readings(model, "A", probes, configs).set_index(["method", "record_id"])
+    for method in TOKEN_METHODS:
+        for rid in probes.ids:
+            now, before = frame.loc[(method, rid)], _before(method, model, probes, rid)
+            assert now["top"] == before.top, (method, rid)
+            # float32 widths (~1): the prefix-cached occlusion and captum's batches differ by rounding
+            assert (now["best_1"], now["best_2"]) == pytest.approx(before.best, rel=1e-4, abs=2e-6)
+            assert (now["total_1"], now["total_2"]) == pytest.approx(before.total, rel=1e-4, abs=2e-6)
+            assert now["evals"] == EVALS.get(method, before.evals), method
+
+
+def test_the_fixed_readings_are_the_runs_rows_and_the_seeded_nulls(probes) -> None:
+    runs = {"A": pd.DataFrame({"token_magnitude": [np.arange(SEQ, dtype=float)] * 3, "grad_evals": [30] * 3},
+                              index=list(probes.ids))}  # fmt: skip
+    frame = fixed_readings(ProbeSet(**{**probes.__dict__, "runs": runs}), seed=3)
+    paper = frame[frame["method"] == RUN_METHOD]
+    assert (paper["top"] == 2).all()  # the later cue has the larger magnitudes
+    assert (paper["evals"] == 30).all()
+    assert set(frame["method"]) == {RUN_METHOD, *NULL_METHODS}
+    again = fixed_readings(ProbeSet(**{**probes.__dict__, "runs": runs}), seed=3)
+    pd.testing.assert_frame_equal(frame, again)  # the random null is seeded
+    other = fixed_readings(ProbeSet(**{**probes.__dict__, "runs": runs}), seed=4)
+    assert not frame.equals(other)
+
+
+def test_the_method_groups_partition_the_config_choices() -> None:
+    assert sorted([RUN_METHOD, *TOKEN_METHODS, *NULL_METHODS]) == sorted(SWAP_METHODS)
+
+
+def test_a_reading_ranks_the_cue_with_the_larger_best_token_and_a_tie_ranks_none() -> None:
+    magnitude = np.zeros(9)
+    magnitude[[2, 3, 6, 7]] = [0.1, 0.5, 0.4, 0.4]  # cue 2 has more in total, cue 1 the best token
+    reading = token_reading(magnitude, ([2, 3], [6, 7]))
+    assert reading.top == 1
+    assert reading.share_1 == pytest.approx(0.6 / 1.4)
+    assert CueReading((0.3, 0.3), (0.3, 0.3)).top == 0  # a method that moves both alike ranks neither
+    assert math.isnan(CueReading((0.0, 0.0), (0.0, 0.0)).share_1)
+    with pytest.raises(ValueError, match="share positions"):
+        token_reading(magnitude, ([3, 4], [4, 5]))
+    with pytest.raises(ValueError, match="within the 9 tokens"):
+        token_reading(magnitude, ([3, 40], [7]))

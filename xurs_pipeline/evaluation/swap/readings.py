@@ -1,0 +1,158 @@
+"""One reading per (method, run, probe): how each method credits the two cues, from which every study,
+headline and card of the swap control is derived (``measures.py``, ``agreement.py``).
+
+Every method explains the same function, the label's width ``W_c`` (Eq. 2) of the probe, on the same model
+and probe, through the attribution interface (``attribution/methods/``: the token methods' ``scores`` on a
+:class:`~xurs_pipeline.attribution.methods.TokenProblem` whose spans are cue 1, cue 2 and the rest, whose
+reference is the first prepared training reference). Besides them:
+
+- ``paper``: the ``attribute`` stages' runs (``attribution.method``, the paper's estimator by default), read
+  from their rows, under every run (``roles.RUNS``: the trained and the randomised models);
+- ``input_only``: embedding distance to the references, no model (``nulls.input_only_scores``), a null;
+- ``random``: uniform random token scores, seeded, a null.
+
+A reading (:class:`CueReading`) holds per cue the best token's magnitude (which cue the method ranks first)
+and the cue's total magnitude (its share); a span method credits a cue as a whole, so both are the cue
+span's magnitude. ``evals``: the model evaluations it took per probe (forwards and gradients).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.masked import classifier_mass_fn
+from xurs_pipeline.attribution.methods import REGISTRY, TokenMethod, TokenProblem, TokenScores
+from xurs_pipeline.attribution.methods.gradient import middle_block
+from xurs_pipeline.evaluation.swap.roles import RUNS
+
+RUN_METHOD = "paper"  # read from the attribute stages' runs
+NULL_METHODS = ("input_only", "random")
+COLUMNS = ("method", "run", "role", "record_id", "top", "share_1", "best_1", "best_2", "total_1", "total_2",
+           "evals")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CueReading:
+    """How a method credits the two cues on one probe: ``best`` (2,) the largest token magnitude in each cue,
+    ``total`` (2,) each cue's summed magnitude, ``evals`` the model evaluations it took."""
+
+    best: tuple[float, float]
+    total: tuple[float, float]
+    evals: int = 0
+
+    @property
+    def top(self) -> int:
+        """The cue ranked first (1 or 2), 0 on a tie (a method that moves neither cue ranks none)."""
+        return 1 if self.best[0] > self.best[1] else 2 if self.best[1] > self.best[0] else 0
+
+    @property
+    def share_1(self) -> float:
+        """Cue 1's share of the two cues' magnitude (NaN when both are 0)."""
+        both = self.total[0] + self.total[1]
+        return self.total[0] / both if both > 0 else float("nan")
+
+    def row(self, method: str, run: str, record_id: str) -> dict[str, Any]:
+        """The reading as a row of :data:`COLUMNS`."""
+        return {"method": method, "run": run, "role": RUNS[run].role.name, "record_id": record_id,
+                "top": self.top, "share_1": self.share_1, "best_1": self.best[0], "best_2": self.best[1],
+                "total_1": self.total[0], "total_2": self.total[1], "evals": self.evals}  # fmt: skip
+
+
+def token_reading(magnitude: Sequence[float], cues: Sequence[Sequence[int]], evals: int = 0) -> CueReading:
+    """A token ranking's reading: magnitude (seq,) and the two cues' positions (disjoint, within the
+    tokens)."""
+    a = np.abs(np.asarray(magnitude, dtype=np.float64))
+    if len(cues) != 2:
+        raise ValueError(f"two cues expected, got {len(cues)}")
+    for k, cue in enumerate(cues):
+        if not len(cue) or min(cue) < 0 or max(cue) >= a.size:
+            raise ValueError(
+                f"cue {k + 1} positions {list(cue)} must be non-empty and within the {a.size} tokens"
+            )
+    if set(cues[0]) & set(cues[1]):
+        raise ValueError(f"the cues share positions {sorted(set(cues[0]) & set(cues[1]))}")
+    best = tuple(float(a[list(c)].max()) for c in cues)
+    total = tuple(float(a[list(c)].sum()) for c in cues)
+    return CueReading(best, total, evals)  # type: ignore[arg-type]
+
+
+def scores_reading(scores: TokenScores, cues: Sequence[Sequence[int]]) -> CueReading:
+    """A method's scores read on the two cues: a span method's cue spans (the first two), or its tokens."""
+    evals = scores.forwards + scores.grad_evals
+    if scores.span_values is None:
+        return token_reading(scores.magnitude, cues, evals)
+    span = (abs(scores.span_values[0]), abs(scores.span_values[1]))
+    return CueReading(span, span, evals)
+
+
+def cue_spans(seq: int, cues: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
+    """The span methods' players: cue 1's positions, cue 2's and every other position."""
+    rest = sorted(set(range(seq)) - {int(p) for c in cues for p in c})
+    return (*(tuple(map(int, c)) for c in cues), tuple(rest))
+
+
+@dataclass(frozen=True)
+class ProbeSet:
+    """The probes as prepared: record id -> token ids (seq,), cue positions (two lists), label, prepared
+    training references (n_refs, seq), the input-only magnitudes (seq,); each run's attribution rows
+    (``attributions`` schema, indexed by record id)."""
+
+    ids: Mapping[str, list[int]]
+    cues: Mapping[str, tuple[list[int], list[int]]]
+    labels: Mapping[str, int]
+    references: Mapping[str, np.ndarray]
+    input_only: Mapping[str, np.ndarray]
+    runs: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+
+
+def fixed_readings(probes: ProbeSet, seed: int) -> pd.DataFrame:
+    """The readings no model is run for: ``paper`` under every run (its rows' magnitudes and gradient
+    evaluations), ``input_only`` and ``random`` under the trained runs."""
+    rows = []
+    for name, frame in probes.runs.items():
+        for rid, row in frame.iterrows():
+            reading = token_reading(row["token_magnitude"], probes.cues[rid], int(row["grad_evals"]))
+            rows.append(reading.row(RUN_METHOD, name, str(rid)))
+    for name in (n for n, run in RUNS.items() if not run.randomised):
+        for rid, cues in probes.cues.items():
+            rng = np.random.default_rng(seed + zlib.crc32(rid.encode()))  # the random null: seeded per probe
+            rows.append(token_reading(probes.input_only[rid], cues).row("input_only", name, rid))
+            rows.append(token_reading(rng.random(len(probes.ids[rid])), cues).row("random", name, rid))
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def method_config(method: str, layer_ig_steps: int) -> AttributionConfig:
+    """The interface's config of one compared method (``evaluation.swap_layer_ig_steps`` for layer_ig)."""
+    return AttributionConfig(
+        method=method, **({"layer_ig_steps": layer_ig_steps} if method == "layer_ig" else {})
+    )
+
+
+def model_readings(
+    classifier: Any, run: str, probes: ProbeSet, methods: Sequence[AttributionConfig]
+) -> pd.DataFrame:
+    """Each token method's reading of every probe under one trained model (run ``run``)."""
+    classifier.eval()
+    embed = classifier.backbone.get_input_embeddings()
+    chosen = [REGISTRY[cfg.method](cfg) for cfg in methods]
+    layer = middle_block(classifier) if any(cfg.method == "layer_ig" for cfg in methods) else None
+    rows = []
+    for rid in tqdm(probes.ids, desc=f"swap methods, model {run}", unit="probe"):
+        with torch.no_grad():
+            x = embed(torch.tensor([probes.ids[rid]], device=embed.weight.device)).detach()
+            reference = embed(torch.as_tensor(probes.references[rid][:1], device=x.device)).detach()
+        problem = TokenProblem(classifier_mass_fn(classifier), x, probes.labels[rid], reference=reference,
+                               spans=cue_spans(x.shape[1], probes.cues[rid]), layer=layer)  # fmt: skip
+        for method in chosen:
+            assert isinstance(method, TokenMethod)
+            rows.append(scores_reading(method.scores(problem), probes.cues[rid]).row(method.name, run, rid))
+    return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -1,0 +1,71 @@
+"""The swap study's vocabulary, declared once: the two models (roles), the runs that explain the probes, and
+when the study has nothing to do.
+
+- Model A learned cue 1: the pipeline's own ``train`` stage on the two-cue data (labels follow cue 1).
+- Model B learned cue 2: ``train_swap``, the same run on the prompts relabelled by cue 2.
+
+Each role's randomised run re-initialises its head with seed ``evaluation.seed + seed_offset`` (two
+different random functions); the runs are the trained and the randomised model of each role.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Role:
+    """One swap model: its name, the cue (1 or 2) its labels followed, its randomised run's seed offset and
+    the artifact (``contracts.py``) holding its classifier: ``classifier`` or ``swap_model``'s."""
+
+    name: str
+    cue: int
+    seed_offset: int
+    artifact: str
+
+    @property
+    def cue_index(self) -> int:
+        """The learned cue as an index into the two cues (0 or 1)."""
+        return self.cue - 1
+
+    def classifier_dir(self, paths: Any) -> Path:
+        from xurs_pipeline.contracts import artifact
+
+        where = artifact(self.artifact).at(paths)
+        return where if self.artifact == "classifier" else where / "classifier"
+
+
+ROLES = {"A": Role("A", 1, 0, "classifier"), "B": Role("B", 2, 1, "swap_model")}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One attribution run of the probes: ``name`` (its directory), its role and whether its head (and
+    ``evaluation.swap_randomise``'s blocks) were re-initialised."""
+
+    name: str
+    role: Role
+    randomised: bool
+
+    @property
+    def ranking(self) -> str:
+        return "randomised" if self.randomised else "trained"
+
+
+# by name, trained runs first: A (the attribute stage's), B, A_random, B_random (attribute_swap's)
+RUNS = {
+    run.name: run
+    for run in (Run(f"{role.name}{'_random' * randomised}", role, randomised)
+                for randomised in (False, True) for role in ROLES.values())
+}  # fmt: skip
+
+SWAP_SOURCE = "synthetic_swap"
+
+
+def skipped_reason(source: str) -> str | None:
+    """Why the swap stages have nothing to do on ``data.source`` (None on the two-cue data)."""
+    if source == SWAP_SOURCE:
+        return None
+    return f"data.source={source!r}: the swap control needs the two-cue data (experiment=controlled_swap)"

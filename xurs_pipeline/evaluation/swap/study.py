@@ -1,0 +1,209 @@
+"""The swap study from its inputs (the ``swap`` task reads them and writes what this returns).
+
+One reading per (method, run, probe) (``readings.py``) with its cue measures computed once
+(``measures.with_cue_measures``); from them: each ranking's study (``measures.swap_summary``) and the swap
+test's verdict, each compared method against each model's behaviour (``agreement.comparison``), and the
+headline. Besides them: what each model depends on (``behaviour.py``), how often it behaves as trained, each
+role's accuracy by which cue resolves the question (``inputs.role_accuracy``) and the runs' completeness
+residuals (Eq. 9).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from xurs_pipeline.attribution.model import model_device
+from xurs_pipeline.config import RootConfig
+from xurs_pipeline.data.records import QuestionRecord
+from xurs_pipeline.evaluation.swap.agreement import comparison, scored
+from xurs_pipeline.evaluation.swap.behaviour import (
+    behaves_as_trained,
+    cue_dependence,
+    edit_widths,
+    label_widths,
+)
+from xurs_pipeline.evaluation.swap.inputs import (
+    input_only_magnitudes,
+    prepared_references,
+    role_accuracy,
+    role_test_records,
+)
+from xurs_pipeline.evaluation.swap.measures import (
+    RANKINGS,
+    follows_learned_cue,
+    ranking_frame,
+    swap_summary,
+    with_cue_measures,
+)
+from xurs_pipeline.evaluation.swap.readings import (
+    NULL_METHODS,
+    RUN_METHOD,
+    ProbeSet,
+    fixed_readings,
+    method_config,
+    model_readings,
+)
+from xurs_pipeline.evaluation.swap.roles import ROLES, RUNS
+from xurs_pipeline.io import ArtifactError
+from xurs_pipeline.train.predict import classifier_outputs
+
+
+@dataclass(frozen=True)
+class StudyInputs:
+    """The config, the prepared prompts, each run's attribution rows (``roles.RUNS`` name -> frame), the
+    probes' records and each role's (classifier, tokenizer) on the device the study runs on."""
+
+    cfg: RootConfig
+    prompts: pd.DataFrame
+    runs: dict[str, pd.DataFrame]
+    records: list[QuestionRecord]
+    models: dict[str, tuple[Any, Any]]
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """``per_question.parquet``, ``behaviour.parquet``, ``methods.parquet``, ``summary.json`` and the
+    headline."""
+
+    scores: pd.DataFrame
+    behaviour: pd.DataFrame
+    methods: pd.DataFrame
+    summary: dict[str, Any]
+    headline: dict[str, Any]
+
+
+def probe_ids(runs: dict[str, pd.DataFrame]) -> list[str]:
+    """The probes model A's run explains; every other run must explain the same ones."""
+    probes = sorted(set(runs["A"]["record_id"]))
+    for name, frame in runs.items():
+        if sorted(set(frame["record_id"])) != probes:
+            raise ArtifactError(f"swap run {name} explains other questions than model A's attribute run")
+    return probes
+
+
+def shared_embedding(models: dict[str, tuple[Any, Any]]) -> np.ndarray:
+    """The one input embedding (vocab, hidden) both models share (float64)."""
+    a, b = (
+        models[r][0].backbone.get_input_embeddings().weight.detach().double().cpu().numpy() for r in ROLES
+    )
+    if not np.array_equal(a, b):
+        raise ArtifactError("models A and B embed tokens differently: the swap study needs one backbone")
+    return a
+
+
+def probe_set(inputs: StudyInputs) -> ProbeSet:
+    """The probes as every method reads them (``readings.ProbeSet``)."""
+    prompts, probes = inputs.prompts, probe_ids(inputs.runs)
+    references = prepared_references(
+        prompts, probes, inputs.cfg.attribution, inputs.models["A"][1].pad_token_id
+    )
+    by_id = prompts.set_index("record_id")
+    cues = {rid: [list(map(int, c)) for c in by_id.loc[rid, "cue_positions"]] for rid in probes}
+    return ProbeSet(
+        ids={rid: list(map(int, by_id.loc[rid, "input_ids"])) for rid in probes},
+        cues={rid: (cues[rid][0], cues[rid][1]) for rid in probes},
+        labels={rid: int(by_id.loc[rid, "answer_idx"]) for rid in probes},
+        references=references,
+        input_only=input_only_magnitudes(prompts, references, shared_embedding(inputs.models)),
+        runs={name: frame.set_index("record_id") for name, frame in inputs.runs.items()},
+    )
+
+
+def readings(inputs: StudyInputs, probes: ProbeSet) -> pd.DataFrame:
+    """Every reading of the study with its cue measures: the fixed ones and each trained model's methods."""
+    ev = inputs.cfg.evaluation
+    methods = [method_config(m, ev.swap_layer_ig_steps) for m in ev.swap_methods
+               if m != RUN_METHOD and m not in NULL_METHODS]  # fmt: skip
+    frames = [fixed_readings(probes, ev.seed)]
+    if methods:
+        frames += [model_readings(inputs.models[r.role.name][0], name, probes, methods)
+                   for name, r in RUNS.items() if not r.randomised]  # fmt: skip
+    return with_cue_measures(pd.concat(frames, ignore_index=True))
+
+
+def run_study(inputs: StudyInputs) -> StudyResult:
+    cfg, ev = inputs.cfg, inputs.cfg.evaluation
+    measured = readings(inputs, probe_set(inputs))
+    scores = ranking_frame(measured)
+    studies = {k: swap_summary(scores, k, ev.bootstrap_resamples, ev.confidence, ev.seed) for k in RANKINGS}
+    for result in studies.values():
+        result["passes"] = follows_learned_cue(result)
+    studies["randomised"]["scope"] = ev.swap_randomise  # re-initialised: the head, or it and the tuned blocks
+    behaviour = model_behaviour(inputs)
+    trained = measured[
+        ~measured["run"].map(lambda r: RUNS[r].randomised) & measured["method"].isin(ev.swap_methods)
+    ]
+    order = {m: i for i, m in enumerate(ev.swap_methods)}
+    trained = trained.sort_values(["role", "method"], key=lambda c: c.map(order) if c.name == "method" else c,
+                                  kind="stable")  # fmt: skip
+    methods = scored(trained, behaviour, ev.swap_clear_margin)
+    summary = {
+        "studies": studies,
+        "methods": comparison(methods, ev.confidence),
+        "behaves_as_trained": behaves_as_trained(behaviour),
+        "clear_margin": ev.swap_clear_margin,
+        "accuracy": {
+            name: role_test_accuracy(cfg, inputs.prompts, inputs.models[name], role.cue)
+            for name, role in ROLES.items()
+        },
+        "residuals": {name: residuals(f) for name, f in inputs.runs.items()},
+        "probes": sorted(set(inputs.runs["A"]["record_id"])),
+    }
+    return StudyResult(scores, behaviour, methods, summary, headline(studies, inputs.runs))
+
+
+def model_behaviour(inputs: StudyInputs) -> pd.DataFrame:
+    """Per (role, probe): the label's width under the text edits and the cue the model depends on."""
+    cfg, frames = inputs.cfg, []
+    for role, (model, tokenizer) in inputs.models.items():
+        reader = label_widths(
+            model, tokenizer, cfg.data.max_tokens, cfg.train.eval_batch_size, model_device(model)
+        )
+        frames.append(cue_dependence(edit_widths(inputs.records, reader), role))
+    return pd.concat(frames, ignore_index=True)
+
+
+def residuals(frame: pd.DataFrame) -> dict[str, float | int]:
+    return {"median": float(frame["residual"].median()), "max": float(frame["residual"].abs().max()),
+            "grad_evals": int(frame["grad_evals"].sum()), "n": len(frame)}  # fmt: skip
+
+
+def headline(studies: dict[str, dict[str, Any]], runs: dict[str, pd.DataFrame]) -> dict[str, Any]:
+    """``headline.json``: the trained ranking's study, the randomised accuracy, the trained runs' Eq. 9."""
+    t, r = studies["trained"], studies["randomised"]
+    trained = pd.concat([runs[n] for n, run in RUNS.items() if not run.randomised])
+    keys = ("swap_accuracy", "swap_ci_low", "swap_ci_high")
+    return {**{k: t[k] for k in keys}, "randomised_swap_accuracy": r["swap_accuracy"],
+            **{k: t[k] for k in ("share_difference", "share_ci_low", "share_ci_high")},
+            "R_median": float(trained["residual"].abs().median()),
+            "R_max": float(trained["residual"].abs().max())}  # fmt: skip
+
+
+def method_metrics(summary: dict[str, Any]) -> dict[str, Any]:
+    """``methods.json``: per method the swap accuracy and agreement with Wilson lower bounds; per model the
+    share of probes where it behaves as trained."""
+    keys = ("swap", "swap_low", "agreement", "agreement_low", "agreement_clear", "agreement_clear_low")
+    out: dict[str, Any] = {
+        f"as_trained_{role}": v["share"] for role, v in summary["behaves_as_trained"].items()
+    }
+    out.update({m: {k: v[k] for k in keys} for m, v in summary["methods"].items()})
+    return out
+
+
+def role_test_accuracy(
+    cfg: RootConfig, prompts: pd.DataFrame, loaded: Any, cue: int
+) -> dict[str, float | int]:
+    """The role's accuracy on the test records that are not probes, by which cue resolves them."""
+    model, tokenizer = loaded
+    rows = role_test_records(prompts, cue)
+    head_only = model.meta["adaptation"] == "head_only"
+    ids = [list(map(int, x)) for x in rows["input_ids"]]
+    out = classifier_outputs(
+        model, ids, tokenizer.pad_token_id, cfg.train.eval_batch_size, device=model_device(model),
+        feature_cache_dir=cfg.train.feature_cache_dir if head_only else None,
+    )  # fmt: skip
+    return role_accuracy(out.masses, rows, cue)
