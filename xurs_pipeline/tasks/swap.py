@@ -47,15 +47,20 @@ def run(cfg: RootConfig) -> dict[str, Any] | None:
         write_json({}, artifact("swap_methods").at(cfg.paths))
         log.info("swap: skipped (%s)", reason)
         return {}
-    runs = {name: read_attributions(_run_dir(cfg, name)) for name in RUNS}
-    probes = set(runs["A"]["record_id"])
-    result = run_study(StudyInputs(
-        cfg, read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data)), runs,
-        [r for r in load_records(cfg.data) if r.record_id in probes], _models(cfg),
-    ))  # fmt: skip
+    result = run_study(study_inputs(cfg))
     log.info("swap: %s", {k: v["swap_accuracy"] for k, v in result.summary["studies"].items()})
     _write(cfg, result)
     return result.headline
+
+
+def study_inputs(cfg: RootConfig) -> StudyInputs:
+    """What the study reads: the prompts, every run's attributions, the probes' records, both models."""
+    runs = {name: read_attributions(_run_dir(cfg, name)) for name in RUNS}
+    probes = set(runs["A"]["record_id"])
+    return StudyInputs(
+        cfg, read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data)), runs,
+        [r for r in load_records(cfg.data) if r.record_id in probes], _models(cfg),
+    )  # fmt: skip
 
 
 def _run_dir(cfg: RootConfig, name: str):
