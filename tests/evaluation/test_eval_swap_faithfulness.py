@@ -95,25 +95,35 @@ def test_trustworthy_needs_every_model_and_order_cell_of_every_validated_yardsti
     assert validity["text_edits"]["rule_agreement"] == 0.5
     assert not validity["text_edits"]["validated"]
     assert validity["training_rule"]["validated"]
+    cells = result["methods"]["training_rule"]["training_rule"]["cells"]
+    assert all(c["passes"] for name, c in cells.items() if "_order" in name)  # it passes its own yardstick
     trusted = {m: v["trustworthy"] for m, v in result["methods"].items()}
-    # on the training rule alone, the ranker that knows the labels is what passes: the study shows it
-    assert trusted == {"reads_model": False, "always_2": False, "training_rule": True, "constant": False}
+    # ... but reads no model: the planted models cannot run it, so nothing here is called trustworthy
+    assert trusted == dict.fromkeys(("reads_model", "always_2", "training_rule", "constant"), False)
 
 
 def test_a_method_reading_models_that_behave_as_trained_is_trustworthy(probes) -> None:
     readers = {"A": PLANTED[0].widths, "B": PLANTED[1].widths}
-    _, result = run(probes, readers, {"reads_model": {"A": 1, "B": 2}, "half": {"A": 1, "B": 1}})
-    assert result["methods"]["reads_model"]["validated_yardsticks"] == ["text_edits", "training_rule"]
-    assert result["methods"]["reads_model"]["trustworthy"]
-    assert not result["methods"]["half"]["trustworthy"]  # fails model B's cells
-    assert result["methods"]["training_rule"]["trustworthy"]  # no departure: the rule is as good
-    _, unlearned = run(probes, readers, {"reads_model": {"A": 1, "B": 2}}, learned=0.5)
-    assert not unlearned["methods"]["reads_model"]["trustworthy"]  # no yardstick is validated
+    # readings named after token methods, so the planted mechanisms run those methods
+    as_trained, cue_1 = {"A": 1, "B": 2}, {"A": 1, "B": 1}
+    tops = {"layer_ig": as_trained, "occlusion_token": as_trained, "grad_x_input": cue_1}
+    _, result = run(probes, readers, tops)
+    methods = result["methods"]
+    assert methods["layer_ig"]["validated_yardsticks"] == ["text_edits", "training_rule"]
+    assert methods["layer_ig"]["trustworthy"]
+    assert methods["occlusion_token"]["planted"] == {"linear": True, "saturated": False, "cancelling": True,
+                                                     "interaction": True}  # fmt: skip
+    assert not methods["occlusion_token"]["trustworthy"]  # every cell passes, the saturation does not
+    assert all(c["passes"] for c in methods["occlusion_token"]["text_edits"]["cells"].values())
+    assert not methods["grad_x_input"]["trustworthy"]  # fails model B's cells
+    assert not methods["training_rule"]["trustworthy"]
+    _, unlearned = run(probes, readers, {"layer_ig": {"A": 1, "B": 2}}, learned=0.5)
+    assert not unlearned["methods"]["layer_ig"]["trustworthy"]  # no yardstick is validated
     metrics = faithfulness_metrics(result)
     wilson_low = pytest.approx(0.8389, abs=1e-4)  # 20 of 20
-    assert metrics["reads_model"]["text_edits"]["B_order2"] == {"agreement": 1.0, "agreement_low": wilson_low,
-                                                                "n": N // 2}  # fmt: skip
-    assert math.isnan(metrics["reads_model"]["text_edits"]["departs_p"])
+    assert metrics["layer_ig"]["text_edits"]["B_order2"] == {"agreement": 1.0, "agreement_low": wilson_low,
+                                                             "n": N // 2}  # fmt: skip
+    assert math.isnan(metrics["layer_ig"]["text_edits"]["departs_p"])
 
 
 def test_a_cell_passes_on_the_agreement_marks() -> None:

@@ -14,7 +14,11 @@ docs/swap-control.md).
   (``planted_texts.validated``) and, on the trained models (each right on at least
   ``MODELS_LEARNED`` of the questions its own cue resolves), names the training cue on at least
   ``RULE_AGREEMENT`` of the decided probes; the training rule is validated by the models' accuracy alone.
-- A method is *trustworthy* where every cell (model x order) of every validated yardstick passes.
+- Planted mechanisms (``planted_methods.py``: linear, saturated, cancelling, interaction): each token
+  method's answer against the hand-set dependence, no intervention involved.
+- A method is *trustworthy* where every cell (model x order) of every validated yardstick passes and it
+  recovers every planted mechanism; a method the planted models cannot run (the attribute stages' estimator,
+  the nulls, the baselines) is not called trustworthy.
 - Tests, per yardstick: on the departing probes, the binomial test against chance; the best method (highest
   agreement among those that read the model) against each other method and baseline by exact McNemar and by
   the bootstrap over trained models, each family Holm-adjusted.
@@ -28,10 +32,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from xurs_pipeline.attribution.config import TOKEN_METHODS
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.data.synthetic.swap import cue_order
 from xurs_pipeline.evaluation.swap.agreement import AGREEMENT_PASS, AGREEMENT_PASS_LOWER, proportion
 from xurs_pipeline.evaluation.swap.behaviour import WidthReader
+from xurs_pipeline.evaluation.swap.planted_methods import method_recovery
 from xurs_pipeline.evaluation.swap.planted_texts import recovery, validated
 from xurs_pipeline.evaluation.swap.readings import COLUMNS, NULL_METHODS, CueReading
 from xurs_pipeline.evaluation.swap.roles import ROLES, RUNS
@@ -165,10 +171,12 @@ def paired_tests(part: pd.DataFrame, seed: int, resamples: int) -> dict[str, dic
 
 
 def faithfulness(
-    rows: pd.DataFrame, validity: dict[str, dict[str, Any]], confidence: float, seed: int, resamples: int
-) -> dict[str, Any]:
-    """``scored``'s rows -> per method: per yardstick its cells, its departure test and its paired test;
-    ``trustworthy`` (module docstring); and the yardsticks' validity."""
+    rows: pd.DataFrame, validity: dict[str, dict[str, Any]], planted: pd.DataFrame, confidence: float,
+    seed: int, resamples: int,
+) -> dict[str, Any]:  # fmt: skip
+    """``scored``'s rows and the planted mechanisms' recovery (``planted_methods.method_recovery``) -> per
+    method: per yardstick its cells, its departure test and its paired test; per mechanism whether it
+    recovered the planted cue; ``trustworthy`` (module docstring); and the yardsticks' validity."""
     methods: dict[str, Any] = {}
     for y in YARDSTICKS:
         part = rows[rows["yardstick"] == y]
@@ -183,17 +191,21 @@ def faithfulness(
                 "paired": paired.get(m, {}),
             }
     valid = [y for y in YARDSTICKS if validity[y]["validated"]]
-    for by in methods.values():
+    for m, by in methods.items():
         cells = [c for y in valid for name, c in by[y]["cells"].items() if "_order" in name]
-        by["trustworthy"] = bool(valid and cells and all(c["passes"] for c in cells))
+        mine = planted[planted["method"] == m]
+        by["planted"] = dict(zip(mine["mechanism"], mine["recovered"].astype(bool), strict=True))
+        by["trustworthy"] = bool(valid and cells and all(c["passes"] for c in cells) and len(mine)
+                                 and mine["recovered"].all())  # fmt: skip
         by["validated_yardsticks"] = valid
     return {"methods": methods, "yardsticks": validity, "edit_yardsticks": list(EDIT_YARDSTICKS),
             "rule_yardstick": RULE_YARDSTICK}  # fmt: skip
 
 
 def study_faithfulness(
-    study: FaithfulnessInputs, clear_margin: float, confidence: float, seed: int, resamples: int
-) -> tuple[pd.DataFrame, dict[str, Any]]:
+    study: FaithfulnessInputs, clear_margin: float, confidence: float, seed: int, resamples: int,
+    layer_ig_steps: int = 32,
+) -> tuple[pd.DataFrame, dict[str, Any]]:  # fmt: skip
     """The swap study's faithfulness: (the ``scored`` rows, :func:`faithfulness`'s result with the planted
     recovery table and each yardstick's dependence counts)."""
     dependence = pd.concat([
@@ -204,7 +216,9 @@ def study_faithfulness(
     validity = validated_yardsticks(dependence, validated(recovered), study.accuracy)
     measured = pd.concat([study.measured, baseline_readings(sorted(study.cues))], ignore_index=True)
     rows = scored(measured, dependence, orders(study.cues), clear_margin)
-    result = faithfulness(rows, validity, confidence, seed, resamples)
+    token_methods = [m for m in dict.fromkeys(study.measured["method"]) if m in TOKEN_METHODS]
+    result = faithfulness(rows, validity, method_recovery(token_methods, layer_ig_steps), confidence, seed,
+                          resamples)  # fmt: skip
     result["planted"] = recovered.to_dict(orient="records")
     return rows, result
 
@@ -214,7 +228,7 @@ def faithfulness_metrics(result: dict[str, Any]) -> dict[str, Any]:
     departure test's p and the paired test's Holm-adjusted p values; ``trustworthy``."""
     out: dict[str, Any] = {}
     for m, by in result["methods"].items():
-        view: dict[str, Any] = {"trustworthy": by["trustworthy"]}
+        view: dict[str, Any] = {"trustworthy": by["trustworthy"], "planted": by["planted"]}
         for y in YARDSTICKS:
             if y not in by:
                 continue

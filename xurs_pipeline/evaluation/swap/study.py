@@ -154,7 +154,7 @@ def run_study(inputs: StudyInputs) -> StudyResult:
     judged, faithful = study_faithfulness(
         FaithfulnessInputs(inputs.records, width_readers(inputs), behaviour, trained, dict(probes.cues),
                            accuracy),
-        ev.swap_clear_margin, ev.confidence, ev.seed, ev.bootstrap_resamples,
+        ev.swap_clear_margin, ev.confidence, ev.seed, ev.bootstrap_resamples, ev.swap_layer_ig_steps,
     )  # fmt: skip
     summary = {
         "studies": studies,
