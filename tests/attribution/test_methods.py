@@ -218,3 +218,14 @@ def test_layer_ig_reads_the_middle_block() -> None:
     model = nn.Module()
     model.blocks = nn.ModuleList([nn.Linear(2, 2) for _ in range(5)])
     assert middle_block(model) is model.blocks[2]
+
+
+def test_only_methods_that_read_a_reference_load_training_prompts_and_a_token_method_loads_one() -> None:
+    reads = {m: AttributionConfig(method=m).reads_training_references for m in METHODS}
+    assert reads == {m: m in ("eg", "ig", "kronrod", "layer_ig") for m in METHODS}
+    assert AttributionConfig(method="occlusion_token", replacement="reference").reads_training_references
+    assert not AttributionConfig(
+        method="layer_ig", reference="zero", refs_per_collection=1
+    ).reads_training_references
+    assert AttributionConfig(method="layer_ig").pool_shape == (1, 1)
+    assert AttributionConfig(method="eg", refs_per_collection=8, n_collections=2).pool_shape == (8, 2)

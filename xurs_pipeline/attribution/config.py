@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # The paper's estimators integrate gradients from references to the input (attribution/estimators.py);
-# the token methods explain the same function by other means (attribution/methods/, issue 54).
+# the token methods explain the same function by other means (attribution/methods/).
 PATH_METHODS = ("eg", "ig", "kronrod")
 TOKEN_METHODS = ("occlusion_token", "occlusion_span", "shapley_span", "grad_l2", "grad_x_input", "layer_ig")
 METHODS = PATH_METHODS + TOKEN_METHODS
@@ -42,6 +42,15 @@ NONFINITE_POLICIES = ("report", "raise", "retry")
 # held in memory (~70 bytes a sample: 300 MB at the limit), and at ~10^3 samples/s on a 135M model the
 # limit is already over an hour per question; 10^12 would allocate terabytes.
 MAX_SAMPLES_PER_QUESTION = 2**22
+
+
+def with_method(cfg: AttributionConfig, method: str) -> AttributionConfig:
+    """``cfg`` explaining with ``method`` instead: the keys only other methods read back at their defaults."""
+    from dataclasses import replace
+
+    defaults = AttributionConfig.__dataclass_fields__
+    reset = {key: defaults[key].default for key, readers in METHOD_KEYS.items() if method not in readers}
+    return replace(cfg, **reset, method=method)
 
 
 def _one_of(key: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -213,10 +222,7 @@ class AttributionConfig:
                 f"attribution.route={self.route!r} decomposes the paper estimators' gradients: "
                 f"attribution.method={self.method!r} needs route='direct'"
             )
-        reads_reference = self.method == "layer_ig" or (
-            self.method in METHOD_KEYS["replacement"] and self.replacement == "reference"
-        )
-        if reads_reference and self.reference == "aligned":
+        if self.reads_one_reference and self.reference == "aligned":
             raise ValueError(
                 f"attribution.method={self.method!r} reads one reference: attribution.reference must be "
                 "'train' or 'zero'"
@@ -293,6 +299,24 @@ class AttributionConfig:
             )
         if len(set(self.record_ids)) != len(self.record_ids):
             raise ValueError(f"attribution.record_ids: duplicates in {self.record_ids}")
+
+    @property
+    def reads_one_reference(self) -> bool:
+        """Does a token method read one reference: ``layer_ig``, or occlusion/Shapley replacing rows by it."""
+        replaced = self.method in METHOD_KEYS["replacement"] and self.replacement == "reference"
+        return self.method == "layer_ig" or replaced
+
+    @property
+    def reads_training_references(self) -> bool:
+        """Does the method read training prompts: the paper's estimators with ``reference='train'``, and a
+        token method that reads one reference."""
+        return self.reference == "train" and (self.method in PATH_METHODS or self.reads_one_reference)
+
+    @property
+    def pool_shape(self) -> tuple[int, int]:
+        """(references per collection, collections) of the training pool: the configured ones for the paper's
+        estimators, the first reference alone for a token method (the first of the same ordering)."""
+        return (self.refs_per_collection, self.n_collections) if self.method in PATH_METHODS else (1, 1)
 
     def pieces_per_reference(self, tokens: int) -> int:
         """Most pieces of one reference's path to a prompt of ``tokens`` positions: 1 on the straight path,

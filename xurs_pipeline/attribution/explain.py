@@ -3,6 +3,10 @@
     expl = explain("data/train/classifier", record_id="family003_case01_resolved",
                    prompts_path="data/prepared/prompts.parquet", config=AttributionConfig(n_samples=64))
     print(expl.format_top(10)); expl.to_html("explain.html"); expl.save("explain.json")
+    occl = explain("data/train/classifier", record_id=..., prompts_path=..., method="occlusion_token")
+
+Any method of ``attribution/methods/`` (``method=`` or ``config.method``); each reports its cost in forwards
+and gradient evaluations, and its completeness residual where it has one (NaN otherwise).
 
 A question is a record of the prepared data or inline text with four options (tokenised and labelled by
 ``xurs_pipeline.data`` exactly as the ``prepare`` stage does). Training references need the prepared data.
@@ -10,6 +14,7 @@ A question is a record of the prepared data or inline text with four options (to
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -18,7 +23,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from xurs_pipeline.attribution.config import AttributionConfig, describe_references
+from xurs_pipeline.attribution.config import PATH_METHODS, AttributionConfig, describe_references
 from xurs_pipeline.attribution.endpoints import natural_widths, prompt_of
 from xurs_pipeline.attribution.inputs import (
     AttributionInputError,
@@ -48,8 +53,11 @@ from xurs_pipeline.reporting.html import (
     write_explanation,
 )
 from xurs_pipeline.reporting.html_explanation import top_tokens
+from xurs_pipeline.reporting.html_view import MethodScores
+from xurs_pipeline.reporting.method_findings import finding_label
 
 EXPLANATION = Provenance("explanation", 2)
+NOT_EVERY_METHOD = ("residual", "error_bound", "roughness", "width_difference")  # NaN where a method has none
 INLINE_ID = "inline"
 
 
@@ -93,6 +101,7 @@ class Explanation:
     error_bound: float  # the estimator's own bound on R (attribution/estimators.py)
     budget_exhausted: bool  # the budget ran out before the estimator's tolerance
     roughness: float  # total variation of F along the paths / |F(X) - F(B)| (1: monotone paths)
+    forward_evals: int = 0  # forward passes the method took (the input's own included)
 
     correct: int | None = None  # the correct option, if known (inline questions: --answer)
     path: str = "straight"  # the path from each reference to the input (attribution/paths.py)
@@ -109,9 +118,18 @@ class Explanation:
 
     def residual_verdict(self, residual_max: float | None) -> str:
         """``pass``/``FAIL`` of the completeness check R <= ``residual_max`` (the report's rule), or ``—``."""
-        if residual_max is None:
+        if residual_max is None or not self.has_residual:
             return "—"
         return "pass" if self.residual <= residual_max else "FAIL"
+
+    @property
+    def has_residual(self) -> bool:
+        """Does the method have a completeness residual (the paper's estimators, layer IG)?"""
+        return math.isfinite(self.residual)
+
+    def cost(self) -> str:
+        """What the explanation took: ``<forwards> forwards, <gradients> gradient evaluations``."""
+        return f"{self.forward_evals} forwards, {self.grad_evals} gradient evaluations"
 
     def format_top(self, k: int = 10, residual_max: float | None = None) -> str:
         """A printable summary: explained, predicted and correct answers, the explained answer's [Bel, Pl]
@@ -127,11 +145,10 @@ class Explanation:
             f"correct {correct}",
             f"width W_{LETTERS[c]} = {self.width[c]:.4f} in [Bel, Pl] = [{self.belief[c]:.4f}, "
             f"{self.plausibility[c]:.4f}]",
-            f"completeness residual R (Eq. 9) = {self.residual:.3g}{check}",
-            f"references {describe_references(self.reference, self.alignment)}; "
-            f"estimator {self.method} on {self.path} paths: error bound {self.error_bound:.3g}, "
-            f"{self.grad_evals} gradient evaluations{exhausted}; path roughness (total variation / net "
-            f"change) {self.roughness:.3g}",
+            f"completeness residual R (Eq. 9) = {self.residual:.3g}{check}"
+            if self.has_residual
+            else f"completeness residual: none ({self.method} has no completeness rule)",
+            self._method_line(exhausted),
             f"top {k} tokens by magnitude (as on the HTML page):",
             f"{'rank':>4} {'pos':>5} {'magnitude':>10} {'signed':>10}  {'section':<13} {'eligible':<8} token",
         ]
@@ -140,11 +157,23 @@ class Explanation:
                          f"{t.section:<13} {'yes' if t.eligible else 'no':<8} {t.text!r}")  # fmt: skip
         return "\n".join(lines)
 
-    def to_view(self, residual_max: float | None = None) -> ExplanationView:
+    def _method_line(self, exhausted: str) -> str:
+        if self.method not in PATH_METHODS:
+            source = "" if self.reference == "none" else f" from the first {self.reference} reference"
+            return f"method {self.method}{source}: {self.cost()}"
+        references = describe_references(self.reference, self.alignment)
+        return (f"references {references}; estimator {self.method} on {self.path} paths: error bound "
+                f"{self.error_bound:.3g}, {self.cost()}{exhausted}; path roughness (total variation / net "
+                f"change) {self.roughness:.3g}")  # fmt: skip
+
+    def to_view(self, residual_max: float | None = None, other: Explanation | None = None) -> ExplanationView:
         """The report's page model of this explanation (same page as the pipeline's HTML report); with
-        ``residual_max`` the completeness check carries the report's threshold and verdict."""
+        ``residual_max`` the completeness check carries the report's threshold and verdict; with ``other``
+        (another method's explanation of the same answer) both methods side by side."""
         label = "Completeness residual R (Eq. 9)"
-        if residual_max is None:
+        if not self.has_residual:
+            checks: tuple[CheckRow, ...] = ()
+        elif residual_max is None:
             checks = (CheckRow(RESIDUAL_CHECK, label, self.residual),)
         else:
             passed = self.residual <= residual_max
@@ -157,6 +186,7 @@ class Explanation:
             explained_rule="argmax BetP" if self.target == self.predicted else "chosen option",
             bel=tuple(self.belief), pl=tuple(self.plausibility), betp=tuple(self.betp),
             masses=tuple(self.masses), checks=checks, token_scheme="plain", gold=self.correct,
+            methods=() if other is None else (self.method_scores(), other.method_scores()),
             reference_width=self.width_input - self.width_difference,
             provenance=ReportProvenance(
                 experiment=f"xurs explain ({self.experiment})" if self.experiment else "xurs explain",
@@ -166,19 +196,35 @@ class Explanation:
             ),
         )  # fmt: skip
 
+    def method_scores(self) -> MethodScores:
+        """This explanation's magnitudes with its method's swap-control finding (a page's comparison)."""
+        return MethodScores(self.method, finding_label(self.method), tuple(self.token_magnitude))
+
     def to_html(
-        self, path: str | os.PathLike[str], top_k: int = TOP_TOKENS, residual_max: float | None = None
+        self,
+        path: str | os.PathLike[str],
+        top_k: int = TOP_TOKENS,
+        residual_max: float | None = None,
+        other: Explanation | None = None,
     ) -> Path:
-        """Write the self-contained HTML page (token heatmaps, [Bel, Pl] intervals) atomically."""
-        return write_explanation(self.to_view(residual_max), path, top_k)
+        """Write the self-contained HTML page (token heatmaps, [Bel, Pl] intervals) atomically; with
+        ``other``, the two methods side by side."""
+        if other is not None and (other.record_id, other.target) != (self.record_id, self.target):
+            raise ValueError(f"compare: {other.record_id} answer {other.target} is another explanation")
+        return write_explanation(self.to_view(residual_max, other), path, top_k)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        return write_json(asdict(self), path, EXPLANATION)
+        """The explanation as JSON; a value the method does not have (NaN: a token method's residual,
+        bound, roughness) is written as null."""
+        payload = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in asdict(self).items()}
+        return write_json(payload, path, EXPLANATION)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Explanation:
         payload = read_json(path, EXPLANATION)
-        return cls(**{f.name: payload[f.name] for f in fields(cls) if f.name in payload})
+        values = {f.name: payload[f.name] for f in fields(cls) if f.name in payload}
+        missing = {k: float("nan") for k in NOT_EVERY_METHOD if values.get(k, 0.0) is None}
+        return cls(**{**values, **missing})
 
 
 def inline_prompts(
@@ -228,7 +274,7 @@ def explain_row(
     (question,) = select_questions(prompts, cfg, max_positions)
     question_budgets([question], cfg)  # refused before any work if above attribution.max_grad_evals
     pool = None
-    if cfg.reference == "train":
+    if cfg.reads_training_references:
         pool = ReferencePool(*reference_pool(prompts, cfg, max_positions))
         device = model_device(model)  # type: ignore[arg-type]
         pool.natural = [
@@ -255,6 +301,7 @@ def explain_row(
         method=row.method, reference=row.reference, precision=row.precision, grad_evals=row.grad_evals,
         seed=row.seed, error_bound=row.error_bound, budget_exhausted=row.budget_exhausted,
         roughness=row.roughness, path=row.path, alignment=cfg.reference_alignment,
+        forward_evals=row.forward_evals,
     )  # fmt: skip
 
 
@@ -277,16 +324,20 @@ def explain(
     config: AttributionConfig | None = None,
     option: int | None = None,
     max_tokens: int = 512,
+    method: str | None = None,
 ) -> Explanation:
     """Load a trained classifier and explain one question (a prepared ``record_id``, or an ``inline`` one).
 
-    Training references (``config.reference='train'``, the default) come from ``prompts_path``; inline
-    questions without prepared data can use ``reference='zero'``.
+    ``method`` (any of ``attribution.config.METHODS``) overrides ``config.method``; the config's keys of
+    another method are refused by name. Training references (``config.reference='train'``, the default)
+    come from ``prompts_path``; inline questions without prepared data can use ``reference='zero'``.
     """
     from xurs_pipeline.data.schema import read_prompts
     from xurs_pipeline.models.checkpoint import load_classifier
 
     cfg = config or AttributionConfig()
+    if method is not None:
+        cfg = AttributionConfig(**{**asdict(cfg), "method": method})
     if (record_id is None) == (inline is None):
         raise AttributionInputError(
             "explain: give either record_id (with prompts_path) or an inline question"
@@ -304,7 +355,7 @@ def explain(
         prepared, record_id = pd.concat([train, frame], ignore_index=True), INLINE_ID
     elif prepared is None:
         raise AttributionInputError(f"explain: record_id={record_id!r} needs prompts_path (prepared data)")
-    if cfg.reference == "train" and not (prepared["split"] == "train").any():
+    if cfg.reads_training_references and not (prepared["split"] == "train").any():
         raise AttributionInputError(
             "explain: attribution.reference='train' needs prompts_path with a train split"
         )

@@ -134,17 +134,15 @@ def select_questions(
 def reference_pool(
     prompts: pd.DataFrame, cfg: AttributionConfig, max_positions: int | None
 ) -> tuple[list[tuple[str, ...]], list[list[list[int]]]]:
-    """Training-reference collections (record ids, token ids) per ``attribution.*`` (App. B.2)."""
+    """Training-reference collections (record ids, token ids) per ``attribution.*`` (App. B.2); a token
+    method's pool is the first reference alone (``AttributionConfig.pool_shape``)."""
     from xurs_pipeline.data.references import reference_collections
 
     train = prompts[prompts["split"] == "train"]
+    per_collection, count = cfg.pool_shape
     try:
         collections = reference_collections(
-            list(train["record_id"]),
-            cfg.refs_per_collection,
-            cfg.n_collections,
-            cfg.reference_order,
-            cfg.reference_hash_seed,
+            list(train["record_id"]), per_collection, count, cfg.reference_order, cfg.reference_hash_seed
         )
     except ValueError as err:
         raise AttributionInputError(

@@ -207,21 +207,27 @@ def _copy_coords(store: PartStore, names: pd.Series, out: Path) -> None:
             shutil.rmtree(staging)
 
 
-def _metrics(table: pd.DataFrame, questions: int, failures: int) -> dict[str, float | int | list[str]]:
+def _metrics(table: pd.DataFrame, questions: int, failures: int) -> dict[str, float | int | list[str] | None]:
     """The run's headline numbers: residuals (Eq. 9), gradient evaluations, error bounds, roughness, and
     the questions whose estimator ran out of budget before its tolerance (named, never averaged away)."""
-    residual = table["residual"].to_numpy(dtype=float) if len(table) else np.zeros(0)
     per_question = table.drop_duplicates("record_id")["grad_evals"] if len(table) else pd.Series([0])
+
+    def stat(column: str, how: str) -> float | None:
+        """``how`` (median, max) of a column over the rows; 0 without rows, None where the method has no
+        such value (a token method's residual, bound and roughness are NaN)."""
+        values = table[column].to_numpy(dtype=float) if len(table) else np.zeros(1)
+        return None if np.isnan(values).all() else float(getattr(np, f"nan{how}")(values))
+
     return {
         "questions": questions,
         "rows": len(table),
         "nonfinite_questions": failures,
-        "residual_median": float(np.median(residual)) if residual.size else 0.0,
-        "residual_max": float(residual.max()) if residual.size else 0.0,
+        "residual_median": stat("residual", "median"),
+        "residual_max": stat("residual", "max"),
         "grad_evals": int(per_question.sum()),
         "grad_evals_median": float(per_question.median()),  # a question's evaluations (App. B.4's budget)
-        "error_bound_max": float(table["error_bound"].max()) if len(table) else 0.0,
-        "roughness_median": float(table["roughness"].median()) if len(table) else 0.0,
+        "error_bound_max": stat("error_bound", "max"),
+        "roughness_median": stat("roughness", "median"),
         "budget_exhausted": sorted(set(table.loc[table["budget_exhausted"].astype(bool), "record_id"]))
         if len(table)
         else [],
@@ -293,7 +299,9 @@ def run_attribution(
     """
     questions = select_questions(prompts, cfg, max_positions)
     question_budgets(questions, cfg)  # above attribution.max_grad_evals: refused before anything is written
-    pool = ReferencePool(*reference_pool(prompts, cfg, max_positions)) if cfg.reference == "train" else None
+    pool = None
+    if cfg.reads_training_references:
+        pool = ReferencePool(*reference_pool(prompts, cfg, max_positions))
     config = out.part_fingerprint or out.fingerprint
     key = ContentKey({"config": config, "code": code_version(), **dict(out.inputs or {})})
     store = PartStore(out.out_dir, key.digest, key.parts)

@@ -1,13 +1,15 @@
 """``xurs explain``: attribute one question's credal width to its tokens (prints top tokens, writes HTML).
 
-Attribute the credal width W_c = Pl({c}) - Bel({c}) of one answer to the input tokens with
-Expected Gradients (Eq. 3) or Integrated Gradients. Prints the explained, predicted, correct
-answers, the completeness residual R (Eq. 9) with the report's verdict and the highest-ranked
-tokens; writes an HTML page (tokens shaded by attribution, the [Bel, Pl] interval of every
-option) under <paths.results>/explain/. The question is a record of the prepared data
-(--record-id) or given inline (--question and four --option). Settings, classifier and
-references are the pipeline's (params.yaml: attribution section, paths.artifacts), so a test
-record's page matches the report's; the flags below override them.
+Attribute the credal width W_c = Pl({c}) - Bel({c}) of one answer to the input tokens with any
+attribution method (--method): the paper's Expected Gradients (Eq. 3), Integrated Gradients or
+adaptive Gauss-Kronrod IG, or occlusion per token or span, span Shapley values, gradient L2,
+gradient x input or layer IG. Prints the explained, predicted, correct answers, the completeness
+residual R (Eq. 9) with the report's verdict where the method has one, its cost in forwards and
+gradient evaluations and the highest-ranked tokens; writes an HTML page (tokens shaded by
+attribution, the [Bel, Pl] interval of every option) under <paths.results>/explain/. The question
+is a record of the prepared data (--record-id) or given inline (--question and four --option).
+Settings, classifier and references are the pipeline's (params.yaml: attribution section,
+paths.artifacts), so a test record's page matches the report's; the flags below override them.
 """
 
 from __future__ import annotations
@@ -19,11 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xurs_pipeline.attribution.config import (
+    METHOD_KEYS,
     METHODS,
+    PATH_METHODS,
     PATHS,
     REFERENCE_ALIGNMENTS,
+    REPLACEMENTS,
     STOP_RULES,
     AttributionConfig,
+    with_method,
 )
 from xurs_pipeline.commands.args import command, positive_int
 
@@ -41,7 +47,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n"
         "  xurs explain --record-id family000_case00_resolved   # a test record of the default data\n"
         "  xurs explain --question 'A man has a fever and a rash.' --option Measles --option Mumps \\\n"
-        "      --option Rubella --option Flu --reference zero --samples 64\n",
+        "      --option Rubella --option Flu --reference zero --samples 64\n"
+        "  xurs explain --record-id family000_case00_resolved --method occlusion_token  # Eq. 8 per token\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     src = p.add_argument_group("question")
@@ -63,7 +70,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     paths.add_argument("--save", help="also save the explanation as JSON here")
     how = p.add_argument_group("attribution (defaults: the params' attribution section)")
     how.add_argument("--explain", choices=list(LETTERS), help="option to explain (attribution.target)")
-    how.add_argument("--method", choices=METHODS, help="EG, IG or adaptive Gauss-Kronrod (kronrod)")
+    how.add_argument(
+        "--method", choices=METHODS, metavar="METHOD",
+        help="the paper's eg (Expected Gradients), ig or kronrod (adaptive Gauss-Kronrod IG), or "
+        "occlusion_token, occlusion_span, shapley_span, grad_l2, grad_x_input, layer_ig (attribution.method; "
+        "docs/attribution-methods.md)",
+    )  # fmt: skip
+    how.add_argument(
+        "--compare", choices=METHODS, metavar="METHOD",
+        help="also explain the question with this method and show both side by side on the page (the tokens "
+        "they agree on and where they differ, each labelled with what the swap control found for it)",
+    )  # fmt: skip
+    how.add_argument("--replacement", choices=REPLACEMENTS,
+                     help="occlusion_*, shapley_span: an occluded token's row becomes zero, the prompt's "
+                     "mean row or the first reference's row")  # fmt: skip
+    how.add_argument(
+        "--span-tokens", type=positive_int, help="occlusion_span, shapley_span: positions per span"
+    )
+    how.add_argument("--layer-ig-steps", type=positive_int, help="layer_ig: integration points")
     how.add_argument("--path", choices=PATHS, help="straight, or one token block at a time (ig, kronrod)")
     how.add_argument("--path-block", type=positive_int, help="positions per block of --path blocks")
     how.add_argument("--reference", choices=["train", "zero"], help="reference prompts")
@@ -119,16 +143,38 @@ def writable_file(flag: str, path: Path, example: str) -> Path:
     return path
 
 
+# the paper estimators' flags: refused under a token method (it would ignore them)
+PATH_FLAGS = {"samples": "--samples", "points": "--points", "stop": "--stop", "path": "--path",
+              "path_block": "--path-block", "samples_per_call": "--samples-per-call"}  # fmt: skip
+
+
+def chosen_method(base: AttributionConfig, args: argparse.Namespace) -> dict[str, object]:
+    """``--method`` and its own flags as config overrides; a paper estimator's flag under a token method is
+    refused by name, and the params' keys of a method not chosen go back to their defaults."""
+    method = args.method or base.method
+    if method not in PATH_METHODS:
+        given = [flag for key, flag in PATH_FLAGS.items() if getattr(args, key) is not None]
+        if given:
+            raise ValueError(f"{given[0]}: a setting of the paper's estimators (eg, ig, kronrod), not of "
+                             f"--method {method}")  # fmt: skip
+    reset = {key: getattr(with_method(base, method), key) for key in METHOD_KEYS}
+    flags = {"replacement": args.replacement, "span_tokens": args.span_tokens,
+             "layer_ig_steps": args.layer_ig_steps}  # fmt: skip
+    return {**reset, "method": method, **{k: v for k, v in flags.items() if v is not None}}
+
+
 def attribution_config(base: AttributionConfig, args: argparse.Namespace) -> AttributionConfig:
     """The params' attribution settings with the command-line overrides; one question, progress shown."""
     reference = args.reference or base.reference
     overrides = {
-        "method": args.method, "reference": args.reference, "refs_per_collection": args.refs,
+        "reference": args.reference, "refs_per_collection": args.refs,
         "n_samples": args.samples, "ig_points": args.points, "samples_per_call": args.samples_per_call,
         "precision": args.precision, "seed": args.seed, "path": args.path, "path_block": args.path_block,
         "reference_alignment": args.alignment, "kronrod_stop": args.stop,
     }  # fmt: skip
-    changed = {key: value for key, value in overrides.items() if value is not None}
+    changed = {key: value for key, value in overrides.items() if value is not None} | chosen_method(
+        base, args
+    )
     if reference != "train":  # zero and aligned references: one per question, nothing to fit
         changed |= {"n_collections": 1, "refs_per_collection": 1}
         changed.setdefault("reference_alignment", "position")
@@ -158,12 +204,15 @@ def run(args: argparse.Namespace) -> int:
     if args.save:
         writable_file("--save", Path(args.save), "explanation.json")
     residual_max, top = cfg.evaluation.numerics.max_residual_max, args.top or TOP_TOKENS
+    explained_inline = (
+        InlineQuestion(question, options, LETTERS.index(args.answer) if args.answer else None)
+        if question is not None
+        else None
+    )
     explanation = explain(
         args.classifier or artifacts / "train" / "classifier",
         record_id=args.record_id,
-        inline=InlineQuestion(question, options, LETTERS.index(args.answer) if args.answer else None)
-        if question is not None
-        else None,
+        inline=explained_inline,
         prompts_path=prompts if needs_prompts else None,
         config=config,
         option=LETTERS.index(args.explain) if args.explain else None,
@@ -171,7 +220,14 @@ def run(args: argparse.Namespace) -> int:
     )
     explanation = replace(explanation, experiment=cfg.experiment_name, model=model_name(cfg.model))
     print(explanation.format_top(top, residual_max))  # printed first: a failed write loses nothing
-    write_outputs(explanation, args, html, (top, residual_max))
+    other = None
+    if args.compare:
+        other = explain(args.classifier or artifacts / "train" / "classifier", record_id=args.record_id,
+                        inline=explained_inline, prompts_path=prompts if needs_prompts else None,
+                        config=with_method(config, args.compare), option=explanation.target,
+                        max_tokens=cfg.data.max_tokens)  # fmt: skip
+        print(f"\ncompared with {args.compare}:\n{other.format_top(top, residual_max)}")
+    write_outputs(explanation, args, html, (top, residual_max), other)
     return 0
 
 
@@ -188,10 +244,14 @@ def inline_question(args: argparse.Namespace) -> tuple[str | None, list[str]]:
 
 
 def write_outputs(
-    explanation: Explanation, args: argparse.Namespace, html: Path, shown: tuple[int, float]
+    explanation: Explanation,
+    args: argparse.Namespace,
+    html: Path,
+    shown: tuple[int, float],
+    other: Explanation | None = None,
 ) -> None:
     """Warn when the residual is over the report's threshold, save the JSON (--save) and write the page;
-    ``shown``: (tokens listed, the residual threshold)."""
+    ``shown``: (tokens listed, the residual threshold); ``other``: the --compare method's explanation."""
     top, residual_max = shown
     if explanation.residual_verdict(residual_max) == "FAIL":
         print(
@@ -206,7 +266,7 @@ def write_outputs(
         except OSError as err:  # the checks above passed, the write failed (permissions, disk): the page next
             print(f"xurs explain: warning: --save {args.save}: not written ({err.strerror})", file=sys.stderr)
     try:
-        explanation.to_html(html, top, residual_max)
+        explanation.to_html(html, top, residual_max, other)
     except OSError as err:
         raise ValueError(
             f"--html {html}: could not write the page ({err.strerror}); the explanation is printed above"

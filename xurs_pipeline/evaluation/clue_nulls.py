@@ -36,7 +36,7 @@ def prepared_references(
     """Per record id, its references as the attribution prepared them, (n_refs, seq) int64, or None for
     the zero baseline: training prompts re-prepared from ``reference_record_ids`` with
     ``attribution.reference_alignment`` (``prepare_training``), an aligned paired prompt as stored in
-    ``prepared_input_ids``."""
+    ``prepared_input_ids``; None too for a method that reads no reference (``reference='none'``)."""
     trained = frame[frame["reference"] == "train"]
     ids = list(frame["record_id"]) + [r for refs in trained["reference_record_ids"] for r in refs]
     by_id = prompts_by_id(prompts, list(dict.fromkeys(ids)), "attribution run")
@@ -44,7 +44,7 @@ def prepared_references(
     for row in frame.drop_duplicates("record_id").itertuples(index=False):
         rid = str(row.record_id)
         x = [int(i) for i in by_id.loc[rid, "input_ids"]]
-        if row.reference == "zero":
+        if row.reference in ("zero", "none"):  # none: a token method that reads no reference (every position)
             out[rid] = None
         elif row.reference == "aligned":
             out[rid] = np.asarray([row.prepared_input_ids], dtype=np.int64)

@@ -36,7 +36,7 @@ def attribution_callable(
     the correct answer."""
     cfg = dataclasses.replace(cfg, record_ids=list(record_ids), target="correct", progress=False)
     questions = select_questions(prompts, cfg, max_positions)
-    refs = reference_pool(prompts, cfg, max_positions) if cfg.reference == "train" else None
+    refs = reference_pool(prompts, cfg, max_positions) if cfg.reads_training_references else None
 
     def attribute(model: nn.Module) -> list[RunRecord]:
         pool = None

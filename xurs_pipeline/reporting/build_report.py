@@ -8,6 +8,7 @@ the completeness residual checked against the configured tolerance.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -84,6 +85,8 @@ def explanation_views(
         residual = float(row.residual)
         label = "Completeness residual R (Eq. 9)"
         checks = [CheckRow(RESIDUAL_CHECK, label, residual, residual_max, "<=", residual <= residual_max)]
+        if math.isnan(residual):  # a token method without a completeness rule (attribution/methods/)
+            checks = []
         if (rid, c) in advantage:
             checks.append(
                 CheckRow(ADVANTAGE_CHECK, "Zero-masking advantage A(x) (Eq. 8)", advantage[(rid, c)])
@@ -107,7 +110,9 @@ def explanation_views(
                 provenance=provenance,
                 section_shares=_shares(magnitude, list(prompt["sections"]), rid),
                 checks=tuple(checks),
-                reference_width=float(row.width_reference_mean),
+                reference_width=None
+                if math.isnan(row.width_reference_mean)
+                else float(row.width_reference_mean),
                 gold=int(prompt["answer_idx"]),
                 marks=marks_of(prompt),
             )

@@ -247,6 +247,8 @@ def error_verdict(error: AttributionError | None, tolerance: tuple[float, float]
     question = "Attribution error within tolerance?"
     if error is None:
         return Verdict(question, "n/a", "none", "nothing was attributed")
+    if math.isnan(error.residual_median):  # token methods without a completeness rule (attribution/methods/)
+        return Verdict(question, "n/a", "none", f"{error.method} has no completeness residual (Eq. 9)")
     median_ok, max_ok = error.residual_median <= tolerance[0], error.residual_max <= tolerance[1]
     ok = median_ok and max_ok and not error.budget_ran_out
     detail = (f"R median {error.residual_median:.2g} (<= {tolerance[0]:g}), max {error.residual_max:.2g} "

@@ -8,7 +8,7 @@ the highest-ranked tokens; the checks that apply; provenance. Pure function of a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from markupsafe import Markup
 
@@ -157,6 +157,33 @@ def top_tokens(view: ExplanationView, k: int = TOP_TOKENS) -> list[TopToken]:
     ]
 
 
+@dataclass(frozen=True)
+class MethodComparison:
+    """Two methods' top-k tokens on one question: ``rows`` (rank, first's token, second's token), the
+    tokens both rank in their top k (``agree``) and those only one does (``only``, per method)."""
+
+    names: tuple[str, str]
+    findings: tuple[str, str]
+    rows: list[tuple[int, TopToken, TopToken]]
+    agree: list[TopToken]
+    only: tuple[list[TopToken], list[TopToken]]
+
+
+def method_comparison(view: ExplanationView, k: int = TOP_TOKENS) -> MethodComparison | None:
+    """The page's two methods side by side (None without a comparison)."""
+    if not view.methods:
+        return None
+    first, second = view.methods
+    tops = [top_tokens(replace(view, magnitude=m.magnitude, methods=()), k) for m in (first, second)]
+    sets = [{t.position for t in top} for top in tops]
+    return MethodComparison(
+        (first.method, second.method), (first.finding, second.finding),
+        [(i + 1, a, b) for i, (a, b) in enumerate(zip(*tops, strict=False))],
+        [t for t in tops[0] if t.position in sets[1]],
+        tuple([t for t in top if t.position not in sets[1 - j]] for j, top in enumerate(tops)),  # type: ignore
+    )  # fmt: skip
+
+
 def render_explanation(
     view: ExplanationView, index_href: str | None = "index.html", top_k: int = TOP_TOKENS
 ) -> str:
@@ -190,6 +217,7 @@ def render_explanation(
             dropped_total=dropped_total,
             share_rows=share_rows(view),
             top_rows=top_tokens(view, top_k),
+            comparison=method_comparison(view, top_k),
             check_rows=[check_line(row) for row in view.checks],
             mark_styles=MARK_STYLES,
         )

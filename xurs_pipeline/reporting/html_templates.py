@@ -169,6 +169,29 @@ the width (Eq. 2).
 </table>
 </section>
 
+{% if comparison %}
+{% macro toks(ts) -%}
+{% for t in ts %}<code>{{ t.text }}</code>@{{ t.position }}{{ ", " if not loop.last }}
+{%- else %}none{% endfor %}
+{%- endmacro %}
+<section id="methods">
+<h2>Two methods on this question</h2>
+<p>{% for name in comparison.names %}<strong>{{ name }}</strong>: {{ comparison.findings[loop.index0] }}.
+{% if not loop.last %}<br>{% endif %}{% endfor %}</p>
+<table>
+<thead>{{ row(["Rank", comparison.names[0], comparison.names[1]], [0]) }}</thead>
+<tbody>
+{% for rank, a, b in comparison.rows %}
+<tr><td class="num">{{ rank }}</td><td>{{ toks([a]) }}</td><td>{{ toks([b]) }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+<p data-agree="{{ comparison.agree | length }}">Both rank in their top {{ comparison.rows | length }}:
+{{ toks(comparison.agree) }}. Only {{ comparison.names[0] }}: {{ toks(comparison.only[0]) }}.
+Only {{ comparison.names[1] }}: {{ toks(comparison.only[1]) }}.</p>
+</section>
+{% endif %}
+
 <section id="checks">
 <h2>Checks on this question</h2>
 {% if check_rows %}

@@ -90,6 +90,16 @@ def _check_length(record_id: str, name: str, values: Sequence[object], n: int, w
 
 
 @dataclass(frozen=True)
+class MethodScores:
+    """One attribution method's token magnitudes (seq,) on the page's question, with its name and what the
+    swap control found for it (``reporting/method_findings.py``)."""
+
+    method: str
+    finding: str
+    magnitude: tuple[float, ...]
+
+
+@dataclass(frozen=True)
 class ExplanationView:
     """Everything one explanation page shows. Token fields are (seq,); option fields (4,); masses (15,).
 
@@ -109,6 +119,8 @@ class ExplanationView:
     token_scheme: how ``tokens`` spell text, one of ``TOKEN_SCHEMES`` ("auto" guesses from the pieces).
     marks: spans of tokens to outline in the heatmaps (the clue; both cues of a two-cue record), each
         with its label; distinct labels, positions inside the prompt.
+    methods: none, or two methods side by side (the page's own first, then another on the same question),
+        each with its magnitudes (one per token) and the swap control's finding.
     """
 
     record_id: str
@@ -134,6 +146,7 @@ class ExplanationView:
     title: str = ""
     token_scheme: str = "auto"
     marks: tuple[Mark, ...] = ()
+    methods: tuple[MethodScores, ...] = ()
 
     def __post_init__(self) -> None:
         rid = self.record_id
@@ -147,6 +160,11 @@ class ExplanationView:
         _check_length(rid, "masses", self.masses, N_MASSES, "one per set in credal.FOCAL_SETS order")
         for name in ("signed", "magnitude", "bel", "pl", "betp", "masses"):
             _check_finite(rid, name, getattr(self, name))
+        if len(self.methods) not in (0, 2):
+            raise ValueError(f"{_where(rid, 'methods')} holds {len(self.methods)}; a comparison shows two")
+        for scores in self.methods:
+            _check_length(rid, f"methods[{scores.method}].magnitude", scores.magnitude, n, "one per token")
+            _check_finite(rid, f"methods[{scores.method}].magnitude", scores.magnitude)
         for i, section in enumerate(self.sections):
             if section not in SECTION_NAMES:
                 raise ValueError(f"{_where(rid, 'sections')}[{i}] = {section!r}; allowed: {SECTION_NAMES}")

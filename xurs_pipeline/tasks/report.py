@@ -38,6 +38,7 @@ def run(cfg: RootConfig) -> None:
 
     from xurs_pipeline.reporting.build_report import build_report, explanation_views
     from xurs_pipeline.reporting.html import ReportProvenance
+    from xurs_pipeline.reporting.method_findings import finding_label
 
     a = cfg.attribution
     prompts = read_prompts(artifact("prompts").at(cfg.paths))
@@ -49,8 +50,15 @@ def run(cfg: RootConfig) -> None:
         config_hash=config_hash(asdict(cfg)),
         method=f"{a.method.upper()} {a.route} route, {a.precision}",
         references=references(cfg),
-        samples={"eg": a.n_samples, "ig": a.ig_points, "kronrod": a.kronrod_max_evals}[a.method],
-        extra=(("seed", str(a.seed)), ("model", model_name(cfg.model))),
+        samples={"eg": a.n_samples, "ig": a.ig_points, "kronrod": a.kronrod_max_evals}.get(
+            a.method,
+            a.gradient_budget().per_question,  # a token method's gradients (0 for occlusion)
+        ),
+        extra=(
+            ("seed", str(a.seed)),
+            ("model", model_name(cfg.model)),
+            ("swap control", finding_label(a.method)),
+        ),
     )
     views = explanation_views(
         prompts,

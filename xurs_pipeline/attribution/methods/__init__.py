@@ -1,4 +1,4 @@
-"""Every attribution method behind one call (issue 54): ``method_for(cfg).explain(QuestionInputs)`` gives one
+"""Every attribution method behind one call: ``method_for(cfg).explain(QuestionInputs)`` gives one
 question's ``attributions`` rows, whichever method ``attribution.method`` names; a token method's
 ``scores(TokenProblem)`` is Captum's ``attribute`` on any masses function.
 

@@ -142,8 +142,6 @@ class AttributionMethod(ABC):
 class TokenMethod(AttributionMethod):
     """A method that explains any masses function of the embeddings (Captum's ``attribute``)."""
 
-    reads_reference: ClassVar[bool] = False  # needs TokenProblem.reference
-
     @abstractmethod
     def scores(self, problem: TokenProblem) -> TokenScores:
         """The method on one problem."""

@@ -58,7 +58,6 @@ def middle_block(model: nn.Module) -> nn.Module:
 
 class LayerIG(TokenMethod):
     name = "layer_ig"
-    reads_reference = True
 
     def scores(self, problem: TokenProblem) -> TokenScores:
         if problem.layer is None or problem.reference is None:

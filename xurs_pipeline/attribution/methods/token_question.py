@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from xurs_pipeline.attribution.config import METHOD_KEYS, AttributionConfig
+from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import input_width, prompt_of
 from xurs_pipeline.attribution.gradients import Prompt
 from xurs_pipeline.attribution.masked import classifier_mass_fn
@@ -32,11 +32,6 @@ NAN = float("nan")
 def spans_of(length: int, span_tokens: int) -> tuple[tuple[int, ...], ...]:
     """Consecutive blocks of ``span_tokens`` positions covering 0..length-1 (the last may be shorter)."""
     return tuple(tuple(range(s, min(s + span_tokens, length))) for s in range(0, length, span_tokens))
-
-
-def reads_reference(method: TokenMethod, cfg: AttributionConfig) -> bool:
-    replaced = method.name in METHOD_KEYS["replacement"] and cfg.replacement == "reference"
-    return method.reads_reference or replaced
 
 
 def first_reference(inputs: QuestionInputs, like: torch.Tensor) -> tuple[torch.Tensor, str]:
@@ -56,7 +51,7 @@ def first_reference(inputs: QuestionInputs, like: torch.Tensor) -> tuple[torch.T
 def problem_of(method: TokenMethod, inputs: QuestionInputs, prompt: Prompt, target: int) -> TokenProblem:
     """The function ``method`` explains for answer ``target`` of the question (module docstring)."""
     cfg, model = inputs.cfg, inputs.model
-    reference = first_reference(inputs, prompt.embeds)[0] if reads_reference(method, cfg) else None
+    reference = first_reference(inputs, prompt.embeds)[0] if cfg.reads_one_reference else None
     return TokenProblem(
         classifier_mass_fn(model), prompt.embeds, target, cfg.target_fn, prompt.attention_mask,
         prompt.position_ids, reference, spans_of(prompt.length, cfg.span_tokens),
@@ -74,7 +69,7 @@ def explain_tokens(method: TokenMethod, inputs: QuestionInputs) -> QuestionResul
     targets = inputs.targets or explained_targets(cfg.target, predicted, q.answer_idx)
     if not bool(torch.isfinite(w_x).all() & torch.isfinite(betp).all()):
         return QuestionResult([], nonfinite_failure(q, targets, "input width", -1, [], cfg))
-    reference_ids = [first_reference(inputs, prompt.embeds)[1]] if reads_reference(method, cfg) else []
+    reference_ids = [first_reference(inputs, prompt.embeds)[1]] if cfg.reads_one_reference else []
     rows = []
     with frozen(model):  # type: ignore[arg-type]
         for target in targets:

@@ -1,0 +1,45 @@
+"""What the two-cue swap control found for each attribution method: the label a question page puts beside a
+method, scoped to where it was measured.
+
+The figures are docs/swap-control.md's pooled sweep (five held-out data seeds, ``xurs swap-sweep``): how often
+the cue a method ranks first is the cue the model depends on, on the clear probes, and whether that passes
+(>= 0.9 with a Wilson lower bound >= 0.8, ``evaluation/swap/agreement.agrees_with_behaviour``).
+tests/reporting/test_reporting_method_findings.py checks them against that page's table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCOPE = "swap control, 5 held-out seeds, tiny synthetic model (docs/swap-control.md); not measured on MedQA"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Agreement with what each model does on the clear probes: ``k`` of ``n``, and whether it passes."""
+
+    k: int
+    n: int
+    passes: bool
+
+    def label(self) -> str:
+        verdict = "passes" if self.passes else "fails"
+        return f"follows the model on {self.k} of {self.n} clear probes: {verdict} ({SCOPE})"
+
+
+# ``paper`` in the study is the attribute stages' estimator of the sweep, kronrod
+FINDINGS = {
+    "occlusion_token": Finding(140, 149, True),
+    "layer_ig": Finding(123, 149, False),
+    "occlusion_span": Finding(123, 149, False),
+    "shapley_span": Finding(115, 149, False),
+    "grad_l2": Finding(113, 149, False),
+    "kronrod": Finding(112, 149, False),
+    "grad_x_input": Finding(97, 149, False),
+}
+
+
+def finding_label(method: str) -> str:
+    """The swap control's finding for ``method``, or that it was not compared there."""
+    found = FINDINGS.get(method)
+    return found.label() if found else f"not compared on the swap control ({SCOPE})"
