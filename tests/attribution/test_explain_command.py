@@ -405,6 +405,9 @@ def test_another_methods_setting_is_refused_by_name(project, monkeypatch, capsys
     with pytest.raises(ValueError, match=r"attribution\.method='lime'"):
         explain(project / "data" / "train" / "classifier", record_id=record.record_id, method="lime",
                 prompts_path=project / "data" / "prepared" / "prompts.parquet")  # fmt: skip
+    with pytest.raises(ValueError, match="explain: colour: not an attribution"):
+        explain(project / "data" / "train" / "classifier", record_id=record.record_id, colour="red",
+                prompts_path=project / "data" / "prepared" / "prompts.parquet")  # fmt: skip
 
 
 def test_compare_puts_a_second_method_beside_the_first_on_the_page(project, monkeypatch, capsys) -> None:

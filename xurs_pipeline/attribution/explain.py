@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from xurs_pipeline.attribution.config import PATH_METHODS, AttributionConfig, describe_references
+from xurs_pipeline.attribution.config import PATH_METHODS, AttributionConfig, describe_references, with_method
 from xurs_pipeline.attribution.endpoints import natural_widths, prompt_of
 from xurs_pipeline.attribution.inputs import (
     AttributionInputError,
@@ -305,6 +305,15 @@ def explain_row(
     )  # fmt: skip
 
 
+def with_settings(cfg: AttributionConfig, settings: dict[str, Any]) -> AttributionConfig:
+    """``cfg`` with ``attribution.*`` keys changed (a new ``method`` first, :func:`with_method`), checked."""
+    unknown = sorted(set(settings) - {f.name for f in fields(AttributionConfig)})
+    if unknown:
+        raise AttributionInputError(f"explain: {unknown[0]}: not an attribution.* key")
+    base = with_method(cfg, settings["method"]) if "method" in settings else cfg
+    return AttributionConfig(**{**asdict(base), **settings})
+
+
 @dataclass(frozen=True)
 class InlineQuestion:
     """A question given as text rather than a prepared record: its ``text``, four ``options`` and the
@@ -313,6 +322,7 @@ class InlineQuestion:
     text: str
     options: list[str]
     answer: int | None = None
+    max_tokens: int = 512  # the prompt's token limit when it is prepared (data.max_tokens)
 
 
 def explain(
@@ -323,21 +333,22 @@ def explain(
     prompts_path: str | os.PathLike[str] | None = None,
     config: AttributionConfig | None = None,
     option: int | None = None,
-    max_tokens: int = 512,
-    method: str | None = None,
+    **settings: Any,
 ) -> Explanation:
     """Load a trained classifier and explain one question (a prepared ``record_id``, or an ``inline`` one).
 
-    ``method`` (any of ``attribution.config.METHODS``) overrides ``config.method``; the config's keys of
-    another method are refused by name. Training references (``config.reference='train'``, the default)
-    come from ``prompts_path``; inline questions without prepared data can use ``reference='zero'``.
+    ``settings``: ``attribution.*`` keys over ``config``, e.g. ``method='occlusion_token'`` (any of
+    ``attribution.config.METHODS``; the keys only other methods read go back to their defaults) and that
+    method's own keys; a key of another method, or no key at all, is refused by name. Training references
+    (``config.reference='train'``, the default) come from ``prompts_path``; inline questions without
+    prepared data can use ``reference='zero'``.
     """
     from xurs_pipeline.data.schema import read_prompts
     from xurs_pipeline.models.checkpoint import load_classifier
 
     cfg = config or AttributionConfig()
-    if method is not None:
-        cfg = AttributionConfig(**{**asdict(cfg), "method": method})
+    if settings:
+        cfg = with_settings(cfg, settings)
     if (record_id is None) == (inline is None):
         raise AttributionInputError(
             "explain: give either record_id (with prompts_path) or an inline question"
@@ -350,7 +361,7 @@ def explain(
     max_positions = getattr(model.backbone.config, "max_position_embeddings", None)
     prepared = read_prompts(prompts_path) if prompts_path is not None else None
     if inline is not None:
-        frame = inline_prompts(tokenizer, inline.text, list(inline.options), inline.answer, max_tokens)
+        frame = inline_prompts(tokenizer, inline.text, list(inline.options), inline.answer, inline.max_tokens)
         train = prepared[prepared["split"] == "train"] if prepared is not None else frame.iloc[:0]
         prepared, record_id = pd.concat([train, frame], ignore_index=True), INLINE_ID
     elif prepared is None:

@@ -150,11 +150,8 @@ def attribute_paths(
     on_batch: Callable[[int], None] | None = None,
     targets: tuple[int, ...] | None = None,
 ) -> QuestionResult:
-    """The paper's estimators (``attribution.method`` eg, ig or kronrod) on ``q``: the width of the explained
-    answer(s) attributed along the paths from every reference; one row per target (or a failure).
-
-    ``targets`` (option indices) overrides ``cfg.target``'s rule.
-    """
+    """The paper's estimators (eg, ig, kronrod) on ``q``: the explained answers' widths attributed along the
+    paths from every reference; one row per target (or a failure). ``targets`` overrides ``cfg.target``."""
     device = model_device(model)  # type: ignore[arg-type]
     prompt = prompt_of(model, q.input_ids, device)
     w_x, betp = input_width(model, prompt, cfg.target_fn)

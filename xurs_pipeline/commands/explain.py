@@ -205,7 +205,9 @@ def run(args: argparse.Namespace) -> int:
         writable_file("--save", Path(args.save), "explanation.json")
     residual_max, top = cfg.evaluation.numerics.max_residual_max, args.top or TOP_TOKENS
     explained_inline = (
-        InlineQuestion(question, options, LETTERS.index(args.answer) if args.answer else None)
+        InlineQuestion(
+            question, options, LETTERS.index(args.answer) if args.answer else None, cfg.data.max_tokens
+        )
         if question is not None
         else None
     )
@@ -216,7 +218,6 @@ def run(args: argparse.Namespace) -> int:
         prompts_path=prompts if needs_prompts else None,
         config=config,
         option=LETTERS.index(args.explain) if args.explain else None,
-        max_tokens=cfg.data.max_tokens,
     )
     explanation = replace(explanation, experiment=cfg.experiment_name, model=model_name(cfg.model))
     print(explanation.format_top(top, residual_max))  # printed first: a failed write loses nothing
@@ -224,8 +225,7 @@ def run(args: argparse.Namespace) -> int:
     if args.compare:
         other = explain(args.classifier or artifacts / "train" / "classifier", record_id=args.record_id,
                         inline=explained_inline, prompts_path=prompts if needs_prompts else None,
-                        config=with_method(config, args.compare), option=explanation.target,
-                        max_tokens=cfg.data.max_tokens)  # fmt: skip
+                        config=with_method(config, args.compare), option=explanation.target)  # fmt: skip
         print(f"\ncompared with {args.compare}:\n{other.format_top(top, residual_max)}")
     write_outputs(explanation, args, html, (top, residual_max), other)
     return 0

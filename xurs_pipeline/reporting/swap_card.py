@@ -18,6 +18,7 @@ from typing import Any
 from markupsafe import Markup
 
 from xurs_pipeline.evaluation.config import SWAP_METHODS
+from xurs_pipeline.evaluation.swap.agreement import AGREEMENT_PASS, AGREEMENT_PASS_LOWER
 from xurs_pipeline.evaluation.swap.measures import SWAP_PASS_ACCURACY, SWAP_PASS_LOWER
 from xurs_pipeline.evaluation.swap.roles import ROLES
 from xurs_pipeline.reporting.clue_card import as_number
@@ -169,8 +170,9 @@ cue 1 on {{ behaves.A.k }} of {{ behaves.A.n }} probes, model B on cue 2 on {{ b
 </table>
 <p class="note">A method agrees on a probe when the cue it ranks first is the cue whose edits move the
 model's width more; clear probes are those where one cue's effect exceeds the other's by a margin of at least
-{{ clear_margin }} of their sum. A method passes with agreement &ge; 0.9 and a Wilson lower bound &ge; 0.8 on
-the clear probes. <code>input_only</code> and <code>random</code> are nulls: any method that does not beat
+{{ clear_margin }} of their sum. A method passes with agreement &ge; {{ agreement_pass[0] }} and a Wilson
+lower bound &ge; {{ agreement_pass[1] }} on the clear probes. <code>input_only</code> and <code>random</code>
+are nulls: any method that does not beat
 them explains the input, not the model. One data seed decides little: pool seeds with
 <code>xurs swap-sweep</code> (docs/swap-control.md).</p>
 {% endif %}
@@ -213,5 +215,6 @@ def render_swap_card(study: SwapStudy | None) -> Markup:
             learned_min=LEARNED_MIN,
             pass_accuracy=SWAP_PASS_ACCURACY, pass_lower=SWAP_PASS_LOWER, methods=_in_order(study.methods),
             behaves=study.behaves, clear_margin=_f2(study.clear_margin),
+            agreement_pass=(AGREEMENT_PASS, AGREEMENT_PASS_LOWER),
         )
     )  # fmt: skip

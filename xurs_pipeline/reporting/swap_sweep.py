@@ -17,7 +17,13 @@ from typing import Any
 
 import pandas as pd
 
-from xurs_pipeline.evaluation.swap.agreement import agrees_with_behaviour, proportion
+from xurs_pipeline.evaluation.swap.agreement import (
+    AGREEMENT_PASS,
+    AGREEMENT_PASS_LOWER,
+    agrees_with_behaviour,
+    proportion,
+)
+from xurs_pipeline.evaluation.swap.roles import ROLES
 from xurs_pipeline.reporting.render import Column, TableSpec, fmt_text, fmt_yes_no
 
 SUMMARY = "swap/study/summary.json"  # under paths.artifacts, written by the swap stage
@@ -50,7 +56,7 @@ def sweep_table(studies: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
             row.update(_pooled([_count(m, prefix) for m in per.values() if m], prefix))
         row["passes"] = agrees_with_behaviour(row)
         rows.append(row)
-    for role in ("A", "B"):
+    for role in ROLES:
         row = {"row": f"model {role} behaves as trained"}
         counts = [(int(s["behaves_as_trained"][role]["k"]), int(s["behaves_as_trained"][role]["n"]))
                   for s in studies.values()]  # fmt: skip
@@ -80,7 +86,8 @@ def sweep_spec(names: list[str]) -> TableSpec:
         "The swap control across experiments: per method the behavioural agreement on the clear probes in "
         "each experiment (k/n), and pooled over them the training-rule swap accuracy, the agreement on all "
         "decided probes, on the clear ones and on each model's probes with Wilson 95% intervals (k/n), and "
-        "the verdict (pass: clear agreement >= 0.9 with lower bound >= 0.8); then how often each model "
+        f"the verdict (pass: clear agreement >= {AGREEMENT_PASS:g} with lower bound >= "
+        f"{AGREEMENT_PASS_LOWER:g}); then how often each model "
         "depends on the cue it was trained on (pooled in the agreement column).",
         [
             Column("row", "Method", fmt_text, align="l"),
