@@ -20,6 +20,7 @@ from xurs_pipeline.evaluation.swap.faithfulness import (
     study_faithfulness,
 )
 from xurs_pipeline.evaluation.swap.planted_texts import PLANTED
+from xurs_pipeline.evaluation.swap.pooled import pooled_faithfulness
 from xurs_pipeline.evaluation.swap.readings import COLUMNS, CueReading
 
 N = 40  # probes, 20 in each cue order
@@ -131,3 +132,23 @@ def test_a_cell_passes_on_the_agreement_marks() -> None:
     assert not cell_passes(5, 5)  # 1.0 but Wilson low 0.57
     assert not cell_passes(0, 0)
     assert not cell_passes(26, 30)  # 0.87 < 0.9
+
+
+def test_pooling_studies_adds_their_counts_and_resamples_every_model(probes) -> None:
+    readers = {"A": PLANTED[0].widths, "B": PLANTED[1].widths}
+    tops = {"layer_ig": {"A": 1, "B": 2}, "grad_x_input": {"A": 1, "B": 1}}
+    rows, section = run(probes, readers, tops)
+    _, unlearned = run(probes, readers, tops, learned=0.5)
+    pooled = pooled_faithfulness({"s1": (rows, section), "s2": (rows, section)}, resamples=300)
+    one, both = section["methods"]["layer_ig"], pooled["methods"]["layer_ig"]
+    for cell in ("all", "B_order2"):
+        for key in ("agreement_k", "agreement_n", "clear_k", "clear_n"):
+            assert both["text_edits"]["cells"][cell][key] == 2 * one["text_edits"]["cells"][cell][key]
+    assert both["trustworthy"]
+    assert pooled["yardsticks"] == section["yardsticks"]
+    paired = pooled["methods"]["grad_x_input"]["text_edits"]["paired"]
+    assert paired["models"] == 4  # (study, role) pairs, resampled whole
+    assert paired["only_best"] == 2 * section["methods"]["grad_x_input"]["text_edits"]["paired"]["only_best"]
+    mixed = pooled_faithfulness({"s1": (rows, section), "s2": (rows, unlearned)}, resamples=100)
+    assert not mixed["yardsticks"]["text_edits"]["validated"]  # one study's models did not learn
+    assert not mixed["methods"]["layer_ig"]["trustworthy"]

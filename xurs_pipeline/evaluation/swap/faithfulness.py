@@ -87,7 +87,8 @@ def orders(cues: dict[str, tuple[list[int], list[int]]]) -> dict[str, int]:
 
 def scored(measured: pd.DataFrame, dependence: pd.DataFrame, order: dict[str, int], clear_margin: float):
     """Readings (method, role, record_id, top) x the yardsticks' dependence (yardstick, role, record_id,
-    depends_on, margin) -> one row per (method, yardstick, role, probe) (module docstring)."""
+    depends_on, margin) -> one row per (method, yardstick, role, probe) (module docstring), with the trained
+    model it was read under (``model``: the bootstrap's cluster)."""
     keep = dependence[["yardstick", "role", "record_id", "depends_on", "margin"]]
     out = measured[["method", "role", "record_id", "top"]].merge(keep, on=["role", "record_id"])
     decided = out["depends_on"] > 0
@@ -97,6 +98,7 @@ def scored(measured: pd.DataFrame, dependence: pd.DataFrame, order: dict[str, in
     out["order"] = out["record_id"].map(order)
     if out["order"].isna().any():
         raise ValueError("a probe without a cue order")
+    out["model"] = out["role"]  # one trained model per role in one study (pooled.py: per study and role)
     return out
 
 
@@ -148,14 +150,14 @@ def paired_tests(part: pd.DataFrame, seed: int, resamples: int) -> dict[str, dic
     """One yardstick's decided probes -> the best model-reading method against every other method: exact
     McNemar and the model bootstrap, each Holm-adjusted over the methods (module docstring)."""
     decided = part[part["agrees"].notna()].assign(agrees=lambda f: f["agrees"].astype(bool))
-    wide = decided.pivot_table(index=["role", "record_id"], columns="method", values="agrees",
+    wide = decided.pivot_table(index=["model", "record_id"], columns="method", values="agrees",
                                aggfunc="first").dropna()  # fmt: skip
     readers = [m for m in wide.columns if m not in BASELINES and m not in NULL_METHODS]
     if not readers or wide.empty:
         return {}
     best = max(readers, key=lambda m: (wide[m].mean(), -readers.index(m)))
     others = [m for m in wide.columns if m != best]
-    models = [f"{role}" for role, _ in wide.index]
+    models = [str(model) for model, _ in wide.index]
     tests = {m: (mcnemar(wide[best].to_numpy(bool), wide[m].to_numpy(bool)),
                  model_bootstrap(wide[best].to_numpy(bool), wide[m].to_numpy(bool), models, resamples,
                                  seed=seed)) for m in others}  # fmt: skip
