@@ -1,7 +1,8 @@
 """Occlusion per token (``attribution.method=occlusion_token``) from the prompt's key/value cache against
 full-length passes and against EG, per question at the same question length, side by side in one run.
 
-    python bench/bench_occlusion.py [--questions 3] [--rounds 3] [--samples 16] [--refs 8] [--batch 16]
+    python bench/bench_occlusion.py [--questions 3] [--rounds 3] [--warmup 1] [--samples 16] [--refs 8]
+        [--batch 16]
 
 Model: SmolLM2-135M-Instruct (GGUF, dequantised once under .cache/) with a random belief14 head (seed 0);
 prompts: MedQA test questions prepared as the ``prepare`` stage does (``_common.medqa_prompts``), the first
@@ -45,8 +46,9 @@ def variants(samples: int, refs: int, batch: int) -> dict[str, AttributionConfig
     }
 
 
-def timed(model, pad_id: int, questions: list, pool: ReferencePool, configs: dict, rounds: int):
-    """Every variant on every question, interleaved: (wall seconds per variant, its rows per run)."""
+def timed(model, pad_id: int, questions: list, pool: ReferencePool, configs: dict, rounds: tuple[int, int]):
+    """Every variant on every question, interleaved, ``rounds`` (timed, warm-up): (wall seconds per variant,
+    its rows per run)."""
     rows: dict[str, list] = {name: [] for name in configs}
     wall: dict[str, list[float]] = {name: [] for name in configs}
 
@@ -57,7 +59,7 @@ def timed(model, pad_id: int, questions: list, pool: ReferencePool, configs: dic
 
     for q in questions:
         calls = {name: (lambda r, n=name, q=q: run(n, q)) for name in configs}
-        for name, times in C.interleaved(calls, rounds)[0].items():
+        for name, times in C.interleaved(calls, *rounds)[0].items():
             wall[name] += times
     return wall, rows
 
@@ -67,6 +69,7 @@ def main() -> None:
     for flag, default in (
         ("--questions", 3),
         ("--rounds", 3),
+        ("--warmup", 1),
         ("--samples", 16),
         ("--refs", 8),
         ("--batch", 16),
@@ -75,6 +78,7 @@ def main() -> None:
     args = p.parse_args()
     started = time.perf_counter()
     command = (f"python bench/bench_occlusion.py --questions {args.questions} --rounds {args.rounds} "
+               f"--warmup {args.warmup} "
                f"--samples {args.samples} --refs {args.refs} --batch {args.batch}")  # fmt: skip
     C.print_header("Occlusion per token: prefix cache vs full length vs EG", command)
     model, pad_id, tokenizer = C.smollm2()
@@ -88,7 +92,7 @@ def main() -> None:
         natural_widths(model, ids, eg.eval_batch_size, torch.device("cpu")) for ids in pool.token_ids
     ]
     questions = select_questions(prompts, replace(eg, record_ids=list(chosen["record_id"])), None)
-    wall, rows = timed(model, pad_id, questions, pool, configs, args.rounds)
+    wall, rows = timed(model, pad_id, questions, pool, configs, (args.rounds, args.warmup))
     print(f"questions: {len(questions)}, tokens {sorted(len(q.input_ids) for q in questions)}\n")
     table = [[name, float(np.median(wall[name])), C.spread(wall[name]),
               float(np.median([r.forward_evals for r in rows[name]])),
