@@ -17,6 +17,7 @@ from xurs_pipeline.evaluation.swap.faithfulness import (
     FaithfulnessInputs,
     cell_passes,
     faithfulness_metrics,
+    scored,
     study_faithfulness,
 )
 from xurs_pipeline.evaluation.swap.planted_texts import PLANTED
@@ -152,3 +153,13 @@ def test_pooling_studies_adds_their_counts_and_resamples_every_model(probes) -> 
     mixed = pooled_faithfulness({"s1": (rows, section), "s2": (rows, unlearned)}, resamples=100)
     assert not mixed["yardsticks"]["text_edits"]["validated"]  # one study's models did not learn
     assert not mixed["methods"]["layer_ig"]["trustworthy"]
+
+
+def test_a_reading_without_a_yardsticks_dependence_is_refused(probes) -> None:
+    measured = readings(probes[:2], {"layer_ig": {"A": 1}})
+    dependence = pd.DataFrame({"yardstick": "text_edits", "role": "A", "record_id": [probes[0].record_id],
+                               "depends_on": 1, "margin": 1.0})  # fmt: skip
+    with pytest.raises(ValueError, match="without every yardstick's dependence"):
+        scored(measured, dependence, {p.record_id: 1 for p in probes}, 0.2)
+    full = pd.concat([dependence, dependence.assign(record_id=probes[1].record_id)])
+    assert len(scored(measured, full, {p.record_id: 1 for p in probes}, 0.2)) == 2

@@ -91,6 +91,8 @@ def scored(measured: pd.DataFrame, dependence: pd.DataFrame, order: dict[str, in
     model it was read under (``model``: the bootstrap's cluster)."""
     keep = dependence[["yardstick", "role", "record_id", "depends_on", "margin"]]
     out = measured[["method", "role", "record_id", "top"]].merge(keep, on=["role", "record_id"])
+    if len(out) != len(measured) * keep["yardstick"].nunique():
+        raise ValueError("a reading without every yardstick's dependence on its (model, probe)")
     decided = out["depends_on"] > 0
     out["agrees"] = np.where(decided, out["top"] == out["depends_on"], np.nan)
     out["clear"] = decided & (out["margin"] >= clear_margin)
