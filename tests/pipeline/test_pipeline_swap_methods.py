@@ -1,7 +1,8 @@
 """The swap study's method comparison from a user's fresh clone, on a tiny model: ``xurs sweep`` over two data
 seeds of ``controlled_swap`` up to the ``swap`` stage (each a DVC experiment), ``dvc exp show`` listing every
-method's metrics, and ``xurs swap-sweep`` pooling them into the method x seed table. Sizes only are shrunk;
-every other setting is the experiment's."""
+method's metrics (values known exactly asserted: the baselines on the training rule, every method on the
+planted two-cue models), and ``xurs swap-sweep`` pooling them into the method x seed table. Sizes only are
+shrunk; every other setting is the experiment's."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from smoke_project import BIN, run_ok
 from user_clone import exp_show, experiments, git_clone
 
 from xurs_pipeline.evaluation.config import SWAP_METHODS
+
+PLANTED_MECHANISMS = ("linear", "saturated", "cancelling", "interaction")
 
 TINY = ["model=tiny", "data.families=[8,1,3]", "train.max_epochs=1", "train.partial_layers=1",
         "attribution.kronrod_max_evals=60", "attribution.max_questions=3"]  # fmt: skip
@@ -43,6 +46,22 @@ def test_every_method_and_model_is_in_dvc_exp_show(swept: Path) -> None:
                 assert 0.0 <= low <= value <= 1.0
         assert 0.0 <= metrics["as_trained_A"] <= 1.0
         assert 0.0 <= metrics["as_trained_B"] <= 1.0
+        assert_planted_values(metrics)
+
+
+def assert_planted_values(metrics: dict) -> None:
+    """Values known exactly, through the user's path: the baselines against the training rule (the rule
+    ranker agrees on every probe, the constant one on model A's only) and each method on the planted
+    two-cue models (evaluation/swap/planted_methods.py)."""
+    rule = metrics["training_rule"]["training_rule"]
+    assert (rule["all"]["agreement"], rule["all"]["n"]) == (1.0, 2 * 3)  # 3 probes under both models
+    constant = metrics["constant"]["training_rule"]
+    assert (constant["A"]["agreement"], constant["B"]["agreement"]) == (1.0, 0.0)
+    assert metrics["layer_ig"]["planted"] == dict.fromkeys(PLANTED_MECHANISMS, True)
+    assert metrics["occlusion_token"]["planted"]["saturated"] is False
+    assert metrics["occlusion_span"]["planted"]["cancelling"] is False
+    for name in ("paper", "training_rule", "constant", "input_only", "random"):
+        assert metrics[name]["trustworthy"] is False  # not run on the planted models
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from xurs_pipeline.data.medqa import CARVE_CHOICES
 from xurs_pipeline.data.schema import SOURCES
+from xurs_pipeline.data.synthetic.swap import SWAP_ORDERS
 
 
 @dataclass
@@ -31,6 +32,9 @@ class DataConfig:
       (1 = every case, as V1 and V2 always have).
     cue2_first: ``synthetic_swap`` only: state cue 2 (the urine test) before cue 1 (the blood test); the
       cues' roles are unchanged, so model B's cue becomes the first sentence (the sentence-order control).
+    swap_order: ``synthetic_swap`` only: ``fixed`` (every question in one order, ``cue2_first``'s) or
+      ``counterbalanced`` (cue 2 first in every other case, alternating by family and case: half of each
+      split's texts and of its probes; ``data/synthetic/swap.py``), so a score can be read per order.
     """
 
     source: str = "synthetic_v1"
@@ -47,6 +51,7 @@ class DataConfig:
     require_paired_lengths: bool = False
     pair_every: int = 1
     cue2_first: bool = False
+    swap_order: str = "fixed"
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -73,6 +78,17 @@ class DataConfig:
         if self.cue2_first and self.source != "synthetic_swap":
             raise ValueError(
                 f"data.cue2_first=true: only data.source=synthetic_swap has two cues; {self.source} has not"
+            )
+        if self.swap_order not in SWAP_ORDERS:
+            raise ValueError(f"data.swap_order={self.swap_order!r}: must be one of {SWAP_ORDERS}")
+        if self.swap_order != "fixed" and self.source != "synthetic_swap":
+            raise ValueError(
+                f"data.swap_order={self.swap_order!r}: only data.source=synthetic_swap has two cues to order"
+            )
+        if self.cue2_first and self.swap_order != "fixed":
+            raise ValueError(
+                "data.cue2_first=true with data.swap_order=counterbalanced: counterbalancing already states "
+                "cue 2 first in half the questions (set one)"
             )
         if self.cases_per_family < 1:
             raise ValueError(f"data.cases_per_family={self.cases_per_family}: must be >= 1")

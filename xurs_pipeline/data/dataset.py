@@ -72,7 +72,9 @@ def load_records(data: DataConfig) -> list[QuestionRecord]:
     if data.source == "synthetic_direct":
         return generate_direct(families, data.cases_per_family, data.seed, data.pair_every)
     if data.source == "synthetic_swap":
-        return generate_swap(families, data.cases_per_family, data.seed, cue2_first=data.cue2_first)
+        return generate_swap(
+            families, data.cases_per_family, data.seed, cue2_first=data.cue2_first, order=data.swap_order
+        )
     return generate_v2(families, data.cases_per_family, data.seed)
 
 

@@ -9,7 +9,11 @@
 - ``study/methods.parquet``: per (method, role, probe) each compared method's reading of the two cues
   (``swap/readings.py``, through ``attribution/methods/``), scored against the behaviour and against the
   training rule (``swap/agreement.py``);
-- ``study/summary.json``: each ranking's study, each method's comparison, how often each model behaves as
+- ``study/faithfulness.parquet``: per (method, yardstick, role, probe) whether the method ranks first the
+  cue the yardstick names, on a clear probe, where the behaviour departs from the training rule, and the
+  probe's cue order (``swap/faithfulness.py``; baselines ``training_rule`` and ``constant`` beside them);
+- ``study/summary.json``: each ranking's study, each method's comparison, its faithfulness per yardstick,
+  model and order with the paired tests and the yardsticks' validation, how often each model behaves as
   trained, each role's accuracy by which cue resolves the question, and the runs' completeness residuals;
 - ``headline.json``: swap_accuracy, swap_ci_low, swap_ci_high, randomised_swap_accuracy, share_difference,
   share_ci_low, share_ci_high, R_median and R_max (Eq. 9, over both trained models' rows);
@@ -43,15 +47,20 @@ def run(cfg: RootConfig) -> dict[str, Any] | None:
         write_json({}, artifact("swap_methods").at(cfg.paths))
         log.info("swap: skipped (%s)", reason)
         return {}
-    runs = {name: read_attributions(_run_dir(cfg, name)) for name in RUNS}
-    probes = set(runs["A"]["record_id"])
-    result = run_study(StudyInputs(
-        cfg, read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data)), runs,
-        [r for r in load_records(cfg.data) if r.record_id in probes], _models(cfg),
-    ))  # fmt: skip
+    result = run_study(study_inputs(cfg))
     log.info("swap: %s", {k: v["swap_accuracy"] for k, v in result.summary["studies"].items()})
     _write(cfg, result)
     return result.headline
+
+
+def study_inputs(cfg: RootConfig) -> StudyInputs:
+    """What the study reads: the prompts, every run's attributions, the probes' records, both models."""
+    runs = {name: read_attributions(_run_dir(cfg, name)) for name in RUNS}
+    probes = set(runs["A"]["record_id"])
+    return StudyInputs(
+        cfg, read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data)), runs,
+        [r for r in load_records(cfg.data) if r.record_id in probes], _models(cfg),
+    )  # fmt: skip
 
 
 def _run_dir(cfg: RootConfig, name: str):
@@ -77,5 +86,7 @@ def _write(cfg: RootConfig, result: StudyResult) -> None:
     write_parquet(result.scores, study / "per_question.parquet", Provenance("swap_scores", 1, run_hash))
     write_parquet(result.behaviour, study / "behaviour.parquet", Provenance("swap_behaviour", 1, run_hash))
     write_parquet(result.methods, study / "methods.parquet", Provenance("swap_methods", 1, run_hash))
+    write_parquet(result.faithfulness, study / "faithfulness.parquet",
+                  Provenance("swap_faithfulness", 1, run_hash))  # fmt: skip
     write_json(json_safe(result.summary), study / "summary.json")
     write_json(json_safe(method_metrics(result.summary)), artifact("swap_methods").at(cfg.paths))

@@ -37,6 +37,10 @@ CASE_TEMPLATE = "A patient presents with {symptom}.{cue1}{cue2}"
 CASE_TEMPLATE_CUE2_FIRST = "A patient presents with {symptom}.{cue2}{cue1}"  # the sentence-order control
 CUE_TEMPLATES = (" The blood test is positive for {named}.", " The urine test is positive for {named}.")
 PROBE_EVERY = 4  # test case index 0, 4, ... of a family is a probe
+# data.swap_order: ``fixed`` states every question's cues in one order (cue 1 first unless ``cue2_first``);
+# ``counterbalanced`` states cue 2 first in every other case, alternating by family and case (half of each
+# split's texts, half of its probes: family by family, since a family's probe is its case 0).
+SWAP_ORDERS = ("fixed", "counterbalanced")
 
 
 def generate_swap(
@@ -45,14 +49,20 @@ def generate_swap(
     seed: int = 0,
     resolved_share: float = 0.5,
     cue2_first: bool = False,
+    order: str = "fixed",
 ) -> list[QuestionRecord]:
     """Two-cue records in split, family, case order (see the module docstring). ``cue2_first`` states cue 2
-    before cue 1 in every question (the same draws, labels and roles; only the sentence order changes)."""
+    before cue 1 in every question, ``order="counterbalanced"`` in every other one (``SWAP_ORDERS``): the
+    same draws, labels and roles; only the sentence order changes."""
     if not 0.0 < resolved_share < 1.0:
         raise ValueError(f"swap data: resolved_share={resolved_share} must be in (0, 1)")
-    case_template = CASE_TEMPLATE_CUE2_FIRST if cue2_first else CASE_TEMPLATE
-    records = []
+    if order not in SWAP_ORDERS or (cue2_first and order != "fixed"):
+        raise ValueError(f"swap data: order={order!r} must be one of {SWAP_ORDERS}; cue2_first needs 'fixed'")
+    records, family_number = [], {"train": -1, "dev": -1, "test": -1}
     for split, plan, rng in case_plans("generate_swap", families, cases_per_family, seed, False):
+        family_number[split] += plan.index == 0
+        flipped = cue2_first or (order == "counterbalanced" and (family_number[split] + plan.index) % 2 == 1)
+        case_template = CASE_TEMPLATE_CUE2_FIRST if flipped else CASE_TEMPLATE
         probe = split == "test" and plan.index % PROBE_EVERY == 0
         if probe:
             labels = (plan.label, plan.label)
@@ -70,6 +80,11 @@ def generate_swap(
         symptom = plan.family.symptoms[rng.randrange(2)]  # not tied to either label
         records.append(_record(plan, labels, cues, symptom, "probe" if probe else "case", case_template))
     return records
+
+
+def cue_order(cue_positions: tuple[list[int], list[int]] | list) -> int:
+    """Which cue a prepared question states first (1 or 2), from its two cues' token positions."""
+    return 1 if min(cue_positions[0]) < min(cue_positions[1]) else 2
 
 
 def _other(label: int, rng: random.Random) -> int:

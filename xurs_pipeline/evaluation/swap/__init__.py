@@ -8,4 +8,9 @@
 - ``measures``: a ranking's swap accuracy and share difference; the swap test's pass rule.
 - ``agreement``: each method against the behaviour; the agreement's pass rule.
 - ``study``: the study from its inputs (the ``swap`` task reads and writes).
+- ``yardsticks``: what a model depends on by other edits (a cue's sentence removed, its names unseen, its
+  test renamed) and by the training rule; ``planted_texts``: hand-set text models that validate them.
+- ``planted_methods``: hand-set two-cue models on the embeddings (saturation, cancellation, interaction).
+- ``faithfulness``: every method and baseline per yardstick, model and cue order, with ``significance``'s
+  tests; ``pooled``: the same over several studies.
 """

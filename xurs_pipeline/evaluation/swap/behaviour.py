@@ -107,6 +107,13 @@ def cue_dependence(widths: pd.DataFrame, role: str) -> pd.DataFrame:
         out[f"effect_{k}"] = (
             (out[f"resolve_{k}"] - out["probe"]).abs() + (out[f"other_{k}"] - out["probe"]).abs()
         ) / 2
+    return dependence_from_effects(out, role)
+
+
+def dependence_from_effects(effects: pd.DataFrame, role: str) -> pd.DataFrame:
+    """Rows with ``effect_1``, ``effect_2`` (any yardstick's, ``yardsticks.py``) -> with share_1,
+    depends_on (1, 2; 0 on a tie), margin and as_trained (module docstring), ``role`` first."""
+    out = effects.copy()
     total = out["effect_1"] + out["effect_2"]
     moved, divisor = total > 0, total.where(total > 0, 1.0)  # a probe neither cue moves: no share, margin 0
     out["share_1"] = np.where(moved, out["effect_1"] / divisor, np.nan)

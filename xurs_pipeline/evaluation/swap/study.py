@@ -21,10 +21,16 @@ from xurs_pipeline.config import RootConfig
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.evaluation.swap.agreement import comparison, scored
 from xurs_pipeline.evaluation.swap.behaviour import (
+    WidthReader,
     behaves_as_trained,
     cue_dependence,
     edit_widths,
     label_widths,
+)
+from xurs_pipeline.evaluation.swap.faithfulness import (
+    FaithfulnessInputs,
+    faithfulness_metrics,
+    study_faithfulness,
 )
 from xurs_pipeline.evaluation.swap.inputs import (
     input_only_magnitudes,
@@ -66,14 +72,15 @@ class StudyInputs:
 
 @dataclass(frozen=True)
 class StudyResult:
-    """``per_question.parquet``, ``behaviour.parquet``, ``methods.parquet``, ``summary.json`` and the
-    headline."""
+    """``per_question.parquet``, ``behaviour.parquet``, ``methods.parquet``, ``summary.json``, the
+    headline and ``faithfulness.parquet``."""
 
     scores: pd.DataFrame
     behaviour: pd.DataFrame
     methods: pd.DataFrame
     summary: dict[str, Any]
     headline: dict[str, Any]
+    faithfulness: pd.DataFrame  # per (method, yardstick, role, probe): faithfulness.scored
 
 
 def probe_ids(runs: dict[str, pd.DataFrame]) -> list[str]:
@@ -127,7 +134,8 @@ def readings(inputs: StudyInputs, probes: ProbeSet) -> pd.DataFrame:
 
 def run_study(inputs: StudyInputs) -> StudyResult:
     cfg, ev = inputs.cfg, inputs.cfg.evaluation
-    measured = readings(inputs, probe_set(inputs))
+    probes = probe_set(inputs)
+    measured = readings(inputs, probes)
     scores = ranking_frame(measured)
     studies = {k: swap_summary(scores, k, ev.bootstrap_resamples, ev.confidence, ev.seed) for k in RANKINGS}
     for result in studies.values():
@@ -141,29 +149,40 @@ def run_study(inputs: StudyInputs) -> StudyResult:
     trained = trained.sort_values(["role", "method"], key=lambda c: c.map(order) if c.name == "method" else c,
                                   kind="stable")  # fmt: skip
     methods = scored(trained, behaviour, ev.swap_clear_margin)
+    accuracy = {name: role_test_accuracy(cfg, inputs.prompts, inputs.models[name], role.cue)
+                for name, role in ROLES.items()}  # fmt: skip
+    judged, faithful = study_faithfulness(
+        FaithfulnessInputs(inputs.records, width_readers(inputs), behaviour, trained, dict(probes.cues),
+                           accuracy),
+        ev.swap_clear_margin, ev.confidence, ev.seed, ev.bootstrap_resamples, ev.swap_layer_ig_steps,
+    )  # fmt: skip
     summary = {
         "studies": studies,
         "methods": comparison(methods, ev.confidence),
         "behaves_as_trained": behaves_as_trained(behaviour),
         "clear_margin": ev.swap_clear_margin,
-        "accuracy": {
-            name: role_test_accuracy(cfg, inputs.prompts, inputs.models[name], role.cue)
-            for name, role in ROLES.items()
-        },
+        "accuracy": accuracy,
+        "faithfulness": faithful,
         "residuals": {name: residuals(f) for name, f in inputs.runs.items()},
         "probes": sorted(set(inputs.runs["A"]["record_id"])),
     }
-    return StudyResult(scores, behaviour, methods, summary, headline(studies, inputs.runs))
+    return StudyResult(scores, behaviour, methods, summary, headline(studies, inputs.runs), judged)
+
+
+def width_readers(inputs: StudyInputs) -> dict[str, WidthReader]:
+    """Per role: records -> the label's width under the role's model (``behaviour.label_widths``)."""
+    cfg, out = inputs.cfg, {}
+    for role, (model, tokenizer) in inputs.models.items():
+        out[role] = label_widths(
+            model, tokenizer, cfg.data.max_tokens, cfg.train.eval_batch_size, model_device(model)
+        )
+    return out
 
 
 def model_behaviour(inputs: StudyInputs) -> pd.DataFrame:
     """Per (role, probe): the label's width under the text edits and the cue the model depends on."""
-    cfg, frames = inputs.cfg, []
-    for role, (model, tokenizer) in inputs.models.items():
-        reader = label_widths(
-            model, tokenizer, cfg.data.max_tokens, cfg.train.eval_batch_size, model_device(model)
-        )
-        frames.append(cue_dependence(edit_widths(inputs.records, reader), role))
+    frames = [cue_dependence(edit_widths(inputs.records, reader), role)
+              for role, reader in width_readers(inputs).items()]  # fmt: skip
     return pd.concat(frames, ignore_index=True)
 
 
@@ -191,6 +210,8 @@ def method_metrics(summary: dict[str, Any]) -> dict[str, Any]:
         f"as_trained_{role}": v["share"] for role, v in summary["behaves_as_trained"].items()
     }
     out.update({m: {k: v[k] for k in keys} for m, v in summary["methods"].items()})
+    for m, view in faithfulness_metrics(summary["faithfulness"]).items():  # every yardstick, model, order
+        out.setdefault(m, {}).update(view)
     return out
 
 

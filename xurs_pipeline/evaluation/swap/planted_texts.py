@@ -1,0 +1,104 @@
+"""Hand-set text models whose dependence on each cue is known exactly: an edit yardstick (``yardsticks.py``)
+may judge methods only if it recovers that dependence on every probe of every one of them.
+
+A planted model reads each cue's sentence by its test (``yardsticks.TESTS``) and its state: ``label`` (it
+names only the probe's label), ``pair`` (the label and another option), ``other`` (only another option),
+``absent`` (no sentence for that test: removed, or its test renamed) or ``unknown`` (it names no option).
+Its width is ``W = 0.5 + v_1[s_1] + v_2[s_2] + w x_1 x_2`` with ``x = -1, 0, +1`` for ``label``, any other
+state, ``other``; ``truth`` is the cue it depends on by construction. The suite:
+
+- ``cue_1``, ``cue_2``: one cue read, every state its own width; the other ignored;
+- ``saturated``: cue 1 read only where it names another condition (the width is flat from the probe towards
+  the label, the absent and the unknown cue), cue 2 weakly everywhere: truth cue 1;
+- ``cancelling``: each name in cue 1 moves the width, the label's down and the other's up by as much, so the
+  probe's pair and the absent cue read alike; cue 2 weakly: truth cue 1;
+- ``interaction``: cue 1 read, cue 2 only through its product with cue 1 (invisible from the probe): truth
+  cue 1.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from xurs_pipeline.data.records import QuestionRecord
+from xurs_pipeline.evaluation.swap.yardsticks import (
+    EDIT_YARDSTICKS,
+    TESTS,
+    dependence,
+    yardstick_widths,
+)
+
+STATES = ("label", "pair", "other", "absent", "unknown")
+
+
+@dataclass(frozen=True)
+class PlantedText:
+    """``values[k]``: cue ``k + 1``'s width contribution per state (``STATES``); ``interaction``: ``w``."""
+
+    name: str
+    values: tuple[dict[str, float], dict[str, float]]
+    truth: int
+    interaction: float = 0.0
+
+    def widths(self, records: Sequence[QuestionRecord]) -> np.ndarray:
+        """The label's width of each record (n,) (module docstring)."""
+        out = []
+        for r in records:
+            states = [cue_state(r, k) for k in (0, 1)]
+            x = [{"label": -1.0, "other": 1.0}.get(s, 0.0) for s in states]
+            w = 0.5 + sum(self.values[k][s] for k, s in enumerate(states)) + self.interaction * x[0] * x[1]
+            out.append(w)
+        return np.asarray(out)
+
+
+def cue_state(record: QuestionRecord, k: int) -> str:
+    """The state (``STATES``) of cue ``k`` (0 or 1) in ``record``'s question."""
+    found = re.search(rf"The {TESTS[k]} test is positive for ([^.]+)\.", record.question)
+    if found is None:
+        return "absent"
+    named = [n for n in found.group(1).split(" or ") if n in record.options]
+    if not named:
+        return "unknown"
+    label = record.options[record.answer_idx]
+    if named == [label]:
+        return "label"
+    return "pair" if label in named else "other"
+
+
+def _reads(label: float, pair: float, other: float, absent: float) -> dict[str, float]:
+    return {"label": label, "pair": pair, "other": other, "absent": absent, "unknown": absent}
+
+
+QUIET = _reads(0.0, 0.0, 0.0, 0.0)
+WEAK = _reads(-0.1, 0.0, 0.1, 0.05)
+READS = _reads(-0.4, 0.0, 0.4, 0.1)
+PLANTED = (
+    PlantedText("cue_1", (READS, QUIET), 1),
+    PlantedText("cue_2", (QUIET, READS), 2),
+    PlantedText("saturated", (_reads(0.0, 0.0, 0.45, 0.0), WEAK), 1),
+    PlantedText("cancelling", (_reads(-0.3, 0.0, 0.3, 0.0), WEAK), 1),
+    PlantedText("interaction", (READS, QUIET), 1, interaction=0.3),
+)
+
+
+def recovery(probes: Sequence[QuestionRecord]) -> pd.DataFrame:
+    """Per (edit yardstick, planted model): on how many probes the yardstick names the planted ``truth``
+    (k of n) and whether it does on all (``recovered``)."""
+    rows = []
+    for model in PLANTED:
+        for yardstick in EDIT_YARDSTICKS:
+            found = dependence(yardstick_widths(probes, model.widths, yardstick), "A", yardstick)
+            k = int((found["depends_on"] == model.truth).sum())
+            rows.append({"yardstick": yardstick, "planted": model.name, "k": k, "n": len(found),
+                         "recovered": k == len(found)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def validated(recovered: pd.DataFrame) -> dict[str, bool]:
+    """Edit yardstick -> recovers every planted model's dependence on every probe."""
+    return {y: bool(recovered.loc[recovered["yardstick"] == y, "recovered"].all()) for y in EDIT_YARDSTICKS}
