@@ -25,7 +25,7 @@ alternate rounds): each variant is timed right next to the variant it is compare
 reports the median over rounds of the pair's time ratio (wall clock, and process CPU time).
 
 Roofline: a float32 GEMM (``torch.matmul`` 2048^3, three times) is paired with the bare pass, so the bare
-pass's achieved FLOP/s (``bench/flops.py``'s count / wall time) is compared with the GEMM rate under the
+pass's achieved FLOP/s (``bench/_flops.py``'s count / wall time) is compared with the GEMM rate under the
 same load; other variants' fractions follow from their ratio to the bare pass.
 """
 
@@ -39,8 +39,8 @@ from dataclasses import dataclass
 import _common as C
 import numpy as np
 import torch
+from _flops import ArchSpec, gradient_sample_flops
 from captum.attr import GradientShap
-from flops import ArchSpec, gradient_sample_flops
 
 from xurs_pipeline.attribution.endpoints import prompt_of
 from xurs_pipeline.attribution.gradients import Prompt, accumulate

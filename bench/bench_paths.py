@@ -28,7 +28,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
-from diagnose_paths import clue_measures, experiment_parser, explained_questions, load
+from _trained import clue_measures, experiment_parser, explained_questions, load
 
 from xurs_pipeline.attribution.methods import attribute_question
 

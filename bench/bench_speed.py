@@ -13,7 +13,7 @@ prints the load average at start and end.
   backbone; max |difference| of the masses' D values against the float32 full path.
 - ``precision``: ``attribution.gradients.accumulate`` (EG, 16 samples on 16 training references, 8 per
   call) in float32 and bfloat16 on prompts of 240-272 tokens, with relative L2 of e, top-10 token
-  agreement and the completeness residual of each; achieved FLOP/s (``bench/flops.py``) against the
+  agreement and the completeness residual of each; achieved FLOP/s (``bench/_flops.py``) against the
   fp32 and bf16 GEMM rates (``torch.matmul`` 1024^3) timed next to them.
 - ``estimator``: per-question median / max completeness residual R (Eq. 9) and gradient evaluations of
   EG at 16 / 64 samples and IG (Gauss-Legendre per reference, fixed or adaptive) against the same 16
@@ -35,7 +35,7 @@ import _common as C
 import numpy as np
 import pandas as pd
 import torch
-from flops import ArchSpec, forward_flops, gradient_sample_flops
+from _flops import ArchSpec, forward_flops, gradient_sample_flops
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import prompt_of

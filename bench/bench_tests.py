@@ -1,4 +1,5 @@
-"""The whole test suite as CI runs it: ``pytest -q`` timed as one process (README command 2, `.ci/run`).
+"""The test suite as CI runs it: ``pytest -q`` timed as one process (README command 2, CI's first job in
+`.ci/run`; ``-- -m second_job`` times CI's second job, the tests pyproject.toml's addopts leave out).
 
     python bench/bench_tests.py [--durations 15] [--log FILE] [-- extra pytest arguments]
 

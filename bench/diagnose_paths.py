@@ -23,72 +23,25 @@ Writes a PNG (F along each path; R against points) and prints the tables (Markdo
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
+from _trained import experiment_parser, load
 
-from xurs_pipeline.attribution.endpoints import input_width, natural_widths, prepared_widths, prompt_of
+from xurs_pipeline.attribution.endpoints import input_width, prepared_widths, prompt_of
 from xurs_pipeline.attribution.estimators import AdaptiveKronrod, PathProblem
 from xurs_pipeline.attribution.gradients import Prompt, accumulate
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
-from xurs_pipeline.attribution.model import Objective, frozen, model_device, widths_and_betp
+from xurs_pipeline.attribution.model import Objective, frozen, widths_and_betp
 from xurs_pipeline.attribution.plan import SamplingPlan, ig_plan
 from xurs_pipeline.attribution.quadrature import KronrodSpec
-from xurs_pipeline.attribution.question import ReferencePool
 from xurs_pipeline.attribution.references import PreparedReferences, prepare_training
-from xurs_pipeline.evaluation.evidence import localisation_table
-
-
-def experiment_parser(doc: str, experiment: str, questions: int) -> argparse.ArgumentParser:
-    """The arguments every trained-model bench shares: the experiment, its Hydra overrides, the questions."""
-    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--experiment", default=experiment)
-    parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides of its `xurs params`")
-    parser.add_argument("--questions", type=int, default=questions)
-    return parser
-
-
-def explained_questions(model, prompts, at, n: int) -> tuple[list, ReferencePool]:
-    """The first ``n`` questions the ``attribute`` stage explains under ``at`` and its reference pool, with
-    the pool's natural widths, selected and prepared as the stage does."""
-    pool = ReferencePool(*reference_pool(prompts, at, None))
-    device, batch = model_device(model), at.eval_batch_size
-    pool.natural = [natural_widths(model, i, batch, device, at.target_fn) for i in pool.token_ids]
-    return select_questions(prompts, at, None)[:n], pool
-
-
-def clue_measures(row, prompts) -> dict[str, float | int]:
-    """App. C for one attribution row (``evaluation.evidence.localisation_table``): the best clue token's rank
-    in the case text and in all text, and the clue's share of the case text's magnitude."""
-    record = {k: v for k, v in asdict(row).items() if k != "coords"}
-    loc = localisation_table(pd.DataFrame([record]), prompts).set_index("region")
-    case, text = loc.loc["case_text"], loc.loc["all_text"]
-    return {"case_rank": int(case["best_rank"]), "text_rank": int(text["best_rank"]),
-            "clue_share": float(case["clue_share"])}  # fmt: skip
-
-
-def load(experiment: str, overrides: list[str] = ()):
-    """(classifier, prompts, cfg, pad id) of the trained ``experiment`` with Hydra ``overrides`` (the ones its
-    ``xurs params`` had; its train stage must have run)."""
-    from xurs_pipeline.config import compose, train_run_hash, validate
-    from xurs_pipeline.contracts import artifact
-    from xurs_pipeline.data.dataset import data_config_hash
-    from xurs_pipeline.data.schema import read_prompts
-    from xurs_pipeline.models.checkpoint import load_classifier
-
-    cfg = validate(compose([f"experiment={experiment}", *overrides], conf_dir=C.ROOT / "conf"))
-    prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
-    model, tokenizer = load_classifier(artifact("classifier").at(cfg.paths), config_hash=train_run_hash(cfg))
-    return model.eval().requires_grad_(False), prompts, cfg, int(tokenizer.pad_token_id)
 
 
 @torch.no_grad()

@@ -45,17 +45,14 @@ import itertools
 import json
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from unittest import mock
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
-from diagnose_paths import experiment_parser, explained_questions, load
+from _trained import experiment_parser, explained_questions, load
 
 from xurs_pipeline.attribution.config import STOP_RULES
 from xurs_pipeline.attribution.endpoints import input_width, prompt_of
@@ -88,27 +85,13 @@ def masking_seconds(model, q, target_fn: str) -> float:
     return time.perf_counter() - start
 
 
-@contextmanager
-def refinement_led_by(rule: str) -> Iterator[None]:
-    """Order kronrod's refinement by ``rule`` whatever its stopping rule (``--lead bound``: the order before
-    the residual lead, when the bound led both rules), for a before-and-after on the same questions."""
-    own = KronrodSpec.lead
-
-    def lead(spec: KronrodSpec, bound: np.ndarray, residual: np.ndarray) -> np.ndarray:
-        return own(replace(spec, stop=rule), bound, residual)
-
-    with mock.patch.object(KronrodSpec, "lead", lead):
-        yield
-
-
-def measure(model, q, pool, cfg, pad_id: int, lead: str) -> dict:
+def measure(model, q, pool, cfg, pad_id: int) -> dict:
     """One (question, M, lead) record of ``kronrod`` under ``cfg`` (:func:`_config`): both rules from one
-    trace whose refinement ``lead`` ordered."""
-    with refinement_led_by(lead):
-        result = attribute_question(model, q, pool, cfg, pad_id)
+    trace whose refinement ``attribution.kronrod_lead`` ordered."""
+    result = attribute_question(model, q, pool, cfg, pad_id)
     (row,), (trace,) = result.rows, result.traces
     rules = {"residual_rule": first_step(trace, "residual"), "bound_rule": first_step(trace, "bound")}
-    return _record(q, cfg, row, float(trace[-1, -1]), lead, rules)
+    return _record(q, cfg, row, float(trace[-1, -1]), cfg.kronrod_lead, rules)
 
 
 def measure_ig(model, q, pool, cfg, pad_id: int) -> dict:
@@ -150,13 +133,14 @@ def eg_and_masking(model, q, pool, cfg, pad_id: int, args) -> dict:
     }  # fmt: skip
 
 
-def _config(at, m: int, estimator: str, args):
-    """The attribution settings of one run at M references: kronrod with ``--stop`` and ``--per-ref-budget``
-    x M evaluations, or adaptive IG up to ``--ig-max-points``; tolerance 0.01 either way."""
+def _config(at, m: int, estimator: str, args, lead: str = "stop"):
+    """The attribution settings of one run at M references: kronrod with ``--stop``, its refinement led by
+    ``lead`` (``attribution.kronrod_lead``) and ``--per-ref-budget`` x M evaluations, or adaptive IG up to
+    ``--ig-max-points`` (led by its own residuals); tolerance 0.01 either way."""
     cfg = replace(at, refs_per_collection=m, n_collections=1)
     if estimator == "kronrod":
-        return replace(cfg, method="kronrod", kronrod_stop=args.stop, kronrod_tolerance=TOLERANCE,
-                       kronrod_max_evals=args.per_ref_budget * m)  # fmt: skip
+        return replace(cfg, method="kronrod", kronrod_stop=args.stop, kronrod_lead=lead,
+                       kronrod_tolerance=TOLERANCE, kronrod_max_evals=args.per_ref_budget * m)  # fmt: skip
     return replace(cfg, method="ig", ig_adaptive=True, ig_tolerance=TOLERANCE,
                    ig_max_points=args.ig_max_points)  # fmt: skip
 
@@ -194,14 +178,14 @@ def run(args) -> None:
     shared: dict[tuple[str, int], dict] = {}  # EG and zero-masking: once per question and M, whatever runs
     for m in args.refs:
         for q, (estimator, lead) in itertools.product(questions, _runs(args)):  # a question's back to back
-            run_cfg = _config(at, m, estimator, args)
+            run_cfg = _config(at, m, estimator, args, lead)
             settings = {"estimator": estimator, "question": q.record_id, "refs": m, "lead": lead,
                         "budget": _budget(at, m, estimator, args), "stop": _stop(run_cfg),
                         "model": model_hash}  # fmt: skip
             if _key(settings) in done:
                 continue
             measured = (
-                measure(model, q, pool, run_cfg, pad_id, lead)
+                measure(model, q, pool, run_cfg, pad_id)
                 if estimator == "kronrod"
                 else measure_ig(model, q, pool, run_cfg, pad_id)
             )
@@ -376,7 +360,7 @@ def main() -> None:
         choices=STOP_RULES,
         nargs="+",
         default=None,
-        help="the rules that order refinement, each a run of every question, back to back (default: --stop's;"
+        help="attribution.kronrod_lead of each run of every question, back to back (default: --stop's;"
         " bound: the order before the residual lead; bound residual: before and after in one run)",
     )
     parser.add_argument(

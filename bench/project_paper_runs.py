@@ -9,7 +9,7 @@ Computed, not measured on a GPU. What each run does (the engine as implemented i
   one forward-only width evaluation per prepared reference of every collection (``prepared_widths``,
   batches of ``eval_batch_size`` = 16) plus one for the input;
 - per process, once: the natural widths of every pool reference (``run_shard``; each shard does this);
-- FLOPs from ``bench/flops.py`` (4 P T + 12 layers T^2 h hd per gradient sample, forward alone for a
+- FLOPs from ``bench/_flops.py`` (4 P T + 12 layers T^2 h hd per gradient sample, forward alone for a
   width evaluation), with the LoRA adapters of Table 4 left unmerged (rank 16 for SmolLM3, 8 for Llama).
 
 Assumptions (stated in the output too): every prompt (questions and references) has the mean length T;
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import _common as C
 import torch
-from flops import ArchSpec, forward_flops, gradient_sample_flops, saved_activation_bytes
+from _flops import ArchSpec, forward_flops, gradient_sample_flops, saved_activation_bytes
 from transformers import LlamaConfig, SmolLM3Config
 
 GIB = 2**30

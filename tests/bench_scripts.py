@@ -1,12 +1,16 @@
-"""The bench/ scripts as modules, for the tests of their helpers (bench/ is not a package)."""
+"""The bench/ scripts as modules, for the tests of their helpers (bench/ is not a package), and the rules
+every script keeps: it imports no other script (shared plumbing lives in bench/_*.py modules, library logic
+in xurs_pipeline) and patches nothing of the library (a setting a bench needs is a config key)."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
+PATCHING = ("unittest.mock", "mock")  # modules whose import means a script patches something
 
 
 def load_bench_script(name: str) -> ModuleType:
@@ -17,3 +21,25 @@ def load_bench_script(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def imported_modules(source: str) -> set[str]:
+    """Every module a Python source imports, and what it imports from one: ``import a.b`` gives ``a.b``,
+    ``from a import b`` gives ``a`` and ``a.b`` (b may be a module)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+    return found
+
+
+def rule_breaks(source: str, scripts: set[str]) -> list[str]:
+    """What in one bench script's ``source`` breaks bench/'s rules: an import of another script of
+    ``scripts`` (bench/*.py names without ``.py``; the ``_`` plumbing modules are allowed) or of a patching
+    module (:data:`PATCHING`)."""
+    modules = imported_modules(source)
+    tops = {module.split(".")[0] for module in modules}
+    breaks = [f"imports the bench script {top}" for top in sorted(tops & scripts) if not top.startswith("_")]
+    return breaks + [f"imports {module} (patches the library)" for module in sorted(modules & set(PATCHING))]

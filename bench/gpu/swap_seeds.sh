@@ -1,30 +1,31 @@
 #!/usr/bin/env bash
-# The swap study on held-out data seeds, side by side on one GPU machine: for each seed a copy of the project
-# runs the user's commands, `xurs params experiment=controlled_swap data.seed=S model.source=GGUF` and
-# `dvc repro swap`, then `xurs swap-sweep --project ...` pools them. Usage:
-#   bench/gpu/swap_seeds.sh OUT GGUF SEED... [-- extra xurs params overrides]
-# Needs `xurs` and `dvc` importable by `python` (a venv, or PYTHONPATH with the project's wheels).
-set -uo pipefail
-out=$1 gguf=$2; shift 2
+# The swap study on held-out data seeds, side by side on one GPU machine, each seed a DVC experiment of this
+# project: `dvc exp run swap --queue` per seed, `dvc queue start -j JOBS` runs them in parallel, then
+# `xurs swap-sweep --label data.seed` pools the queued experiments (docs/sweeps.md). Usage:
+#   bench/gpu/swap_seeds.sh OUT JOBS GGUF SEED... [-- extra -S overrides, e.g. attribution.device=cuda]
+# Run it in a git checkout of the project with `xurs` and `dvc` on PATH; every step is bounded by its own
+# `timeout` (STEP_S seconds, default 3000) and logged under OUT, so a run cut short still says where it was.
+set -euo pipefail
+out=$1 jobs=$2 gguf=$3; shift 3
 seeds=() extra=()
 while (($#)); do [[ $1 == -- ]] && { shift; extra=("$@"); break; }; seeds+=("$1"); shift; done
-root=$(cd "$(dirname "$0")/../.." && pwd)
+step_s=${STEP_S:-3000}
 mkdir -p "$out"
-xurs() { python -c 'import sys; from xurs_pipeline.cli import main; sys.exit(main(sys.argv[1:]))' "$@"; }
-run_seed() {
-  local seed=$1 dir=$2
-  rm -rf "$dir" && mkdir -p "$dir"
-  (cd "$root" && tar --exclude=./.venv --exclude=./.whl --exclude='./.gpu*' --exclude=./data/backbone -cf - .) | tar -xf - -C "$dir"
-  cd "$dir" || return 1
-  if [[ ! -d .git ]]; then git init -q && git add -A && git -c user.name=u -c user.email=u@x commit -qm seed; fi
-  xurs params experiment=controlled_swap "data.seed=$seed" "model.source=$gguf" "${extra[@]}" &&
-    python -m dvc repro swap
-}
+log() { echo "$(date -u +%T) $*" | tee -a "$out/steps.log"; }
+set_params=(-S experiment=controlled_swap -S "model.source=$gguf")
+for key in "${extra[@]}"; do set_params+=(-S "$key"); done
 start=$(date +%s)
 for seed in "${seeds[@]}"; do
-  (run_seed "$seed" "$out/seed$seed" >"$out/seed$seed.log" 2>&1; echo "seed $seed exit $? after $(( $(date +%s) - start )) s") &
+  log "queue seed $seed"
+  timeout 120 dvc exp run swap --queue -n "swap-seed$seed" "${set_params[@]}" -S "data.seed=$seed"
 done
-wait
-projects=(); for seed in "${seeds[@]}"; do projects+=(--project "$out/seed$seed"); done
-xurs swap-sweep "${projects[@]}" --out "$out/sweep" --overwrite
-echo "all seeds: $(( $(date +%s) - start )) s"
+log "dvc queue start -j $jobs"
+timeout 120 dvc queue start -j "$jobs"
+deadline=$((start + step_s))
+while dvc queue status | grep -qE 'Queued|Running'; do
+  (($(date +%s) < deadline)) || { log "queue still running after $step_s s"; dvc queue status | tee -a "$out/steps.log"; exit 124; }
+  sleep 10
+done
+dvc queue status | tee -a "$out/steps.log"
+log "all seeds: $(($(date +%s) - start)) s"
+timeout 600 xurs swap-sweep --label data.seed --out "$out/sweep" --overwrite

@@ -52,6 +52,7 @@ def test_paper_budgets_match_table_5() -> None:
         ({"record_ids": ["a", "a"]}, "attribution.record_ids: duplicates"),
         ({"precision": "int8"}, "attribution.precision='int8'"),
         ({"reference_alignment": "diff"}, "attribution.reference_alignment='diff': must be one of"),
+        ({"kronrod_lead": "median"}, "attribution.kronrod_lead='median': must be one of"),
         ({"reference": "aligned", "refs_per_collection": 1, "reference_alignment": "sequence"},
          "attribution.reference_alignment='sequence' fits training prompts to the question: it needs "
          "reference='train'"),

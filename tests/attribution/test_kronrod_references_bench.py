@@ -11,6 +11,7 @@ import pytest
 from bench_scripts import load_bench_script
 
 from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.estimators import build_estimator
 from xurs_pipeline.attribution.quadrature import KronrodSpec, integrate
 
 
@@ -98,29 +99,16 @@ def test_a_record_is_reused_only_for_the_same_model_and_settings(bench) -> None:
         assert bench._key({**record, **change}) != bench._key(record)
 
 
-def test_bound_lead_restores_the_order_before_the_residual_lead(bench) -> None:
-    """``--lead bound`` under the residual rule bisects the reference with the largest bound (here the one
-    integrated exactly by K15 but far from G7) first, as the estimator did before; by default the residual
-    rule bisects only the reference whose residual fails it; outside the context the patch is gone."""
-    step = lambda a: 1 / (1 + np.exp(-300 * (a - 0.37)))  # noqa: E731
-    slopes = [lambda a: 1e4 * 23 * a**22, lambda a: 300 * step(a) * (1 - step(a))]
-    gap = np.array([[1e4], [step(1.0) - step(0.0)]])
-    spec = KronrodSpec(1e-3, max_evals=20_000, stop="residual")
-
-    def refined(lead: str) -> list[int]:
-        calls: list[int] = []
-
-        def evaluate(ref, nodes, weights):
-            calls.append(ref)
-            return np.array([slopes[ref](a) for a in nodes])[:, None], None
-
-        with bench.refinement_led_by(lead):
-            integrate(evaluate, gap, spec)
-        return calls[2:]
-
-    assert refined("bound")[0] == 0
-    assert set(refined("residual")) == {1}
-    assert spec.lead(np.array([9.0, 1.0]), np.array([0.0, 1.0])).tolist() == [0.0, 1.0]
+def test_each_lead_is_its_runs_config_key(bench) -> None:
+    """``--lead`` sets each kronrod run's ``attribution.kronrod_lead`` (the library's key, nothing patched),
+    which reaches the estimator; the stop, budget and references are the run's either way."""
+    args = type("Args", (), {"stop": "residual", "per_ref_budget": 300, "ig_max_points": 256})
+    for lead in ("bound", "residual"):
+        cfg = bench._config(AttributionConfig(), 4, "kronrod", args, lead)
+        assert (cfg.method, cfg.kronrod_stop, cfg.kronrod_lead) == ("kronrod", "residual", lead)
+        assert (cfg.kronrod_max_evals, cfg.refs_per_collection, cfg.n_collections) == (1200, 4, 1)
+        assert build_estimator(cfg, 0).spec.lead_rule == lead
+    assert not hasattr(bench, "mock")
 
 
 def test_adaptive_ig_runs_after_kronrod_and_has_its_own_row(bench, tmp_path, capsys) -> None:

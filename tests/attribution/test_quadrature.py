@@ -7,6 +7,8 @@ import pytest
 from scipy import integrate as sp_integrate
 from scipy.special import expit
 
+from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.estimators import build_estimator
 from xurs_pipeline.attribution.quadrature import (
     NODES_PER_INTERVAL,
     KronrodSpec,
@@ -206,6 +208,27 @@ def test_each_rule_refines_the_reference_that_fails_it():
     assert evals[int(np.argmax(met))] > residual_led.evals
 
 
+@pytest.mark.parametrize(("lead", "first_bisected"), [("bound", 0), ("residual", 1), ("stop", 1)])
+def test_the_lead_key_orders_refinement_whatever_the_stop(lead, first_bisected):
+    """``attribution.kronrod_lead`` under the residual stop: ``bound`` bisects the exactly integrated
+    polynomial (largest bound) first, in the bound rule's own order up to the residual rule's stop;
+    ``residual`` and ``stop`` (the default: the stopping rule's) only the step. The stop is the residual
+    rule's each time; the config key reaches the estimator (``build_estimator``)."""
+    tol = 1e-3
+    evaluate, gap, calls = _exact_but_rough_and_a_step()
+    report = integrate(evaluate, gap, KronrodSpec(tol, max_evals=20_000, stop="residual", lead_rule=lead))
+    assert calls[2] == first_bisected
+    assert report.residual.max(axis=1).mean() <= tol
+    assert not report.exhausted
+    evaluate, gap, bound_calls = _exact_but_rough_and_a_step()
+    integrate(evaluate, gap, KronrodSpec(tol, max_evals=20_000, stop="bound"))
+    assert (bound_calls[: len(calls)] == calls) is (lead == "bound")
+    if lead != "bound":
+        assert set(calls[2:]) == {1}
+    cfg = AttributionConfig(method="kronrod", kronrod_stop="residual", kronrod_lead=lead)
+    assert build_estimator(cfg, 0).spec == KronrodSpec(0.01, 8192, 1, "residual", lead)
+
+
 @pytest.mark.parametrize(
     ("residuals", "met"),
     [
@@ -226,3 +249,5 @@ def test_residual_rule_checks_each_reference_before_averaging(residuals, met):
 def test_unknown_stop_rule_names_the_key():
     with pytest.raises(ValueError, match="kronrod_stop"):
         KronrodSpec(stop="median")
+    with pytest.raises(ValueError, match="kronrod_lead='median'"):
+        KronrodSpec(lead_rule="median")

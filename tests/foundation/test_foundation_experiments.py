@@ -25,7 +25,8 @@ GATES = "data/gates/headline.json"
 SEEDS = {"sweep-0": 7, "sweep-1": 17}
 SEED_READERS = ("train", "predict")  # what a seed changes; the stages before them read no train.* key
 
-pytestmark = pytest.mark.slow  # end to end: each test runs DVC experiments of the smoke pipeline
+# end to end: each test runs DVC experiments of the smoke pipeline (CI's second job: pyproject.toml)
+pytestmark = [pytest.mark.slow, pytest.mark.second_job]
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,8 @@ from safetensors.torch import load_file
 from xurs_pipeline.config import compose
 from xurs_pipeline.io import read_json
 
+# one torchrun launch of three projects, the only multi-process training (CI's second job: pyproject.toml)
+pytestmark = [pytest.mark.slow, pytest.mark.second_job]
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("processes_worker.py")
 FLOAT32_ATOL = 1e-5
@@ -123,7 +125,6 @@ def _max_difference(a: Path, b: Path) -> float:
     return max((ta[k] - tb[k]).abs().max().item() for k in ta)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_two_processes_train_the_classifier_of_one(runs: dict[str, tuple[Path, Path]], name: str) -> None:
     one, two = runs[name]
@@ -146,7 +147,6 @@ def test_two_processes_train_the_classifier_of_one(runs: dict[str, tuple[Path, P
         assert difference <= atol, f"{name} {stage}: classifier weights differ by {difference}"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_two_processes_predict_what_one_predicts(runs: dict[str, tuple[Path, Path]], name: str) -> None:
     one, two = runs[name]
@@ -159,7 +159,6 @@ def test_two_processes_predict_what_one_predicts(runs: dict[str, tuple[Path, Pat
         assert torch.allclose(a, b, atol=CASES[name][3], rtol=0), column
 
 
-@pytest.mark.slow
 def test_the_comparison_fails_at_another_global_batch(
     runs: dict[str, tuple[Path, Path]], tmp_path: Path
 ) -> None:
@@ -177,7 +176,6 @@ def test_the_comparison_fails_at_another_global_batch(
     )
 
 
-@pytest.mark.slow
 def test_a_killed_process_stops_the_run_without_a_classifier(
     runs: dict[str, tuple[Path, Path]], tmp_path: Path
 ) -> None:

@@ -1,6 +1,8 @@
 """Editing a local MedQA file reruns ``prepare``: the MedQA directory is a DVC dependency of ``prepare`` when
-the data come from it. Its own small project (``dvc repro prepare`` only), so it runs beside the smoke
-project's tests rather than in their pytest-xdist group (tests/conftest.py)."""
+the data come from it. Its own small project, so it runs beside the smoke project's tests rather than in their
+pytest-xdist group (tests/conftest.py): ``prepare``'s upstream stages (``check``, ``backbone``) run in this
+process (``run_pipeline``: the outputs of their DVC runs, tests/pipeline/test_pipeline_in_process.py), and
+``prepare`` itself through ``dvc repro --single-item``, which records its dependencies."""
 
 from __future__ import annotations
 
@@ -11,6 +13,12 @@ import pytest
 import yaml
 from smoke_project import BIN, changed_deps, copy_sources, dvc_status, run_ok
 
+from xurs_pipeline.config import load_params
+from xurs_pipeline.contracts import STAGES
+from xurs_pipeline.tasks.pipeline import run_pipeline
+
+UPSTREAM = list(STAGES)[: list(STAGES).index("prepare")]  # check, backbone
+
 
 def _medqa_rows(n: int, split: str) -> str:
     rows = [{"question": f"A {split} patient {i} has symptom {i * 7} for {i + 2} days. What is the cause?",
@@ -20,7 +28,7 @@ def _medqa_rows(n: int, split: str) -> str:
 
 
 @pytest.mark.slow
-def test_editing_a_medqa_question_reruns_prepare(tmp_path: Path) -> None:
+def test_editing_a_medqa_question_reruns_prepare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     work = tmp_path / "medqa"
     copy_sources(work)
     files = work / "medqa" / "US" / "4_options"
@@ -32,7 +40,9 @@ def test_editing_a_medqa_question_reruns_prepare(tmp_path: Path) -> None:
           "data.medqa_carve=dev"], work)  # fmt: skip
     prepare = yaml.safe_load((work / "dvc.yaml").read_text())["stages"]["prepare"]
     assert "${data.medqa_path}" in prepare["deps"]
-    run_ok([str(BIN / "dvc"), "repro", "prepare"], work)
+    monkeypatch.chdir(work)
+    run_pipeline(load_params("params.yaml"), until=UPSTREAM[-1])
+    run_ok([str(BIN / "dvc"), "repro", "--single-item", "prepare"], work)
     assert "prepare" not in dvc_status(work)
     dev = files / "phrases_no_exclude_dev.jsonl"
     dev.write_text(dev.read_text().replace("symptom 7 ", "symptom 8 ", 1))

@@ -20,6 +20,7 @@ PLANTED_MECHANISMS = ("linear", "saturated", "cancelling", "interaction")
 
 TINY = ["model=tiny", "data.families=[8,1,3]", "train.max_epochs=1", "train.partial_layers=1",
         "attribution.kronrod_max_evals=60", "attribution.max_questions=3"]  # fmt: skip
+pytestmark = [pytest.mark.slow, pytest.mark.second_job]  # a two-seed sweep (CI's second job: pyproject.toml)
 MEASURES = ("swap", "swap_low", "agreement", "agreement_low", "agreement_clear", "agreement_clear_low")
 
 
@@ -32,7 +33,6 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return work
 
 
-@pytest.mark.slow
 def test_every_method_and_model_is_in_dvc_exp_show(swept: Path) -> None:
     exps = experiments(exp_show(swept))
     assert {"seed-0", "seed-1"} <= set(exps)
@@ -64,7 +64,6 @@ def assert_planted_values(metrics: dict) -> None:
         assert metrics[name]["trustworthy"] is False  # not run on the planted models
 
 
-@pytest.mark.slow
 def test_swap_sweep_pools_the_seeds_counts(swept: Path) -> None:
     """The table's pooled counts are the sum of each experiment's own (read back from DVC, not recomputed)."""
     out = run_ok([str(BIN / "xurs"), "swap-sweep", "--out", "results/sweeps"], swept)
@@ -91,7 +90,6 @@ def test_swap_sweep_pools_the_seeds_counts(swept: Path) -> None:
     assert table.loc["model B behaves as trained", "agreement_text"].endswith(f"({k}/{2 * 3})")
 
 
-@pytest.mark.slow
 def test_swap_sweep_labels_columns_by_the_swept_seed(swept: Path) -> None:
     """``--label data.seed``: the experiments' columns are named by the data seed each ran with."""
     run_ok([str(BIN / "xurs"), "swap-sweep", "--label", "data.seed", "--out", "results/labelled"], swept)

@@ -33,6 +33,7 @@ REFERENCE_ORDERS = ("first", "hash")
 QUADRATURES = ("gausslegendre", "riemann_trapezoid", "riemann_left", "riemann_right", "riemann_middle")
 PRECISIONS = ("float32", "bfloat16", "float16")
 STOP_RULES = ("bound", "residual")  # the kronrod stopping rules, attribution/quadrature.py
+LEAD_RULES = ("stop", *STOP_RULES)  # which rule orders kronrod's refinement ("stop": the stopping rule)
 # Names of the target functions (``attribution.target_fn``, ``evaluation.targets``): the registry in
 # ``targets.py`` is built from these, so validating a config never imports torch (stage start-up, issue 18).
 TARGET_NAMES = ("width", "entropy", "betp")
@@ -108,7 +109,8 @@ class AttributionConfig:
       that exhausts it is flagged ``budget_exhausted``), the equal intervals each path starts with, and the
       stopping rule: ``bound`` (the mean error bound within the tolerance) or ``residual`` (App. B.4: the
       mean per-reference exact residual within it, the largest within 5x; the bound still reported), each
-      bisecting the reference that fails it most.
+      bisecting the reference that fails it most; ``kronrod_lead`` ``bound`` or ``residual`` orders the
+      refinement by that rule whatever the stop (``stop``, the default: the stopping rule's own order).
     max_grad_evals: the most gradient evaluations one question may take, all collections, as
       :meth:`gradient_budget` counts them (references x path pieces x points for IG; a setting above it is
       refused when the config is checked, with ``data.max_tokens`` bounding the pieces, and again when the
@@ -159,6 +161,7 @@ class AttributionConfig:
     kronrod_max_evals: int = 8192
     kronrod_intervals: int = 1
     kronrod_stop: str = "bound"
+    kronrod_lead: str = "stop"
     max_grad_evals: int = 131072
     path: str = "straight"
     path_block: int = 16
@@ -201,6 +204,7 @@ class AttributionConfig:
         _one_of("reference_order", self.reference_order, REFERENCE_ORDERS)
         _one_of("ig_quadrature", self.ig_quadrature, QUADRATURES)
         _one_of("kronrod_stop", self.kronrod_stop, STOP_RULES)
+        _one_of("kronrod_lead", self.kronrod_lead, LEAD_RULES)
         _one_of("precision", self.precision, PRECISIONS)
         _one_of("path", self.path, PATHS)
         _at_least("path_block", self.path_block, 1)

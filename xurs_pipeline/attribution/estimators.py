@@ -300,6 +300,12 @@ def build_estimator(cfg: AttributionConfig, collection: int) -> Estimator:
         )  # fmt: skip
     if cfg.method == "kronrod":
         return AdaptiveKronrod(
-            KronrodSpec(cfg.kronrod_tolerance, cfg.kronrod_max_evals, cfg.kronrod_intervals, cfg.kronrod_stop)
+            KronrodSpec(
+                cfg.kronrod_tolerance,
+                cfg.kronrod_max_evals,
+                cfg.kronrod_intervals,
+                cfg.kronrod_stop,
+                cfg.kronrod_lead,
+            )
         )
     raise ValueError(f"attribution.method={cfg.method!r}: no estimator")

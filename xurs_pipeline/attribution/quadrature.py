@@ -11,7 +11,8 @@ that cancel in the scalar sum. The question's residual is at most the mean of it
 Refinement bisects the worst interval (largest |K15 - G7|; the widest where the estimates are all below the
 exact residual, i.e. a feature fell between nodes) of the reference that fails the stopping rule most (its
 ``lead``), until the rule ``stop`` holds or the next bisection would exceed ``max_evals`` (then ``exhausted``
-is set and the caller flags the question). Two rules, each leading its own refinement:
+is set and the caller flags the question). Two rules, each leading its own refinement unless ``lead_rule``
+names the other (``attribution.kronrod_lead``: a before-and-after of the two orders under one stop):
 
 - ``bound``: the mean bound is within ``tolerance`` (it also covers per-token errors that cancel in a sum);
   refines the reference with the largest bound;
@@ -39,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from xurs_pipeline.attribution.config import STOP_RULES
+from xurs_pipeline.attribution.config import LEAD_RULES, STOP_RULES
 from xurs_pipeline.errors import XursError
 
 # QUADPACK qk15 on [-1, 1]: Kronrod nodes (the odd-indexed ones are the 7 Gauss-Legendre nodes) and weights.
@@ -116,12 +117,14 @@ class KronrodSpec:
     ``stop="residual"`` of the mean per-reference residual (App. B.4).
     max_evals: gradient evaluations the collection may spend (15 per interval).
     initial_intervals: equal intervals per reference to start with.
-    stop: the stopping rule, one of ``STOP_RULES`` (module docstring)."""
+    stop: the stopping rule, one of ``STOP_RULES`` (module docstring).
+    lead_rule: the rule whose failure orders the refinement, one of ``LEAD_RULES`` (``stop``: ``stop``'s)."""
 
     tolerance: float = 0.01
     max_evals: int = 4096
     initial_intervals: int = 1
     stop: str = "bound"
+    lead_rule: str = "stop"
 
     def __post_init__(self) -> None:
         if not self.tolerance > 0:
@@ -130,6 +133,10 @@ class KronrodSpec:
             raise ValueError(f"attribution.kronrod_intervals={self.initial_intervals}: must be >= 1")
         if self.stop not in STOP_RULES:
             raise ValueError(f"attribution.kronrod_stop={self.stop!r}: must be one of {list(STOP_RULES)}")
+        if self.lead_rule not in LEAD_RULES:
+            raise ValueError(
+                f"attribution.kronrod_lead={self.lead_rule!r}: must be one of {list(LEAD_RULES)}"
+            )
 
     def met(self, mean_bound: Any, mean_residual: Any, max_residual: Any) -> Any:
         """Whether the stopping rule holds, from a step's mean bound and mean and largest per-reference
@@ -141,8 +148,9 @@ class KronrodSpec:
 
     def lead(self, bound: np.ndarray, residual: np.ndarray) -> np.ndarray:
         """How far each reference is from the rule (M,), the order in which to refine them: its error bound
-        (``bound``, (M,)) or its largest residual over targets (``residual``, (M,))."""
-        return bound if self.stop == "bound" else residual
+        (``bound``, (M,)) or its largest residual over targets (``residual``, (M,)), as ``lead_rule`` says."""
+        rule = self.stop if self.lead_rule == "stop" else self.lead_rule
+        return bound if rule == "bound" else residual
 
 
 @dataclass
