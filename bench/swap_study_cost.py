@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
 import numpy as np
-from diagnose_paths import experiment_parser
+from _trained import experiment_parser
 
 from xurs_pipeline.attribution.config import TOKEN_METHODS
 from xurs_pipeline.config import compose, validate

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,6 +55,15 @@ def test_ci_runs_command_2_verbatim_then_command_1_on_smoke():
     assert reduced(command_1) in lines
     assert lines.index(command_2) < lines.index(reduced(command_1))
     assert lines.index(reduced(command_1)) < lines.index("test -s results/html/index.html")
+
+
+def test_ci_runs_the_second_job_in_command_2s_environment():
+    """The tests addopts leave out of ``pytest -q`` (marker ``second_job``) run right after command 2."""
+    lines = ci_lines()
+    _, command_2 = quickstart_commands()
+    addopts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
+    assert "not second_job" in addopts
+    assert "pytest -q -m second_job" in lines[lines.index(command_2) + 1 :]
 
 
 def test_a_changed_readme_command_breaks_the_ci_check():
