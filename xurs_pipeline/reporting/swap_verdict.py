@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from xurs_pipeline.evaluation.swap.agreement import AGREEMENT_PASS, AGREEMENT_PASS_LOWER
-from xurs_pipeline.evaluation.swap.readings import RUN_METHOD
+from xurs_pipeline.evaluation.swap.roles import RUN_METHOD
 
 SCOPE = "one data seed (pool seeds with `xurs swap-sweep`)"
 
