@@ -22,7 +22,7 @@ from xurs_pipeline.evaluation.swap.roles import RUN_METHOD
 SCOPE = "one data seed (pool seeds with `xurs swap-sweep`)"
 
 
-def _cell_name(name: str) -> str:
+def cell_name(name: str) -> str:
     """``A_order2`` -> ``model A, cue 2 first``."""
     role, order = name.split("_order")
     return f"model {role}, cue {order} first"
@@ -35,7 +35,7 @@ def _cells(by: Mapping[str, Any], yardsticks: list[str]) -> list[tuple[str, str,
 
 def _shown(cells: list[tuple[str, str, Mapping[str, Any]]]) -> str:
     return "; ".join(
-        f"{y}, {_cell_name(name)}: {c['clear_k']}/{c['clear_n']}"
+        f"{y}, {cell_name(name)}: {c['clear_k']}/{c['clear_n']}"
         + (f" (Wilson low {c['clear_low']:.2f})" if c["clear_n"] else "")
         + (" passes" if c["passes"] else " fails")
         for y, name, c in cells
