@@ -38,7 +38,7 @@ def write_kept(directory: Path, studies: list[dict[str, Any]]) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for i, study in enumerate(studies, start=1):
-        (tmp / f"{i:02d}.json").write_text(json.dumps(study, indent=1, sort_keys=True) + "\n")
+        (tmp / f"{i:02d}.json").write_text(json.dumps(study, sort_keys=True, separators=(",", ":")) + "\n")
     shutil.rmtree(directory, ignore_errors=True)
     tmp.rename(directory)
     return directory
