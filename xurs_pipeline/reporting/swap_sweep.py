@@ -113,7 +113,7 @@ def sweep_spec(names: list[str]) -> TableSpec:
         "SwapSweepRows",
         "The swap control across experiments: per method the behavioural agreement on the clear probes in "
         "each experiment (k/n), and pooled over them the training-rule swap accuracy, the agreement on all "
-        "decided probes, on the clear ones and on each model's probes with Wilson 95% intervals (k/n), and "
+        "decided probes, on the clear ones and on each model's probes with Wilson intervals (k/n), and "
         f"the verdict (pass: clear agreement >= {AGREEMENT_PASS:g} with lower bound >= "
         f"{AGREEMENT_PASS_LOWER:g}); the pooled faithfulness (trustworthy: every (model, cue order) cell of "
         "every validated yardstick passes and every planted mechanism is recovered; the weakest such cell); "
