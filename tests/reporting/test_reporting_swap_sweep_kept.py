@@ -83,3 +83,10 @@ def test_the_docs_quote_the_kept_example() -> None:
              if line.startswith(("|", "_experiment"))]  # fmt: skip
     assert len(lines) > 3
     assert "\n".join(lines) in doc
+
+
+def test_kept_with_other_sources_is_refused(tmp_path, capsys) -> None:
+    args = ["swap-sweep", "--kept", str(EXAMPLE / "swap_sweep.inputs"), "--out", str(tmp_path / "out")]
+    assert xurs([*args, "--project", str(tmp_path)]) == 2
+    assert "--kept rebuilds a table from its kept studies alone" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -189,6 +189,9 @@ def gathered(args: argparse.Namespace) -> list[dict[str, Any]]:
     from xurs_pipeline.reporting.swap_sweep_inputs import kept, read_kept
 
     if args.kept:
+        if args.source or args.project or args.label or args.all_commits:
+            raise ValueError("--kept rebuilds a table from its kept studies alone (their columns are named); "
+                             "give it without --from, --project, --label or -A")  # fmt: skip
         return read_kept(args.kept)
     sources: list[Source] = []
     rows: dict[str, Any] = {}
