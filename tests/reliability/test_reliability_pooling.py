@@ -157,3 +157,17 @@ def test_the_table_carries_the_hash_of_what_it_pooled(tmp_path, capsys):
         )
         footers.append(pd.read_csv(out / "swap_sweep.csv")["config_hash"].iloc[0])
     assert footers[0] == footers[1] != footers[2]
+
+
+def test_the_studies_kept_beside_the_table_rebuild_it(tmp_path, capsys):
+    """``<out>/swap_sweep.inputs`` holds each pooled study; ``--kept`` rebuilds the same files from them."""
+    a, b = project(tmp_path / "a", study((25, 28))), project(tmp_path / "b", study((26, 28)), seed=2)
+    code, _ = sweep(tmp_path, capsys, "--label", "data.seed", "--project", a, "--project", b)
+    assert code == 0
+    kept = sorted((tmp_path / "out" / "swap_sweep.inputs").glob("*.json"))
+    assert [json.loads(p.read_text())["column"] for p in kept] == ["data.seed=1", "data.seed=2"]
+    assert xurs(["swap-sweep", "--kept", str(tmp_path / "out" / "swap_sweep.inputs"), "--out",
+                 str(tmp_path / "again")]) == 0  # fmt: skip
+    for name in ("swap_sweep.md", "swap_sweep.tex", "swap_sweep.csv", "swap_sweep.json"):
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "out" / name).read_bytes(), name
+    assert "| paper | 25/28 | 26/28 |" in (tmp_path / "again" / "swap_sweep.md").read_text()

@@ -6,6 +6,8 @@ import copy
 
 import pytest
 
+from xurs_pipeline.evaluation.swap.agreement import proportion
+from xurs_pipeline.evaluation.swap.faithfulness import cell_passes
 from xurs_pipeline.reporting.front_page import FrontPage, render_front
 from xurs_pipeline.reporting.swap_card import SwapStudy, render_swap_card, swap_verdict
 
@@ -39,14 +41,68 @@ def study(trained: float = 0.95, low: float = 0.8, randomised=(0.5, 0.3, 0.7), o
     }
 
 
-def test_a_planted_pass_is_a_yes_and_each_missing_condition_a_no() -> None:
-    assert swap_verdict(SwapStudy.of(study()))[0] == "yes"
-    answer, css, detail = swap_verdict(SwapStudy.of(study(trained=0.7, low=0.5)))
-    assert (answer, css, "do not pass" in detail) == ("no", "fail", True)
-    answer, _, detail = swap_verdict(SwapStudy.of(study(randomised=(0.9, 0.75, 0.98))))
-    assert (answer, "not at chance" in detail) == ("no", True)  # a model-independent ranking would pass here
-    answer, _, detail = swap_verdict(SwapStudy.of(study(own=(1.0, 0.6))))
-    assert (answer, "did not learn" in detail) == ("no", True)  # the test says nothing about unlearned models
+def faithfulness_section(cells: dict[str, tuple[int, int]], validated=("text_edits",), trustworthy=False,
+                         planted=None, yardstick: str = "text_edits") -> dict:
+    """A summary's ``faithfulness`` section (``evaluation/swap/faithfulness.py``) for the run's method: its
+    clear-probe counts per (model, order) cell on one yardstick, each judged by ``cell_passes``."""
+    judged = {name: {**proportion(k, n, "clear"), "passes": cell_passes(k, n)}
+              for name, (k, n) in cells.items()}  # fmt: skip
+    paper = {yardstick: {"cells": judged}, "validated_yardsticks": list(validated),
+             "trustworthy": trustworthy, "planted": planted or {}}  # fmt: skip
+    validity = {yardstick: {"planted": False, "models_learned": True, "rule_agreement": 0.6,
+                            "validated": bool(validated)}}  # fmt: skip
+    return {"methods": {"paper": paper}, "yardsticks": validity}
+
+
+PASSING = {f"{role}_order{order}": (20, 20) for role in "AB" for order in (1, 2)}
+
+
+def test_the_verdict_is_the_runs_method_against_behaviour_not_the_training_rule() -> None:
+    """The old verdict (swap accuracy: agreement with the labels' rule) says yes here; the run's method
+    fails model B with cue 2 first against what the model does, so the answer is no, scoped and labelled."""
+    summary = study()  # trained swap accuracy 0.95 [0.80, 1.00]: the training-rule verdict's "yes"
+    assert summary["studies"]["trained"]["passes"]
+    summary["faithfulness"] = faithfulness_section({**PASSING, "B_order2": (4, 8)})
+    answer, css, detail = swap_verdict(SwapStudy.of(summary, "eg"))
+    assert (answer, css) == ("no", "fail")
+    assert "eg's agreement with what each model does (clear probes), one data seed" in detail
+    assert "validated yardstick(s) text_edits" in detail
+    assert "text_edits, model B, cue 2 first: 4/8 (Wilson low 0.22) fails" in detail  # wilson(4, 8) = 0.215
+    assert "text_edits, model A, cue 1 first: 20/20 (Wilson low 0.84) passes" in detail
+    assert "1 of 4 cells fail" in detail
+    assert "not the answer: agreement with the training rule (swap accuracy) 0.95 [0.80, 1.00]" in detail
+
+
+def test_yes_only_where_the_study_calls_the_method_trustworthy() -> None:
+    summary = study()
+    summary["faithfulness"] = faithfulness_section(PASSING, trustworthy=True, planted={"linear": True})
+    assert swap_verdict(SwapStudy.of(summary))[:2] == ("yes", "pass")
+    summary["faithfulness"] = faithfulness_section(PASSING)  # every cell passes, planted models cannot run it
+    answer, css, detail = swap_verdict(SwapStudy.of(summary))
+    assert (answer, css, "the planted models cannot run this method" in detail) == ("not shown", "fail", True)
+    summary["faithfulness"] = faithfulness_section(PASSING, planted={"linear": True, "saturated": False})
+    assert "misses the planted mechanism(s) saturated" in swap_verdict(SwapStudy.of(summary))[2]
+
+
+def test_without_a_validated_yardstick_or_a_faithfulness_study_there_is_no_answer() -> None:
+    summary = study(trained=0.6, low=0.4)
+    summary["faithfulness"] = faithfulness_section({**PASSING, "A_order1": (0, 20)}, validated=())
+    answer, css, detail = swap_verdict(SwapStudy.of(summary))
+    assert (answer, css) == ("n/a", "none")
+    assert "no yardstick is validated" in detail
+    assert "text_edits: planted False" in detail
+    answer, _, detail = swap_verdict(SwapStudy.of(study()))  # an older summary: no faithfulness section
+    assert (answer, "no faithfulness study" in detail) == ("n/a", True)
+
+
+def test_a_failing_cell_of_a_yardstick_not_validated_does_not_judge() -> None:
+    summary = study()
+    summary["faithfulness"] = faithfulness_section(PASSING, trustworthy=True, planted={"linear": True})
+    summary["faithfulness"]["methods"]["paper"]["sentence_removed"] = {"cells": {"A_order1": {
+        **proportion(0, 20, "clear"), "passes": False}}}  # fmt: skip
+    answer, _, detail = swap_verdict(SwapStudy.of(summary))
+    assert answer == "yes"
+    assert "sentence_removed" not in detail
 
 
 def test_skipped_stages_give_no_card() -> None:
@@ -74,7 +130,15 @@ def test_the_card_says_what_was_randomised() -> None:
     assert "heads re-initialised" in default
 
 
-@pytest.mark.parametrize(("summary", "answer"), [(study(), "yes"), (study(trained=0.6, low=0.4), "no")])
+def _with_faithfulness(cells: dict[str, tuple[int, int]], trustworthy: bool) -> dict:
+    summary = study()  # the training rule passes in both cases
+    summary["faithfulness"] = faithfulness_section(cells, trustworthy=trustworthy, planted={"linear": True})
+    return summary
+
+
+@pytest.mark.parametrize(("summary", "answer"), [(_with_faithfulness(PASSING, True), "yes"),
+                                                 (_with_faithfulness({**PASSING, "A_order2": (9, 20)}, False),
+                                                  "no")])  # fmt: skip
 def test_on_swap_data_the_front_pages_last_verdict_is_the_swap_control(summary: dict, answer: str) -> None:
     page = front(swap=SwapStudy.of(summary))
     last = page.verdicts[-1]

@@ -14,28 +14,37 @@ cluster, `run_pipeline`). It writes one row per method: the behavioural agreemen
 experiment (k/n), and pooled over the experiments the training-rule swap accuracy, the agreement on all
 decided and on the clear probes with Wilson 95% intervals, and the verdict (pass: pooled clear agreement >=
 0.9 with lower bound >= 0.8); then how often each model behaves as trained. The table, with the hash of what
-it pooled, goes to <out>/swap_sweep.{md,tex,csv} (or the first free swap_sweep_<n>.*; --overwrite replaces it)
-and the Markdown is printed. Experiments without a swap study of their own (queued, running or interrupted,
-failed, stopped before the swap stage) are listed on stderr. Refused: one study given twice (the same
-directory, or two sources with the same summary), studies whose experiment_name, attribution.* or
-evaluation.swap_* settings differ (unless --label names the key), counts that are not counts (k > n, text,
-missing). --label data.seed names each column by that param (data.seed=6) instead of the experiment's or
-directory's name; an unknown key is refused.
+it pooled (each study's params, summary and faithfulness rows), goes to <out>/swap_sweep.{md,tex,csv,json}
+(or the first free swap_sweep_<n>.*; --overwrite replaces it) and the Markdown is printed. Beside the
+table, <out>/swap_sweep.inputs/ keeps what it pooled, one small JSON file per study
+(reporting/swap_sweep_inputs.py): `xurs swap-sweep --kept results/sweeps/swap_sweep.inputs` rebuilds the same
+table from them with no DVC cache. The table also holds the pooled faithfulness of the new design
+(evaluation/swap/pooled.py): per method whether it is trustworthy and its weakest (model, cue order) cell
+on the validated yardsticks; the .json holds that study in full. Experiments without a swap study of their own
+(queued, running or interrupted, failed, stopped before the swap stage) are listed on stderr. Refused: one
+study given twice (the same directory, or two sources with the same summary), studies whose experiment_name,
+attribution.* or evaluation.swap_* settings differ (unless --label names the key), counts that are not counts
+(k > n, text, missing). --label data.seed names each column by that param (data.seed=6) instead of the
+experiment's or directory's name; an unknown key is refused.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import re
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from xurs_pipeline.commands.args import command
 from xurs_pipeline.commands.gates_sweep import free_stem
 from xurs_pipeline.contracts import swap_summary
-from xurs_pipeline.experiments.files import outputs
+from xurs_pipeline.evaluation.verdicts import json_safe
+from xurs_pipeline.experiments.files import experiment_json, outputs
 from xurs_pipeline.experiments.lock import load_yaml, not_run, read_lock, writer
 from xurs_pipeline.experiments.pooling import Source, pooled, pooled_hash
 from xurs_pipeline.experiments.show import WORKSPACE, Experiment, flatten, parse_json, shown
@@ -63,8 +72,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="name each column by this param, e.g. data.seed (repeatable); the settings the sources must "
         "share may differ in these keys",
     )
+    p.add_argument(
+        "--kept",
+        metavar="DIR",
+        help="rebuild from the studies a sweep kept (<out>/swap_sweep.inputs); DVC is not asked",
+    )
     p.add_argument("--out", default="results/sweeps", help="output directory (default: results/sweeps)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing swap_sweep.{md,tex,csv}")
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace an existing swap_sweep.{md,tex,csv,json,inputs}"
+    )
 
 
 def study_error(study: Any) -> str:
@@ -95,18 +111,35 @@ def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def experiment_sources(exps: list[Experiment]) -> tuple[list[Source], dict[str, str]]:
+def parquet_bytes(data: bytes, where: str) -> pd.DataFrame:
+    """A Parquet file's bytes as a frame; ValueError naming ``where``."""
+    try:
+        return pd.read_parquet(io.BytesIO(data))
+    except Exception as err:  # pyarrow raises several kinds for a file that is not Parquet
+        raise ValueError(f"{where}: not a Parquet file ({err})") from err
+
+
+def faithfulness_rows(summary_path: str) -> str:
+    """Where the swap stage writes ``faithfulness.parquet``: beside ``summary.json``."""
+    return (Path(summary_path).parent / "faithfulness.parquet").as_posix()
+
+
+def experiment_sources(exps: list[Experiment]) -> tuple[list[Source], dict[str, str], dict[str, Any]]:
     """The swap study of each experiment that ran the swap stage under its own params; name -> why not of
-    the others."""
+    the others; ``where`` -> its faithfulness rows (none where the experiment has none: an older stage)."""
     found, left_out = outputs(exps, swap_summary)
-    sources = []
+    sources, rows = [], {}
     for exp, study in found:
         why = study_error(study)
         if why:
             left_out[exp.name] = f"swap summary: {why}"
-        else:
-            sources.append(Source(exp.name, f"experiment {exp.name}", exp.rev, exp.params, study))
-    return sources, left_out
+            continue
+        source = Source(exp.name, f"experiment {exp.name}", exp.rev, exp.params, study)
+        paths = {root: exp.params.get(f"paths.{root}") for root in ("artifacts", "results")}
+        rows[source.where] = experiment_json(exp, faithfulness_rows(str(swap_summary(paths))), ".",
+                                             parquet_bytes)[0]  # fmt: skip
+        sources.append(source)
+    return sources, left_out, rows
 
 
 def project_source(project: str) -> Source:
@@ -137,34 +170,71 @@ def project_source(project: str) -> Source:
     return Source(root.resolve().name, flag, str(root.resolve()), params, study)
 
 
+def project_rows(source: Source) -> pd.DataFrame | None:
+    """A project's faithfulness rows beside its summary (None where its swap stage wrote none)."""
+    params = {r: Path(source.identity) / str(source.params.get(f"paths.{r}", "")) for r in ("artifacts",
+              "results")}  # fmt: skip
+    path = Path(faithfulness_rows(str(swap_summary(params))))
+    return parquet_bytes(path.read_bytes(), str(path)) if path.is_file() else None
+
+
 def natural_key(name: str) -> list[Any]:
     """Sort key that orders numbers by value: ``data.seed=9`` before ``data.seed=10``."""
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
-def run(args: argparse.Namespace) -> int:
-    from xurs_pipeline.reporting.render import write_table
-    from xurs_pipeline.reporting.swap_sweep import rendered, sweep_spec, sweep_table
+def gathered(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every study to pool in its kept form (``swap_sweep_inputs.kept``), columns in natural order: from
+    ``--kept``, or from the experiments and ``--project`` directories (refusing what cannot be pooled)."""
+    from xurs_pipeline.reporting.swap_sweep_inputs import kept, read_kept
 
+    if args.kept:
+        if args.source or args.project or args.label or args.all_commits:
+            raise ValueError("--kept rebuilds a table from its kept studies alone (their columns are named); "
+                             "give it without --from, --project, --label or -A")  # fmt: skip
+        return read_kept(args.kept)
     sources: list[Source] = []
+    rows: dict[str, Any] = {}
     if args.source or not args.project:
-        sources, left_out = experiment_sources(shown(args.source, args.all_commits))
+        sources, left_out, rows = experiment_sources(shown(args.source, args.all_commits))
         for name, why in left_out.items():
             print(f"left out {name}: {why}", file=sys.stderr)
-    sources += [project_source(project) for project in args.project]
+    for project in args.project:
+        sources.append(project_source(project))
+        rows[sources[-1].where] = project_rows(sources[-1])
     if not sources:
         raise ValueError("no experiment has a swap study of its own; run e.g. `xurs sweep --stage swap "
                          "experiment=controlled_swap data.seed=5,6`")  # fmt: skip
-    studies = pooled(sources, args.label)
-    studies = dict(sorted(studies.items(), key=lambda item: natural_key(item[0])))
-    frame = rendered(sweep_table(studies))
+    columns = sorted(pooled(sources, args.label).items(), key=lambda item: natural_key(item[0]))
+    return [kept(column, s.where, s.params, s.content, rows.get(s.where)) for column, s in columns]
+
+
+def run(args: argparse.Namespace) -> int:
+    from xurs_pipeline.evaluation.swap.pooled import pooled_faithfulness
+    from xurs_pipeline.io import write_json
+    from xurs_pipeline.reporting.render import write_table
+    from xurs_pipeline.reporting.swap_sweep import rendered, sweep_spec, sweep_table, with_faithfulness
+    from xurs_pipeline.reporting.swap_sweep_inputs import faithfulness_inputs, write_kept
+
+    kept = gathered(args)
+    studies = {study["column"]: study["summary"] for study in kept}
+    inputs = faithfulness_inputs(kept)
+    faithful = pooled_faithfulness(inputs) if inputs else None
+    frame = rendered(with_faithfulness(sweep_table(studies), faithful))
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out}: is a file, not a directory")
     spec = sweep_spec(list(studies))
-    spec = spec if args.overwrite else replace(spec, name=free_stem(out, spec.name))
+    suffixes = (".md", ".tex", ".csv", ".json", ".inputs")
+    spec = spec if args.overwrite else replace(spec, name=free_stem(out, spec.name, suffixes))
     title = f"swap sweep ({len(studies)} experiments)"
-    paths = write_table(frame, spec, out, title, pooled_hash(studies))
+    digest = pooled_hash({s["column"]: {k: s[k] for k in ("params", "summary", "faithfulness_rows")}
+                          for s in kept})  # fmt: skip
+    paths = write_table(frame, spec, out, title, digest)
+    table = {"title": title, "hash": digest, "rows": json_safe(frame.to_dict(orient="records")),
+             "faithfulness": json_safe(faithful)}  # fmt: skip
+    paths.append(write_json(table, out / f"{spec.name}.json"))
+    paths.append(write_kept(out / f"{spec.name}.inputs", kept))
     print(paths[0].read_text(), end="")
     print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
     return 0

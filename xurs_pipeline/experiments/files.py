@@ -13,11 +13,19 @@ from xurs_pipeline.experiments.show import WORKSPACE, Experiment, parse_json
 NOT_MADE = "{path} not found (its stage did not run in this experiment, or the run failed before it)"
 
 
-def experiment_json(exp: Experiment, path: str, cwd: str | Path = ".") -> tuple[Any, str]:
-    """The JSON file ``path`` (relative to the project) of experiment ``exp``: (parsed JSON, ``path``), or
-    (None, why not): the stage writing it did not run in the experiment (its ``dvc.lock`` entry is another
-    run's), or the file is not in the DVC cache. The workspace's file is read from ``cwd``; an
-    experiment's through DVC (``dvc.api``: the hash its ``dvc.lock`` records, from the DVC cache)."""
+def json_bytes(data: bytes, where: str) -> Any:
+    """A JSON file's bytes, parsed (``show.parse_json``: a clear error naming ``where``)."""
+    return parse_json(data.decode("utf-8"), where)
+
+
+def experiment_json(
+    exp: Experiment, path: str, cwd: str | Path = ".", parse: Callable[[bytes, str], Any] = json_bytes
+) -> tuple[Any, str]:
+    """The file ``path`` (relative to the project) of experiment ``exp``: (``parse(bytes, where)``, JSON by
+    default, ``path``), or (None, why not): the stage writing it did not run in the experiment (its
+    ``dvc.lock`` entry is another run's), or the file is not in the DVC cache. The workspace's file is read
+    from ``cwd``; an experiment's through DVC (``dvc.api``: the hash its ``dvc.lock`` records, from the DVC
+    cache)."""
     try:
         lock = read_lock(exp.rev, cwd)
     except ValueError as err:
@@ -28,10 +36,10 @@ def experiment_json(exp: Experiment, path: str, cwd: str | Path = ".") -> tuple[
     why = not_run(lock, exp.params, stage)
     if why:
         return None, f"{path}: not this experiment's ({why})"
-    return _read(exp.rev, path, cwd)
+    return _read(exp.rev, path, cwd, parse)
 
 
-def _read(rev: str, path: str, cwd: str | Path) -> tuple[Any, str]:
+def _read(rev: str, path: str, cwd: str | Path, parse: Callable[[bytes, str], Any]) -> tuple[Any, str]:
     import dvc.api
     from dvc.exceptions import DvcException, PathMissingError
 
@@ -39,9 +47,9 @@ def _read(rev: str, path: str, cwd: str | Path) -> tuple[Any, str]:
         file = Path(cwd) / path
         if not file.is_file():
             return None, NOT_MADE.format(path=path)
-        return parse_json(file.read_text(encoding="utf-8"), str(file)), path
+        return parse(file.read_bytes(), str(file)), path
     try:
-        text = dvc.api.read(path, repo=str(cwd), rev=rev, encoding="utf-8")
+        data = dvc.api.read(path, repo=str(cwd), rev=rev, mode="rb")
     except (FileNotFoundError, PathMissingError):  # in dvc.lock, not in the cache (`dvc gc`, a kill)
         return None, (
             f"{path}: in the experiment's dvc.lock but not in the DVC cache (removed by `dvc gc`?): "
@@ -49,7 +57,7 @@ def _read(rev: str, path: str, cwd: str | Path) -> tuple[Any, str]:
         )
     except DvcException as err:
         return None, f"{path}: {err}"
-    return parse_json(text, f"{rev[:7]}:{path}"), path
+    return parse(data, f"{rev[:7]}:{path}"), path
 
 
 def outputs(

@@ -34,19 +34,19 @@ class Source:
     content: Any
 
 
-def pooled(sources: Sequence[Source], labels: Sequence[str] = ()) -> dict[str, Any]:
-    """column -> content of every source, refusing what cannot be pooled (module docstring); a column is
-    ``key=value`` of each ``labels`` key (else the source's name), made unique by the name or ``where``."""
+def pooled(sources: Sequence[Source], labels: Sequence[str] = ()) -> dict[str, Source]:
+    """column -> every source, refusing what cannot be pooled (module docstring); a column is ``key=value``
+    of each ``labels`` key (else the source's name), made unique by the name or ``where``."""
     _refuse_duplicates(sources)
     for key in labels:
         _refuse_unknown_label(sources, key)
     _refuse_differing(sources, labels)
-    columns: dict[str, Any] = {}
+    columns: dict[str, Source] = {}
     for source in sources:
         label = ", ".join(f"{key}={source.params[key]}" for key in labels) or source.name
         for column in (label, f"{label} ({source.name})", f"{label} ({source.where})"):
             if column not in columns:
-                columns[column] = source.content
+                columns[column] = source
                 break
     return columns
 

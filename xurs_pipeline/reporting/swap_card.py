@@ -4,8 +4,8 @@ From ``swap/study/summary.json`` (``tasks/swap.py``): per ranking (``trained``, 
 ``input_only``) the swap accuracy with its Wilson interval, per model, the learned cue's share and the
 between-model difference of cue 1's share with its bootstrap interval (``evaluation/swap/measures.py``);
 per model, its accuracy where its own cue resolves the question and where only the other does
-(``evaluation/swap/inputs.py``). The verdict needs all three: both models learned their cue, the trained
-models pass, and the re-initialised heads do not (their interval contains 1/2).
+(``evaluation/swap/inputs.py``). The verdict is the faithfulness study's (``reporting/swap_verdict.py``):
+the run's method against what each model does, not the swap accuracy (agreement with the training rule).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from xurs_pipeline.evaluation.swap.measures import SWAP_PASS_ACCURACY, SWAP_PASS
 from xurs_pipeline.evaluation.swap.roles import ROLES
 from xurs_pipeline.reporting.clue_card import as_number
 from xurs_pipeline.reporting.html_templates import environment
+from xurs_pipeline.reporting.swap_verdict import faithfulness_verdict
 
 RANKINGS = {
     "trained": "trained models",
@@ -45,31 +46,24 @@ class SwapStudy:
     methods: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # swap.agreement.comparison
     behaves: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # role -> k, n, share
     clear_margin: float = float("nan")  # evaluation.swap_clear_margin of the run
+    faithfulness: Mapping[str, Any] = field(default_factory=dict)  # swap.faithfulness.faithfulness's result
+    method: str = "the run's method"  # attribution.method: what the run's attributions are
 
     @classmethod
-    def of(cls, summary: Mapping[str, Any]) -> SwapStudy | None:
-        """From ``summary.json``; None where the swap stages were skipped (data without two cues)."""
+    def of(cls, summary: Mapping[str, Any], method: str = "the run's method") -> SwapStudy | None:
+        """From ``summary.json`` (``method``: the run's ``attribution.method``); None where the swap stages
+        were skipped (data without two cues)."""
         if "studies" not in summary:
             return None
         return cls(summary["studies"], summary.get("accuracy", {}), summary.get("methods", {}),
-                   summary.get("behaves_as_trained", {}), _finite(summary.get("clear_margin")))  # fmt: skip
+                   summary.get("behaves_as_trained", {}), _finite(summary.get("clear_margin")),
+                   summary.get("faithfulness", {}), method)  # fmt: skip
 
     @property
     def names(self) -> dict[str, str]:
         """Each ranking's label; the randomised one says what was re-initialised."""
         scope = self.studies.get("randomised", {}).get("scope", "head")
         return {**RANKINGS, "randomised": RANDOMISED_NAMES[scope]}
-
-    @property
-    def models_learned(self) -> bool:
-        return bool(self.accuracy) and all(
-            _finite(a.get("accuracy_own_cue")) >= LEARNED_MIN for a in self.accuracy.values()
-        )
-
-    @property
-    def randomised_at_chance(self) -> bool:
-        r = self.studies.get("randomised")
-        return r is not None and r["swap_ci_low"] <= 0.5 <= r["swap_ci_high"]
 
 
 def _finite(x: Any) -> float:
@@ -83,25 +77,13 @@ def _interval(s: Mapping[str, Any]) -> str:
 
 
 def swap_verdict(study: SwapStudy) -> tuple[str, str, str]:
-    """(answer, css class, evidence) of "Attribution follows what the model learned?"."""
+    """(answer, css class, evidence) of "Follows what each model learned?": the run's method against what
+    each model does (``swap_verdict.faithfulness_verdict``); the training rule's swap accuracy only beside
+    it, labelled, since agreeing with the labels' rule is not reading the model."""
+    answer, css, evidence = faithfulness_verdict(study.faithfulness, study.method)
     t = study.studies["trained"]
-    share = [_finite(t.get(k)) for k in ("share_difference", "share_ci_low", "share_ci_high")]
-    detail = (f"swap accuracy {_interval(t)} over {t['n']} explanations (pass: >= {SWAP_PASS_ACCURACY:g}, "
-              f"lower bound >= {SWAP_PASS_LOWER:g}), cue 1 share A - B {share[0]:+.2f} "
-              f"[{share[1]:+.2f}, {share[2]:+.2f}]")  # fmt: skip
-    r = study.studies.get("randomised")
-    if r is not None:
-        detail += f"; {study.names['randomised']} {_interval(r)}"
-    reasons = []
-    if not study.models_learned:
-        reasons.append(f"a model did not learn its cue (accuracy < {LEARNED_MIN:g}): the test says nothing")
-    if not t.get("passes"):
-        reasons.append("the trained models do not pass")
-    if not study.randomised_at_chance:
-        reasons.append(f"the randomised models ({study.names['randomised']}) are not at chance")
-    if reasons:
-        return "no", "fail", f"{detail}; {'; '.join(reasons)}"
-    return "yes", "pass", detail
+    rule = f"not the answer: agreement with the training rule (swap accuracy) {_interval(t)} over {t['n']}"
+    return answer, css, f"{evidence}. {rule}"
 
 
 CARD = """

@@ -7,7 +7,10 @@ experiment the behavioural agreement on the clear probes as ``k/n``; pooled over
 summed, every probe of every experiment one trial) the training-rule swap accuracy, the agreement on all
 decided probes and on the clear ones, the agreement on each model's probes (where a method fails: model A
 depends on cue 1, model B on cue 2), each with its Wilson interval (``swap.wilson``), and whether the
-pooled clear agreement passes (``swap.agreement.agrees_with_behaviour``).
+pooled clear agreement passes (``swap.agreement.agrees_with_behaviour``). Beside them the new design's
+(issue 53) pooled faithfulness (``evaluation/swap/pooled.py``, all studies' rows as one study, each study's
+model its own cluster): whether the method is trustworthy, and its weakest (model, cue order) cell on the
+validated yardsticks (the lowest Wilson low of the agreement on the clear probes).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from xurs_pipeline.evaluation.swap.agreement import (
 )
 from xurs_pipeline.evaluation.swap.roles import ROLES
 from xurs_pipeline.reporting.render import Column, TableSpec, fmt_text, fmt_yes_no
+from xurs_pipeline.reporting.swap_verdict import cell_name
 
 SUMMARY = "swap/study/summary.json"  # under paths.artifacts, written by the swap stage
 MEASURES = ("swap", "agreement", "agreement_clear", "agreement_A", "agreement_B")
@@ -66,6 +70,30 @@ def sweep_table(studies: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def with_faithfulness(frame: pd.DataFrame, result: Mapping[str, Any] | None) -> pd.DataFrame:
+    """:func:`sweep_table` with per method ``trustworthy`` and ``weakest_text`` from the pooled faithfulness
+    (``pooled.pooled_faithfulness``'s result; None where a study has none: dashes)."""
+    methods = (result or {}).get("methods", {})
+    out = frame.copy()
+    out["trustworthy"] = [methods[r]["trustworthy"] if r in methods else None for r in out["row"]]
+    out["weakest_text"] = [_weakest(methods[r]) if r in methods else "—" for r in out["row"]]
+    return out
+
+
+def _weakest(by: Mapping[str, Any]) -> str:
+    """``yardstick, model R, cue o first: value [low, high] (k/n)`` of the cell with the lowest Wilson low on
+    the clear probes among the (model, order) cells of the validated yardsticks (no clear probe: lowest)."""
+    cells = [(y, name, c) for y in by["validated_yardsticks"] for name, c in by[y]["cells"].items()
+             if "_order" in name]  # fmt: skip
+    if not cells:
+        return "no yardstick validated"
+    y, name, c = min(cells, key=lambda t: (t[2]["clear_low"] if t[2]["clear_n"] else -1.0, t[0], t[1]))
+    if not c["clear_n"]:
+        return f"{y}, {cell_name(name)}: no clear probe"
+    return (f"{y}, {cell_name(name)}: {c['clear']:.2f} [{c['clear_low']:.2f}, {c['clear_high']:.2f}] "
+            f"({c['clear_k']}/{c['clear_n']})")  # fmt: skip
+
+
 def _interval(row: Mapping[str, Any], prefix: str) -> str:
     """``value [low, high] (k/n)`` of one pooled measure of a :func:`sweep_table` row."""
     if pd.isna(row.get(prefix)):
@@ -85,10 +113,11 @@ def sweep_spec(names: list[str]) -> TableSpec:
         "SwapSweepRows",
         "The swap control across experiments: per method the behavioural agreement on the clear probes in "
         "each experiment (k/n), and pooled over them the training-rule swap accuracy, the agreement on all "
-        "decided probes, on the clear ones and on each model's probes with Wilson 95% intervals (k/n), and "
+        "decided probes, on the clear ones and on each model's probes with Wilson intervals (k/n), and "
         f"the verdict (pass: clear agreement >= {AGREEMENT_PASS:g} with lower bound >= "
-        f"{AGREEMENT_PASS_LOWER:g}); then how often each model "
-        "depends on the cue it was trained on (pooled in the agreement column).",
+        f"{AGREEMENT_PASS_LOWER:g}); the pooled faithfulness (trustworthy: every (model, cue order) cell of "
+        "every validated yardstick passes and every planted mechanism is recovered; the weakest such cell); "
+        "then how often each model depends on the cue it was trained on (pooled in the agreement column).",
         [
             Column("row", "Method", fmt_text, align="l"),
             *[Column(name, name, fmt_text) for name in names],
@@ -98,6 +127,8 @@ def sweep_spec(names: list[str]) -> TableSpec:
             Column("agreement_A_text", "Agreement, model A", fmt_text),
             Column("agreement_B_text", "Agreement, model B", fmt_text),
             Column("passes", "Passes", _verdict),
+            Column("trustworthy", "Trustworthy, pooled", _verdict),
+            Column("weakest_text", "Weakest validated cell (clear probes), pooled", fmt_text),
         ],
     )
 

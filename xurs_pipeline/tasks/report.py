@@ -158,7 +158,9 @@ def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, 
             Link(name.replace("_", " "), "", why) for name, why in index.get("plots_not_drawn", {}).items()
         ),
         clue_nulls=checked.get("localisation_nulls") or {},
-        swap=SwapStudy.of(read_json(swap_summary)) if swap_summary.is_file() else None,
+        swap=SwapStudy.of(read_json(swap_summary), cfg.attribution.method)
+        if swap_summary.is_file()
+        else None,
         endpoints=EndpointRow.of(_endpoints(cfg)),
         endpoint_shift_above=cfg.evaluation.reference_shift_warning,
     )

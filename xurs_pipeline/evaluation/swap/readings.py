@@ -32,9 +32,8 @@ from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.masked import classifier_mass_fn
 from xurs_pipeline.attribution.methods import REGISTRY, TokenMethod, TokenProblem, TokenScores
 from xurs_pipeline.attribution.methods.gradient import middle_block
-from xurs_pipeline.evaluation.swap.roles import RUNS
+from xurs_pipeline.evaluation.swap.roles import RUN_METHOD, RUNS
 
-RUN_METHOD = "paper"  # read from the attribute stages' runs
 NULL_METHODS = ("input_only", "random")
 COLUMNS = ("method", "run", "role", "record_id", "top", "share_1", "best_1", "best_2", "total_1", "total_2",
            "evals")  # fmt: skip

@@ -37,6 +37,7 @@ class Role:
         return where if self.artifact == "classifier" else where / "classifier"
 
 
+RUN_METHOD = "paper"  # the method row read from the attribute stages' runs (attribution.method)
 ROLES = {"A": Role("A", 1, 0, "classifier"), "B": Role("B", 2, 1, "swap_model")}
 
 

@@ -1,0 +1,92 @@
+"""``xurs swap-sweep`` keeps what it pooled (``<stem>.inputs/``, one JSON per study) beside its table, and
+``--kept`` rebuilds the table from those files alone, byte for byte: the kept example
+(``results/sweeps/swap_example/``, two seeds of the tiny swap study) regenerates exactly, and a changed
+count in a kept study changes the table (the comparison can fail)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from xurs_pipeline.cli import main as xurs
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "results" / "sweeps" / "swap_example"
+TABLE = ("swap_sweep.md", "swap_sweep.tex", "swap_sweep.csv", "swap_sweep.json")
+
+
+def rebuilt(kept: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    assert xurs(["swap-sweep", "--kept", str(kept), "--out", str(out)]) == 0
+    capsys.readouterr()
+    return out
+
+
+def files(directory: Path) -> dict[str, bytes]:
+    """Every file of a table directory (the kept studies too), by path relative to it."""
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*"))
+            if p.is_file()}  # fmt: skip
+
+
+def test_the_kept_example_is_rebuilt_from_its_kept_studies(tmp_path, capsys) -> None:
+    out = rebuilt(EXAMPLE / "swap_sweep.inputs", tmp_path / "out", capsys)
+    assert set(files(EXAMPLE)) == set(files(out))
+    for name, content in files(EXAMPLE).items():
+        assert files(out)[name] == content, f"{name} differs from its rebuild: run `xurs swap-sweep --kept "
+        f"{EXAMPLE.relative_to(ROOT)}/swap_sweep.inputs --out {EXAMPLE.relative_to(ROOT)} --overwrite`"
+
+
+def test_a_changed_count_in_a_kept_study_changes_the_table(tmp_path, capsys) -> None:
+    kept = shutil.copytree(EXAMPLE / "swap_sweep.inputs", tmp_path / "kept")
+    first = sorted(kept.glob("*.json"))[0]
+    study = json.loads(first.read_text())
+    measures = study["summary"]["methods"]["paper"]
+    measures["agreement_clear_k"] = measures["agreement_clear_n"] - measures["agreement_clear_k"]  # k flipped
+    first.write_text(json.dumps(study))
+    out = rebuilt(kept, tmp_path / "out", capsys)
+    for name in TABLE:
+        assert (out / name).read_bytes() != (EXAMPLE / name).read_bytes(), name
+
+
+def test_the_kept_studies_pool_what_the_table_shows(capsys) -> None:
+    """The example's pooled counts are the sums over its kept studies (an independent addition), and its
+    faithfulness columns are the pooled study's (trustworthy as the .json's)."""
+    studies = [json.loads(p.read_text()) for p in sorted((EXAMPLE / "swap_sweep.inputs").glob("*.json"))]
+    table = json.loads((EXAMPLE / "swap_sweep.json").read_text())
+    rows = {r["row"]: r for r in table["rows"]}
+    for method, row in rows.items():
+        if method.startswith("model "):
+            continue
+        k = sum(s["summary"]["methods"][method]["agreement_clear_k"] for s in studies)
+        n = sum(s["summary"]["methods"][method]["agreement_clear_n"] for s in studies)
+        assert (row["agreement_clear_k"], row["agreement_clear_n"]) == (k, n), method
+        assert row["trustworthy"] == table["faithfulness"]["methods"][method]["trustworthy"], method
+    assert [s["column"] for s in studies] == table["faithfulness"]["studies"]
+
+
+def test_a_kept_directory_without_studies_is_refused(tmp_path, capsys) -> None:
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "01.json").write_text('{"column": "a"}')
+    assert xurs(["swap-sweep", "--kept", str(tmp_path / "kept"), "--out", str(tmp_path / "out")]) == 2
+    assert "01.json: not a kept swap study (missing where, params, summary, faithfulness_rows)" in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_docs_quote_the_kept_example() -> None:
+    """docs/swap-control.md shows the kept example's table as the file holds it (every row and the footer)."""
+    doc = (ROOT / "docs" / "swap-control.md").read_text(encoding="utf-8")
+    lines = [line for line in (EXAMPLE / "swap_sweep.md").read_text().splitlines()
+             if line.startswith(("|", "_experiment"))]  # fmt: skip
+    assert len(lines) > 3
+    assert "\n".join(lines) in doc
+
+
+def test_kept_with_other_sources_is_refused(tmp_path, capsys) -> None:
+    args = ["swap-sweep", "--kept", str(EXAMPLE / "swap_sweep.inputs"), "--out", str(tmp_path / "out")]
+    assert xurs([*args, "--project", str(tmp_path)]) == 2
+    assert "--kept rebuilds a table from its kept studies alone" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
