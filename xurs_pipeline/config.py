@@ -21,7 +21,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from xurs_pipeline.attribution.config import AttributionConfig, check_gradient_budget
+from xurs_pipeline.attribution.config import AttributionConfig, check_gradient_budget, with_method
 from xurs_pipeline.config_guards import first_resolver, first_unsafe_text, missing_keys, walk
 from xurs_pipeline.data.config import DataConfig
 from xurs_pipeline.errors import XursError
@@ -87,6 +87,7 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
         cfg: RootConfig = OmegaConf.to_object(merged)  # type: ignore[assignment]
         _check_budgets(cfg)
         _check_selection(cfg)
+        compare_config(cfg)
         return cfg
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None)
@@ -317,6 +318,24 @@ def comparison_targets(cfg: RootConfig) -> list[str]:
     """The target functions of ``evaluation.targets`` the main run does not explain (``attribute_targets``
     attributes each, ``mask_eval`` zero-masks each)."""
     return [fn for fn in cfg.evaluation.targets if fn != cfg.attribution.target_fn]
+
+
+def compare_config(cfg: RootConfig) -> RootConfig | None:
+    """The main run's config explaining with ``evaluation.compare_method`` instead (its own keys at their
+    defaults, :func:`~xurs_pipeline.attribution.config.with_method`), None without one; ValueError naming
+    the key when it is the main run's method or cannot explain this run's questions."""
+    method = cfg.evaluation.compare_method
+    if not method:
+        return None
+    key = f"evaluation.compare_method={method!r}"
+    if method == cfg.attribution.method:
+        raise ValueError(f"{key} is attribution.method: compare with another method, or set it to ''")
+    try:
+        other = with_method(cfg.attribution, method)
+        check_gradient_budget(other, cfg.data.max_tokens, f"data.max_tokens={cfg.data.max_tokens}")
+    except ValueError as err:
+        raise ValueError(f"{key}: {err}") from None
+    return replace(cfg, attribution=other)
 
 
 def target_config(cfg: RootConfig, fn: str) -> RootConfig:

@@ -147,6 +147,8 @@ _ARTIFACTS = (
     Artifact("head_first", "train_head", "train_head"),  # issue 17: the head-only model LoRA starts from
     Artifact("repeats", "repeats", "attribute_repeats"),  # the main run repeated per evaluation.repeat_seeds
     Artifact("target_runs", "targets", "attribute_targets"),  # the comparison targets' attributions
+    # evaluation.compare_method's attributions of the main run's questions: compare/<method>/ and index.json
+    Artifact("compare_runs", "compare", "attribute_compare"),
     Artifact("nonfinite", "attribute/nonfinite.json", "attribute", schema="attribution_nonfinite"),
     Artifact(
         "attribution_metrics",
@@ -343,6 +345,12 @@ _STAGES = (
         "The comparison targets (predictive entropy, BetP) attributed with the main run's engine and budget.",
     ),
     Stage(
+        "attribute_compare",
+        ("classifier", "prompts"),
+        ("attribution.*", "evaluation.compare_method"),
+        "The main run's questions explained with evaluation.compare_method too, beside it on the report.",
+    ),
+    Stage(
         "mask_eval",
         ("classifier", "prompts", "attributions", "target_runs"),
         (*(f"evaluation.{k}" for k in _MASK_KEYS), "attribution.*"),
@@ -423,6 +431,7 @@ _STAGES = (
             "tables",
             "plots",
             "swap_study",
+            "compare_runs",
         ),
         (ALL,),
         "The report carries the hash of the whole composed config, hence every key as a param.",
@@ -483,6 +492,12 @@ def repeat_dir(paths: Any, seed: int) -> Path:
 def target_dir(paths: Any, fn: str) -> Path:
     """The attribute_targets stage's run explaining target function ``fn``: ``targets/<fn>``."""
     return ARTIFACTS["target_runs"].at(paths) / fn
+
+
+def compare_dir(paths: Any, method: str) -> Path:
+    """The attribute_compare stage's run with method ``method`` (``evaluation.compare_method``):
+    ``compare/<method>``."""
+    return ARTIFACTS["compare_runs"].at(paths) / method
 
 
 def check_detail(name: str) -> Artifact:

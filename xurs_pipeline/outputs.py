@@ -31,6 +31,7 @@ HOLDS: dict[str, str] = {
     "attribution_metrics": "R median and max, error bounds, gradient evaluations, budget-exhausted questions",
     "repeats": "the main attribution rerun per `evaluation.repeat_seeds` (Tables 2, 6, 7)",
     "target_runs": "the attribution of each comparison target (entropy, BetP) in `evaluation.targets`",
+    "compare_runs": "the main run's questions explained with `evaluation.compare_method` as well",
     "mask_effects": "per question: zero-masking D and the advantage A(x) (Eq. 8), top-k curve points",
     "mask_metrics": "Table 1 per target: mean advantage with its bootstrap interval and the curve",
     "clue_masking": "per question: zero-masking the clue vs equal-length clue-free windows",

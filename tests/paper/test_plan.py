@@ -107,8 +107,11 @@ def test_gradient_evaluations_state_each_estimators_budget() -> None:
     assert kronrod.evaluation.randomisation_blocks == 0  # a clue study's nulls: the head, re-initialised
     assert gradient_evaluations(kronrod, questions=8, tokens=512) == {
         "attribute": 8 * budget, "attribute_repeats": 8 * budget, "attribute_targets": 8 * budget,
-        "checks": 8 * budget,
+        "attribute_compare": 0, "checks": 8 * budget,
     }  # fmt: skip
+    compared = _paper("controlled_direct_kronrod", "evaluation.compare_method=layer_ig")
+    steps = compared.attribution.layer_ig_steps  # a second method: its own gradients per question
+    assert gradient_evaluations(compared, questions=8, tokens=512)["attribute_compare"] == 8 * steps
     off = _paper("controlled_direct_kronrod", "evaluation.randomisation_questions=0")
     assert gradient_evaluations(off, questions=8, tokens=512)["checks"] == 0
     cascade = _paper("controlled_direct_kronrod", "evaluation.randomisation_blocks=2")
@@ -121,6 +124,7 @@ def test_gradient_evaluations_state_each_estimators_budget() -> None:
     eg = _paper("controlled_direct", "evaluation.repeat_seeds=[17,23]", "evaluation.repeat_n_samples=32")
     assert gradient_evaluations(eg, questions=3, tokens=512) == {
         "attribute": 3 * eg.attribution.n_samples, "attribute_repeats": 2 * 3 * 32, "attribute_targets": 0,
+        "attribute_compare": 0,
         "checks": 3 * eg.attribution.n_samples,  # the head on the 3 questions (randomisation_questions 8)
     }  # fmt: skip
 
@@ -142,7 +146,15 @@ def test_plan_command_and_help(
     assert "ceilings" not in out  # EG spends exactly its samples
     assert xurs(["plan", "experiment=controlled_direct_kronrod", f"--conf={ROOT / 'conf'}",
                  "--train-examples", "500", "--questions", "8"]) == 0  # fmt: skip
-    assert "ceilings: kronrod stops where it meets its tolerance" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "ceilings: kronrod stops where it meets its tolerance" in out
+    assert "runs forwards only" not in out  # kronrod's gradients are planned
+    compared = ["experiment=smoke", "evaluation.compare_method=occlusion_token"]
+    assert xurs(["plan", *compared, f"--conf={ROOT / 'conf'}", "--train-examples", "50",
+                 "--questions", "4"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "evaluation.compare_method=occlusion_token runs forwards only (L + 1 per question" in out
+    assert "attribution.method=eg runs forwards only" not in out
     assert xurs(["plan", "--device", "nosuch", "experiment=smoke", f"--conf={ROOT / 'conf'}"]) == 2
     assert "--device 'nosuch'" in capsys.readouterr().err
 

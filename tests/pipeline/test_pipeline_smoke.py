@@ -26,8 +26,9 @@ from xurs_pipeline.dvc_yaml import stage_code
 
 WHOLE_CONFIG = {"check", "tables", "report"}  # validate the whole config, or stamp its hash into their pages
 BEFORE_ATTRIBUTION = {"backbone", "prepare", "train_head", "train", "predict", "gates", "train_swap"}
-DOWNSTREAM_OF_ATTRIBUTE = {"check", "attribute", "attribute_repeats", "attribute_targets", "mask_eval",
-                           "checks", "tables", "report", "attribute_swap", "swap"}  # fmt: skip
+DOWNSTREAM_OF_ATTRIBUTE = {"check", "attribute", "attribute_repeats", "attribute_targets",
+                           "attribute_compare", "mask_eval", "checks", "tables", "report", "attribute_swap",
+                           "swap"}  # fmt: skip
 
 
 _run = run_ok
@@ -43,8 +44,9 @@ def project(smoke_project: Path) -> Path:
 def test_every_stage_leaves_its_outputs_and_a_second_repro_runs_nothing(project: Path) -> None:
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
     assert set(stages) == {"check", "backbone", "prepare", "train_head", "train", "predict", "gates",
-                           "attribute", "attribute_repeats", "attribute_targets", "mask_eval", "checks",
-                           "tables", "report", "train_swap", "attribute_swap", "swap"}  # fmt: skip
+                           "attribute", "attribute_repeats", "attribute_targets", "attribute_compare",
+                           "mask_eval", "checks", "tables", "report", "train_swap", "attribute_swap",
+                           "swap"}  # fmt: skip
     for path in ("data/backbone/model.safetensors", "data/prepared/prompts.parquet",
                  "data/train/classifier/classifier.json", "data/predict/predictions.parquet",
                  "data/gates/gates.parquet", "data/gates/gates.json",

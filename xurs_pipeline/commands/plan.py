@@ -99,6 +99,11 @@ def _costs(args: argparse.Namespace, cfg: Any, config: Any, prompt_tokens: int, 
     return costs
 
 
+# The forward-only attribution methods (attribution/methods/perturbation.py) and their forwards per question,
+# L the question's tokens: the plan counts gradients, so it states these instead of 0 gradients and 0 memory.
+FORWARDS = {"occlusion_token": "L + 1", "occlusion_span": "L / span_tokens + 1", "shapley_span": "2^spans"}
+
+
 def _print_stages(stages: Any, memory_bytes: int) -> bool:
     """Print each stage's peak memory, gradient evaluations, time and whether it fits; True if all fit."""
     print(f"{'stage':<18} {'peak memory':>12} {'gradients':>10} {'time':>10}  fits")
@@ -154,4 +159,13 @@ def run(args: argparse.Namespace) -> int:
     a = cfg.attribution
     if a.method == "kronrod" or (a.method == "ig" and a.ig_adaptive):
         print(f"gradients and time are ceilings: {a.method} stops where it meets its tolerance, often sooner")
+    for key, method in (
+        ("attribution.method", a.method),
+        ("evaluation.compare_method", cfg.evaluation.compare_method),
+    ):
+        if method in FORWARDS:
+            print(
+                f"{key}={method} runs forwards only ({FORWARDS[method]} per question, batched), no "
+                "gradients: its memory and time are not planned above"
+            )
     return 1 if refused else 0

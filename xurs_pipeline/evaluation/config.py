@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xurs_pipeline.attribution.config import TARGET_NAMES
+from xurs_pipeline.attribution.config import METHODS, TARGET_NAMES
 
 
 def _require(ok: bool, key: str, value: object, allowed: str) -> None:
@@ -169,6 +169,10 @@ class EvaluationConfig:
     swap_methods: list[str] = field(default_factory=lambda: list(SWAP_METHODS))
     swap_clear_margin: float = 0.2
     swap_layer_ig_steps: int = 32
+    # A second attribution method on the main run's questions (stage attribute_compare,
+    # docs/attribution-methods.md): one of attribution.config.METHODS other than attribution.method, its own
+    # keys at their defaults; the report's question pages show both side by side. "" = none.
+    compare_method: str = ""
     # Other attribution runs (directories under paths.artifacts, e.g. a second seed or sample count)
     # compared with the main run by the Table 6 and Table 7 criteria.
     comparison_runs: list[str] = field(default_factory=list)
@@ -245,4 +249,6 @@ class EvaluationConfig:
         _require(
             0.0 <= self.swap_clear_margin < 1.0, "swap_clear_margin", self.swap_clear_margin, "in [0, 1)"
         )
+        _require(self.compare_method in ("", *METHODS), "compare_method", self.compare_method,
+                 f"'' (none) or one of {list(METHODS)}")  # fmt: skip
         _require(self.swap_layer_ig_steps >= 2, "swap_layer_ig_steps", self.swap_layer_ig_steps, ">= 2")

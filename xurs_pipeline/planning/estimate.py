@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from transformers import PretrainedConfig
 
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.config import RootConfig, repeat_config
+from xurs_pipeline.config import RootConfig, compare_config, repeat_config
 from xurs_pipeline.planning.devices import GIB, Device
 from xurs_pipeline.planning.shapes import ParameterCounts
 
@@ -150,7 +150,8 @@ def gradient_evaluations(cfg: RootConfig, questions: int, tokens: int) -> dict[s
     (``AttributionConfig.gradient_budget``: EG its samples, IG references x path pieces x quadrature points,
     kronrod its budget, which it usually undercuts): ``attribute``,
     ``attribute_repeats`` (one run per ``evaluation.repeat_seeds``, each as :func:`repeat_config` makes it),
-    ``attribute_targets`` (one run per comparison target besides the main one, at the same budget) and
+    ``attribute_targets`` (one run per comparison target besides the main one, at the same budget),
+    ``attribute_compare`` (``evaluation.compare_method``'s run, none without one: 0) and
     ``checks`` (the model-randomisation check: the first ``evaluation.randomisation_questions`` explained
     questions attributed again once per cascade step, the head and ``evaluation.randomisation_blocks``
     blocks, at the main run's budget; the trained model's attribution is the main run's own)."""
@@ -160,10 +161,12 @@ def gradient_evaluations(cfg: RootConfig, questions: int, tokens: int) -> dict[s
         return n * at.gradient_budget(at.pieces_per_reference(tokens)).per_question
 
     steps = 1 + e.randomisation_blocks if e.randomisation_questions else 0
+    compared = compare_config(cfg)
     return {
         "attribute": run(a),
         "attribute_repeats": sum(run(repeat_config(cfg, s).attribution) for s in e.repeat_seeds),
         "attribute_targets": sum(t != a.target_fn for t in e.targets) * run(a),
+        "attribute_compare": 0 if compared is None else run(compared.attribution),
         "checks": steps * run(a, min(questions, e.randomisation_questions)),
     }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,8 @@ from xurs_pipeline.reporting.html import (
     ReportProvenance,
     write_report,
 )
+from xurs_pipeline.reporting.html_view import MethodScores
+from xurs_pipeline.reporting.method_findings import finding_label
 
 TARGET_RULES = {"predicted": "argmax BetP on the original prompt", "correct": "the correct answer"}
 # Prepared-prompt columns of token positions that a question page outlines, and their labels; a column the
@@ -118,6 +121,24 @@ def explanation_views(
             )
         )
     return views
+
+
+def with_comparison(
+    views: Sequence[ExplanationView], method: str, other: str, other_rows: pd.DataFrame
+) -> list[ExplanationView]:
+    """``views`` (of ``method``'s attributions) each with ``other``'s token magnitudes on the same question
+    and option beside its own (``ExplanationView.methods``), each labelled with the swap control's finding; a
+    question ``other_rows`` lacks (not finite there) keeps its page without a comparison."""
+    magnitude = {(str(r.record_id), int(r.target)): tuple(float(v) for v in r.token_magnitude)
+                 for r in other_rows.itertuples(index=False)}  # fmt: skip
+    first = (method, finding_label(method))
+    second = (other, finding_label(other))
+    return [
+        replace(view, methods=(MethodScores(*first, view.magnitude), MethodScores(*second, magnitude[key])))
+        if (key := (view.record_id, view.explained)) in magnitude
+        else view
+        for view in views
+    ]
 
 
 def build_report(

@@ -12,7 +12,7 @@ import pandas as pd
 
 from xurs_pipeline.attribution.config import describe_references
 from xurs_pipeline.config import RootConfig
-from xurs_pipeline.contracts import artifact, check_detail
+from xurs_pipeline.contracts import artifact, check_detail, compare_dir
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_predictions, read_prompts
 from xurs_pipeline.io import config_hash, read_json, read_parquet
 from xurs_pipeline.models.config import model_name
@@ -36,7 +36,7 @@ def run(cfg: RootConfig) -> None:
     """Build the report of ``cfg``'s experiment (errors raise)."""
     from transformers import AutoTokenizer  # torch and transformers: not at stage start-up
 
-    from xurs_pipeline.reporting.build_report import build_report, explanation_views
+    from xurs_pipeline.reporting.build_report import build_report, explanation_views, with_comparison
     from xurs_pipeline.reporting.html import ReportProvenance
     from xurs_pipeline.reporting.method_findings import finding_label
 
@@ -73,6 +73,9 @@ def run(cfg: RootConfig) -> None:
         residual_max=cfg.evaluation.numerics.max_residual_max,
         target_rule=a.target,
     )
+    other = cfg.evaluation.compare_method
+    if other:  # the attribute_compare stage's run of the same questions (docs/attribution-methods.md)
+        views = with_comparison(views, a.method, other, read_attributions(compare_dir(cfg.paths, other)))
     front, markdown = front_page(cfg, attributions)
     pages = build_report(views, artifact("html").at(cfg.paths), cfg.experiment_name, front, markdown)
     print(f"report: {len(views)} explanation pages, {len(markdown)} tables; open {pages[-1]}")
