@@ -86,12 +86,18 @@ class AttributionConfig:
       the paper's; or a token method of ``attribution/methods/``: ``occlusion_token`` (F(X) - F(X with
       token i replaced), Eq. 8's zero-masking one token at a time), ``occlusion_span`` (the same per span),
       ``shapley_span`` (exact Shapley values of the spans), ``grad_l2`` (||dF/dx_i||_2), ``grad_x_input``
-      (sum_h x_ih dF/dx_ih) or ``layer_ig`` (IG of the middle block's output from the first reference).
-    replacement: what an occluded token's embedding row becomes (occlusion and Shapley methods): ``zero``
+      (sum_h x_ih dF/dx_ih), ``layer_ig`` (IG of the middle block's output from the first reference) or
+      ``sequential_ig`` (IG of one token at a time).
+    replacement: what an occluded token's embedding row becomes (occlusion and Shapley methods; Sequential
+      IG's baseline row): ``zero``
       (Eq. 8), ``mean`` (the prompt's mean row) or ``reference`` (the first prepared reference's row).
     span_tokens: the span methods' players, consecutive blocks of this many positions (at most
       ``SHAPLEY_MAX_SPANS`` spans for ``shapley_span``).
     layer_ig_steps: ``layer_ig``'s Gauss-Legendre points (captum ``LayerIntegratedGradients``).
+    sequential_ig_steps: ``sequential_ig``'s Gauss-Legendre points per token (Sequential IG, Enguehard 2023:
+      IG of one row from its ``replacement`` row to the input, the other rows at the input).
+    reduction: how a gradient method's coordinates (L, d) become one magnitude per token: ``own`` (each
+      method's shipped one, ``OWN_REDUCTION``), ``l2`` or ``abs_sum`` (``attribution/reduction.py``).
     reference: ``train`` (training prompts), ``zero`` (zero embeddings), ``aligned`` (paired prompt
       aligned to the question, Sec. 5.4: the other member of the question's pair).
     reference_alignment: how a training prompt is fitted to the question's L positions: ``position``
