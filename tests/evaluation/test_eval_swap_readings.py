@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -190,3 +191,30 @@ def test_a_bad_variant_entry_is_refused_in_one_line_naming_it(entry: str, named:
         EvaluationConfig(swap_methods=["paper", entry])
     assert "\n" not in str(info.value)
     assert EvaluationConfig(swap_methods=["paper", "sequential_ig@sequential_ig_steps=4"]).swap_methods
+
+
+def test_xurs_params_takes_the_equal_terms_grid_and_refuses_a_bad_variant_writing_nothing(
+    tmp_path, capsys
+) -> None:
+    """The user's path: the grid experiment composes with its variants; a bad entry on the command line
+    (quoted, Hydra's grammar) exits 2 with one line naming the key and the entry, params.yaml untouched."""
+    import yaml
+
+    from xurs_pipeline.cli import main
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "params.yaml"
+    conf = ["--conf", str(root / "conf"), "--out", str(out), "--no-dvc-yaml"]
+    assert main(["params", *conf, "experiment=controlled_swap_equal_terms"]) == 0
+    methods = yaml.safe_load(out.read_text())["evaluation"]["swap_methods"]
+    assert {"occlusion_token@replacement=mean", "grad_x_input@reduction=l2"} <= set(methods)
+    written = out.read_text()
+    capsys.readouterr()
+    bad = 'evaluation.swap_methods=[paper,"occlusion_token@replacement=pad"]'
+    assert main(["params", *conf, "experiment=controlled_swap", bad]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.endswith(
+        "evaluation.swap_methods: 'occlusion_token@replacement=pad': attribution.replacement='pad': "
+        "must be one of ('zero', 'mean', 'reference')"
+    )
+    assert out.read_text() == written
