@@ -25,10 +25,11 @@ import numpy as np
 from _trained import experiment_parser
 
 from xurs_pipeline.attribution.config import TOKEN_METHODS
+from xurs_pipeline.attribution.variants import variant_name
 from xurs_pipeline.config import compose, validate
 from xurs_pipeline.evaluation.swap.planted_methods import method_recovery
 from xurs_pipeline.evaluation.swap.planted_texts import recovery
-from xurs_pipeline.evaluation.swap.readings import NULL_METHODS, RUN_METHOD, method_config, model_readings
+from xurs_pipeline.evaluation.swap.readings import NULL_METHODS, RUN_METHOD, method_configs, model_readings
 from xurs_pipeline.evaluation.swap.roles import RUNS
 from xurs_pipeline.evaluation.swap.study import (
     model_behaviour,
@@ -46,9 +47,9 @@ def parts(cfg, inputs, probes) -> tuple[dict[str, Callable[[int], object]], dict
     calls: dict[str, Callable[[int], object]] = {}
     evals: dict[str, str] = {}
     for method in (m for m in ev.swap_methods if m != RUN_METHOD and m not in NULL_METHODS):
-        config = method_config(method, ev.swap_layer_ig_steps)
+        config = method_configs([method], ev.swap_layer_ig_steps)
         calls[f"method {method}"] = lambda _, c=config: [
-            model_readings(inputs.models[role][0], name, probes, [c]) for name, role in trained]  # fmt: skip
+            model_readings(inputs.models[role][0], name, probes, c) for name, role in trained]  # fmt: skip
     calls["yardstick text_edits (behaviour)"] = lambda _: model_behaviour(inputs)
     evals["yardstick text_edits (behaviour)"] = "5"
     readers = width_readers(inputs)
@@ -58,7 +59,7 @@ def parts(cfg, inputs, probes) -> tuple[dict[str, Callable[[int], object]], dict
         ]
         evals[f"yardstick {y}"] = str(1 + sum(len(EDITS[y](inputs.records[0], k)) for k in (0, 1)))
     calls["planted text models (validation)"] = lambda _: recovery(inputs.records)
-    methods = [m for m in ev.swap_methods if m in TOKEN_METHODS]
+    methods = [m for m in ev.swap_methods if variant_name(m) in TOKEN_METHODS]
     calls["planted embedding models"] = lambda _: method_recovery(methods, ev.swap_layer_ig_steps)
     evals["planted text models (validation)"] = evals["planted embedding models"] = "0"
     return calls, evals
@@ -70,7 +71,7 @@ def method_evals(inputs, probes, cfg) -> dict[str, str]:
     ev = cfg.evaluation
     for method in (m for m in ev.swap_methods if m != RUN_METHOD and m not in NULL_METHODS):
         frame = model_readings(
-            inputs.models["A"][0], "A", probes, [method_config(method, ev.swap_layer_ig_steps)]
+            inputs.models["A"][0], "A", probes, method_configs([method], ev.swap_layer_ig_steps)
         )
         out[f"method {method}"] = f"{frame['evals'].median():.0f}"
     return out

@@ -227,3 +227,19 @@ def test_bfloat16_and_nonfinite_detection() -> None:
     assert failed.failure.record_id == "test-0"
     assert "train-2" in failed.failure.reference_ids
     assert "float16" in failed.failure.message()
+
+
+def test_the_paper_estimators_magnitude_follows_attribution_reduction() -> None:
+    """``own`` keeps the shipped L2 over hidden; ``abs_sum`` records |sum_h e_ih|, the same coordinates and
+    signed scores (numpy on the stored coordinates)."""
+    model, frame = AffineMassModel(), prompts_frame()
+    own, by_abs = (
+        _run(model, frame, method="ig", ig_points=3, **keys) for keys in ({}, {"reduction": "abs_sum"})
+    )
+    for result, other in zip(own, by_abs, strict=True):
+        for row, alt in zip(result.rows, other.rows, strict=True):
+            e = row.coords["e"].double().numpy()
+            np.testing.assert_allclose(row.token_magnitude, np.sqrt((e**2).sum(-1)), rtol=1e-6)
+            np.testing.assert_allclose(alt.token_magnitude, np.abs(e.sum(-1)), rtol=1e-6, atol=1e-9)
+            np.testing.assert_array_equal(alt.token_signed, row.token_signed)
+            assert not np.allclose(alt.token_magnitude, row.token_magnitude)

@@ -428,7 +428,8 @@ def test_every_method_from_the_command_line_prints_its_top_tokens_and_cost(
     project, monkeypatch, capsys, method
 ):
     """--method <any token method>: the printout lists the saved explanation's top tokens and its cost in
-    forwards and gradient evaluations; only layer IG has a completeness residual."""
+    forwards and gradient evaluations; only layer IG and Sequential IG (per token) have a completeness
+    residual."""
     record = _test_record(project)
     flags = ["--record-id", record.record_id, "--method", method, "--top", "3", "--save", f"{method}.json"]
     spans = ["--span-tokens", "32"] if "span" in method else []
@@ -440,7 +441,7 @@ def test_every_method_from_the_command_line_prints_its_top_tokens_and_cost(
     assert f"{expl.forward_evals} forwards, {expl.grad_evals} gradient evaluations" in out
     for token in top_tokens(expl.to_view(), 3):  # the page's top tokens, as printed
         assert f"{token.position:>5} {token.magnitude:>10.3e}" in out
-    assert ("completeness residual R (Eq. 9)" in out) == (method == "layer_ig")
+    assert ("completeness residual R (Eq. 9)" in out) == (method in ("layer_ig", "sequential_ig"))
     if method == "occlusion_token":
         assert expl.forward_evals == len(expl.tokens) + 2  # the input, F(X) again, and one per token
 

@@ -229,3 +229,127 @@ def test_only_methods_that_read_a_reference_load_training_prompts_and_a_token_me
     ).reads_training_references
     assert AttributionConfig(method="layer_ig").pool_shape == (1, 1)
     assert AttributionConfig(method="eg", refs_per_collection=8, n_collections=2).pool_shape == (8, 2)
+
+
+def _gradient(model: Toy, x: torch.Tensor) -> torch.Tensor:
+    """dW/dx (L, d) by autograd, the prompt (1, L, d)."""
+    x = x.clone().requires_grad_(True)
+    return torch.autograd.grad(_width(model, x).sum(), x)[0][0]
+
+
+@pytest.mark.parametrize("reduction", ["l2", "abs_sum"])
+def test_every_gradient_method_reduces_over_hidden_as_configured(toy, reduction: str) -> None:
+    """grad_l2 and grad_x_input under each reduction against autograd reduced by hand (numpy); the signed
+    score stays the method's own, and ``own`` keeps the shipped reduction of each."""
+    model, problem = toy
+    grad = _gradient(model, problem.embeds).numpy()
+    by_hand = {"l2": lambda c: np.sqrt((c**2).sum(-1)), "abs_sum": lambda c: np.abs(c.sum(-1))}[reduction]
+    l2 = _method("grad_l2", reduction=reduction).scores(problem)
+    np.testing.assert_allclose(l2.magnitude, by_hand(grad), rtol=1e-12)
+    np.testing.assert_allclose(l2.signed, np.sqrt((grad**2).sum(-1)), rtol=1e-12)
+    gxi = _method("grad_x_input", reduction=reduction).scores(problem)
+    coords = problem.embeds[0].numpy() * grad
+    np.testing.assert_allclose(gxi.magnitude, by_hand(coords), rtol=1e-12)
+    np.testing.assert_allclose(gxi.signed, coords.sum(-1), rtol=1e-12)
+    own = {"grad_l2": "l2", "grad_x_input": "abs_sum", "layer_ig": "abs_sum", "sequential_ig": "abs_sum"}
+    for name, shipped in own.items():
+        default = _method(name, **({"sequential_ig_steps": 2} if name == "sequential_ig" else {}))
+        explicit = _method(name, reduction=shipped, **({"sequential_ig_steps": 2} if name == "sequential_ig"
+                                                        else {}))  # fmt: skip
+        np.testing.assert_array_equal(default.scores(problem).magnitude, explicit.scores(problem).magnitude)
+    other = {"l2": "abs_sum", "abs_sum": "l2"}[reduction]
+    assert not np.allclose(_method("grad_x_input", reduction=other).scores(problem).magnitude, gxi.magnitude)
+
+
+def test_layer_ig_reduces_its_layer_coordinates_by_l2_when_asked(toy) -> None:
+    _, problem = toy
+    own = _method("layer_ig", layer_ig_steps=8).scores(problem)
+    l2 = _method("layer_ig", layer_ig_steps=8, reduction="l2").scores(problem)
+    np.testing.assert_allclose(l2.magnitude, own.coords.double().norm(dim=-1).numpy(), rtol=1e-6)
+    np.testing.assert_array_equal(l2.signed, own.signed)
+    assert not np.allclose(l2.magnitude, own.magnitude)
+
+
+def test_the_paper_estimators_record_their_magnitude_by_the_configured_reduction() -> None:
+    assert AttributionConfig(method="kronrod").token_reduction == "l2"
+    assert AttributionConfig(method="eg", reduction="abs_sum").token_reduction == "abs_sum"
+    assert AttributionConfig(method="grad_x_input").token_reduction == "abs_sum"
+
+
+@pytest.mark.parametrize(
+    ("keys", "named"),
+    [
+        ({"method": "grad_l2", "reduction": "max"}, "attribution.reduction='max'"),
+        ({"method": "occlusion_token", "reduction": "l2"}, "attribution.reduction='l2' is a key of"),
+        ({"method": "layer_ig", "sequential_ig_steps": 4}, "attribution.sequential_ig_steps=4 is a key of"),
+        ({"method": "sequential_ig", "sequential_ig_steps": 0}, "attribution.sequential_ig_steps=0"),
+    ],
+)
+def test_a_bad_reduction_or_sequential_ig_key_is_refused_by_name(keys: dict, named: str) -> None:
+    with pytest.raises(ValueError, match=named) as info:
+        AttributionConfig(**keys)
+    assert "\n" not in str(info.value)
+
+
+def _row_replaced(x: torch.Tensor, i: int, row: torch.Tensor) -> torch.Tensor:
+    out = x.clone()
+    out[:, i] = row
+    return out
+
+
+@pytest.mark.parametrize("replacement", ["zero", "reference"])
+def test_sequential_ig_is_ig_of_each_token_alone_by_hand_and_by_captum(toy, replacement: str) -> None:
+    """Each token's IG from its baseline row with every other row at the input, by a hand loop over
+    captum's Gauss-Legendre rule and by captum's IntegratedGradients on the one-row function; complete per
+    token to the quadrature's accuracy (F(X) - F(X with row i at its baseline))."""
+    from captum.attr import IntegratedGradients
+
+    model, problem = toy
+    x, steps = problem.embeds, 24
+    base = torch.zeros_like(x[0]) if replacement == "zero" else problem.reference[0]
+    nodes, weights = np.polynomial.legendre.leggauss(steps)
+    by_hand, by_captum, gaps = [], [], []
+    for i in range(SEQ):
+        total = torch.zeros_like(x[0, i])
+        for alpha, w in zip((nodes + 1) / 2, weights / 2, strict=True):
+            row = (base[i] + alpha * (x[0, i] - base[i])).requires_grad_(True)
+            total += w * torch.autograd.grad(_width(model, _row_replaced(x, i, row)).sum(), row)[0]
+        by_hand.append(float(((x[0, i] - base[i]) * total).sum()))
+        one_row = IntegratedGradients(
+            lambda r, i=i: _width(
+                model,
+                torch.cat(
+                    [x[:, :i].expand(len(r), -1, -1), r[:, None], x[:, i + 1 :].expand(len(r), -1, -1)], 1
+                ),
+            )
+        )
+        by_captum.append(float(one_row.attribute(x[:, i], base[i : i + 1], n_steps=steps).sum()))
+        gaps.append(_value(model, x) - _value(model, _row_replaced(x, i, base[i])))
+    scores = _method("sequential_ig", sequential_ig_steps=steps, replacement=replacement).scores(problem)
+    np.testing.assert_allclose(scores.signed, by_hand, rtol=1e-9, atol=1e-15)
+    # captum's Gauss-Legendre points and weights pass through float32 (differences of ~5e-9 relative)
+    np.testing.assert_allclose(scores.signed, by_captum, rtol=1e-7, atol=1e-15)
+    np.testing.assert_allclose(scores.magnitude, np.abs(by_hand), rtol=1e-9, atol=1e-15)
+    assert scores.residual == pytest.approx(np.abs(np.array(by_hand) - gaps).max(), abs=1e-12)
+    assert scores.residual < 1e-6 * np.abs(gaps).max()
+    assert (scores.grad_evals, scores.forwards) == (SEQ * steps, SEQ + 1)
+    # the path of one token with the others at their baselines (plain IG) is another attribution
+    full = [_value(model, x) - _value(model, base[None])]
+    assert not np.isclose(sum(by_hand), full[0], rtol=1e-3)
+
+
+def test_sequential_ig_with_one_point_is_the_gradient_at_the_midpoint(toy) -> None:
+    """One Gauss-Legendre point: e_i = (x_i - b_i) . dF/dx_i at the row's midpoint (zero baseline)."""
+    model, problem = toy
+    x = problem.embeds
+    expected = [
+        float((x[0, i] * _gradient(model, _row_replaced(x, i, x[0, i] / 2))[i]).sum()) for i in range(SEQ)
+    ]
+    scores = _method("sequential_ig", sequential_ig_steps=1).scores(problem)
+    np.testing.assert_allclose(scores.signed, expected, rtol=1e-10)
+    assert (
+        AttributionConfig(method="sequential_ig", sequential_ig_steps=4)
+        .gradient_budget(AttributionConfig(method="sequential_ig").pieces_per_reference(SEQ))
+        .per_question
+        == SEQ * 4
+    )

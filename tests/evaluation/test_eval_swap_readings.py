@@ -7,6 +7,8 @@ causal classifier; the readings rank cues as documented, and the method groups p
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,18 +16,18 @@ import pytest
 import torch
 from captum.attr import FeatureAblation, InputXGradient, LayerIntegratedGradients, Saliency, ShapleyValues
 
-from xurs_pipeline.attribution.config import TOKEN_METHODS
+from xurs_pipeline.attribution.config import TOKEN_METHODS, AttributionConfig
 from xurs_pipeline.attribution.masked import classifier_mass_fn
 from xurs_pipeline.attribution.methods.gradient import middle_block
 from xurs_pipeline.attribution.targets import width_target
-from xurs_pipeline.evaluation.config import SWAP_METHODS
+from xurs_pipeline.evaluation.config import SWAP_CHOICES, SWAP_METHODS, SWAP_OPT_IN, EvaluationConfig
 from xurs_pipeline.evaluation.swap.readings import (
     NULL_METHODS,
     RUN_METHOD,
     CueReading,
     ProbeSet,
     fixed_readings,
-    method_config,
+    method_configs,
     model_readings,
     token_reading,
 )
@@ -100,9 +102,11 @@ EVALS = {"shapley_span": 2**3, "layer_ig": STEPS + 2 + 2}
 
 
 def test_every_token_method_reads_the_cues_as_the_study_did_before_the_interface(model, probes) -> None:
-    configs = [method_config(m, STEPS) for m in TOKEN_METHODS]
-    frame = model_readings(model, "A", probes, configs).set_index(["method", "record_id"])
-    for method in TOKEN_METHODS:
+    shipped = [m for m in TOKEN_METHODS if m in SWAP_METHODS]  # sequential_ig: tests/attribution
+    frame = model_readings(model, "A", probes, method_configs(shipped, STEPS)).set_index(
+        ["method", "record_id"]
+    )
+    for method in shipped:
         for rid in probes.ids:
             now, before = frame.loc[(method, rid)], _before(method, model, probes, rid)
             assert now["top"] == before.top, (method, rid)
@@ -127,7 +131,8 @@ def test_the_fixed_readings_are_the_runs_rows_and_the_seeded_nulls(probes) -> No
 
 
 def test_the_method_groups_partition_the_config_choices() -> None:
-    assert sorted([RUN_METHOD, *TOKEN_METHODS, *NULL_METHODS]) == sorted(SWAP_METHODS)
+    assert sorted([RUN_METHOD, *TOKEN_METHODS, *NULL_METHODS]) == sorted(SWAP_CHOICES)
+    assert set(SWAP_METHODS).isdisjoint(SWAP_OPT_IN)
 
 
 def test_a_reading_ranks_the_cue_with_the_larger_best_token_and_a_tie_ranks_none() -> None:
@@ -142,3 +147,74 @@ def test_a_reading_ranks_the_cue_with_the_larger_best_token_and_a_tie_ranks_none
         token_reading(magnitude, ([3, 4], [4, 5]))
     with pytest.raises(ValueError, match="within the 9 tokens"):
         token_reading(magnitude, ([3, 40], [7]))
+
+
+def test_a_variant_entry_reads_as_its_method_under_its_keys(model, probes) -> None:
+    """``name@key=value`` entries: each row named by the entry, equal to the method configured by hand with
+    those keys, and different from the plain method where the key changes the reading."""
+    entries = ["occlusion_token", "occlusion_token@replacement=mean", "grad_x_input@reduction=l2",
+               "layer_ig@layer_ig_steps=4"]  # fmt: skip
+    frame = model_readings(model, "A", probes, method_configs(entries, STEPS)).set_index(
+        ["method", "record_id"]
+    )
+    by_hand = {
+        "occlusion_token@replacement=mean": AttributionConfig(method="occlusion_token", replacement="mean"),
+        "grad_x_input@reduction=l2": AttributionConfig(method="grad_x_input", reduction="l2"),
+        "layer_ig@layer_ig_steps=4": AttributionConfig(method="layer_ig", layer_ig_steps=4),
+    }
+    hand = model_readings(model, "A", probes, by_hand).set_index(["method", "record_id"])
+    pd.testing.assert_frame_equal(frame.loc[list(by_hand)].sort_index(), hand.sort_index())
+    assert (frame.loc["layer_ig@layer_ig_steps=4", "evals"] == 4 + 4).all()
+    plain, mean = frame.loc["occlusion_token"], frame.loc["occlusion_token@replacement=mean"]
+    assert not np.allclose(plain["best_1"], mean["best_1"])
+
+
+@pytest.mark.parametrize(
+    ("entry", "named"),
+    [
+        (
+            "occlusion_token@replacement=pad",
+            "'occlusion_token@replacement=pad': attribution.replacement='pad'",
+        ),
+        (
+            "grad_l2@replacement=mean",
+            "'grad_l2@replacement=mean': attribution.replacement='mean' is a key of",
+        ),
+        ("paper@reduction=l2", "'paper@reduction=l2': only a token method"),
+        ("grad_x_input@reduction", "'grad_x_input@reduction': write name@key=value"),
+        ("layer_ig@layer_ig_steps=many", "'layer_ig@layer_ig_steps=many': layer_ig_steps must be an integer"),
+        ("occlusion@replacement=mean", "evaluation.swap_methods="),
+    ],
+)
+def test_a_bad_variant_entry_is_refused_in_one_line_naming_it(entry: str, named: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(named)) as info:
+        EvaluationConfig(swap_methods=["paper", entry])
+    assert "\n" not in str(info.value)
+    assert EvaluationConfig(swap_methods=["paper", "sequential_ig@sequential_ig_steps=4"]).swap_methods
+
+
+def test_xurs_params_takes_the_equal_terms_grid_and_refuses_a_bad_variant_writing_nothing(
+    tmp_path, capsys
+) -> None:
+    """The user's path: the grid experiment composes with its variants; a bad entry on the command line
+    (quoted, Hydra's grammar) exits 2 with one line naming the key and the entry, params.yaml untouched."""
+    import yaml
+
+    from xurs_pipeline.cli import main
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "params.yaml"
+    conf = ["--conf", str(root / "conf"), "--out", str(out), "--no-dvc-yaml"]
+    assert main(["params", *conf, "experiment=controlled_swap_equal_terms"]) == 0
+    methods = yaml.safe_load(out.read_text())["evaluation"]["swap_methods"]
+    assert {"occlusion_token@replacement=mean", "grad_x_input@reduction=l2"} <= set(methods)
+    written = out.read_text()
+    capsys.readouterr()
+    bad = 'evaluation.swap_methods=[paper,"occlusion_token@replacement=pad"]'
+    assert main(["params", *conf, "experiment=controlled_swap", bad]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.endswith(
+        "evaluation.swap_methods: 'occlusion_token@replacement=pad': attribution.replacement='pad': "
+        "must be one of ('zero', 'mean', 'reference')"
+    )
+    assert out.read_text() == written

@@ -65,6 +65,7 @@ def test_each_method_recovers_the_planted_cue_where_its_kind_can_see_it() -> Non
         "occlusion_span": (1, 1, 2, 2),
         "shapley_span": (1, 1, 2, 2),
         "layer_ig": (1, 1, 1, 2),
+        "sequential_ig": (1, 2, 1, 2),  # per token complete: occlusion_token's values (zero baseline)
     }
     for method, tops in expected.items():
         found = tuple(int(table.loc[method, m]) for m in ("linear", "saturated", "cancelling", "interaction"))

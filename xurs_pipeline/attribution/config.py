@@ -11,16 +11,24 @@ from dataclasses import dataclass, field
 # The paper's estimators integrate gradients from references to the input (attribution/estimators.py);
 # the token methods explain the same function by other means (attribution/methods/).
 PATH_METHODS = ("eg", "ig", "kronrod")
-TOKEN_METHODS = ("occlusion_token", "occlusion_span", "shapley_span", "grad_l2", "grad_x_input", "layer_ig")
+TOKEN_METHODS = ("occlusion_token", "occlusion_span", "shapley_span", "grad_l2", "grad_x_input", "layer_ig",
+                 "sequential_ig")  # fmt: skip
 METHODS = PATH_METHODS + TOKEN_METHODS
 REPLACEMENTS = ("zero", "mean", "reference")  # what an occluded token's embedding row becomes
+# How a gradient method's coordinates (L, d) become one magnitude per token (attribution/reduction.py);
+# ``own``: each method's own, as shipped (the paper's estimators and grad_l2 L2, the others |sum|)
+REDUCTIONS = ("own", "l2", "abs_sum")
+OWN_REDUCTION = {"eg": "l2", "ig": "l2", "kronrod": "l2", "grad_l2": "l2", "grad_x_input": "abs_sum",
+                 "layer_ig": "abs_sum", "sequential_ig": "abs_sum"}  # fmt: skip
 # The keys only some token methods read -> those methods; set away from its default under another method,
 # a key is refused by name. (The paper estimators' keys are left out: the experiments' presets set them for
 # the estimator they choose, and a token method chosen on top ignores them.)
 METHOD_KEYS: dict[str, tuple[str, ...]] = {
-    "replacement": ("occlusion_token", "occlusion_span", "shapley_span"),
+    "replacement": ("occlusion_token", "occlusion_span", "shapley_span", "sequential_ig"),
     "span_tokens": ("occlusion_span", "shapley_span"),
     "layer_ig_steps": ("layer_ig",),
+    "sequential_ig_steps": ("sequential_ig",),
+    "reduction": tuple(OWN_REDUCTION),
 }
 SHAPLEY_MAX_SPANS = 12  # shapley_span enumerates every coalition of the spans: 2**12 forwards at most
 PATHS = ("straight", "blocks")  # attribution/paths.py
@@ -79,12 +87,18 @@ class AttributionConfig:
       the paper's; or a token method of ``attribution/methods/``: ``occlusion_token`` (F(X) - F(X with
       token i replaced), Eq. 8's zero-masking one token at a time), ``occlusion_span`` (the same per span),
       ``shapley_span`` (exact Shapley values of the spans), ``grad_l2`` (||dF/dx_i||_2), ``grad_x_input``
-      (sum_h x_ih dF/dx_ih) or ``layer_ig`` (IG of the middle block's output from the first reference).
-    replacement: what an occluded token's embedding row becomes (occlusion and Shapley methods): ``zero``
+      (sum_h x_ih dF/dx_ih), ``layer_ig`` (IG of the middle block's output from the first reference) or
+      ``sequential_ig`` (IG of one token at a time).
+    replacement: what an occluded token's embedding row becomes (occlusion and Shapley methods; Sequential
+      IG's baseline row): ``zero``
       (Eq. 8), ``mean`` (the prompt's mean row) or ``reference`` (the first prepared reference's row).
     span_tokens: the span methods' players, consecutive blocks of this many positions (at most
       ``SHAPLEY_MAX_SPANS`` spans for ``shapley_span``).
     layer_ig_steps: ``layer_ig``'s Gauss-Legendre points (captum ``LayerIntegratedGradients``).
+    sequential_ig_steps: ``sequential_ig``'s Gauss-Legendre points per token (Sequential IG, Enguehard 2023:
+      IG of one row from its ``replacement`` row to the input, the other rows at the input).
+    reduction: how a gradient method's coordinates (L, d) become one magnitude per token: ``own`` (each
+      method's shipped one, ``OWN_REDUCTION``), ``l2`` or ``abs_sum`` (``attribution/reduction.py``).
     reference: ``train`` (training prompts), ``zero`` (zero embeddings), ``aligned`` (paired prompt
       aligned to the question, Sec. 5.4: the other member of the question's pair).
     reference_alignment: how a training prompt is fitted to the question's L positions: ``position``
@@ -136,6 +150,8 @@ class AttributionConfig:
     replacement: str = "zero"
     span_tokens: int = 16
     layer_ig_steps: int = 32
+    sequential_ig_steps: int = 16
+    reduction: str = "own"
     reference: str = "train"
     reference_alignment: str = "position"
     result_filter: str = "all"
@@ -215,6 +231,8 @@ class AttributionConfig:
         _one_of("replacement", self.replacement, REPLACEMENTS)
         _at_least("span_tokens", self.span_tokens, 1)
         _at_least("layer_ig_steps", self.layer_ig_steps, 1)
+        _at_least("sequential_ig_steps", self.sequential_ig_steps, 1)
+        _one_of("reduction", self.reduction, REDUCTIONS)
         defaults = AttributionConfig.__dataclass_fields__
         for key, readers in METHOD_KEYS.items():
             if self.method not in readers and getattr(self, key) != defaults[key].default:
@@ -312,6 +330,12 @@ class AttributionConfig:
         return self.method == "layer_ig" or replaced
 
     @property
+    def token_reduction(self) -> str:
+        """The reduction over the hidden dimension a gradient method's magnitudes use (``l2`` or
+        ``abs_sum``): ``attribution.reduction``, or the method's own where it is ``own``."""
+        return OWN_REDUCTION[self.method] if self.reduction == "own" else self.reduction
+
+    @property
     def reads_training_references(self) -> bool:
         """Does the method read training prompts: the paper's estimators with ``reference='train'``, and a
         token method that reads one reference."""
@@ -327,6 +351,8 @@ class AttributionConfig:
         """Most pieces of one reference's path to a prompt of ``tokens`` positions: 1 on the straight path,
         one per block of ``path_block`` positions on block paths (blocks where the reference already
         equals the prompt are skipped, so this bounds the count)."""
+        if self.method == "sequential_ig":  # one path per token
+            return max(1, int(tokens))
         return 1 if self.path == "straight" else max(1, -(-int(tokens) // self.path_block))
 
     def gradient_budget(self, pieces: int = 1) -> GradientBudget:
@@ -338,6 +364,10 @@ class AttributionConfig:
         all pieces (it usually stops earlier). Validation (with ``data.max_tokens``), the stage start and
         the progress bar (with the prompts' lengths) and ``xurs plan`` all count with it."""
         if self.method in TOKEN_METHODS:
+            if self.method == "sequential_ig":
+                per = pieces * self.sequential_ig_steps
+                count = f"{pieces} token(s) x {self.sequential_ig_steps} point(s)"
+                return GradientBudget(per, per, count, "prompt tokens x sequential_ig_steps")
             per = {"grad_l2": 1, "grad_x_input": 1, "layer_ig": self.layer_ig_steps}.get(self.method, 0)
             return GradientBudget(per, per, f"{per} gradient(s) of {self.method}", "layer_ig_steps")
         collections = f"{self.n_collections} collection(s) x "
@@ -377,6 +407,7 @@ _LOWER = {
     "ig": "lower ig_points (ig_max_points), refs_per_collection or n_collections",
     "kronrod": "lower kronrod_max_evals or n_collections",
     "layer_ig": "lower layer_ig_steps",
+    "sequential_ig": "lower sequential_ig_steps or data.max_tokens",
 }
 
 

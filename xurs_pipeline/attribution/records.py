@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from xurs_pipeline.attribution.reduction import reduce_tokens
 from xurs_pipeline.io import Provenance
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ class TargetAttribution:
             plan_seeds=[int(r.plan_seed) for r in results if r.plan_seed is not None],
             n_tokens=int(e.shape[0]),
             token_signed=e.sum(-1).cpu().tolist(),
-            token_magnitude=e.norm(dim=-1).cpu().tolist(),
+            token_magnitude=reduce_tokens(e, cfg.token_reduction).cpu().tolist(),
             width_input=width_input,
             betp=run.betp.cpu().tolist(),
             width_reference_mean=ref_mean,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xurs_pipeline.attribution.config import METHODS, TARGET_NAMES
+from xurs_pipeline.attribution.variants import variant_config, variant_name
 
 
 def _require(ok: bool, key: str, value: object, allowed: str) -> None:
@@ -26,6 +27,9 @@ SWAP_RANDOMISE = ("head", "tuned")  # evaluation.swap_randomise
 # (through attribution/methods/) and the two nulls (evaluation/swap/readings.py), in the comparison's order
 SWAP_METHODS = ("paper", "grad_l2", "grad_x_input", "occlusion_token", "layer_ig", "occlusion_span",
                 "shapley_span", "input_only", "random")  # fmt: skip
+# named only where asked for: sequential_ig costs prompt tokens x attribution.sequential_ig_steps gradients
+SWAP_OPT_IN = ("sequential_ig",)
+SWAP_CHOICES = SWAP_METHODS + SWAP_OPT_IN  # what evaluation.swap_methods may name (or vary: name@key=value)
 
 
 @dataclass
@@ -242,10 +246,16 @@ class EvaluationConfig:
         _require(self.swap_randomise in SWAP_RANDOMISE, "swap_randomise", self.swap_randomise,
                  f"one of {list(SWAP_RANDOMISE)}")  # fmt: skip
         methods = self.swap_methods
-        valid = bool(methods) and set(methods) <= set(SWAP_METHODS) and len(set(methods)) == len(methods)
-        _require(
-            valid, "swap_methods", methods, f"a non-empty list of distinct names from {list(SWAP_METHODS)}"
-        )
+        names = {variant_name(m) for m in methods}
+        valid = bool(methods) and names <= set(SWAP_CHOICES) and len(set(methods)) == len(methods)
+        _require(valid, "swap_methods", methods,
+                 f"a non-empty list of distinct names from {list(SWAP_CHOICES)} or their variants "
+                 "(name@key=value, docs/attribution-methods.md)")  # fmt: skip
+        for entry in (m for m in methods if "@" in m):
+            try:
+                variant_config(entry)
+            except ValueError as err:
+                raise ValueError(f"evaluation.swap_methods: {err}") from None
         _require(
             0.0 <= self.swap_clear_margin < 1.0, "swap_clear_margin", self.swap_clear_margin, "in [0, 1)"
         )

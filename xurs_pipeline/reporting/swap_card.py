@@ -17,7 +17,8 @@ from typing import Any
 
 from markupsafe import Markup
 
-from xurs_pipeline.evaluation.config import SWAP_METHODS
+from xurs_pipeline.attribution.variants import variant_name
+from xurs_pipeline.evaluation.config import SWAP_CHOICES
 from xurs_pipeline.evaluation.swap.agreement import AGREEMENT_PASS, AGREEMENT_PASS_LOWER
 from xurs_pipeline.evaluation.swap.measures import SWAP_PASS_ACCURACY, SWAP_PASS_LOWER
 from xurs_pipeline.evaluation.swap.roles import ROLES
@@ -180,8 +181,8 @@ def _f2(x: Any) -> str:
 
 def _in_order(methods: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """The methods in ``evaluation.swap_methods``' canonical order (the paper's estimator first)."""
-    rank = {m: i for i, m in enumerate(SWAP_METHODS)}
-    return sorted(methods.items(), key=lambda item: rank.get(item[0], len(rank)))
+    rank = {m: i for i, m in enumerate(SWAP_CHOICES)}
+    return sorted(methods.items(), key=lambda item: rank.get(variant_name(item[0]), len(rank)))
 
 
 def render_swap_card(study: SwapStudy | None) -> Markup:

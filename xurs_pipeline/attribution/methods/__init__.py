@@ -5,7 +5,7 @@ question's ``attributions`` rows, whichever method ``attribution.method`` names;
 - ``base``: the call shape, the problem, the record (scores, forwards, gradients, residual, bound).
 - ``paper``: eg, ig, kronrod (the engine of ``attribution/estimators.py``).
 - ``perturbation``: occlusion_token, occlusion_span, shapley_span.
-- ``gradient``: grad_l2, grad_x_input, layer_ig.
+- ``gradient``: grad_l2, grad_x_input, layer_ig, sequential_ig.
 - ``token_question``: a token method on one question of the pipeline.
 """
 
@@ -21,7 +21,7 @@ from xurs_pipeline.attribution.methods.base import (
     TokenProblem,
     TokenScores,
 )
-from xurs_pipeline.attribution.methods.gradient import GradientL2, GradientXInput, LayerIG
+from xurs_pipeline.attribution.methods.gradient import GradientL2, GradientXInput, LayerIG, SequentialIG
 from xurs_pipeline.attribution.methods.paper import ExpectedGradients, IntegratedGradients, KronrodIG
 from xurs_pipeline.attribution.methods.perturbation import OcclusionSpan, OcclusionToken, SpanShapley
 from xurs_pipeline.attribution.question import QuestionResult
@@ -31,7 +31,7 @@ REGISTRY: dict[str, type[AttributionMethod]] = {
     cls.name: cls
     for cls in (
         *(ExpectedGradients, IntegratedGradients, KronrodIG),
-        *(OcclusionToken, OcclusionSpan, SpanShapley, GradientL2, GradientXInput, LayerIG),
+        *(OcclusionToken, OcclusionSpan, SpanShapley, GradientL2, GradientXInput, LayerIG, SequentialIG),
     )
 }
 

@@ -1,12 +1,21 @@
 """The methods that read gradients of F_c at the prompt or along one path (captum's implementations).
 
 - ``grad_l2``: ``||dF/dx_i||_2`` per token (captum ``Saliency``); signed = magnitude; 1 gradient.
-- ``grad_x_input``: ``sum_h x_ih dF/dx_ih`` per token, magnitude its absolute value (captum
-  ``InputXGradient``); 1 gradient.
+- ``grad_x_input``: ``sum_h x_ih dF/dx_ih`` per token (captum ``InputXGradient``); 1 gradient.
 - ``layer_ig``: IG of F_c with respect to the output of the block halfway up, from the one reference
   (captum ``LayerIntegratedGradients``, ``attribution.layer_ig_steps`` Gauss-Legendre points), summed over
-  hidden per position, magnitude its absolute value; completeness: its total against ``F(X) - F(B)``
-  (Eq. 9 on the layer), from 2 more forwards.
+  hidden per position; completeness: its total against ``F(X) - F(B)`` (Eq. 9 on the layer), from 2 more
+  forwards.
+- ``sequential_ig``: Sequential IG (Enguehard 2023), IG of F_c along row i alone from its baseline row b_i
+  (``attribution.replacement``: zero, the prompt's mean row or the reference's row) to x_i, every other
+  row kept at the input, ``attribution.sequential_ig_steps`` Gauss-Legendre points per token:
+  ``e_ih = (x_ih - b_ih) sum_k w_k dF/dx_ih(X with row i = b_i + a_k (x_i - b_i))``; completeness per
+  token: ``sum_h e_ih = F(X) - F(X with row i = b_i)`` (Eq. 9 per token segment), its residual the largest
+  gap, from L + 1 more forwards. L x steps gradients.
+
+Every method's signed score is its coordinates summed over hidden (``grad_l2``: the norm); its magnitude
+the coordinates reduced by ``attribution.reduction`` (``attribution/reduction.py``; ``own``: L2 for
+``grad_l2``, |sum| for the others).
 """
 
 from __future__ import annotations
@@ -18,14 +27,24 @@ from torch import nn
 
 from xurs_pipeline.attribution.inputs import AttributionInputError
 from xurs_pipeline.attribution.methods.base import Counter, TokenMethod, TokenProblem, TokenScores
+from xurs_pipeline.attribution.methods.perturbation import occluded_values, replacement_rows
 from xurs_pipeline.attribution.model import block_list_name
+from xurs_pipeline.attribution.reduction import reduce_tokens
 
 
 def _numpy(values: torch.Tensor) -> np.ndarray:
     return values.detach().double().cpu().numpy()
 
 
-class GradientL2(TokenMethod):
+class GradientMethod(TokenMethod):
+    """A method whose coordinates (L, d) are reduced over hidden by ``attribution.reduction``."""
+
+    def magnitude(self, coords: torch.Tensor) -> np.ndarray:
+        """coords (L, d) -> magnitudes (L,) float64."""
+        return _numpy(reduce_tokens(coords.detach(), self.cfg.token_reduction))
+
+
+class GradientL2(GradientMethod):
     name = "grad_l2"
 
     def scores(self, problem: TokenProblem) -> TokenScores:
@@ -33,19 +52,19 @@ class GradientL2(TokenMethod):
         x = problem.embeds.detach().requires_grad_(True)
         grad = Saliency(problem.function(counter)).attribute(x, abs=False)[0]  # (L, d)
         norm = _numpy(grad.norm(dim=-1))
-        return TokenScores(norm, norm, counter.forwards, counter.grad_evals, coords=grad.detach().float())
+        return TokenScores(norm, self.magnitude(grad), counter.forwards, counter.grad_evals,
+                           coords=grad.detach().float())  # fmt: skip
 
 
-class GradientXInput(TokenMethod):
+class GradientXInput(GradientMethod):
     name = "grad_x_input"
 
     def scores(self, problem: TokenProblem) -> TokenScores:
         counter = Counter()
         x = problem.embeds.detach().requires_grad_(True)
         coords = InputXGradient(problem.function(counter)).attribute(x)[0]  # (L, d)
-        signed = _numpy(coords.sum(-1))
-        return TokenScores(signed, np.abs(signed), counter.forwards, counter.grad_evals,
-                           coords=coords.detach().float())  # fmt: skip
+        return TokenScores(_numpy(coords.sum(-1)), self.magnitude(coords), counter.forwards,
+                           counter.grad_evals, coords=coords.detach().float())  # fmt: skip
 
 
 def middle_block(model: nn.Module) -> nn.Module:
@@ -56,7 +75,7 @@ def middle_block(model: nn.Module) -> nn.Module:
     return blocks[(len(blocks) - 1) // 2]
 
 
-class LayerIG(TokenMethod):
+class LayerIG(GradientMethod):
     name = "layer_ig"
 
     def scores(self, problem: TokenProblem) -> TokenScores:
@@ -71,6 +90,37 @@ class LayerIG(TokenMethod):
         with torch.no_grad():
             ends = f(torch.cat([problem.embeds, problem.reference.to(problem.embeds.dtype)]))
         residual = abs(float(coords.double().sum()) - float(ends[0] - ends[1]))
-        signed = _numpy(coords.sum(-1))
-        return TokenScores(signed, np.abs(signed), counter.forwards, counter.grad_evals, residual=residual,
-                           coords=coords.detach().float())  # fmt: skip
+        return TokenScores(_numpy(coords.sum(-1)), self.magnitude(coords), counter.forwards,
+                           counter.grad_evals, residual=residual, coords=coords.detach().float())  # fmt: skip
+
+
+class SequentialIG(GradientMethod):
+    name = "sequential_ig"
+
+    def scores(self, problem: TokenProblem) -> TokenScores:
+        counter = Counter()
+        f, steps, length = problem.function(counter), self.cfg.sequential_ig_steps, problem.length
+        x = problem.embeds.detach()
+        baseline = replacement_rows(problem, self.cfg.replacement)
+        b = torch.zeros_like(x[0]) if baseline is None else baseline.detach()  # (L, d)
+        nodes, weights = np.polynomial.legendre.leggauss(steps)  # captum's gausslegendre on [0, 1]
+        alphas = torch.as_tensor((nodes + 1) / 2, dtype=x.dtype, device=x.device)
+        w = torch.as_tensor(weights / 2, dtype=x.dtype, device=x.device)
+        rows = b[:, None, :] + alphas[None, :, None] * (x[0] - b)[:, None, :]  # (L, steps, d): row i's path
+        grads = torch.empty_like(rows)
+        flat = [(i, k) for i in range(length) for k in range(steps)]
+        for start in range(0, len(flat), problem.batch_size):
+            chunk = flat[start : start + problem.batch_size]
+            variants = x.expand(len(chunk), -1, -1).clone()
+            token, point = (torch.tensor(v, device=x.device) for v in zip(*chunk, strict=True))
+            variants[torch.arange(len(chunk)), token] = rows[token, point]
+            with torch.enable_grad():
+                variants.requires_grad_(True)
+                (grad,) = torch.autograd.grad(f(variants).sum(), variants)
+            grads[token, point] = grad[torch.arange(len(chunk)), token]
+        coords = (x[0] - b) * (w[None, :, None] * grads).sum(1)  # (L, d)
+        with torch.no_grad():
+            values = occluded_values(problem, [[], *([i] for i in range(length))], self.cfg.replacement)
+        residual = float(np.abs(_numpy(coords.sum(-1)) - (values[0] - values[1:])).max())
+        return TokenScores(_numpy(coords.sum(-1)), self.magnitude(coords), length + 1, counter.grad_evals,
+                           residual=residual, coords=coords.detach().float())  # fmt: skip

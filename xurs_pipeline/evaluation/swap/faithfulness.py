@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from xurs_pipeline.attribution.config import TOKEN_METHODS
+from xurs_pipeline.attribution.variants import variant_name
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.data.synthetic.swap import cue_order
 from xurs_pipeline.evaluation.swap.agreement import AGREEMENT_PASS, AGREEMENT_PASS_LOWER, proportion
@@ -220,7 +221,7 @@ def study_faithfulness(
     validity = validated_yardsticks(dependence, validated(recovered), study.accuracy)
     measured = pd.concat([study.measured, baseline_readings(sorted(study.cues))], ignore_index=True)
     rows = scored(measured, dependence, orders(study.cues), clear_margin)
-    token_methods = [m for m in dict.fromkeys(study.measured["method"]) if m in TOKEN_METHODS]
+    token_methods = [m for m in dict.fromkeys(study.measured["method"]) if variant_name(m) in TOKEN_METHODS]
     result = faithfulness(rows, validity, method_recovery(token_methods, layer_ig_steps), confidence, seed,
                           resamples)  # fmt: skip
     result["planted"] = recovered.to_dict(orient="records")

@@ -28,8 +28,8 @@ import pandas as pd
 import torch
 from torch import nn
 
-from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.methods import REGISTRY, TokenMethod, TokenProblem
+from xurs_pipeline.attribution.variants import variant_config
 from xurs_pipeline.credal import FOCAL_SETS, N_MASSES
 from xurs_pipeline.evaluation.swap.readings import cue_spans, scores_reading
 
@@ -102,9 +102,8 @@ def method_recovery(methods: Sequence[str], layer_ig_steps: int = 32) -> pd.Data
         model = PlantedCues(mechanism)
         x = model.embeds()
         for name in methods:
-            cfg = AttributionConfig(method=name, **({"layer_ig_steps": layer_ig_steps} if name == "layer_ig"
-                                                    else {}))  # fmt: skip
-            method = REGISTRY[name](cfg)
+            cfg = variant_config(name, layer_ig_steps=layer_ig_steps)
+            method = REGISTRY[cfg.method](cfg)
             assert isinstance(method, TokenMethod)
             problem = TokenProblem(model, x, 0, reference=torch.zeros_like(x), layer=model.block,
                                    spans=cue_spans(LENGTH, CUES), reuse_prefix=False)  # fmt: skip

@@ -32,6 +32,7 @@ from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.masked import classifier_mass_fn
 from xurs_pipeline.attribution.methods import REGISTRY, TokenMethod, TokenProblem, TokenScores
 from xurs_pipeline.attribution.methods.gradient import middle_block
+from xurs_pipeline.attribution.variants import variant_config
 from xurs_pipeline.evaluation.swap.roles import RUN_METHOD, RUNS
 
 NULL_METHODS = ("input_only", "random")
@@ -129,21 +130,22 @@ def fixed_readings(probes: ProbeSet, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def method_config(method: str, layer_ig_steps: int) -> AttributionConfig:
-    """The interface's config of one compared method (``evaluation.swap_layer_ig_steps`` for layer_ig)."""
-    return AttributionConfig(
-        method=method, **({"layer_ig_steps": layer_ig_steps} if method == "layer_ig" else {})
-    )
+def method_configs(entries: Sequence[str], layer_ig_steps: int) -> dict[str, AttributionConfig]:
+    """The interface's config of each compared token method, by its ``evaluation.swap_methods`` entry (a
+    name or a variant, ``attribution/variants.py``; ``evaluation.swap_layer_ig_steps`` for layer_ig unless
+    the entry sets it)."""
+    return {e: variant_config(e, layer_ig_steps=layer_ig_steps) for e in entries}
 
 
 def model_readings(
-    classifier: Any, run: str, probes: ProbeSet, methods: Sequence[AttributionConfig]
+    classifier: Any, run: str, probes: ProbeSet, methods: Mapping[str, AttributionConfig]
 ) -> pd.DataFrame:
-    """Each token method's reading of every probe under one trained model (run ``run``)."""
+    """Each token method's reading of every probe under one trained model (run ``run``), its rows named by
+    the entry (``methods``: entry -> config, :func:`method_configs`)."""
     classifier.eval()
     embed = classifier.backbone.get_input_embeddings()
-    chosen = [REGISTRY[cfg.method](cfg) for cfg in methods]
-    layer = middle_block(classifier) if any(cfg.method == "layer_ig" for cfg in methods) else None
+    chosen = {entry: REGISTRY[cfg.method](cfg) for entry, cfg in methods.items()}
+    layer = middle_block(classifier) if any(cfg.method == "layer_ig" for cfg in methods.values()) else None
     rows = []
     for rid in tqdm(probes.ids, desc=f"swap methods, model {run}", unit="probe"):
         with torch.no_grad():
@@ -151,7 +153,7 @@ def model_readings(
             reference = embed(torch.as_tensor(probes.references[rid][:1], device=x.device)).detach()
         problem = TokenProblem(classifier_mass_fn(classifier), x, probes.labels[rid], reference=reference,
                                spans=cue_spans(x.shape[1], probes.cues[rid]), layer=layer)  # fmt: skip
-        for method in chosen:
+        for entry, method in chosen.items():
             assert isinstance(method, TokenMethod)
-            rows.append(scores_reading(method.scores(problem), probes.cues[rid]).row(method.name, run, rid))
+            rows.append(scores_reading(method.scores(problem), probes.cues[rid]).row(entry, run, rid))
     return pd.DataFrame(rows, columns=list(COLUMNS))

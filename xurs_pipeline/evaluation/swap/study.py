@@ -50,7 +50,7 @@ from xurs_pipeline.evaluation.swap.readings import (
     RUN_METHOD,
     ProbeSet,
     fixed_readings,
-    method_config,
+    method_configs,
     model_readings,
 )
 from xurs_pipeline.evaluation.swap.roles import ROLES, RUNS
@@ -123,8 +123,8 @@ def probe_set(inputs: StudyInputs) -> ProbeSet:
 def readings(inputs: StudyInputs, probes: ProbeSet) -> pd.DataFrame:
     """Every reading of the study with its cue measures: the fixed ones and each trained model's methods."""
     ev = inputs.cfg.evaluation
-    methods = [method_config(m, ev.swap_layer_ig_steps) for m in ev.swap_methods
-               if m != RUN_METHOD and m not in NULL_METHODS]  # fmt: skip
+    methods = method_configs([m for m in ev.swap_methods if m != RUN_METHOD and m not in NULL_METHODS],
+                             ev.swap_layer_ig_steps)  # fmt: skip
     frames = [fixed_readings(probes, ev.seed)]
     if methods:
         frames += [model_readings(inputs.models[r.role.name][0], name, probes, methods)
