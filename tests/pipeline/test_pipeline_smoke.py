@@ -274,7 +274,7 @@ def test_explain_uses_the_pipelines_settings_and_matches_the_report(
 @pytest.mark.parametrize(
     ("overrides", "why"),
     [
-        (["attribution.n_samples=64", "train.lr_head=0.5"], "stage predict ran with train.lr_head="),
+        (["attribution.n_samples=64", "train.lr_head=0.5"], "stage train ran with train.lr_head="),
         (["attribution.n_samples=64"], "stage attribute ran with attribution.n_samples="),
     ],
 )

@@ -7,6 +7,7 @@ Each field is range-checked in ``__post_init__``; errors name the key and what i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 # The paper's estimators integrate gradients from references to the input (attribution/estimators.py);
 # the token methods explain the same function by other means (attribution/methods/).
@@ -58,7 +59,9 @@ def with_method(cfg: AttributionConfig, method: str) -> AttributionConfig:
     from dataclasses import replace
 
     defaults = AttributionConfig.__dataclass_fields__
-    reset = {key: defaults[key].default for key, readers in METHOD_KEYS.items() if method not in readers}
+    reset: dict[str, Any] = {
+        key: defaults[key].default for key, readers in METHOD_KEYS.items() if method not in readers
+    }
     return replace(cfg, **reset, method=method)
 
 

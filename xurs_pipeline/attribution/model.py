@@ -180,7 +180,9 @@ def model_device(model: nn.Module) -> torch.device:
 
 def block_list_name(model: nn.Module) -> str:
     """Dotted name of the model's longest ``nn.ModuleList`` (its transformer blocks)."""
-    lists = [(len(m), name) for name, m in model.named_modules() if isinstance(m, nn.ModuleList) and len(m)]
+    lists: list[tuple[int, str]] = [
+        (len(m), name) for name, m in model.named_modules() if isinstance(m, nn.ModuleList) and len(m)
+    ]
     if not lists:
         raise ValueError(f"{type(model).__name__} has no nn.ModuleList of blocks to randomise")
     return max(lists)[1]

@@ -13,8 +13,11 @@ import torch
 
 def reduce_tokens(coords: torch.Tensor, reduction: str) -> torch.Tensor:
     """coords (L, d) -> magnitudes (L,) by ``reduction`` (``l2`` or ``abs_sum``)."""
+    magnitudes: torch.Tensor
     if reduction == "l2":
-        return coords.norm(dim=-1)
+        magnitudes = coords.norm(dim=-1)
+        return magnitudes
     if reduction == "abs_sum":
-        return coords.sum(-1).abs()
+        magnitudes = coords.sum(-1).abs()
+        return magnitudes
     raise ValueError(f"attribution.reduction={reduction!r}: must be 'l2' or 'abs_sum' once resolved")

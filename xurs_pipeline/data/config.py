@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 from xurs_pipeline.data.medqa import CARVE_CHOICES
 from xurs_pipeline.data.schema import SOURCES
-from xurs_pipeline.data.synthetic.swap import SWAP_ORDERS
+
+SWAP_ORDERS = ("fixed", "counterbalanced")  # data.swap_order (data/synthetic/swap.py reads it)
 
 
 @dataclass

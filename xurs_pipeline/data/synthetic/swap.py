@@ -28,6 +28,7 @@ import re
 
 import pandas as pd
 
+from xurs_pipeline.data.config import SWAP_ORDERS
 from xurs_pipeline.data.records import DataError, QuestionRecord, SyntheticInfo
 from xurs_pipeline.data.synthetic.common import CasePlan, case_plans, fill
 from xurs_pipeline.data.synthetic.targets import prescribed_masses
@@ -40,7 +41,6 @@ PROBE_EVERY = 4  # test case index 0, 4, ... of a family is a probe
 # data.swap_order: ``fixed`` states every question's cues in one order (cue 1 first unless ``cue2_first``);
 # ``counterbalanced`` states cue 2 first in every other case, alternating by family and case (half of each
 # split's texts, half of its probes: family by family, since a family's probe is its case 0).
-SWAP_ORDERS = ("fixed", "counterbalanced")
 
 
 def generate_swap(
