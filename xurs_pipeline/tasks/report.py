@@ -12,7 +12,7 @@ import pandas as pd
 
 from xurs_pipeline.attribution.config import describe_references
 from xurs_pipeline.config import RootConfig
-from xurs_pipeline.contracts import artifact, check_detail, compare_dir
+from xurs_pipeline.contracts import artifact, check_detail, compare_dir, swap_summary
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_predictions, read_prompts
 from xurs_pipeline.io import config_hash, read_json, read_parquet
 from xurs_pipeline.models.config import model_name
@@ -131,7 +131,7 @@ def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, 
     check_summary = artifact("check_summary").at(cfg.paths)  # absent for `xurs report` before `checks`
     checked = read_json(check_summary) if check_summary.is_file() else {}
     localisation = checked.get("localisation") or {}
-    swap_summary = artifact("swap_study").at(cfg.paths) / "summary.json"  # absent before the swap stage
+    swap_file = swap_summary(cfg.paths)  # absent before the swap stage
     page = FrontPage(
         experiment=cfg.experiment_name,
         model=f"{model_name(cfg.model)} ({cfg.train.adaptation}, {cfg.model.head} head)",
@@ -161,8 +161,8 @@ def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, 
             Link(name.replace("_", " "), "", why) for name, why in index.get("plots_not_drawn", {}).items()
         ),
         clue_nulls=checked.get("localisation_nulls") or {},
-        swap=SwapStudy.of(read_json(swap_summary), cfg.attribution.method)
-        if swap_summary.is_file()
+        swap=SwapStudy.of(read_json(swap_file), cfg.attribution.method)
+        if swap_file.is_file()
         else None,
         endpoints=EndpointRow.of(_endpoints(cfg)),
         endpoint_shift_above=cfg.evaluation.reference_shift_warning,

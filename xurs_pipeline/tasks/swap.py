@@ -28,7 +28,7 @@ from typing import Any
 
 from xurs_pipeline.attribution.model import chosen_device
 from xurs_pipeline.config import RootConfig, train_run_hash
-from xurs_pipeline.contracts import artifact
+from xurs_pipeline.contracts import artifact, swap_summary
 from xurs_pipeline.data.dataset import data_config_hash, load_records
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_prompts
 from xurs_pipeline.evaluation.swap.roles import ROLES, RUNS, skipped_reason
@@ -40,10 +40,9 @@ from xurs_pipeline.tasks.runner import log
 
 
 def run(cfg: RootConfig) -> dict[str, Any] | None:
-    study = artifact("swap_study").at(cfg.paths)
     reason = skipped_reason(cfg.data.source)
     if reason is not None:
-        write_json({"skipped": reason}, study / "summary.json")
+        write_json({"skipped": reason}, swap_summary(cfg.paths))
         write_json({}, artifact("swap_methods").at(cfg.paths))
         log.info("swap: skipped (%s)", reason)
         return {}
@@ -88,5 +87,5 @@ def _write(cfg: RootConfig, result: StudyResult) -> None:
     write_parquet(result.methods, study / "methods.parquet", Provenance("swap_methods", 1, run_hash))
     write_parquet(result.faithfulness, study / "faithfulness.parquet",
                   Provenance("swap_faithfulness", 1, run_hash))  # fmt: skip
-    write_json(json_safe(result.summary), study / "summary.json")
+    write_json(json_safe(result.summary), swap_summary(cfg.paths))
     write_json(json_safe(method_metrics(result.summary)), artifact("swap_methods").at(cfg.paths))
