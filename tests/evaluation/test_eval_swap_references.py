@@ -106,11 +106,11 @@ def test_marginal_occlusion_is_the_width_averaged_over_the_drawn_rows_by_an_expl
         x, drawn = embedded(classifier, [ids]), embedded(classifier, probes.reference_sets["marginal:3"][rid])
         width = width_of(classifier, probes.labels[rid])
         with torch.no_grad():
-            scores = []
+            f_x, scores = float(width(x)[0]), []
             for i in range(len(ids)):
                 variants = x.repeat(len(drawn), 1, 1)
                 variants[:, i] = drawn[:, i]
-                scores.append(float(width(x)[0] - width(variants).mean()))
+                scores.append(f_x - float(width(variants).mean()))
         row = frame.loc[("occlusion_token@references=marginal:3", rid)]
         assert_reads(row, np.abs(scores), probes.cues[rid])
         assert (row["forwards"], row["grad_evals"]) == (3 * (len(ids) + 1), 0)
