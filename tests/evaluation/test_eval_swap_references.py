@@ -27,10 +27,12 @@ from xurs_pipeline.data.prepare import prepare_records
 from xurs_pipeline.data.synthetic.swap import generate_swap
 from xurs_pipeline.evaluation.config import EvaluationConfig
 from xurs_pipeline.evaluation.swap.behaviour import both_resolved
+from xurs_pipeline.evaluation.swap.estimator_readings import estimator_config
 from xurs_pipeline.evaluation.swap.inputs import prepared_references
 from xurs_pipeline.evaluation.swap.probe_references import ReferenceSource, probe_reference_ids
 from xurs_pipeline.evaluation.swap.readings import ProbeSet, method_configs, model_readings, token_reading
 from xurs_pipeline.evaluation.swap.reference_sets import ReferenceSet, reference_set, swap_variant
+from xurs_pipeline.io import ArtifactError
 from xurs_pipeline.models import RandomSetClassifier, RandomSetHead
 from xurs_pipeline.models.tiny import build_tiny_llama, train_tiny_tokenizer
 
@@ -192,7 +194,6 @@ def test_no_set_is_the_first_training_reference_and_zero_is_zero_replacement(set
     probes = probe_set(setup)
     pairs = [("layer_ig", "layer_ig@references=train:1"),
              ("occlusion_token", "occlusion_token@references=zero"),
-             ("sequential_ig@sequential_ig_steps=1", "sequential_ig@sequential_ig_steps=1,references=zero"),
              ("occlusion_span@replacement=reference", "occlusion_span@references=train:1")]  # fmt: skip
     frame = readings(setup, probes, [e for pair in pairs for e in pair])
     for plain, with_set in pairs:
@@ -239,6 +240,46 @@ def test_training_and_marginal_sets_come_from_the_training_split_as_declared(set
         probe_reference_ids(reference_set("train:32"), probes[0], ids, source)
 
 
+@pytest.mark.parametrize("name", ["pad", "train:2"])
+def test_the_papers_estimator_from_a_set_is_ig_at_the_input_by_hand_averaged_over_it(setup, name) -> None:
+    """``paper@references=R`` reruns the experiment's estimator (here IG, 8 Gauss-Legendre points) from every
+    reference of R: (x - b) sum_k w_k dW/dx(b + a_k (x - b)), averaged over R, its L2 over hidden (the
+    paper's magnitude) or its |sum| (``reduction=abs_sum``)."""
+    classifier, probes = setup[0], probe_set(setup)
+    run = AttributionConfig(method="ig", ig_points=STEPS, refs_per_collection=2,
+                            reference_alignment="sequence")
+    entries = [f"paper@references={name}", f"paper@references={name},reduction=abs_sum"]
+    frame = model_readings(classifier, "A", probes, method_configs(entries, STEPS, run))
+    frame = frame.set_index(["method", "record_id"])
+    for rid, ids in probes.ids.items():
+        x, width = embedded(classifier, [ids]), width_of(classifier, probes.labels[rid])
+        nodes, weights = np.polynomial.legendre.leggauss(STEPS)
+        coords = []
+        for b in embedded(classifier, probes.reference_sets[name][rid]):
+            total = torch.zeros_like(x)
+            for alpha, w in zip((nodes + 1) / 2, weights / 2, strict=True):
+                point = (b + alpha * (x - b)).requires_grad_(True)
+                total += w * torch.autograd.grad(width(point).sum(), point)[0]
+            coords.append(((x - b) * total)[0])
+        mean = torch.stack(coords).mean(0).detach()
+        assert_reads(frame.loc[(entries[0], rid)], mean.norm(dim=-1).numpy(), probes.cues[rid])
+        assert_reads(frame.loc[(entries[1], rid)], mean.sum(-1).abs().numpy(), probes.cues[rid])
+        assert frame.loc[(entries[0], rid), "grad_evals"] == len(coords) * STEPS
+
+
+def test_the_rerun_estimator_keeps_the_experiments_budget_per_reference() -> None:
+    run = AttributionConfig(method="kronrod", refs_per_collection=2, kronrod_max_evals=600, path="blocks",
+                            reference_alignment="sequence")  # fmt: skip
+    eight = estimator_config(run, 8)
+    assert (eight.refs_per_collection, eight.kronrod_max_evals, eight.reference) == (8, 2400, "train")
+    assert (eight.reference_alignment, eight.path) == ("position", "blocks")  # the rows are fitted already
+    zero = estimator_config(run, None)
+    assert (zero.reference, zero.refs_per_collection, zero.kronrod_max_evals, zero.path) == (
+        "zero", 1, 300, "straight")  # fmt: skip
+    with pytest.raises(ArtifactError, match=r"attribution\.method='layer_ig' is no path estimator"):
+        estimator_config(AttributionConfig(method="layer_ig"), 2)
+
+
 def test_an_entry_reads_its_set_and_method_keys() -> None:
     v = swap_variant("sequential_ig@sequential_ig_steps=4,references=marginal:16")
     assert (v.config.sequential_ig_steps, v.config.replacement) == (4, "reference")
@@ -251,7 +292,9 @@ def test_an_entry_reads_its_set_and_method_keys() -> None:
     ("entry", "named"),
     [
         ("grad_l2@references=zero", "'grad_l2@references=zero': grad_l2 reads no reference"),
-        ("paper@references=train:8", "'paper@references=train:8': paper reads no reference"),
+        ("grad_x_input@references=train:8", "'grad_x_input@references=train:8': grad_x_input reads no"),
+        ("paper@references=zero,span_tokens=4", "'paper@references=zero,span_tokens=4': paper takes"),
+        ("paper@references=zero,reduction=max", "'paper@references=zero,reduction=max': attribution."),
         ("layer_ig@references=train", "'layer_ig@references=train': references='train': must be zero, pad"),
         ("layer_ig@references=train:0", "'layer_ig@references=train:0': references='train:0'"),
         ("layer_ig@references=pad:2", "'layer_ig@references=pad:2': references='pad:2'"),

@@ -30,9 +30,11 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.masked import classifier_mass_fn
 from xurs_pipeline.attribution.methods import REGISTRY, TokenMethod, TokenProblem, TokenScores
 from xurs_pipeline.attribution.methods.gradient import GradientMethod, middle_block
+from xurs_pipeline.evaluation.swap.estimator_readings import estimator_scores
 from xurs_pipeline.evaluation.swap.reference_sets import (
     FIRST_TRAINING,
     ReferenceSet,
@@ -169,21 +171,25 @@ def fixed_readings(probes: ProbeSet, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def method_configs(entries: Sequence[str], layer_ig_steps: int) -> dict[str, SwapVariant]:
-    """Each compared token method's config and reference set, by its ``evaluation.swap_methods`` entry (a
-    name or a variant, ``reference_sets.swap_variant``; ``evaluation.swap_layer_ig_steps`` for layer_ig
+def method_configs(
+    entries: Sequence[str], layer_ig_steps: int, estimator: AttributionConfig | None = None
+) -> dict[str, SwapVariant]:
+    """Each compared method's config and reference set, by its ``evaluation.swap_methods`` entry (a token
+    method's name or variant, or ``paper@references=...`` rerunning ``estimator``, the experiment's
+    ``attribution`` config; ``reference_sets.swap_variant``; ``evaluation.swap_layer_ig_steps`` for layer_ig
     unless the entry sets it)."""
-    return {e: swap_variant(e, layer_ig_steps=layer_ig_steps) for e in entries}
+    return {e: swap_variant(e, estimator, layer_ig_steps=layer_ig_steps) for e in entries}
 
 
 def model_readings(
     classifier: Any, run: str, probes: ProbeSet, methods: Mapping[str, SwapVariant]
 ) -> pd.DataFrame:
-    """Each token method's reading of every probe under one trained model (run ``run``), its rows named by
-    the entry (``methods``: entry -> variant, :func:`method_configs`), averaged over its reference set."""
+    """Each compared method's reading of every probe under one trained model (run ``run``), its rows named
+    by the entry (``methods``: entry -> variant, :func:`method_configs`): a token method's scores averaged
+    over its reference set, or the paper's estimator rerun from it (``paper@references=...``)."""
     classifier.eval()
     embed = classifier.backbone.get_input_embeddings()
-    chosen = {entry: REGISTRY[v.config.method](v.config) for entry, v in methods.items()}
+    chosen = {entry: REGISTRY[v.config.method](v.config) for entry, v in methods.items()}  # or the estimator
     layer = middle_block(classifier) if any(v.config.method == "layer_ig" for v in methods.values()) else None
     rows = []
     for rid in tqdm(probes.ids, desc=f"swap methods, model {run}", unit="probe"):
@@ -192,10 +198,16 @@ def model_readings(
         problem = TokenProblem(classifier_mass_fn(classifier), x, probes.labels[rid],
                                spans=cue_spans(x.shape[1], probes.cues[rid]), layer=layer)  # fmt: skip
         for entry, method in chosen.items():
-            assert isinstance(method, TokenMethod)
-            references = reference_embeds(embed, probes.reference_ids(methods[entry].references, rid), x)
-            scores = [method.scores(replace(problem, reference=b[None])) for b in references]
-            rows.append(scores_reading(averaged(method, scores), probes.cues[rid]).row(entry, run, rid))
+            ids = probes.reference_ids(methods[entry].references, rid)
+            if isinstance(method, TokenMethod):
+                scores = [method.scores(replace(problem, reference=b[None]))
+                          for b in reference_embeds(embed, ids, x)]
+                reading = scores_reading(averaged(method, scores), probes.cues[rid])
+            else:  # paper@references=...: estimator_readings.py
+                config, label = methods[entry].config, probes.labels[rid]
+                magnitude, forwards, grads = estimator_scores(classifier, config, probes.ids[rid], label, ids)
+                reading = token_reading(magnitude, probes.cues[rid], forwards + grads, grads)
+            rows.append(reading.row(entry, run, rid))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 

@@ -22,24 +22,27 @@ A method reads every reference of its set and averages (App. B.2: references ave
 ``readings.averaged``): ``layer_ig`` integrates from each B_j, ``sequential_ig`` takes its baseline rows
 from each, occlusion and Shapley replace rows by each (``attribution.replacement='reference'``), so
 ``occlusion_token`` under ``marginal:K`` scores ``F(X) - mean_j F(X with row i = B_j,i)``. The gradients
-at the input (``grad_l2``, ``grad_x_input``) read no reference and refuse the key; so does ``paper``, read
-from the attribute runs (its references: ``attribution.reference`` and ``refs_per_collection``). An entry
-without the key reads the first training reference (``train:1``), as ``layer_ig`` and
-``replacement=reference`` always have. No torch here: entries are validated with the config.
+at the input (``grad_l2``, ``grad_x_input``) read no reference and refuse the key. ``paper`` is read from
+the attribute runs (its references: ``attribution.reference`` and ``refs_per_collection``);
+``paper@references=R`` (and ``reduction``) reruns the experiment's estimator on the probes from every
+reference of R, as one collection (``estimator_readings.py``). An entry without the key reads the first
+training reference (``train:1``), as ``layer_ig`` and ``replacement=reference`` always have. No torch here:
+entries are validated with the config.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xurs_pipeline.attribution.config import METHOD_KEYS, AttributionConfig
 from xurs_pipeline.attribution.variants import variant_config
+from xurs_pipeline.evaluation.swap.roles import RUN_METHOD
 
 KINDS = ("zero", "pad", "counterfactual", "train", "marginal")
 COUNTED = ("train", "marginal")  # kinds written kind:count
 KEY = "references"
 # the methods that read a reference, and of them those whose replaced or baseline rows come from it
-READS_REFERENCES = ("layer_ig", *METHOD_KEYS["replacement"])
+READS_REFERENCES = (RUN_METHOD, "layer_ig", *METHOD_KEYS["replacement"])
 REPLACING = METHOD_KEYS["replacement"]
 
 
@@ -82,10 +85,12 @@ class SwapVariant:
     references: ReferenceSet = FIRST_TRAINING
 
 
-def swap_variant(entry: str, **defaults: object) -> SwapVariant:
+def swap_variant(entry: str, estimator: AttributionConfig | None = None, **defaults: object) -> SwapVariant:
     """The entry's config (``variants.variant_config``, ``defaults`` as there) and reference set; a bad
     ``references`` value, a method that reads none, or ``replacement`` beside it raise ValueError in one
-    line naming the entry."""
+    line naming the entry. ``paper@references=R[,reduction=r]`` reruns the experiment's estimator
+    (``estimator``: its ``attribution`` config; without it, as when the config is checked, a stand-in that
+    checks the keys alone) from the set R (``estimator_readings.py``)."""
     name, _, spec = entry.partition("@")
     items = spec.split(",") if spec else []
     given = [item.partition("=")[2] for item in items if item.partition("=")[0] == KEY]
@@ -102,6 +107,8 @@ def swap_variant(entry: str, **defaults: object) -> SwapVariant:
         chosen = reference_set(given[0])
     except ValueError as err:
         raise ValueError(f"{entry!r}: {err}") from None
+    if name == RUN_METHOD:
+        return SwapVariant(entry, _estimator(entry, rest, estimator), chosen)
     keys = [*rest, "replacement=reference"] if name in REPLACING else rest
     inner = f"{name}@{','.join(keys)}" if keys else name
     try:
@@ -109,3 +116,14 @@ def swap_variant(entry: str, **defaults: object) -> SwapVariant:
     except ValueError as err:
         raise ValueError(str(err).replace(repr(inner), repr(entry), 1)) from None
     return SwapVariant(entry, config, chosen)
+
+
+def _estimator(entry: str, keys: list[str], estimator: AttributionConfig | None) -> AttributionConfig:
+    """The experiment's estimator config under a ``paper@`` entry's other keys (``reduction`` alone)."""
+    base = estimator if estimator is not None else AttributionConfig(method="kronrod")
+    if any(item.partition("=")[0] != "reduction" for item in keys):
+        raise ValueError(f"{entry!r}: {RUN_METHOD} takes {KEY} and reduction only")
+    try:
+        return replace(base, **{k: v for k, _, v in (item.partition("=") for item in keys)})
+    except ValueError as err:
+        raise ValueError(f"{entry!r}: {err}") from None

@@ -140,7 +140,7 @@ def readings(inputs: StudyInputs, probes: ProbeSet) -> pd.DataFrame:
     """Every reading of the study with its cue measures: the fixed ones and each trained model's methods."""
     ev = inputs.cfg.evaluation
     methods = method_configs([m for m in ev.swap_methods if m != RUN_METHOD and m not in NULL_METHODS],
-                             ev.swap_layer_ig_steps)  # fmt: skip
+                             ev.swap_layer_ig_steps, inputs.cfg.attribution)  # fmt: skip
     frames = [fixed_readings(probes, ev.seed)]
     if methods:
         frames += [model_readings(inputs.models[r.role.name][0], name, probes, methods)
