@@ -8,8 +8,10 @@ overrides here). Times, on the study's own inputs (``tasks.swap.study_inputs``),
 model (``evaluation.swap_methods``, both trained models, one method at a time), the behaviour's text edits,
 each other edit yardstick, the planted text and embedding models; then the whole ``run_study`` once.
 Prints per part the seconds, the ratios to the text edits and the model evaluations per probe and model,
-with the load average before and after. The attribute stages' cost (the paper's estimator) is not in it: see
-``bench/bench_swap_cost.py``.
+with the load average before and after. ``--methods-only``: each method's CPU and wall seconds, forwards and
+gradient evaluations per probe under model A from one reading (the equal-terms grid on a shared machine).
+The attribute stages' cost (the paper's estimator from its runs) is not in it: see
+``bench/bench_swap_cost.py``; its reruns from other references (``paper@references=...``) are.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def parts(cfg, inputs, probes) -> tuple[dict[str, Callable[[int], object]], dict
     calls: dict[str, Callable[[int], object]] = {}
     evals: dict[str, str] = {}
     for method in (m for m in ev.swap_methods if m != RUN_METHOD and m not in NULL_METHODS):
-        config = method_configs([method], ev.swap_layer_ig_steps)
+        config = method_configs([method], ev.swap_layer_ig_steps, cfg.attribution)
         calls[f"method {method}"] = lambda _, c=config: [
             model_readings(inputs.models[role][0], name, probes, c) for name, role in trained]  # fmt: skip
     calls["yardstick text_edits (behaviour)"] = lambda _: model_behaviour(inputs)
@@ -65,29 +67,49 @@ def parts(cfg, inputs, probes) -> tuple[dict[str, Callable[[int], object]], dict
     return calls, evals
 
 
-def method_evals(inputs, probes, cfg) -> dict[str, str]:
-    """Each token method's model evaluations per probe and model (median), from one reading."""
+def method_costs(inputs, probes, cfg) -> dict[str, dict[str, float]]:
+    """Each method's cost per probe under model A, from one reading of every probe (no warm-up): CPU and
+    wall seconds, and the median forwards and gradient evaluations."""
     out = {}
     ev = cfg.evaluation
     for method in (m for m in ev.swap_methods if m != RUN_METHOD and m not in NULL_METHODS):
-        frame = model_readings(
-            inputs.models["A"][0], "A", probes, method_configs([method], ev.swap_layer_ig_steps)
-        )
-        out[f"method {method}"] = f"{frame['evals'].median():.0f}"
+        config = method_configs([method], ev.swap_layer_ig_steps, cfg.attribution)
+        start, start_cpu = time.perf_counter(), time.process_time()
+        frame = model_readings(inputs.models["A"][0], "A", probes, config)
+        n = len(probes.ids)
+        out[f"method {method}"] = {"cpu": (time.process_time() - start_cpu) / n,
+                                   "wall": (time.perf_counter() - start) / n,
+                                   "forwards": float(frame["forwards"].median()),
+                                   "grad_evals": float(frame["grad_evals"].median())}  # fmt: skip
     return out
+
+
+def print_method_costs(costs: dict[str, dict[str, float]]) -> None:
+    rows = [(name.removeprefix("method "), f"{c['cpu']:.2f}", f"{c['wall']:.2f}", f"{c['forwards']:.0f}",
+             f"{c['grad_evals']:.0f}") for name, c in costs.items()]  # fmt: skip
+    print(C.markdown_table(["method", "CPU s per probe", "wall s per probe", "forwards per probe",
+                            "gradient evaluations per probe"], rows))  # fmt: skip
 
 
 def main() -> None:
     parser = experiment_parser(__doc__, "controlled_swap", 0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--methods-only", action="store_true",
+                        help="only each method's cost per probe under model A, one reading, no warm-up")
     args = parser.parse_args()
     started = time.perf_counter()
     C.print_header("Swap study: seconds per part of one seed", " ".join(sys.argv))
     cfg = validate(compose([f"experiment={args.experiment}", *args.override], conf_dir=Path.cwd() / "conf"))
     inputs = study_inputs(cfg)
     probes = probe_set(inputs)
+    costs = method_costs(inputs, probes, cfg)
+    if args.methods_only:
+        print(f"{len(probes.ids)} probes, model A, one reading of each method (no warm-up)")
+        print_method_costs(costs)
+        C.print_footer(started)
+        return
     calls, evals = parts(cfg, inputs, probes)
-    evals.update(method_evals(inputs, probes, cfg))
+    evals.update({name: f"{c['forwards'] + c['grad_evals']:.0f}" for name, c in costs.items()})
     wall, cpu = C.interleaved(calls, args.rounds)
     base = "yardstick text_edits (behaviour)"
     rows = [(name, f"{np.median(wall[name]):.2f}", f"{np.median(cpu[name]):.2f}",

@@ -100,7 +100,7 @@ def test_a_non_probe_is_refused(probes) -> None:
 def _readings(method: str, tops: dict[tuple[str, str], int]) -> pd.DataFrame:
     return with_cue_measures(pd.DataFrame(
         [{"method": method, "role": role, "record_id": rid, "top": top, "share_1": 1.0 if top == 1 else 0.0,
-          "evals": 1} for (role, rid), top in tops.items()]
+          "evals": 1, "forwards": 1, "grad_evals": 0} for (role, rid), top in tops.items()]
     ))  # fmt: skip
 
 

@@ -31,6 +31,7 @@ from xurs_pipeline.evaluation.swap.readings import (
     model_readings,
     token_reading,
 )
+from xurs_pipeline.evaluation.swap.reference_sets import SwapVariant
 from xurs_pipeline.models import RandomSetClassifier, RandomSetHead
 from xurs_pipeline.models.tiny import build_tiny_llama
 
@@ -162,7 +163,8 @@ def test_a_variant_entry_reads_as_its_method_under_its_keys(model, probes) -> No
         "grad_x_input@reduction=l2": AttributionConfig(method="grad_x_input", reduction="l2"),
         "layer_ig@layer_ig_steps=4": AttributionConfig(method="layer_ig", layer_ig_steps=4),
     }
-    hand = model_readings(model, "A", probes, by_hand).set_index(["method", "record_id"])
+    hand = model_readings(model, "A", probes, {e: SwapVariant(e, c) for e, c in by_hand.items()})
+    hand = hand.set_index(["method", "record_id"])
     pd.testing.assert_frame_equal(frame.loc[list(by_hand)].sort_index(), hand.sort_index())
     assert (frame.loc["layer_ig@layer_ig_steps=4", "evals"] == 4 + 4).all()
     plain, mean = frame.loc["occlusion_token"], frame.loc["occlusion_token@replacement=mean"]
@@ -207,7 +209,8 @@ def test_xurs_params_takes_the_equal_terms_grid_and_refuses_a_bad_variant_writin
     conf = ["--conf", str(root / "conf"), "--out", str(out), "--no-dvc-yaml"]
     assert main(["params", *conf, "experiment=controlled_swap_equal_terms"]) == 0
     methods = yaml.safe_load(out.read_text())["evaluation"]["swap_methods"]
-    assert {"occlusion_token@replacement=mean", "grad_x_input@reduction=l2"} <= set(methods)
+    assert {"occlusion_token@replacement=mean", "grad_x_input@reduction=l2", "layer_ig@references=pad",
+            "occlusion_token@references=marginal:16"} <= set(methods)
     written = out.read_text()
     capsys.readouterr()
     bad = 'evaluation.swap_methods=[paper,"occlusion_token@replacement=pad"]'

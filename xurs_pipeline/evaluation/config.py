@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xurs_pipeline.attribution.config import METHODS, TARGET_NAMES
-from xurs_pipeline.attribution.variants import variant_config, variant_name
+from xurs_pipeline.attribution.variants import variant_name
+from xurs_pipeline.evaluation.swap.reference_sets import swap_variant
 
 
 def _require(ok: bool, key: str, value: object, allowed: str) -> None:
@@ -253,7 +254,7 @@ class EvaluationConfig:
                  "(name@key=value, docs/attribution-methods.md)")  # fmt: skip
         for entry in (m for m in methods if "@" in m):
             try:
-                variant_config(entry)
+                swap_variant(entry)
             except ValueError as err:
                 raise ValueError(f"evaluation.swap_methods: {err}") from None
         _require(

@@ -74,7 +74,8 @@ def method_summary(part: pd.DataFrame, confidence: float = 0.95) -> dict[str, fl
     pairs = part[["share_1", "behaviour_share_1"]].dropna()
     constant = len(pairs) < 3 or pairs.nunique().min() < 2
     out["spearman"] = float("nan") if constant else float(stats.spearmanr(pairs).statistic)
-    out["evals_median"] = float(part["evals"].median())
+    for cost in ("evals", "forwards", "grad_evals"):  # per probe: all evaluations, forwards, gradients
+        out[f"{cost}_median"] = float(part[cost].median())
     out["passes"] = agrees_with_behaviour(out)
     return out
 

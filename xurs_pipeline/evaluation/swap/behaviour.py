@@ -40,10 +40,7 @@ EDITS = ("probe", "resolve_1", "other_1", "resolve_2", "other_2")
 def edited_records(probe: QuestionRecord) -> list[QuestionRecord]:
     """The probe and its four edits (``EDITS`` order), ids ``<probe id>|<edit>``; the other fields (cue spans
     moved with the text) are the probe's."""
-    info = probe.synthetic
-    if info is None or len(info.cue_spans) != 2 or any(info.cue_resolved) or info.has_result:
-        raise ValueError(f"{probe.record_id}: not a swap probe (two unresolved cues, no result)")
-    label = info.cue_answers[0]
+    label = _probe_label(probe)
     named = read_swap(probe)
     out = [replace(probe, record_id=f"{probe.record_id}|probe")]
     for k in (0, 1):
@@ -51,6 +48,22 @@ def edited_records(probe: QuestionRecord) -> list[QuestionRecord]:
         for edit, option in (("resolve", label), ("other", other)):
             out.append(_renamed(probe, k, probe.options[option], f"{edit}_{k + 1}"))
     return out
+
+
+def both_resolved(probe: QuestionRecord) -> QuestionRecord:
+    """The probe with both cues resolved to its label (each names only P), id ``<probe id>|both_resolved``:
+    the swap study's counterfactual reference (``reference_sets.py``)."""
+    name = probe.options[_probe_label(probe)]
+    record = _renamed(_renamed(probe, 0, name, "resolve_1"), 1, name, "resolve_2")
+    return replace(record, record_id=f"{probe.record_id}|both_resolved")
+
+
+def _probe_label(probe: QuestionRecord) -> int:
+    """The label both cues of a swap probe share; ValueError when ``probe`` is no swap probe."""
+    info = probe.synthetic
+    if info is None or len(info.cue_spans) != 2 or any(info.cue_resolved) or info.has_result:
+        raise ValueError(f"{probe.record_id}: not a swap probe (two unresolved cues, no result)")
+    return int(info.cue_answers[0])
 
 
 def _renamed(probe: QuestionRecord, k: int, name: str, edit: str) -> QuestionRecord:

@@ -17,6 +17,9 @@ depends on by construction (``truth``):
 - ``cancelling``: ``z = 2 s_1 + 0.3 s_2``, cue 1's tokens at +1 and -1: each moves ``z`` by 2 (cue 2's
   token by 0.3), the two together by 0: cue 1, missed by a method that credits the cue as a whole;
 - ``interaction``: ``z = 3 s_1 s_2 + 0.6 s_2 - 1.8``: cue 2 (its tokens move ``z`` by 3.6, cue 1's by 3).
+
+A planted model has no tokens: every method that reads a reference reads the zero embeddings there,
+whatever reference set its entry names (``reference_sets.py``), so a set is judged on the trained models only.
 """
 
 from __future__ import annotations
@@ -29,9 +32,9 @@ import torch
 from torch import nn
 
 from xurs_pipeline.attribution.methods import REGISTRY, TokenMethod, TokenProblem
-from xurs_pipeline.attribution.variants import variant_config
 from xurs_pipeline.credal import FOCAL_SETS, N_MASSES
 from xurs_pipeline.evaluation.swap.readings import cue_spans, scores_reading
+from xurs_pipeline.evaluation.swap.reference_sets import swap_variant
 
 LENGTH, HIDDEN = 10, 6
 CUES = ((3, 4), (7, 8))
@@ -102,7 +105,7 @@ def method_recovery(methods: Sequence[str], layer_ig_steps: int = 32) -> pd.Data
         model = PlantedCues(mechanism)
         x = model.embeds()
         for name in methods:
-            cfg = variant_config(name, layer_ig_steps=layer_ig_steps)
+            cfg = swap_variant(name, layer_ig_steps=layer_ig_steps).config  # every reference set: zero here
             method = REGISTRY[cfg.method](cfg)
             assert isinstance(method, TokenMethod)
             problem = TokenProblem(model, x, 0, reference=torch.zeros_like(x), layer=model.block,

@@ -3,8 +3,9 @@ headline and card of the swap control is derived (``measures.py``, ``agreement.p
 
 Every method explains the same function, the label's width ``W_c`` (Eq. 2) of the probe, on the same model
 and probe, through the attribution interface (``attribution/methods/``: the token methods' ``scores`` on a
-:class:`~xurs_pipeline.attribution.methods.TokenProblem` whose spans are cue 1, cue 2 and the rest, whose
-reference is the first prepared training reference). Besides them:
+:class:`~xurs_pipeline.attribution.methods.TokenProblem` whose spans are cue 1, cue 2 and the rest, once per
+reference of the entry's reference set, ``reference_sets.py``: the first prepared training reference unless
+the entry names another set, the scores averaged over the set, :func:`averaged`). Besides them:
 
 - ``paper``: the ``attribute`` stages' runs (``attribution.method``, the paper's estimator by default), read
   from their rows, under every run (``roles.RUNS``: the trained and the randomised models);
@@ -13,14 +14,15 @@ reference is the first prepared training reference). Besides them:
 
 A reading (:class:`CueReading`) holds per cue the best token's magnitude (which cue the method ranks first)
 and the cue's total magnitude (its share); a span method credits a cue as a whole, so both are the cue
-span's magnitude. ``evals``: the model evaluations it took per probe (forwards and gradients).
+span's magnitude. ``evals``: the model evaluations it took per probe, ``forwards`` + ``grad_evals`` (the
+paper's rows count their gradient evaluations only).
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -31,23 +33,31 @@ from tqdm.auto import tqdm
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.masked import classifier_mass_fn
 from xurs_pipeline.attribution.methods import REGISTRY, TokenMethod, TokenProblem, TokenScores
-from xurs_pipeline.attribution.methods.gradient import middle_block
-from xurs_pipeline.attribution.variants import variant_config
+from xurs_pipeline.attribution.methods.gradient import GradientMethod, middle_block
+from xurs_pipeline.evaluation.swap.estimator_readings import estimator_scores
+from xurs_pipeline.evaluation.swap.reference_sets import (
+    FIRST_TRAINING,
+    ReferenceSet,
+    SwapVariant,
+    swap_variant,
+)
 from xurs_pipeline.evaluation.swap.roles import RUN_METHOD, RUNS
 
 NULL_METHODS = ("input_only", "random")
 COLUMNS = ("method", "run", "role", "record_id", "top", "share_1", "best_1", "best_2", "total_1", "total_2",
-           "evals")  # fmt: skip
+           "evals", "forwards", "grad_evals")  # fmt: skip
 
 
 @dataclass(frozen=True)
 class CueReading:
     """How a method credits the two cues on one probe: ``best`` (2,) the largest token magnitude in each cue,
-    ``total`` (2,) each cue's summed magnitude, ``evals`` the model evaluations it took."""
+    ``total`` (2,) each cue's summed magnitude, ``evals`` the model evaluations it took, ``grad_evals`` of
+    them with gradients (the rest forwards)."""
 
     best: tuple[float, float]
     total: tuple[float, float]
     evals: int = 0
+    grad_evals: int = 0
 
     @property
     def top(self) -> int:
@@ -64,10 +74,13 @@ class CueReading:
         """The reading as a row of :data:`COLUMNS`."""
         return {"method": method, "run": run, "role": RUNS[run].role.name, "record_id": record_id,
                 "top": self.top, "share_1": self.share_1, "best_1": self.best[0], "best_2": self.best[1],
-                "total_1": self.total[0], "total_2": self.total[1], "evals": self.evals}  # fmt: skip
+                "total_1": self.total[0], "total_2": self.total[1], "evals": self.evals,
+                "forwards": self.evals - self.grad_evals, "grad_evals": self.grad_evals}  # fmt: skip
 
 
-def token_reading(magnitude: Sequence[float], cues: Sequence[Sequence[int]], evals: int = 0) -> CueReading:
+def token_reading(
+    magnitude: Sequence[float], cues: Sequence[Sequence[int]], evals: int = 0, grad_evals: int = 0
+) -> CueReading:
     """A token ranking's reading: magnitude (seq,) and the two cues' positions (disjoint, within the
     tokens)."""
     a = np.abs(np.asarray(magnitude, dtype=np.float64))
@@ -82,16 +95,34 @@ def token_reading(magnitude: Sequence[float], cues: Sequence[Sequence[int]], eva
         raise ValueError(f"the cues share positions {sorted(set(cues[0]) & set(cues[1]))}")
     best = tuple(float(a[list(c)].max()) for c in cues)
     total = tuple(float(a[list(c)].sum()) for c in cues)
-    return CueReading(best, total, evals)  # type: ignore[arg-type]
+    return CueReading(best, total, evals, grad_evals)  # type: ignore[arg-type]
 
 
 def scores_reading(scores: TokenScores, cues: Sequence[Sequence[int]]) -> CueReading:
     """A method's scores read on the two cues: a span method's cue spans (the first two), or its tokens."""
     evals = scores.forwards + scores.grad_evals
     if scores.span_values is None:
-        return token_reading(scores.magnitude, cues, evals)
+        return token_reading(scores.magnitude, cues, evals, scores.grad_evals)
     span = (abs(scores.span_values[0]), abs(scores.span_values[1]))
-    return CueReading(span, span, evals)
+    return CueReading(span, span, evals, scores.grad_evals)
+
+
+def averaged(method: TokenMethod, scores: Sequence[TokenScores]) -> TokenScores:
+    """A method's scores over a reference set (one per reference): signed scores, coordinates and span
+    values averaged (App. B.2: references averaged before magnitudes), the magnitude that of the average
+    (a gradient method's ``attribution.reduction`` of the mean coordinates, else ``|mean signed|``);
+    forwards and gradient evaluations summed. One score is returned as it is."""
+    if len(scores) == 1:
+        return scores[0]
+    signed = np.mean([s.signed for s in scores], axis=0)
+    coords = torch.stack([s.coords if s.coords is not None else torch.from_numpy(s.signed)[:, None].float()
+                          for s in scores]).mean(0)  # fmt: skip
+    magnitude = method.magnitude(coords) if isinstance(method, GradientMethod) else np.abs(signed)
+    spans = None if scores[0].span_values is None else tuple(
+        np.mean([s.span_values for s in scores], axis=0).tolist()
+    )  # fmt: skip
+    return TokenScores(signed, magnitude, sum(s.forwards for s in scores), sum(s.grad_evals for s in scores),
+                       span_values=spans, coords=coords)  # fmt: skip
 
 
 def cue_spans(seq: int, cues: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
@@ -104,7 +135,8 @@ def cue_spans(seq: int, cues: Sequence[Sequence[int]]) -> tuple[tuple[int, ...],
 class ProbeSet:
     """The probes as prepared: record id -> token ids (seq,), cue positions (two lists), label, prepared
     training references (n_refs, seq), the input-only magnitudes (seq,); each run's attribution rows
-    (``attributions`` schema, indexed by record id)."""
+    (``attributions`` schema, indexed by record id); each reference set the entries name (set name ->
+    record id -> (n, seq) token ids or None for the zero embeddings, ``probe_references.py``)."""
 
     ids: Mapping[str, list[int]]
     cues: Mapping[str, tuple[list[int], list[int]]]
@@ -112,6 +144,14 @@ class ProbeSet:
     references: Mapping[str, np.ndarray]
     input_only: Mapping[str, np.ndarray]
     runs: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    reference_sets: Mapping[str, Mapping[str, np.ndarray | None]] = field(default_factory=dict)
+
+    def reference_ids(self, chosen: ReferenceSet, record_id: str) -> np.ndarray | None:
+        """The probe's references of ``chosen``: (n, seq) token ids, or None for the zero embeddings; the
+        first training reference is the first prepared one unless built as a set."""
+        if chosen == FIRST_TRAINING and chosen.name not in self.reference_sets:
+            return self.references[record_id][:1]
+        return self.reference_sets[chosen.name][record_id]
 
 
 def fixed_readings(probes: ProbeSet, seed: int) -> pd.DataFrame:
@@ -120,7 +160,8 @@ def fixed_readings(probes: ProbeSet, seed: int) -> pd.DataFrame:
     rows = []
     for name, frame in probes.runs.items():
         for rid, row in frame.iterrows():
-            reading = token_reading(row["token_magnitude"], probes.cues[rid], int(row["grad_evals"]))
+            evals = int(row["grad_evals"])
+            reading = token_reading(row["token_magnitude"], probes.cues[rid], evals, evals)
             rows.append(reading.row(RUN_METHOD, name, str(rid)))
     for name in (n for n, run in RUNS.items() if not run.randomised):
         for rid, cues in probes.cues.items():
@@ -130,30 +171,50 @@ def fixed_readings(probes: ProbeSet, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def method_configs(entries: Sequence[str], layer_ig_steps: int) -> dict[str, AttributionConfig]:
-    """The interface's config of each compared token method, by its ``evaluation.swap_methods`` entry (a
-    name or a variant, ``attribution/variants.py``; ``evaluation.swap_layer_ig_steps`` for layer_ig unless
-    the entry sets it)."""
-    return {e: variant_config(e, layer_ig_steps=layer_ig_steps) for e in entries}
+def method_configs(
+    entries: Sequence[str], layer_ig_steps: int, estimator: AttributionConfig | None = None
+) -> dict[str, SwapVariant]:
+    """Each compared method's config and reference set, by its ``evaluation.swap_methods`` entry (a token
+    method's name or variant, or ``paper@references=...`` rerunning ``estimator``, the experiment's
+    ``attribution`` config; ``reference_sets.swap_variant``; ``evaluation.swap_layer_ig_steps`` for layer_ig
+    unless the entry sets it)."""
+    return {e: swap_variant(e, estimator, layer_ig_steps=layer_ig_steps) for e in entries}
 
 
 def model_readings(
-    classifier: Any, run: str, probes: ProbeSet, methods: Mapping[str, AttributionConfig]
+    classifier: Any, run: str, probes: ProbeSet, methods: Mapping[str, SwapVariant]
 ) -> pd.DataFrame:
-    """Each token method's reading of every probe under one trained model (run ``run``), its rows named by
-    the entry (``methods``: entry -> config, :func:`method_configs`)."""
+    """Each compared method's reading of every probe under one trained model (run ``run``), its rows named
+    by the entry (``methods``: entry -> variant, :func:`method_configs`): a token method's scores averaged
+    over its reference set, or the paper's estimator rerun from it (``paper@references=...``)."""
     classifier.eval()
     embed = classifier.backbone.get_input_embeddings()
-    chosen = {entry: REGISTRY[cfg.method](cfg) for entry, cfg in methods.items()}
-    layer = middle_block(classifier) if any(cfg.method == "layer_ig" for cfg in methods.values()) else None
+    chosen = {entry: REGISTRY[v.config.method](v.config) for entry, v in methods.items()}  # or the estimator
+    layer = middle_block(classifier) if any(v.config.method == "layer_ig" for v in methods.values()) else None
     rows = []
     for rid in tqdm(probes.ids, desc=f"swap methods, model {run}", unit="probe"):
         with torch.no_grad():
             x = embed(torch.tensor([probes.ids[rid]], device=embed.weight.device)).detach()
-            reference = embed(torch.as_tensor(probes.references[rid][:1], device=x.device)).detach()
-        problem = TokenProblem(classifier_mass_fn(classifier), x, probes.labels[rid], reference=reference,
+        problem = TokenProblem(classifier_mass_fn(classifier), x, probes.labels[rid],
                                spans=cue_spans(x.shape[1], probes.cues[rid]), layer=layer)  # fmt: skip
         for entry, method in chosen.items():
-            assert isinstance(method, TokenMethod)
-            rows.append(scores_reading(method.scores(problem), probes.cues[rid]).row(entry, run, rid))
+            ids = probes.reference_ids(methods[entry].references, rid)
+            if isinstance(method, TokenMethod):
+                scores = [method.scores(replace(problem, reference=b[None]))
+                          for b in reference_embeds(embed, ids, x)]
+                reading = scores_reading(averaged(method, scores), probes.cues[rid])
+            else:  # paper@references=...: estimator_readings.py
+                config, label = methods[entry].config, probes.labels[rid]
+                magnitude, forwards, grads = estimator_scores(classifier, config, probes.ids[rid], label, ids)
+                reading = token_reading(magnitude, probes.cues[rid], forwards + grads, grads)
+            rows.append(reading.row(entry, run, rid))
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def reference_embeds(embed: Any, ids: np.ndarray | None, x: torch.Tensor) -> torch.Tensor:
+    """A probe's references as embeddings (n, seq, d) in ``x``'s dtype: ``ids`` (n, seq) embedded, or
+    one zero reference (``ids`` None)."""
+    if ids is None:
+        return torch.zeros_like(x)
+    with torch.no_grad():
+        return embed(torch.as_tensor(ids, device=x.device)).detach().to(x.dtype)

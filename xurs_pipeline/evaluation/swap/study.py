@@ -45,6 +45,7 @@ from xurs_pipeline.evaluation.swap.measures import (
     swap_summary,
     with_cue_measures,
 )
+from xurs_pipeline.evaluation.swap.probe_references import ReferenceSource, probe_reference_ids
 from xurs_pipeline.evaluation.swap.readings import (
     NULL_METHODS,
     RUN_METHOD,
@@ -110,21 +111,36 @@ def probe_set(inputs: StudyInputs) -> ProbeSet:
     )
     by_id = prompts.set_index("record_id")
     cues = {rid: [list(map(int, c)) for c in by_id.loc[rid, "cue_positions"]] for rid in probes}
+    ids = {rid: list(map(int, by_id.loc[rid, "input_ids"])) for rid in probes}
     return ProbeSet(
-        ids={rid: list(map(int, by_id.loc[rid, "input_ids"])) for rid in probes},
+        ids=ids,
         cues={rid: (cues[rid][0], cues[rid][1]) for rid in probes},
         labels={rid: int(by_id.loc[rid, "answer_idx"]) for rid in probes},
         references=references,
         input_only=input_only_magnitudes(prompts, references, shared_embedding(inputs.models)),
         runs={name: frame.set_index("record_id") for name, frame in inputs.runs.items()},
+        reference_sets=reference_sets(inputs, ids),
     )
+
+
+def reference_sets(inputs: StudyInputs, ids: dict[str, list[int]]) -> dict[str, dict[str, Any]]:
+    """Every reference set the compared entries name (``reference_sets.py``) for every probe: set name ->
+    record id -> (n, seq) token ids or None (``probe_references.probe_reference_ids``)."""
+    cfg, ev = inputs.cfg, inputs.cfg.evaluation
+    entries = [m for m in ev.swap_methods if m != RUN_METHOD and m not in NULL_METHODS]
+    chosen = {v.references for v in method_configs(entries, ev.swap_layer_ig_steps).values()}
+    source = ReferenceSource.of(inputs.prompts, cfg.attribution, inputs.models["A"][1], cfg.data.max_tokens,
+                                ev.seed)  # fmt: skip
+    records = {r.record_id: r for r in inputs.records}
+    return {c.name: {rid: probe_reference_ids(c, records[rid], ids[rid], source) for rid in ids}
+            for c in sorted(chosen, key=lambda c: c.name)}  # fmt: skip
 
 
 def readings(inputs: StudyInputs, probes: ProbeSet) -> pd.DataFrame:
     """Every reading of the study with its cue measures: the fixed ones and each trained model's methods."""
     ev = inputs.cfg.evaluation
     methods = method_configs([m for m in ev.swap_methods if m != RUN_METHOD and m not in NULL_METHODS],
-                             ev.swap_layer_ig_steps)  # fmt: skip
+                             ev.swap_layer_ig_steps, inputs.cfg.attribution)  # fmt: skip
     frames = [fixed_readings(probes, ev.seed)]
     if methods:
         frames += [model_readings(inputs.models[r.role.name][0], name, probes, methods)
