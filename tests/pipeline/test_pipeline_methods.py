@@ -33,7 +33,11 @@ from xurs_pipeline.reporting.html_view import GREYED_SECTIONS, HIDDEN_SECTIONS
 from xurs_pipeline.tasks.runner import run_task, stage_task
 
 REPO = Path(__file__).resolve().parents[2]
-SPAN_TOKENS = 32  # at most 12 spans on the smoke prompts (shapley_span enumerates 2^spans coalitions)
+# Per method, its own budget kept small where it grows with the prompt (shapley_span: 2^spans forwards,
+# sequential_ig: L x steps gradients; IG: references x points): the counts are checked against these keys.
+OWN_KEYS = {"ig": ["attribution.ig_points=4"], "sequential_ig": ["attribution.sequential_ig_steps=2"],
+            "occlusion_span": ["attribution.span_tokens=32"],
+            "shapley_span": ["attribution.span_tokens=64"]}  # fmt: skip
 RESIDUAL = ("eg", "ig", "kronrod", "layer_ig", "sequential_ig")  # the methods with a completeness residual
 pytestmark = pytest.mark.slow
 # Per method, the parts of the smoke experiment that do the same for every method (repeats, comparison
@@ -106,9 +110,9 @@ def _expected_grad_evals(cfg: RootConfig, length: int) -> int | None:
             }.get(a.method, None if a.method == "kronrod" else 0)  # fmt: skip
 
 
-def _expected_forwards(method: str, length: int) -> int | None:
+def _expected_forwards(cfg: RootConfig, length: int) -> int | None:
     """A token method's forwards: the input's own, F(X) and one per variant (None: not a closed form)."""
-    spans = math.ceil(length / SPAN_TOKENS)
+    method, spans = cfg.attribution.method, math.ceil(length / cfg.attribution.span_tokens)
     return {"occlusion_token": length + 2, "occlusion_span": spans + 2, "shapley_span": 2**spans + 1}.get(
         method
     )
@@ -118,8 +122,8 @@ def _expected_forwards(method: str, length: int) -> int | None:
 def test_every_method_runs_the_smoke_experiment_to_the_report(
     trained: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
 ) -> None:
-    spans = [f"attribution.span_tokens={SPAN_TOKENS}"] if "span" in method else []
-    cfg = _project(trained, tmp_path, monkeypatch, [f"attribution.method={method}", *spans, *LEAN])
+    own = OWN_KEYS.get(method, [])
+    cfg = _project(trained, tmp_path, monkeypatch, [f"attribution.method={method}", *own, *LEAN])
     rows = pd.read_parquet(artifact("attributions").at(cfg.paths))
     assert len(rows)
     assert set(rows["method"]) == {method}
@@ -128,7 +132,7 @@ def test_every_method_runs_the_smoke_experiment_to_the_report(
         (rows["grad_evals"] > 0) == (method not in ("occlusion_token", "occlusion_span", "shapley_span"))
     ).all()
     for row, length in zip(rows.itertuples(index=False), lengths, strict=True):
-        grads, forwards = _expected_grad_evals(cfg, length), _expected_forwards(method, length)
+        grads, forwards = _expected_grad_evals(cfg, length), _expected_forwards(cfg, length)
         assert grads is None or row.grad_evals == grads, (row.record_id, row.grad_evals, grads)
         assert forwards is None or row.forward_evals == forwards, (row.record_id, row.forward_evals, forwards)
     if method == "kronrod":
