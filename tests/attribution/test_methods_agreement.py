@@ -152,5 +152,46 @@ def test_masking_with_each_methods_ranking_equals_masking_with_that_ranking_alon
         top = int(np.argmax(row.token_magnitude))
         zeroed = x.clone()
         zeroed[0, top] = 0.0
-        width = [float(credal_width(model(e))[0, 2]) for e in (x, zeroed)]
+        with torch.no_grad():
+            width = [float(credal_width(model(e))[0, 2]) for e in (x, zeroed)]
         assert effect.top_delta[0] == pytest.approx(abs(width[0] - width[1]), rel=1e-12)  # Eq. 8 by hand
+
+
+def test_occlusions_ranking_has_the_largest_single_token_masking_effect_by_construction() -> None:
+    """With ``replacement=zero`` occlusion's magnitude is Eq. 8's D per token, so Table 1 with its ranking
+    masks the token of largest D among the eligible ones (why its advantage is no evidence for it), while a
+    ranking that puts another token first masks a smaller D."""
+    from xurs_pipeline.attribution.config import AttributionConfig
+    from xurs_pipeline.attribution.methods import method_for
+    from xurs_pipeline.attribution.methods.base import TokenProblem
+
+    model = _Linear()
+    torch.manual_seed(2)
+    table = torch.randn(30, 4, dtype=torch.float64)
+    ids = [1, 5, 7, 2, 9, 11, 3, 4]
+    eligible = [True, False, True, True, True, False, True, True]
+    x = table[torch.tensor(ids)][None]
+
+    def masses(embeds, *_):  # type: ignore[no-untyped-def]
+        return model(embeds)
+
+    problem = TokenProblem(masses=masses, embeds=x, target=2, reuse_prefix=False)
+    occlusion = method_for(AttributionConfig(method="occlusion_token")).scores(problem).magnitude
+    prompts = pd.DataFrame({"record_id": ["q"], "input_ids": [ids], "eligible": [eligible]})
+    other = np.roll(occlusion, 1)
+    rows = pd.concat([_rows("occlusion_token", {("q", 2): occlusion.tolist()}),
+                      _rows("grad_l2", {("q", 2): other.tolist()})])  # fmt: skip
+    spec = MaskingSpec(n_random=4, k_max=1, seed=0, batch_size=8, reuse_prefix=False)
+    cpu = torch.device("cpu")
+    first, second = mask_run(masses, lambda t: table[t], prompts, rows, spec, cpu, by="method")
+    with torch.no_grad():
+        base = float(credal_width(model(x))[0, 2])
+        d = []
+        for i in range(len(ids)):
+            zeroed = x.clone()
+            zeroed[0, i] = 0.0
+            d.append(abs(base - float(credal_width(model(zeroed))[0, 2])) if eligible[i] else -1.0)
+    assert first.top_delta[0] == pytest.approx(max(d), rel=1e-12)
+    assert int(first.top_positions[0]) == int(np.argmax(d))
+    if int(second.top_positions[0]) != int(np.argmax(d)):
+        assert second.top_delta[0] < first.top_delta[0]
