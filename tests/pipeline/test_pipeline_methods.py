@@ -35,7 +35,7 @@ from xurs_pipeline.tasks.runner import run_task, stage_task
 REPO = Path(__file__).resolve().parents[2]
 # Per method, its own budget kept small where it grows with the prompt (shapley_span: 2^spans forwards,
 # sequential_ig: L x steps gradients; IG: references x points): the counts are checked against these keys.
-OWN_KEYS = {"ig": ["attribution.ig_points=4"], "sequential_ig": ["attribution.sequential_ig_steps=2"],
+OWN_KEYS = {"ig": ["attribution.ig_points=4"], "sequential_ig": ["attribution.sequential_ig_steps=1"],
             "occlusion_span": ["attribution.span_tokens=32"],
             "shapley_span": ["attribution.span_tokens=64"]}  # fmt: skip
 RESIDUAL = ("eg", "ig", "kronrod", "layer_ig", "sequential_ig")  # the methods with a completeness residual
