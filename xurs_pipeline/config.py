@@ -87,7 +87,7 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
         cfg: RootConfig = OmegaConf.to_object(merged)  # type: ignore[assignment]
         _check_budgets(cfg)
         _check_selection(cfg)
-        compare_config(cfg)
+        compare_configs(cfg)
         return cfg
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None)
@@ -320,22 +320,23 @@ def comparison_targets(cfg: RootConfig) -> list[str]:
     return [fn for fn in cfg.evaluation.targets if fn != cfg.attribution.target_fn]
 
 
-def compare_config(cfg: RootConfig) -> RootConfig | None:
-    """The main run's config explaining with ``evaluation.compare_method`` instead (its own keys at their
-    defaults, :func:`~xurs_pipeline.attribution.config.with_method`), None without one; ValueError naming
-    the key when it is the main run's method or cannot explain this run's questions."""
-    method = cfg.evaluation.compare_method
-    if not method:
-        return None
-    key = f"evaluation.compare_method={method!r}"
-    if method == cfg.attribution.method:
-        raise ValueError(f"{key} is attribution.method: compare with another method, or set it to ''")
-    try:
-        other = with_method(cfg.attribution, method)
-        check_gradient_budget(other, cfg.data.max_tokens, f"data.max_tokens={cfg.data.max_tokens}")
-    except ValueError as err:
-        raise ValueError(f"{key}: {err}") from None
-    return replace(cfg, attribution=other)
+def compare_configs(cfg: RootConfig) -> dict[str, RootConfig]:
+    """The main run's config explaining with each of ``evaluation.compare_methods`` instead (its own keys at
+    their defaults, :func:`~xurs_pipeline.attribution.config.with_method`), by method, in the listed order;
+    ValueError naming the key and the method when it is the main run's method or cannot explain this run's
+    questions."""
+    configs = {}
+    for method in cfg.evaluation.compare_methods:
+        key = f"evaluation.compare_methods: {method!r}"
+        if method == cfg.attribution.method:
+            raise ValueError(f"{key} is attribution.method: compare with other methods")
+        try:
+            other = with_method(cfg.attribution, method)
+            check_gradient_budget(other, cfg.data.max_tokens, f"data.max_tokens={cfg.data.max_tokens}")
+        except ValueError as err:
+            raise ValueError(f"{key}: {err}") from None
+        configs[method] = replace(cfg, attribution=other)
+    return configs
 
 
 def target_config(cfg: RootConfig, fn: str) -> RootConfig:

@@ -147,8 +147,12 @@ _ARTIFACTS = (
     Artifact("head_first", "train_head", "train_head"),  # issue 17: the head-only model LoRA starts from
     Artifact("repeats", "repeats", "attribute_repeats"),  # the main run repeated per evaluation.repeat_seeds
     Artifact("target_runs", "targets", "attribute_targets"),  # the comparison targets' attributions
-    # evaluation.compare_method's attributions of the main run's questions: compare/<method>/ and index.json
-    Artifact("compare_runs", "compare", "attribute_compare"),
+    # evaluation.compare_methods: their attributions of the main run's questions (compare/runs/<method>/ and
+    # index.json), how far every pair of methods agrees, and zero-masking with each method's ranking
+    Artifact("compare_runs", "compare/runs", "attribute_compare"),
+    Artifact("method_agreement", "compare/agreement.parquet", "attribute_compare", schema="method_agreement"),
+    Artifact("method_masking", "compare/masking.parquet", "attribute_compare", schema="method_masking"),
+    Artifact("method_metrics", "compare/metrics.json", "attribute_compare", kind="detail"),
     Artifact("nonfinite", "attribute/nonfinite.json", "attribute", schema="attribution_nonfinite"),
     Artifact(
         "attribution_metrics",
@@ -243,6 +247,7 @@ _MASK_KEYS = (
     "precision",
     "mask_reuse_prefix",
 )
+_MASKING = tuple(k for k in _MASK_KEYS if k != "targets")  # the protocol, without which targets to mask
 _CHECK_KEYS = (
     "seed",
     "bootstrap_resamples",
@@ -346,9 +351,9 @@ _STAGES = (
     ),
     Stage(
         "attribute_compare",
-        ("classifier", "prompts"),
-        ("attribution.*", "evaluation.compare_method"),
-        "The main run's questions explained with evaluation.compare_method too, beside it on the report.",
+        ("classifier", "prompts", "attributions"),
+        ("attribution.*", "evaluation.compare_methods", *(f"evaluation.{k}" for k in _MASKING)),
+        "Each of evaluation.compare_methods on the main run's questions: agreement, cost, Table 1.",
     ),
     Stage(
         "mask_eval",
@@ -495,8 +500,8 @@ def target_dir(paths: Any, fn: str) -> Path:
 
 
 def compare_dir(paths: Any, method: str) -> Path:
-    """The attribute_compare stage's run with method ``method`` (``evaluation.compare_method``):
-    ``compare/<method>``."""
+    """The attribute_compare stage's run with method ``method`` (an ``evaluation.compare_methods`` entry):
+    ``compare/runs/<method>``."""
     return ARTIFACTS["compare_runs"].at(paths) / method
 
 

@@ -1,4 +1,4 @@
-"""``evaluation.compare_method``: the second method the pipeline explains the main run's questions with
+"""``evaluation.compare_methods``: the further methods the pipeline explains the main run's questions with
 (stage ``attribute_compare``), checked where a user sets it (``xurs params``), read by that stage alone."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from xurs_pipeline.cli import main
-from xurs_pipeline.config import compare_config, compose, validate
+from xurs_pipeline.config import compare_configs, compose, validate
 from xurs_pipeline.contracts import stage_hash
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -25,14 +25,19 @@ def _params(tmp_path: Path, *overrides: str) -> int:
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["evaluation.compare_method=occlusion"], "compare_method='occlusion': must be '' (none) or one of"),
-        (["evaluation.compare_method=eg"], "evaluation.compare_method='eg' is attribution.method"),
-        (["attribution.method=layer_ig", "evaluation.compare_method=layer_ig"],
-         "evaluation.compare_method='layer_ig' is attribution.method"),
-        (["attribution.route=answer_set", "evaluation.compare_method=grad_l2"],
-         "evaluation.compare_method='grad_l2': attribution.route='answer_set'"),
+        (["evaluation.compare_methods=[occlusion]"],
+         "compare_methods=['occlusion']: must be distinct names from"),
+        (["evaluation.compare_methods=[grad_l2,grad_l2]"],
+         "compare_methods=['grad_l2', 'grad_l2']: must be distinct"),
+        (["evaluation.compare_methods=[grad_l2,eg]"],
+         "evaluation.compare_methods: 'eg' is attribution.method"),
+        (["attribution.method=layer_ig", "evaluation.compare_methods=[layer_ig]"],
+         "evaluation.compare_methods: 'layer_ig' is attribution.method"),
+        (["attribution.route=answer_set", "evaluation.compare_methods=[grad_l2]"],
+         "evaluation.compare_methods: 'grad_l2': attribution.route='answer_set'"),
         (["attribution.reference=aligned", "attribution.refs_per_collection=1",
-          "evaluation.compare_method=layer_ig"], "evaluation.compare_method='layer_ig': attribution.method="),
+          "evaluation.compare_methods=[grad_l2,layer_ig]"],
+         "evaluation.compare_methods: 'layer_ig': attribution.method="),
     ],
 )  # fmt: skip
 def test_a_bad_compare_method_is_one_line_naming_the_key_and_nothing_is_written(
@@ -44,28 +49,31 @@ def test_a_bad_compare_method_is_one_line_naming_the_key_and_nothing_is_written(
     assert not (tmp_path / "params.yaml").exists()
 
 
-def test_a_good_compare_method_is_written_and_keeps_the_main_runs_settings_but_the_method(
+def test_good_compare_methods_are_written_and_keep_the_main_runs_settings_but_the_method(
     tmp_path: Path,
 ) -> None:
     assert _params(tmp_path, "attribution.replacement=mean", "attribution.method=occlusion_token",
-                   "evaluation.compare_method=kronrod") == 0  # fmt: skip
+                   "evaluation.compare_methods=[kronrod,grad_l2]") == 0  # fmt: skip
     written = yaml.safe_load((tmp_path / "params.yaml").read_text())
-    assert written["evaluation"]["compare_method"] == "kronrod"
+    assert written["evaluation"]["compare_methods"] == ["kronrod", "grad_l2"]
     cfg = validate(written)
-    other = compare_config(cfg)
-    assert other is not None
-    assert other.attribution.method == "kronrod"
-    assert other.attribution.replacement == "zero"  # occlusion's own key back at its default
-    assert other.attribution.n_samples == cfg.attribution.n_samples
-    assert other.evaluation == cfg.evaluation
-    assert other.data == cfg.data
-    assert compare_config(validate(compose(["experiment=smoke"], CONF))) is None  # the default: none
+    others = compare_configs(cfg)
+    assert list(others) == ["kronrod", "grad_l2"]  # the listed order (the report shows the first)
+    for method, other in others.items():
+        assert other.attribution.method == method
+        assert other.attribution.replacement == "zero"  # occlusion's own key back at its default
+        assert other.attribution.n_samples == cfg.attribution.n_samples
+        assert other.evaluation == cfg.evaluation
+        assert other.data == cfg.data
+    assert compare_configs(validate(compose(["experiment=smoke"], CONF))) == {}  # the default: none
 
 
 def test_only_the_compare_stage_and_the_whole_config_stages_read_the_key() -> None:
-    """Changing the second method reruns ``attribute_compare`` (and the report), never the main run."""
-    one = validate(compose(["experiment=smoke", "evaluation.compare_method=grad_l2"], CONF))
-    two = validate(compose(["experiment=smoke", "evaluation.compare_method=occlusion_token"], CONF))
+    """Changing the further methods reruns ``attribute_compare`` (and the report), never the main run."""
+    one = validate(compose(["experiment=smoke", "evaluation.compare_methods=[grad_l2]"], CONF))
+    two = validate(
+        compose(["experiment=smoke", "evaluation.compare_methods=[grad_l2,occlusion_token]"], CONF)
+    )
     changed = {s for s in ("attribute", "attribute_compare", "mask_eval", "checks", "report")
                if stage_hash(s, one) != stage_hash(s, two)}  # fmt: skip
     assert changed == {"attribute_compare", "report"}

@@ -109,9 +109,9 @@ def test_gradient_evaluations_state_each_estimators_budget() -> None:
         "attribute": 8 * budget, "attribute_repeats": 8 * budget, "attribute_targets": 8 * budget,
         "attribute_compare": 0, "checks": 8 * budget,
     }  # fmt: skip
-    compared = _paper("controlled_direct_kronrod", "evaluation.compare_method=layer_ig")
-    steps = compared.attribution.layer_ig_steps  # a second method: its own gradients per question
-    assert gradient_evaluations(compared, questions=8, tokens=512)["attribute_compare"] == 8 * steps
+    compared = _paper("controlled_direct_kronrod", "evaluation.compare_methods=[layer_ig,grad_l2]")
+    steps = compared.attribution.layer_ig_steps  # each method: its own gradients per question
+    assert gradient_evaluations(compared, questions=8, tokens=512)["attribute_compare"] == 8 * (steps + 1)
     off = _paper("controlled_direct_kronrod", "evaluation.randomisation_questions=0")
     assert gradient_evaluations(off, questions=8, tokens=512)["checks"] == 0
     cascade = _paper("controlled_direct_kronrod", "evaluation.randomisation_blocks=2")
@@ -149,11 +149,11 @@ def test_plan_command_and_help(
     out = capsys.readouterr().out
     assert "ceilings: kronrod stops where it meets its tolerance" in out
     assert "runs forwards only" not in out  # kronrod's gradients are planned
-    compared = ["experiment=smoke", "evaluation.compare_method=occlusion_token"]
+    compared = ["experiment=smoke", "evaluation.compare_methods=[occlusion_token]"]
     assert xurs(["plan", *compared, f"--conf={ROOT / 'conf'}", "--train-examples", "50",
                  "--questions", "4"]) == 0  # fmt: skip
     out = capsys.readouterr().out
-    assert "evaluation.compare_method=occlusion_token runs forwards only (L + 1 per question" in out
+    assert "evaluation.compare_methods entry occlusion_token runs forwards only (L + 1 per question" in out
     assert "attribution.method=eg runs forwards only" not in out
     assert xurs(["plan", "--device", "nosuch", "experiment=smoke", f"--conf={ROOT / 'conf'}"]) == 2
     assert "--device 'nosuch'" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""The pipeline report's second method (``evaluation.compare_method``): each page gets the other run's
+"""The pipeline report's second method (the first of ``evaluation.compare_methods``): each page gets the other
 magnitudes of its own question and option beside its own; a question the other run lacks keeps its page."""
 
 from __future__ import annotations

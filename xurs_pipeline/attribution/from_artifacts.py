@@ -15,7 +15,7 @@ from pathlib import Path
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.model import DTYPES, chosen_device, set_precision
-from xurs_pipeline.attribution.runner import RunOutput, Shard, input_hashes, run_attribution
+from xurs_pipeline.attribution.runner import RunOutput, Shard, input_hashes, run_attribution, shard_seconds
 from xurs_pipeline.data.schema import read_prompts
 from xurs_pipeline.io import write_json
 from xurs_pipeline.models.checkpoint import load_classifier
@@ -52,17 +52,23 @@ def attribute_into(run: AttributionRun, out_dir: Path) -> dict | None:
     return metrics
 
 
-def attribute_variants(out: Path, runs: Mapping[str, AttributionRun], what: str) -> None:
+def attribute_variants(
+    out: Path, runs: Mapping[str, AttributionRun], what: str
+) -> dict[str, float | None]:
     """Attribute each named run into ``out/<name>/`` (resume parts removed after the merge, so they are no
     DVC output) and write ``out/index.json`` with each run's seed, budget (EG: samples, IG: starting points,
-    kronrod: starting intervals and evaluation budget) and target."""
+    kronrod: starting intervals and evaluation budget) and target. Returns each run's seconds per question
+    computed (:func:`~xurs_pipeline.attribution.runner.shard_seconds`, read before the parts go)."""
+    seconds = {}
     for name, run in runs.items():
         log.info("%s: %s", what, name)
         attribute_into(run, out / name)
+        seconds[name] = shard_seconds(out / name)
         shutil.rmtree(out / name / "parts", ignore_errors=True)
     index = {n: {"seed": r.attribution.seed, "target_fn": r.attribution.target_fn, **_budget(r.attribution)}
              for n, r in runs.items()}  # fmt: skip
     write_json({what: index}, out / "index.json")
+    return seconds
 
 
 def _budget(at: AttributionConfig) -> dict[str, int]:

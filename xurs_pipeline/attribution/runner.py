@@ -31,7 +31,15 @@ from xurs_pipeline.attribution.records import COLUMNS, provenance
 from xurs_pipeline.attribution.store import PartStore
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.fingerprint import ContentKey, code_version, sha256_dir, sha256_file
-from xurs_pipeline.io import ArtifactError, Provenance, ordinary_mode, unwritable, write_json, write_parquet
+from xurs_pipeline.io import (
+    ArtifactError,
+    Provenance,
+    ordinary_mode,
+    read_json,
+    unwritable,
+    write_json,
+    write_parquet,
+)
 
 ATTRIBUTIONS_FILE = Path(artifact("attributions").path).name  # names under the output directory
 COORDS_DIR = Path(artifact("coords").path).name
@@ -49,6 +57,15 @@ class ShardReport:
     grad_evals: int
     seconds: float
     torch_threads: int  # CPU threads per process: float sums, hence the last bits, depend on it
+
+
+def shard_seconds(out_dir: str | Path) -> float | None:
+    """Seconds per question a run spent on the questions it computed, over the shard reports in
+    ``out_dir/parts`` (the reports of the last run of each shard count); None where none is left or every
+    question was resumed (a cost not measured, not zero)."""
+    reports = [read_json(p) for p in sorted((Path(out_dir) / "parts").glob("shard-*-of-*.json"))]
+    computed = sum(len(r["computed"]) for r in reports)
+    return sum(float(r["seconds"]) for r in reports) / computed if computed else None
 
 
 @dataclass

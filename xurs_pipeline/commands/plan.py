@@ -159,13 +159,11 @@ def run(args: argparse.Namespace) -> int:
     a = cfg.attribution
     if a.method == "kronrod" or (a.method == "ig" and a.ig_adaptive):
         print(f"gradients and time are ceilings: {a.method} stops where it meets its tolerance, often sooner")
-    for key, method in (
-        ("attribution.method", a.method),
-        ("evaluation.compare_method", cfg.evaluation.compare_method),
-    ):
+    compared = [(f"evaluation.compare_methods entry {m}", m) for m in cfg.evaluation.compare_methods]
+    for named, method in [(f"attribution.method={a.method}", a.method), *compared]:
         if method in FORWARDS:
             print(
-                f"{key}={method} runs forwards only ({FORWARDS[method]} per question, batched), no "
+                f"{named} runs forwards only ({FORWARDS[method]} per question, batched), no "
                 "gradients: its memory and time are not planned above"
             )
     return 1 if refused else 0

@@ -174,10 +174,11 @@ class EvaluationConfig:
     swap_methods: list[str] = field(default_factory=lambda: list(SWAP_METHODS))
     swap_clear_margin: float = 0.2
     swap_layer_ig_steps: int = 32
-    # A second attribution method on the main run's questions (stage attribute_compare,
-    # docs/attribution-methods.md): one of attribution.config.METHODS other than attribution.method, its own
-    # keys at their defaults; the report's question pages show both side by side. "" = none.
-    compare_method: str = ""
+    # More attribution methods on the main run's questions (stage attribute_compare,
+    # docs/attribution-methods.md): distinct names of attribution.config.METHODS besides attribution.method,
+    # each with its own keys at their defaults; the report's question pages show the first beside the main
+    # method, and the stage measures how far every pair agrees and what each costs. [] = none.
+    compare_methods: list[str] = field(default_factory=list)
     # Other attribution runs (directories under paths.artifacts, e.g. a second seed or sample count)
     # compared with the main run by the Table 6 and Table 7 criteria.
     comparison_runs: list[str] = field(default_factory=list)
@@ -260,6 +261,7 @@ class EvaluationConfig:
         _require(
             0.0 <= self.swap_clear_margin < 1.0, "swap_clear_margin", self.swap_clear_margin, "in [0, 1)"
         )
-        _require(self.compare_method in ("", *METHODS), "compare_method", self.compare_method,
-                 f"'' (none) or one of {list(METHODS)}")  # fmt: skip
+        compared = self.compare_methods
+        _require(set(compared) <= set(METHODS) and len(set(compared)) == len(compared), "compare_methods",
+                 compared, f"distinct names from {list(METHODS)} ([] = none)")  # fmt: skip
         _require(self.swap_layer_ig_steps >= 2, "swap_layer_ig_steps", self.swap_layer_ig_steps, ">= 2")

@@ -60,8 +60,11 @@ def mask_run(
     rows: pd.DataFrame,
     spec: MaskingSpec,
     device: torch.device,
+    by: str = "target_fn",
 ) -> list[MaskingEffect]:
-    """Zero-masking for each (record_id, c) of ``rows``; ``embed(input_ids (1, L)) -> (1, L, d)``."""
+    """Zero-masking for each (record_id, c) of ``rows``; ``embed(input_ids (1, L)) -> (1, L, d)``. Each
+    row's ranking is named by its ``by`` column: its target function, or (any other column, e.g. ``method``)
+    a label, every ranking then scored on the rows' one target function (``target_fn``; width without one)."""
     by_id = prompts.set_index("record_id", drop=False)
     effects: list[MaskingEffect] = []
     groups = rows.groupby(["record_id", "target"], sort=False)
@@ -81,7 +84,7 @@ def mask_run(
                     f"record {record_id!r}, target {c}: {magnitude.size} token magnitudes but the prepared "
                     f"prompt has {length} tokens; attributions and prompts come from different data"
                 )
-            rankings[str(row.target_fn)] = magnitude
+            rankings[str(getattr(row, by))] = magnitude
         question = MaskingQuestion(
             record_id=str(record_id),
             embeds=embeds,
@@ -90,7 +93,8 @@ def mask_run(
             eligible=np.asarray(prompt["eligible"], dtype=bool),
             c=int(c),
         )
-        effects.extend(zero_masking_effects(mass_fn, question, rankings, spec))
+        scored = None if by == "target_fn" else str(target_functions(group).iloc[0])
+        effects.extend(zero_masking_effects(mass_fn, question, rankings, spec, scored))
     return effects
 
 

@@ -128,9 +128,15 @@ def draw_random_sets(
 
 
 def zero_masking_effects(
-    mass_fn: MassFn, question: MaskingQuestion, rankings: Mapping[str, np.ndarray], spec: MaskingSpec
+    mass_fn: MassFn,
+    question: MaskingQuestion,
+    rankings: Mapping[str, np.ndarray],
+    spec: MaskingSpec,
+    target_fn: str | None = None,
 ) -> list[MaskingEffect]:
-    """Eq. 8 and the top-k curve for each target in ``rankings`` (target name -> token magnitudes (seq,)).
+    """Eq. 8 and the top-k curve for each target in ``rankings`` (target name -> token magnitudes (seq,));
+    with ``target_fn`` the names are labels only (e.g. attribution methods) and every ranking is scored on
+    that one target function.
 
     The random control sets are drawn once per question and shared by all targets; each target's top
     sets come from its own ranking and its D values from its own function of the masses.
@@ -153,7 +159,8 @@ def zero_masking_effects(
     c = torch.full((masses.shape[0],), question.c, dtype=torch.long, device=masses.device)
     effects = []
     for t, (name, top) in enumerate(tops.items()):
-        values = get_target(name)(masses, c).double().cpu().numpy()  # (1 + n_rand + n_targets * k_max,)
+        # (1 + n_rand + n_targets * k_max,)
+        values = get_target(target_fn or name)(masses, c).double().cpu().numpy()
         f_x = values[0]
         random_delta = np.abs(values[1 : 1 + n_rand] - f_x).reshape(spec.n_random, k_max)
         lo = 1 + n_rand + t * k_max

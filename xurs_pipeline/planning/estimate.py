@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from transformers import PretrainedConfig
 
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.config import RootConfig, compare_config, repeat_config
+from xurs_pipeline.config import RootConfig, compare_configs, repeat_config
 from xurs_pipeline.planning.devices import GIB, Device
 from xurs_pipeline.planning.shapes import ParameterCounts
 
@@ -151,7 +151,7 @@ def gradient_evaluations(cfg: RootConfig, questions: int, tokens: int) -> dict[s
     kronrod its budget, which it usually undercuts): ``attribute``,
     ``attribute_repeats`` (one run per ``evaluation.repeat_seeds``, each as :func:`repeat_config` makes it),
     ``attribute_targets`` (one run per comparison target besides the main one, at the same budget),
-    ``attribute_compare`` (``evaluation.compare_method``'s run, none without one: 0) and
+    ``attribute_compare`` (one run per ``evaluation.compare_methods`` entry, none without one: 0) and
     ``checks`` (the model-randomisation check: the first ``evaluation.randomisation_questions`` explained
     questions attributed again once per cascade step, the head and ``evaluation.randomisation_blocks``
     blocks, at the main run's budget; the trained model's attribution is the main run's own)."""
@@ -161,12 +161,11 @@ def gradient_evaluations(cfg: RootConfig, questions: int, tokens: int) -> dict[s
         return n * at.gradient_budget(at.pieces_per_reference(tokens)).per_question
 
     steps = 1 + e.randomisation_blocks if e.randomisation_questions else 0
-    compared = compare_config(cfg)
     return {
         "attribute": run(a),
         "attribute_repeats": sum(run(repeat_config(cfg, s).attribution) for s in e.repeat_seeds),
         "attribute_targets": sum(t != a.target_fn for t in e.targets) * run(a),
-        "attribute_compare": 0 if compared is None else run(compared.attribution),
+        "attribute_compare": sum(run(other.attribution) for other in compare_configs(cfg).values()),
         "checks": steps * run(a, min(questions, e.randomisation_questions)),
     }
 

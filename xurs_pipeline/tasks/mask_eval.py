@@ -19,14 +19,7 @@ from typing import Any
 import pandas as pd
 
 from xurs_pipeline.attribution.masked import classifier_mass_fn
-from xurs_pipeline.attribution.model import DTYPES, chosen_device, set_precision
-from xurs_pipeline.config import (
-    RootConfig,
-    attribution_fingerprint,
-    comparison_targets,
-    target_config,
-    train_run_hash,
-)
+from xurs_pipeline.config import RootConfig, attribution_fingerprint, comparison_targets, target_config
 from xurs_pipeline.contracts import artifact, stage_hash, target_dir
 from xurs_pipeline.data.dataset import data_config_hash
 from xurs_pipeline.evaluation.artifacts import prompts_by_id, read_attributions, read_prompts
@@ -35,22 +28,19 @@ from xurs_pipeline.evaluation.mask_eval import (
     BootstrapSpec,
     attribution_budget,
     effects_frame,
-    mask_run,
     masking_precision,
     select_rows,
     summarise,
 )
-from xurs_pipeline.evaluation.masking import MaskingSpec
+from xurs_pipeline.evaluation.masking_model import masking_model
 from xurs_pipeline.evaluation.verdicts import json_safe
 from xurs_pipeline.io import write_json, write_parquet
-from xurs_pipeline.models.checkpoint import load_classifier
 from xurs_pipeline.reporting.headline import mask_headline
 from xurs_pipeline.tasks.runner import log
 
 
 def run(cfg: RootConfig) -> dict[str, Any]:
     ev, attribute_dir = cfg.evaluation, artifact("attributions").at(cfg.paths).parent
-    device = chosen_device(ev.device)
     prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
     runs = [read_attributions(attribute_dir, attribution_fingerprint(cfg))]
     for fn in comparison_targets(cfg):  # the attribute_targets stage's runs (issue 17)
@@ -60,15 +50,9 @@ def run(cfg: RootConfig) -> dict[str, Any]:
     attributions = pd.concat(runs, ignore_index=True)
     rows = select_rows(attributions, ev.targets, ev.max_questions)
     prompts_by_id(prompts, list(rows["record_id"]), str(attribute_dir))
-    classifier, _ = load_classifier(  # the function the attributions explain (attribution.merge_lora)
-        artifact("classifier").at(cfg.paths),
-        config_hash=train_run_hash(cfg),
-        merge_lora=cfg.attribution.merge_lora,
-    )
-    classifier.to(device)
-    set_precision(classifier, DTYPES[ev.precision])
-    spec = MaskingSpec(ev.n_random, ev.top_k_max, ev.seed, ev.mask_batch_size, ev.mask_reuse_prefix)
-    effects = mask_run(classifier_mass_fn(classifier), classifier.embed, prompts, rows, spec, device)
+    model = masking_model(cfg)  # the function the attributions explain
+    classifier, device = model.classifier, model.device
+    effects = model.mask(prompts, rows)
     clue_effects = clue_masking_run(
         classifier_mass_fn(classifier), classifier.embed, prompts, rows, ev.mask_batch_size, device
     )

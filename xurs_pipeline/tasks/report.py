@@ -73,8 +73,8 @@ def run(cfg: RootConfig) -> None:
         residual_max=cfg.evaluation.numerics.max_residual_max,
         target_rule=a.target,
     )
-    other = cfg.evaluation.compare_method
-    if other:  # the attribute_compare stage's run of the same questions (docs/attribution-methods.md)
+    other = next(iter(cfg.evaluation.compare_methods), None)
+    if other:  # the attribute_compare stage's first run of the same questions (docs/attribution-methods.md)
         views = with_comparison(views, a.method, other, read_attributions(compare_dir(cfg.paths, other)))
     front, markdown = front_page(cfg, attributions)
     pages = build_report(views, artifact("html").at(cfg.paths), cfg.experiment_name, front, markdown)
