@@ -433,7 +433,8 @@ def test_every_method_from_the_command_line_prints_its_top_tokens_and_cost(
     record = _test_record(project)
     flags = ["--record-id", record.record_id, "--method", method, "--top", "3", "--save", f"{method}.json"]
     spans = ["--span-tokens", "32"] if "span" in method else []
-    rc, out, err = _run(project, monkeypatch, capsys, *flags, *spans)
+    steps = ["--sequential-ig-steps", "2"] if method == "sequential_ig" else []  # tokens x 2, not x 16
+    rc, out, err = _run(project, monkeypatch, capsys, *flags, *spans, *steps)
     assert rc == 0, err
     expl = Explanation.load(project / f"{method}.json")
     assert expl.method == method
@@ -445,6 +446,8 @@ def test_every_method_from_the_command_line_prints_its_top_tokens_and_cost(
     assert expl.grad_evals > 0 or method.startswith(("occlusion", "shapley"))
     if method == "occlusion_token":
         assert expl.forward_evals == len(expl.tokens) + 2  # the input, F(X) again, and one per token
+    if method == "sequential_ig":
+        assert expl.grad_evals == len(expl.tokens) * 2  # --sequential-ig-steps reached the method
 
 
 def test_occlusion_from_the_python_api_is_a_brute_force_zeroing_loop(project) -> None:

@@ -92,6 +92,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--span-tokens", type=positive_int, help="occlusion_span, shapley_span: positions per span"
     )
     how.add_argument("--layer-ig-steps", type=positive_int, help="layer_ig: integration points")
+    how.add_argument(
+        "--sequential-ig-steps", type=positive_int, help="sequential_ig: integration points per token"
+    )
     how.add_argument("--path", choices=PATHS, help="straight, or one token block at a time (ig, kronrod)")
     how.add_argument("--path-block", type=positive_int, help="positions per block of --path blocks")
     how.add_argument("--reference", choices=["train", "zero"], help="reference prompts")
@@ -163,7 +166,8 @@ def chosen_method(base: AttributionConfig, args: argparse.Namespace) -> dict[str
                              f"--method {method}")  # fmt: skip
     reset = {key: getattr(with_method(base, method), key) for key in METHOD_KEYS}
     flags = {"replacement": args.replacement, "span_tokens": args.span_tokens,
-             "layer_ig_steps": args.layer_ig_steps}  # fmt: skip
+             "layer_ig_steps": args.layer_ig_steps,
+             "sequential_ig_steps": args.sequential_ig_steps}  # fmt: skip
     return {**reset, "method": method, **{k: v for k, v in flags.items() if v is not None}}
 
 
