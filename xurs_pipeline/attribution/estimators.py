@@ -1,5 +1,6 @@
 """The estimators of one reference collection: Expected Gradients (Eq. 3), Integrated Gradients (fixed or
-refined per reference) and adaptive Gauss-Kronrod quadrature (``quadrature.py``), on a shared base.
+refined per reference), adaptive Gauss-Kronrod quadrature (``quadrature.py``) and the ``certified`` rule on
+the averaged attribution (``certified.py``), on a shared base.
 
 Captum's shape: each estimator is a small spec object that owns its plan, its ``attribute`` call and its
 convergence report. All of them return a :class:`CollectionResult`: the per-target coordinate attributions
@@ -20,6 +21,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
+from xurs_pipeline.attribution.certified import CertifiedSpec, certify
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.gradients import GradientSums, Prompt, accumulate
 from xurs_pipeline.attribution.model import Objective, WidthModel
@@ -289,6 +291,48 @@ class AdaptiveKronrod(Estimator):
         )
 
 
+@dataclass(frozen=True)
+class CertifiedAverage(Estimator):
+    """App. B.4 on the averaged attribution (``certified.py``): every reference by a randomly shifted
+    tent-transformed lattice rule, doubled where the averaged residual, its spread over the shifts or the
+    averaged vector's nested difference fails; ``exhausted`` if ``spec.max_evals`` ran out first. Its
+    ``error_bound`` is max(R, the spread's 95% half-width) per target; its ``trace`` has
+    ``certified.TRACE_COLUMNS``. Straight paths only."""
+
+    spec: CertifiedSpec
+    seed: int
+    method: ClassVar[str] = "certified"
+
+    def attribute(self, problem: PathProblem) -> CollectionResult:
+        if problem.pieces is not None:
+            raise ValueError("attribution.method='certified' integrates straight paths: use path='straight'")
+        bad: set[int] = set()
+
+        def evaluate(ref: int, alphas: np.ndarray) -> tuple[np.ndarray, torch.Tensor]:
+            plan = SamplingPlan(np.full(len(alphas), ref, dtype=np.int64), alphas, np.ones(len(alphas)))
+            sums = problem.run(plan)
+            if bool(sums.nonfinite.any()):
+                bad.add(ref)
+            return problem.slopes(sums), problem.objective.group(sums.e)  # (n, T), (T, L, d) summed
+
+        report = certify(evaluate, problem.gap(), self.spec, self.seed)
+        residual, spread, _ = report.measures  # (T,) each: Eq. 9 on the average, its 95% half-width
+        return CollectionResult(
+            e=report.vectors.float(),
+            reference_mean=problem.ref_widths[:, problem.targets].mean(0),
+            draws=np.ones(problem.n_paths, dtype=np.int64),
+            points=report.nodes,
+            ref_residual=report.residual,
+            error_bound=np.maximum(residual, spread),
+            variation=report.variation,
+            exhausted=report.exhausted,
+            nonfinite_refs=sorted(bad),
+            grad_evals=report.evals,
+            plan_seed=self.seed,
+            trace=report.trace,
+        )
+
+
 def build_estimator(cfg: AttributionConfig, collection: int) -> Estimator:
     """The estimator ``attribution.method`` names, for reference collection ``collection``."""
     if cfg.method == "eg":
@@ -308,4 +352,8 @@ def build_estimator(cfg: AttributionConfig, collection: int) -> Estimator:
                 cfg.kronrod_lead,
             )
         )
+    if cfg.method == "certified":
+        spec = CertifiedSpec(cfg.certified_tolerance, cfg.certified_vector_tolerance, cfg.certified_max_evals,
+                             cfg.certified_first_nodes)  # fmt: skip
+        return CertifiedAverage(spec, collection_seed(cfg.seed, collection))
     raise ValueError(f"attribution.method={cfg.method!r}: no estimator")
