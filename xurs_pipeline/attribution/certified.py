@@ -14,8 +14,9 @@ with n_r points: t_j = (u_r + j / n_r) mod 1, α_j = 1 - |2 t_j - 1|, every weig
   so a refinement costs n_r new evaluations, and Q_r(n) - Q_r(n/2) is an error estimate for free.
 
 The first pass evaluates ``first_nodes`` points a reference (in two halves, so each reference has its nested
-difference). Then, until the rule holds, the reference with the largest share of what fails, per evaluation
-its doubling costs, is doubled. Stopping rule (``met``), for every explained target:
+difference). Then, until the rule holds, rounds double the references with the largest share of what fails
+per evaluation their doubling costs, each round about an eighth of the evaluations spent so far (one batched
+call for all its references' nodes). Stopping rule (``met``), for every explained target:
 
 1. ``residual``: R = |mean_r rho_r| <= ``tolerance`` (Eq. 9 on the averaged attribution: exact arithmetic,
    no estimate, so the row's ``residual`` is the figure App. B.4 reads);
@@ -48,14 +49,18 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from xurs_pipeline.attribution.config import check_certified
 from xurs_pipeline.attribution.quadrature import BudgetError
 
-Z_95 = 1.959963984540054  # two-sided 95% normal quantile
+Z_95 = 1.959963984540054  # two-sided 95% normal quantile (its spread; EG's bound in estimators.py)
 TRACE_COLUMNS = ("evals", "residual", "spread", "vector", "seconds")
+MAX_NODES = 2**16  # the most points one reference may reach (a reference this rough is flagged)
 
-# evaluate(ref, alphas (n,)) -> (slopes (n, T) of dF_t/dα at the nodes, Σ over the nodes of the attribution
-# vectors (X - B) ⊙ ∇F_t, unweighted, (T, ...) float32)
-Evaluate = Callable[[int, np.ndarray], tuple[np.ndarray, torch.Tensor]]
+ROUND_SHARE = 8  # a refinement round spends about 1/8 of the evaluations so far (the rule's overshoot)
+
+# evaluate([(ref, alphas (n,)), ...]) -> per pair (slopes (n, T) of dF_t/dα at the nodes, Σ over the nodes of
+# the attribution vectors (X - B) ⊙ ∇F_t, unweighted, (T, ...) float32): one batched call for many references
+Evaluate = Callable[[list[tuple[int, np.ndarray]]], list[tuple[np.ndarray, torch.Tensor]]]
 
 
 @dataclass(frozen=True)
@@ -63,24 +68,15 @@ class CertifiedSpec:
     """tolerance: of the averaged residual (Eq. 9) and of its spread over the shifts.
     vector_tolerance: of the predicted relative distance of the averaged vector from a rerun.
     max_evals: gradient evaluations the collection may spend.  first_nodes: points a reference in the first
-    pass (a power of 2, >= 2).  max_nodes: the most points one reference may reach."""
+    pass (a power of 2, >= 2)."""
 
     tolerance: float = 0.01
     vector_tolerance: float = 0.05
     max_evals: int = 2048
     first_nodes: int = 2
-    max_nodes: int = 4096
 
     def __post_init__(self) -> None:
-        if not self.tolerance > 0:
-            raise ValueError(f"attribution.certified_tolerance={self.tolerance}: must be positive")
-        if not 0 < self.vector_tolerance <= 1:
-            raise ValueError(
-                f"attribution.certified_vector_tolerance={self.vector_tolerance}: must be in (0, 1]"
-            )
-        n = self.first_nodes
-        if n < 2 or n & (n - 1):
-            raise ValueError(f"attribution.certified_first_nodes={n}: must be a power of 2, >= 2")
+        check_certified(self.tolerance, self.vector_tolerance, self.first_nodes)
 
     def met(self, residual: float, spread: float, vector: float) -> bool:
         """Whether the rule holds, from a step's residual, spread and vector estimate (each the largest
@@ -102,9 +98,9 @@ class CertifiedReport:
 
     integral (M, T): Q_r.  residual (M, T): |rho_r|.  variation (M, T): ∫|g_r| estimated on the same nodes.
     nodes (M,): n_r.  vectors: (T, ...) the averaged attribution vector.  evals: gradient evaluations.
-    exhausted: the budget (or ``max_nodes``) ran out before the rule held.  measures: (residual, spread,
+    exhausted: the budget (or ``MAX_NODES``) ran out before the rule held.  measures: (residual, spread,
     vector) at the end, each (T,).  trace (steps, 5): ``TRACE_COLUMNS`` (largest over targets) after the
-    first pass and after each doubling.
+    first pass and after each round.
     """
 
     integral: np.ndarray
@@ -130,31 +126,31 @@ class _State:
         self.scalar = np.zeros((n_refs, n_targets))
         self.absolute = np.zeros((n_refs, n_targets))
         self.diff_norm2 = np.full((n_refs, n_targets), np.inf)
-        self.vectors: list[torch.Tensor] = []
-        for r in range(n_refs):
-            slopes, vec = evaluate(r, tent_nodes(shifts[r], first // 2))
+        half = first // 2
+        results = evaluate([(r, tent_nodes(shifts[r], half)) for r in range(n_refs)])
+        self.vectors: list[torch.Tensor] = [vec for _, vec in results]
+        for r, (slopes, _) in enumerate(results):
             self.scalar[r] = slopes.sum(0)
             self.absolute[r] = np.abs(slopes).sum(0)
-            self.n[r] = first // 2
-            self.vectors.append(vec)
+        self.n[:] = half
         self.total = self.averaged() * n_refs
-        for r in range(n_refs):
-            self.double(r)
+        self.double(list(range(n_refs)))
 
-    def double(self, r: int) -> int:
-        """Double reference r's points (its n_r new nodes); returns the evaluations spent."""
-        n = int(self.n[r])
-        slopes, vec = self.evaluate(r, tent_nodes(self.shifts[r], 2 * n, odd_only=True))
-        old_vec = self.vectors[r] / n
-        self.scalar[r] += slopes.sum(0)
-        self.absolute[r] += np.abs(slopes).sum(0)
-        self.vectors[r] = self.vectors[r] + vec
-        self.n[r] = 2 * n
-        new_vec = self.vectors[r] / (2 * n)
-        change = (new_vec - old_vec).flatten(1).double()  # (T, rest)
-        self.diff_norm2[r] = (change**2).sum(1).cpu().numpy()
-        self.total += new_vec - old_vec
-        return n
+    def double(self, refs: list[int]) -> int:
+        """Double the points of ``refs`` (each its n_r new nodes, one call); returns the evaluations spent."""
+        added = [(r, tent_nodes(self.shifts[r], 2 * int(self.n[r]), odd_only=True)) for r in refs]
+        results = self.evaluate(added)
+        for r, (slopes, vec) in zip(refs, results, strict=True):
+            n = int(self.n[r])
+            old_vec = self.vectors[r] / n
+            self.scalar[r] += slopes.sum(0)
+            self.absolute[r] += np.abs(slopes).sum(0)
+            self.vectors[r] = self.vectors[r] + vec
+            self.n[r] = 2 * n
+            change = self.vectors[r] / (2 * n) - old_vec
+            self.diff_norm2[r] = (change.flatten(1).double() ** 2).sum(1).cpu().numpy()
+            self.total += change
+        return sum(len(alphas) for _, alphas in added)
 
     def averaged(self) -> torch.Tensor:
         """mean_r Q_r, summed afresh (T, ...) (``total`` is kept by updates)."""
@@ -180,10 +176,10 @@ class _State:
         return residual, spread, vector
 
 
-def _next_reference(state: _State, spec: CertifiedSpec, failing: tuple[bool, bool], left: int) -> int | None:
-    """The reference to double: the largest share of the failing sums (squared residuals, squared vector
-    differences), per evaluation its doubling costs, among those whose doubling fits ``left`` and
-    ``max_nodes``; None if none does."""
+def _next_round(state: _State, failing: tuple[bool, bool], left: int, size: int) -> list[int]:
+    """The references to double: by the largest share of the failing sums (squared residuals, squared vector
+    differences) per evaluation their doubling costs, while the round's cost stays within ``size`` (at least
+    one reference) and ``left``, each within ``MAX_NODES``; empty if none fits."""
     scalar_fails, vector_fails = failing
     rho = state.rho()
     score = np.zeros(len(state.n))
@@ -194,9 +190,16 @@ def _next_reference(state: _State, spec: CertifiedSpec, failing: tuple[bool, boo
         terms = state.diff_norm2
         score += (terms / np.maximum(terms.sum(0), 1e-300)).max(1)
     score = score / state.n
-    score[(state.n > left) | (2 * state.n > spec.max_nodes)] = -np.inf
-    best = int(np.argmax(score))
-    return None if not np.isfinite(score[best]) else best
+    score[(state.n > left) | (2 * state.n > MAX_NODES)] = -np.inf
+    chosen, cost = [], 0
+    for r in np.argsort(-score, kind="stable"):
+        n = int(state.n[r])
+        if not np.isfinite(score[r]) or (chosen and cost + n > size):
+            break
+        if cost + n <= left:
+            chosen.append(int(r))
+            cost += n
+    return chosen
 
 
 def certify(evaluate: Evaluate, gap: np.ndarray, spec: CertifiedSpec, seed: int) -> CertifiedReport:
@@ -220,11 +223,11 @@ def certify(evaluate: Evaluate, gap: np.ndarray, spec: CertifiedSpec, seed: int)
         if spec.met(residual, spread, vector):
             break
         failing = (residual > spec.tolerance or spread > spec.tolerance, vector > spec.vector_tolerance)
-        r = _next_reference(state, spec, failing, spec.max_evals - evals)
-        if r is None:
+        chosen = _next_round(state, failing, spec.max_evals - evals, evals // ROUND_SHARE)
+        if not chosen:
             exhausted = True
             break
-        evals += state.double(r)
+        evals += state.double(chosen)
     rho = state.rho()
     return CertifiedReport(
         integral=state.scalar / state.n[:, None],

@@ -75,6 +75,16 @@ def _at_least(key: str, value: float, low: float) -> None:
         raise ValueError(f"attribution.{key}={value}: must be >= {low}")
 
 
+def check_certified(tolerance: float, vector_tolerance: float, first_nodes: int) -> None:
+    """ValueError naming the ``attribution.certified_*`` key out of range (``attribution/certified.py``)."""
+    if not tolerance > 0:
+        raise ValueError(f"attribution.certified_tolerance={tolerance}: must be positive")
+    if not 0 < vector_tolerance <= 1:
+        raise ValueError(f"attribution.certified_vector_tolerance={vector_tolerance}: must be in (0, 1]")
+    if first_nodes < 2 or first_nodes & (first_nodes - 1):
+        raise ValueError(f"attribution.certified_first_nodes={first_nodes}: must be a power of 2, >= 2")
+
+
 def describe_references(kind: str, alignment: str) -> str:
     """How pages and reports name the references: ``kind`` (train, zero, aligned), with how training
     prompts were fitted to the question when they were aligned by token sequence."""
@@ -314,16 +324,8 @@ class AttributionConfig:
 
     def _check_certified(self) -> None:
         """The ``certified`` keys: tolerances, the first pass (a power of 2) within the budget."""
-        if not self.certified_tolerance > 0:
-            raise ValueError(f"attribution.certified_tolerance={self.certified_tolerance}: must be positive")
-        if not 0 < self.certified_vector_tolerance <= 1:
-            raise ValueError(
-                f"attribution.certified_vector_tolerance={self.certified_vector_tolerance}: must be in (0, 1]"
-            )
-        first = self.certified_first_nodes
-        if first < 2 or first & (first - 1):
-            raise ValueError(f"attribution.certified_first_nodes={first}: must be a power of 2, >= 2")
-        first_pass = first * self.refs_per_collection
+        check_certified(self.certified_tolerance, self.certified_vector_tolerance, self.certified_first_nodes)
+        first_pass = self.certified_first_nodes * self.refs_per_collection
         if self.method == "certified" and self.certified_max_evals < first_pass:
             raise ValueError(
                 f"attribution.certified_max_evals={self.certified_max_evals}: must be >= the first pass, "
