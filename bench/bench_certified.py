@@ -47,7 +47,8 @@ def method_config(cfg, method: str, refs: int, budget: int):
     ``budget``."""
     most = max(cfg.attribution.max_grad_evals, 4 * budget)
     at = replace(cfg.attribution, reference="train", refs_per_collection=refs, n_collections=1,
-                 max_questions=0, progress=False, method=method, max_grad_evals=most)  # fmt: skip
+                 max_questions=0, progress=False, method=method, max_grad_evals=most,
+                 samples_per_call=16)  # fmt: skip
     if method == "certified":
         at = replace(at, certified_max_evals=budget)
     elif method == "kronrod":
