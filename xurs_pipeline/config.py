@@ -289,7 +289,8 @@ def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
     random, so a repeat with another seed alone would equal the main run (a check that cannot fail): an IG
     repeat starts from ``repeat_n_samples`` quadrature points, by default twice the main run's (App. B.3:
     "different sample counts"; Sec. 5.3: "increase the number of intermediate points"); a kronrod repeat
-    starts from twice the main run's intervals."""
+    starts from twice the main run's intervals; a certified repeat draws other shifts (its seed) with twice
+    the budget and half the tolerances."""
     at, ev = cfg.attribution, cfg.evaluation
     if at.method == "ig":
         points = ev.repeat_n_samples or 2 * at.ig_points
@@ -305,6 +306,13 @@ def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
         budget = max(at.kronrod_max_evals, 15 * intervals * at.refs_per_collection)  # at least the first pass
         kronrod = replace(at, seed=seed, kronrod_intervals=intervals, kronrod_max_evals=budget)
         return replace(cfg, attribution=kronrod)
+    if at.method == "certified":  # other shifts, twice the budget, half the tolerances (App. B.4's 2x run)
+        certified = replace(
+            at, seed=seed, certified_max_evals=2 * at.certified_max_evals,
+            certified_tolerance=at.certified_tolerance / 2,
+            certified_vector_tolerance=at.certified_vector_tolerance / 2,
+        )  # fmt: skip
+        return replace(cfg, attribution=certified)
     n_samples = ev.repeat_n_samples or at.n_samples
     if seed == at.seed and n_samples == at.n_samples:
         raise ConfigError(

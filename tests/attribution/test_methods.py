@@ -222,7 +222,7 @@ def test_layer_ig_reads_the_middle_block() -> None:
 
 def test_only_methods_that_read_a_reference_load_training_prompts_and_a_token_method_loads_one() -> None:
     reads = {m: AttributionConfig(method=m).reads_training_references for m in METHODS}
-    assert reads == {m: m in ("eg", "ig", "kronrod", "layer_ig") for m in METHODS}
+    assert reads == {m: m in ("eg", "ig", "kronrod", "certified", "layer_ig") for m in METHODS}
     assert AttributionConfig(method="occlusion_token", replacement="reference").reads_training_references
     assert not AttributionConfig(
         method="layer_ig", reference="zero", refs_per_collection=1

@@ -11,7 +11,7 @@ from typing import Any
 
 # The paper's estimators integrate gradients from references to the input (attribution/estimators.py);
 # the token methods explain the same function by other means (attribution/methods/).
-PATH_METHODS = ("eg", "ig", "kronrod")
+PATH_METHODS = ("eg", "ig", "kronrod", "certified")
 TOKEN_METHODS = ("occlusion_token", "occlusion_span", "shapley_span", "grad_l2", "grad_x_input", "layer_ig",
                  "sequential_ig")  # fmt: skip
 METHODS = PATH_METHODS + TOKEN_METHODS
@@ -19,8 +19,8 @@ REPLACEMENTS = ("zero", "mean", "reference")  # what an occluded token's embeddi
 # How a gradient method's coordinates (L, d) become one magnitude per token (attribution/reduction.py);
 # ``own``: each method's own, as shipped (the paper's estimators and grad_l2 L2, the others |sum|)
 REDUCTIONS = ("own", "l2", "abs_sum")
-OWN_REDUCTION = {"eg": "l2", "ig": "l2", "kronrod": "l2", "grad_l2": "l2", "grad_x_input": "abs_sum",
-                 "layer_ig": "abs_sum", "sequential_ig": "abs_sum"}  # fmt: skip
+OWN_REDUCTION = {"eg": "l2", "ig": "l2", "kronrod": "l2", "certified": "l2", "grad_l2": "l2",
+                 "grad_x_input": "abs_sum", "layer_ig": "abs_sum", "sequential_ig": "abs_sum"}  # fmt: skip
 # The keys only some token methods read -> those methods; set away from its default under another method,
 # a key is refused by name. (The paper estimators' keys are left out: the experiments' presets set them for
 # the estimator they choose, and a token method chosen on top ignores them.)
@@ -75,6 +75,16 @@ def _at_least(key: str, value: float, low: float) -> None:
         raise ValueError(f"attribution.{key}={value}: must be >= {low}")
 
 
+def check_certified(tolerance: float, vector_tolerance: float, first_nodes: int) -> None:
+    """ValueError naming the ``attribution.certified_*`` key out of range (``attribution/certified.py``)."""
+    if not tolerance > 0:
+        raise ValueError(f"attribution.certified_tolerance={tolerance}: must be positive")
+    if not 0 < vector_tolerance <= 1:
+        raise ValueError(f"attribution.certified_vector_tolerance={vector_tolerance}: must be in (0, 1]")
+    if first_nodes < 2 or first_nodes & (first_nodes - 1):
+        raise ValueError(f"attribution.certified_first_nodes={first_nodes}: must be a power of 2, >= 2")
+
+
 def describe_references(kind: str, alignment: str) -> str:
     """How pages and reports name the references: ``kind`` (train, zero, aligned), with how training
     prompts were fitted to the question when they were aligned by token sequence."""
@@ -85,13 +95,14 @@ def describe_references(kind: str, alignment: str) -> str:
 class AttributionConfig:
     """Which questions, which references, which estimator, how much compute.
 
-    method: ``eg`` (Expected Gradients, Eq. 3), ``ig`` (Integrated Gradients per reference) or ``kronrod``
-      (adaptive Gauss-Kronrod quadrature per reference to a stated tolerance, ``attribution.quadrature``),
-      the paper's; or a token method of ``attribution/methods/``: ``occlusion_token`` (F(X) - F(X with
-      token i replaced), Eq. 8's zero-masking one token at a time), ``occlusion_span`` (the same per span),
-      ``shapley_span`` (exact Shapley values of the spans), ``grad_l2`` (||dF/dx_i||_2), ``grad_x_input``
-      (sum_h x_ih dF/dx_ih), ``layer_ig`` (IG of the middle block's output from the first reference) or
-      ``sequential_ig`` (IG of one token at a time).
+    method: ``eg`` (Expected Gradients, Eq. 3), ``ig`` (Integrated Gradients per reference), ``kronrod``
+      (adaptive Gauss-Kronrod quadrature per reference to a stated tolerance, ``attribution.quadrature``)
+      or ``certified`` (App. B.4 on the averaged attribution, refined where it fails,
+      ``attribution.certified``), the paper's estimators; or a token method of ``attribution/methods/``:
+      ``occlusion_token`` (F(X) - F(X with token i replaced), Eq. 8's zero-masking one token at a time),
+      ``occlusion_span`` (the same per span), ``shapley_span`` (exact Shapley values of the spans),
+      ``grad_l2`` (||dF/dx_i||_2), ``grad_x_input`` (sum_h x_ih dF/dx_ih), ``layer_ig`` (IG of the middle
+      block's output from the first reference) or ``sequential_ig`` (IG of one token at a time).
     replacement: what an occluded token's embedding row becomes (occlusion and Shapley methods; Sequential
       IG's baseline row): ``zero``
       (Eq. 8), ``mean`` (the prompt's mean row) or ``reference`` (the first prepared reference's row).
@@ -128,6 +139,10 @@ class AttributionConfig:
       mean per-reference exact residual within it, the largest within 5x; the bound still reported), each
       bisecting the reference that fails it most; ``kronrod_lead`` ``bound`` or ``residual`` orders the
       refinement by that rule whatever the stop (``stop``, the default: the stopping rule's own order).
+    certified_*: the ``certified`` estimator (``attribution/certified.py``): the tolerance of the averaged
+      residual (Eq. 9) and of its 95% spread over the random shifts, the tolerance of the predicted relative
+      distance of the averaged vector from a rerun, its gradient-evaluation budget per collection (flagged
+      ``budget_exhausted`` when it runs out first) and the points a reference gets in the first pass.
     max_grad_evals: the most gradient evaluations one question may take, all collections, as
       :meth:`gradient_budget` counts them (references x path pieces x points for IG; a setting above it is
       refused when the config is checked, with ``data.max_tokens`` bounding the pieces, and again when the
@@ -181,6 +196,10 @@ class AttributionConfig:
     kronrod_intervals: int = 1
     kronrod_stop: str = "bound"
     kronrod_lead: str = "stop"
+    certified_tolerance: float = 0.01
+    certified_vector_tolerance: float = 0.05
+    certified_max_evals: int = 2048
+    certified_first_nodes: int = 2
     max_grad_evals: int = 131072
     path: str = "straight"
     path_block: int = 16
@@ -301,6 +320,17 @@ class AttributionConfig:
             )
         if not self.ig_tolerance > 0:
             raise ValueError(f"attribution.ig_tolerance={self.ig_tolerance}: must be positive")
+        self._check_certified()
+
+    def _check_certified(self) -> None:
+        """The ``certified`` keys: tolerances, the first pass (a power of 2) within the budget."""
+        check_certified(self.certified_tolerance, self.certified_vector_tolerance, self.certified_first_nodes)
+        first_pass = self.certified_first_nodes * self.refs_per_collection
+        if self.method == "certified" and self.certified_max_evals < first_pass:
+            raise ValueError(
+                f"attribution.certified_max_evals={self.certified_max_evals}: must be >= the first pass, "
+                f"certified_first_nodes x refs_per_collection = {first_pass}"
+            )
 
     def _check_budget(self) -> None:
         """One reference for zero/aligned references, the gradient budget, unique record ids."""
@@ -364,8 +394,9 @@ class AttributionConfig:
         point per straight path). IG: references x pieces x points, the points of fixed IG ``ig_points``,
         of adaptive IG every level of its schedule (``ig_points`` x ``ig_refine_factor``^k up to
         ``ig_max_points``, each level recomputed). kronrod: ``kronrod_max_evals`` per collection, shared by
-        all pieces (it usually stops earlier). Validation (with ``data.max_tokens``), the stage start and
-        the progress bar (with the prompts' lengths) and ``xurs plan`` all count with it."""
+        all pieces (it usually stops earlier); certified: ``certified_max_evals`` per collection likewise.
+        Validation (with ``data.max_tokens``), the stage start and the progress bar (with the prompts'
+        lengths) and ``xurs plan`` all count with it."""
         if self.method in TOKEN_METHODS:
             if self.method == "sequential_ig":
                 per = pieces * self.sequential_ig_steps
@@ -378,6 +409,8 @@ class AttributionConfig:
             per, count, keys = self.n_samples, f"{self.n_samples} sample(s)", "n_samples"
         elif self.method == "kronrod":
             per, count, keys = self.kronrod_max_evals, f"{self.kronrod_max_evals}", "kronrod_max_evals"
+        elif self.method == "certified":
+            per, count, keys = self.certified_max_evals, f"{self.certified_max_evals}", "certified_max_evals"
         else:
             levels, n = [self.ig_points], self.ig_points
             while self.ig_adaptive and n < self.ig_max_points:
@@ -409,6 +442,7 @@ _LOWER = {
     "eg": "lower n_samples or n_collections",
     "ig": "lower ig_points (ig_max_points), refs_per_collection or n_collections",
     "kronrod": "lower kronrod_max_evals or n_collections",
+    "certified": "lower certified_max_evals or n_collections",
     "layer_ig": "lower layer_ig_steps",
     "sequential_ig": "lower sequential_ig_steps or data.max_tokens",
 }

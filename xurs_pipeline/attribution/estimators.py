@@ -1,5 +1,6 @@
 """The estimators of one reference collection: Expected Gradients (Eq. 3), Integrated Gradients (fixed or
-refined per reference) and adaptive Gauss-Kronrod quadrature (``quadrature.py``), on a shared base.
+refined per reference), adaptive Gauss-Kronrod quadrature (``quadrature.py``) and the ``certified`` rule on
+the averaged attribution (``certified.py``), on a shared base.
 
 Captum's shape: each estimator is a small spec object that owns its plan, its ``attribute`` call and its
 convergence report. All of them return a :class:`CollectionResult`: the per-target coordinate attributions
@@ -20,6 +21,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
+from xurs_pipeline.attribution.certified import Z_95, CertifiedSpec, certify
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.gradients import GradientSums, Prompt, accumulate
 from xurs_pipeline.attribution.model import Objective, WidthModel
@@ -27,8 +29,6 @@ from xurs_pipeline.attribution.paths import Pieces
 from xurs_pipeline.attribution.plan import SamplingPlan, collection_seed, eg_plan, ig_plan
 from xurs_pipeline.attribution.quadrature import TRACE_COLUMNS, KronrodSpec, integrate
 from xurs_pipeline.attribution.references import PreparedReferences
-
-Z_95 = 1.959963984540054  # two-sided 95% normal quantile (EG's error bound is a confidence half-width)
 
 
 @dataclass(frozen=True)
@@ -81,10 +81,15 @@ class PathProblem:
         """The reference (0..M-1) that piece ``piece`` belongs to."""
         return piece if self.pieces is None else int(self.pieces.owner[piece])
 
-    def run(self, plan: SamplingPlan) -> GradientSums:
+    def straight_only(self, method: str, why: str) -> None:
+        """ValueError naming ``attribution.path`` when the paths are piecewise (``method`` needs straight)."""
+        if self.pieces is not None:
+            raise ValueError(f"attribution.method={method!r} {why}: use path='straight'")
+
+    def run(self, plan: SamplingPlan, split_references: bool = False) -> GradientSums:
         return accumulate(
             self.model, self.objective, self.prompt, self.refs, plan, self.samples_per_call, self.on_batch,
-            self.reuse_prefix,
+            self.reuse_prefix, split_references,
         )  # fmt: skip
 
     def slopes(self, sums: GradientSums) -> np.ndarray:
@@ -150,8 +155,7 @@ class ExpectedGradients(Estimator):
     method: ClassVar[str] = "eg"
 
     def attribute(self, problem: PathProblem) -> CollectionResult:
-        if problem.pieces is not None:
-            raise ValueError("attribution.method='eg' draws one point per straight path: use path='straight'")
+        problem.straight_only(self.method, "draws one point per straight path")
         n_refs = len(problem.refs)
         plan = eg_plan(n_refs, self.n_samples, self.seed)
         sums = problem.run(plan)
@@ -289,6 +293,54 @@ class AdaptiveKronrod(Estimator):
         )
 
 
+@dataclass(frozen=True)
+class CertifiedAverage(Estimator):
+    """App. B.4 on the averaged attribution (``certified.py``): every reference by a randomly shifted
+    tent-transformed lattice rule, doubled where the averaged residual, its spread over the shifts or the
+    averaged vector's nested difference fails; ``exhausted`` if ``spec.max_evals`` ran out first. Its
+    ``error_bound`` is max(R, the spread's 95% half-width) per target; its ``trace`` has
+    ``certified.TRACE_COLUMNS``. Straight paths only."""
+
+    spec: CertifiedSpec
+    seed: int
+    method: ClassVar[str] = "certified"
+
+    def attribute(self, problem: PathProblem) -> CollectionResult:
+        problem.straight_only(self.method, "integrates straight paths")
+        bad: set[int] = set()
+
+        def evaluate(nodes: list[tuple[int, np.ndarray]]) -> list[tuple[np.ndarray, torch.Tensor]]:
+            """Every reference's new nodes in one plan: per reference its slopes (n, T) and its attribution
+            vectors summed (T, L, d)."""
+            index = np.concatenate([np.full(len(alphas), r, dtype=np.int64) for r, alphas in nodes])
+            alpha = np.concatenate([alphas for _, alphas in nodes])
+            sums = problem.run(SamplingPlan(index, alpha, np.ones(len(alpha))), split_references=True)
+            bad.update(int(r) for r in index[sums.nonfinite.cpu().numpy()])
+            slopes = np.split(problem.slopes(sums), np.cumsum([len(a) for _, a in nodes])[:-1])
+            assert sums.e_per_ref is not None
+            return [
+                (s, problem.objective.group(sums.e_per_ref[r]))
+                for s, (r, _) in zip(slopes, nodes, strict=True)
+            ]
+
+        report = certify(evaluate, problem.gap(), self.spec, self.seed)
+        residual, spread, _ = report.measures  # (T,) each: Eq. 9 on the average, its 95% half-width
+        return CollectionResult(
+            e=report.vectors.float(),
+            reference_mean=problem.ref_widths[:, problem.targets].mean(0),
+            draws=np.ones(problem.n_paths, dtype=np.int64),
+            points=report.nodes,
+            ref_residual=report.residual,
+            error_bound=np.maximum(residual, spread),
+            variation=report.variation,
+            exhausted=report.exhausted,
+            nonfinite_refs=sorted(bad),
+            grad_evals=report.evals,
+            plan_seed=self.seed,
+            trace=report.trace,
+        )
+
+
 def build_estimator(cfg: AttributionConfig, collection: int) -> Estimator:
     """The estimator ``attribution.method`` names, for reference collection ``collection``."""
     if cfg.method == "eg":
@@ -308,4 +360,8 @@ def build_estimator(cfg: AttributionConfig, collection: int) -> Estimator:
                 cfg.kronrod_lead,
             )
         )
+    if cfg.method == "certified":
+        spec = CertifiedSpec(cfg.certified_tolerance, cfg.certified_vector_tolerance, cfg.certified_max_evals,
+                             cfg.certified_first_nodes)  # fmt: skip
+        return CertifiedAverage(spec, collection_seed(cfg.seed, collection))
     raise ValueError(f"attribution.method={cfg.method!r}: no estimator")

@@ -76,4 +76,6 @@ def _budget(at: AttributionConfig) -> dict[str, int]:
         return {"ig_points": at.ig_points}
     if at.method == "kronrod":
         return {"kronrod_intervals": at.kronrod_intervals, "kronrod_max_evals": at.kronrod_max_evals}
+    if at.method == "certified":
+        return {"certified_max_evals": at.certified_max_evals}
     return {"n_samples": at.n_samples}

@@ -66,6 +66,7 @@ class GradientSums:
     nonfinite: (n,) bool, samples whose contribution or output was inf/nan.
     grad_evals: number of gradient samples evaluated (n).
     prefix: positions [0, prefix) run once and shared by every sample (0: full-length path).
+    e_per_ref: (M, K, L, d) float32, ``e`` split by reference (only with ``split_references``; else None).
     """
 
     e: torch.Tensor
@@ -75,6 +76,7 @@ class GradientSums:
     nonfinite: torch.Tensor
     grad_evals: int
     prefix: int = 0
+    e_per_ref: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -99,8 +101,10 @@ def accumulate(
     samples_per_call: int,
     on_batch: Callable[[int], None] | None = None,
     reuse_prefix: bool = True,
+    split_references: bool = False,
 ) -> GradientSums:
-    """Run ``plan`` in batches of ``samples_per_call``; see module docstring. Shapes in GradientSums."""
+    """Run ``plan`` in batches of ``samples_per_call``; see module docstring. Shapes in GradientSums;
+    ``split_references`` also keeps ``e`` per reference (one call for several references' nodes)."""
     x = prompt.embeds
     device, length, hidden = x.device, x.shape[1], x.shape[2]
     ref_index, alpha, weight = plan.to(device)
@@ -110,6 +114,7 @@ def accumulate(
     slope = torch.zeros((len(plan), n_cols), dtype=torch.float32, device=device)
     value = torch.zeros((len(plan), n_cols), dtype=torch.float32, device=device)
     nonfinite = torch.zeros(len(plan), dtype=torch.bool, device=device)
+    split = torch.zeros((len(refs), *e.shape), device=device) if split_references else None
     size, start = samples_per_call, 0
     with frozen(model), torch.enable_grad():  # type: ignore[arg-type]
         prefix = shared_prefix(model, prompt, refs, ref_index) if reuse_prefix else None
@@ -126,16 +131,19 @@ def accumulate(
                 continue
             idx, w = ref_index[part], weight[part]
             with torch.no_grad():
-                for k, (weighted, sample_sum, out_k) in enumerate(columns):
+                for k, (prod, sample_sum, out_k) in enumerate(columns):
                     nonfinite[part] |= ~(torch.isfinite(sample_sum) & torch.isfinite(out_k))
-                    e[k, rows].add_(weighted)
+                    e[k, rows].add_(torch.tensordot(w, prod, dims=1))
+                    if split is not None:
+                        split[:, k, rows].index_add_(0, idx, prod * w[:, None, None])
                     per_ref[:, k].index_add_(0, idx, sample_sum * w)
                     slope[part, k] = sample_sum
                     value[part, k] = out_k.float()
             if on_batch is not None:
                 on_batch(idx.numel())
             start = part.stop
-    return GradientSums(e, per_ref, slope, value, nonfinite, len(plan), prefix.length if prefix else 0)
+    p = prefix.length if prefix else 0
+    return GradientSums(e, per_ref, slope, value, nonfinite, len(plan), p, split)
 
 
 def _batch_sums(
@@ -147,9 +155,9 @@ def _batch_sums(
     prefix: SharedPrefix | None = None,
 ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """One batch of samples, ``batch`` = (reference index, alpha, weight) of each (b,); per objective
-    column k: (Σ_s w_s (X - B_s) ⊙ ∇F_k(Z_s) (L - p, d) float32 over rows [p, L), per-sample sums of
-    (X - B_s) ⊙ ∇F_k(Z_s) (b,), F_k(Z_s) (b,)); p = 0 without a shared prefix."""
-    idx, a, w = batch
+    column k: ((X - B_s) ⊙ ∇F_k(Z_s) (b, L - p, d) float32 over rows [p, L), per-sample sums of it (b,),
+    F_k(Z_s) (b,)); p = 0 without a shared prefix."""
+    idx, a, _ = batch
     p = prefix.length if prefix else 0
     size = idx.numel()
     with torch.no_grad():
@@ -173,7 +181,7 @@ def _batch_sums(
             # per-sample sum accumulated in float64: its float32 value does not depend on the batch size
             # (an out-of-memory retry with fewer samples per call gives the same slopes, bit for bit)
             sample_sum = prod.sum(dim=(1, 2), dtype=torch.float64).float()
-            columns.append((torch.tensordot(w, prod, dims=1), sample_sum, out[:, k].detach()))
+            columns.append((prod, sample_sum, out[:, k].detach()))
     return columns
 
 

@@ -66,6 +66,9 @@ class NonFiniteReport:
         )
 
 
+QUADRATURE_NAMES = {"kronrod": "gauss_kronrod_15", "certified": "tent_lattice"}  # the row's ``quadrature``
+
+
 @dataclass
 class TargetAttribution:
     record_id: str
@@ -132,7 +135,7 @@ class TargetAttribution:
             route=cfg.route,
             target_fn=cfg.target_fn,
             precision=cfg.precision,
-            quadrature={"ig": cfg.ig_quadrature, "kronrod": "gauss_kronrod_15"}.get(cfg.method, ""),
+            quadrature=QUADRATURE_NAMES.get(cfg.method, cfg.ig_quadrature if cfg.method == "ig" else ""),
             path=cfg.path if cfg.path == "straight" else f"{cfg.path}_{cfg.path_block}",
             seed=cfg.seed,
             plan_seeds=[int(r.plan_seed) for r in results if r.plan_seed is not None],

@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     refused |= not _print_stages(plan_stages(cfg, counts, shape, device, work, costs, args.processes),
                                  device.memory_bytes)  # fmt: skip
     a = cfg.attribution
-    if a.method == "kronrod" or (a.method == "ig" and a.ig_adaptive):
+    if a.method in ("kronrod", "certified") or (a.method == "ig" and a.ig_adaptive):
         print(f"gradients and time are ceilings: {a.method} stops where it meets its tolerance, often sooner")
     compared = [(f"evaluation.compare_methods entry {m}", m) for m in cfg.evaluation.compare_methods]
     for named, method in [(f"attribution.method={a.method}", a.method), *compared]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from xurs_pipeline.attribution.certified_method import CertifiedAverage
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.methods.base import (
     AttributionMethod,
@@ -30,7 +31,7 @@ from xurs_pipeline.attribution.question import QuestionResult
 REGISTRY: dict[str, type[AttributionMethod]] = {
     cls.name: cls
     for cls in (
-        *(ExpectedGradients, IntegratedGradients, KronrodIG),
+        *(ExpectedGradients, IntegratedGradients, KronrodIG, CertifiedAverage),
         *(OcclusionToken, OcclusionSpan, SpanShapley, GradientL2, GradientXInput, LayerIG, SequentialIG),
     )
 }

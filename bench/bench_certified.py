@@ -1,0 +1,201 @@
+"""App. B.4 at M training references within a budget: `certified` beside residual-led `kronrod` and EG.
+
+    nice -n 10 python bench/bench_certified.py --experiment local --override KEY=VALUE ... \
+        [--questions 4] [--refs 16 64 256] [--budgets 512 1024 2048] [--methods certified kronrod eg] \
+        [--out results/bench/certified.jsonl] [--table]
+
+For each of the first ``--questions`` questions the ``attribute`` stage explains (against training
+references) and each M in ``--refs`` with the budget at the same place in ``--budgets``, each method runs
+twice through the stage's own ``attribute_question``: at the budget, and as App. B.4's second run at twice
+the budget (``config.repeat_config``: `certified` with other shifts and half the tolerances, `kronrod` from
+twice the intervals, EG with another seed), so the vector criteria compare the two as the ``checks`` stage
+does (``evaluation.agreement``: cosine, relative Euclidean distance, Spearman of the token magnitudes,
+top-3 overlap). `kronrod` runs residual-led (``kronrod_stop=residual``, App. B.4's per-reference rule at
+0.01); where its first pass (15 x M) is above the budget it cannot run, and the record says so. From
+`certified`'s trace: the evaluations at which the exact averaged residual alone first held, and at which
+its whole rule held. Each (method, question, M) is one JSON line appended to ``--out`` as it ends, with
+the load average; ``--table`` prints the records as a table (medians per method and M, App. B.4's verdict).
+Needs the trained model of ``--experiment`` (`dvc repro train`, or its ``paths.artifacts`` override).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _trained import experiment_parser, explained_questions, load
+
+from xurs_pipeline.attribution.certified import TRACE_COLUMNS
+from xurs_pipeline.attribution.methods import attribute_question
+from xurs_pipeline.config import repeat_config, train_run_hash
+from xurs_pipeline.evaluation.agreement import cosine, relative_distance, spearman, topk_overlap
+
+REPEAT_SEED = 1_000_003
+CRITERIA = {"residual_median": 0.01, "residual_max": 0.05, "cosine": 0.99, "distance": 0.10,
+            "spearman": 0.95, "top3": 0.8}  # fmt: skip
+
+
+def method_config(cfg, method: str, refs: int, budget: int):
+    """The root config explaining with ``method`` against the first ``refs`` training prompts at
+    ``budget``."""
+    most = max(cfg.attribution.max_grad_evals, 4 * budget)
+    at = replace(cfg.attribution, reference="train", refs_per_collection=refs, n_collections=1,
+                 max_questions=0, progress=False, method=method, max_grad_evals=most,
+                 samples_per_call=16)  # fmt: skip
+    if method == "certified":
+        at = replace(at, certified_max_evals=budget)
+    elif method == "kronrod":
+        at = replace(
+            at,
+            kronrod_max_evals=budget,
+            kronrod_stop="residual",
+            kronrod_lead="stop",
+            kronrod_tolerance=0.01,
+            samples_per_call=15,
+        )
+    else:
+        at = replace(at, n_samples=budget)
+    return replace(cfg, attribution=at)
+
+
+def second_run(cfg, budget: int):
+    """App. B.4's run at twice the budget (the ``attribute_repeats`` config, kronrod's budget doubled too)."""
+    again = repeat_config(cfg, REPEAT_SEED)
+    if again.attribution.method == "kronrod":
+        again = replace(again, attribution=replace(again.attribution, kronrod_max_evals=2 * budget))
+    elif again.attribution.method == "eg":
+        again = replace(again, attribution=replace(again.attribution, n_samples=2 * budget))
+    return again
+
+
+def first_held(trace: np.ndarray, tolerance: float, vector_tolerance: float) -> dict[str, float | None]:
+    """Evaluations at which certified's exact averaged residual first held, the residual and its spread,
+    its whole rule, and the rule with App. B.4's own 0.10 as the vector tolerance."""
+    t = dict(zip(TRACE_COLUMNS, trace.T, strict=True))
+    residual = t["residual"] <= tolerance
+    spread = residual & (t["spread"] <= tolerance)
+    held = {
+        "evals_residual_only": residual,
+        "evals_residual_spread": spread,
+        "evals_rule": spread & (t["vector"] <= vector_tolerance),
+        "evals_rule_vector_0.10": spread & (t["vector"] <= 0.10),
+    }
+    return {name: float(t["evals"][np.argmax(h)]) if h.any() else None for name, h in held.items()}
+
+
+def measure(model, q, pool, cfg, pad_id: int, budget: int) -> dict:
+    """One method, one question: its run at the budget and at twice it, App. B.4's figures."""
+    start = time.perf_counter()
+    main = attribute_question(model, q, pool, cfg.attribution, pad_id)
+    seconds = time.perf_counter() - start
+    again = second_run(cfg, budget)
+    second = attribute_question(model, q, pool, again.attribution, pad_id)
+    (a,), (b,) = main.rows, second.rows
+    e, e2 = a.coords["e"].numpy(), b.coords["e"].numpy()
+    m1, m2 = np.asarray(a.token_magnitude), np.asarray(b.token_magnitude)
+    record = {
+        "grad_evals": int(a.grad_evals), "grad_evals_2x": int(b.grad_evals), "seconds": seconds,
+        "residual": float(a.residual), "residual_2x": float(b.residual), "error_bound": float(a.error_bound),
+        "budget_exhausted": bool(a.budget_exhausted), "forwards": int(a.forward_evals),
+        "cosine": cosine(e, e2), "distance": relative_distance(e, e2), "spearman": spearman(m1, m2),
+        "top3": topk_overlap(m1, m2, 3), "width_difference": float(a.width_difference),
+    }  # fmt: skip
+    if cfg.attribution.method == "certified":
+        at = cfg.attribution
+        record.update(first_held(main.traces[0], at.certified_tolerance, at.certified_vector_tolerance))
+        record["final_measures"] = main.traces[0][-1, 1:4].tolist()
+    return record
+
+
+def run(args) -> None:
+    model, prompts, cfg, pad_id = load(args.experiment, args.override)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for refs, budget in zip(args.refs, args.budgets, strict=True):
+        for method in args.methods:
+            mcfg = method_config(cfg, method, refs, budget)
+            if method == "kronrod" and 15 * refs > budget:
+                questions = []
+                note = {"note": f"first pass 15 x {refs} = {15 * refs} above the budget {budget}"}
+                _write(out, {"method": method, "refs": refs, "budget": budget, **note})
+            else:
+                questions, pool = explained_questions(model, prompts, mcfg.attribution, args.questions)
+            for q in questions:
+                record = measure(model, q, pool, mcfg, pad_id, budget)
+                about = {
+                    "experiment": args.experiment,
+                    "model": train_run_hash(cfg)[:12],
+                    "method": method,
+                    "question": q.record_id,
+                    "tokens": len(q.input_ids),
+                    "refs": refs,
+                    "budget": budget,
+                }
+                _write(out, {**about, **record})  # fmt: skip
+
+
+def _write(out: Path, record: dict) -> None:
+    record["load_average"] = os.getloadavg()[0]
+    with out.open("a") as f:
+        f.write(json.dumps(record) + "\n")
+    print(json.dumps(record), flush=True)
+
+
+def table(path: Path) -> None:
+    """Medians per (experiment, method, M) and App. B.4's verdict over the questions."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r.get("experiment", "-"), r["method"], r["refs"], r["budget"]), []).append(r)
+    print(
+        "| experiment | method | M | budget | questions | evaluations (median) | median R | max R | "
+        "cosine | rel. distance | Spearman | top-3 | App. B.4 | exhausted | certified: R alone / rule at |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (exp, method, refs, budget), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2])):
+        done = [r for r in rs if "residual" in r]
+        if not done:
+            print(f"| {exp} | {method} | {refs} | {budget} | 0 | {rs[0].get('note', '-')} |||||||||")
+            continue
+        keys = ("grad_evals", "residual", "cosine", "distance", "spearman", "top3")
+        med = {k: float(np.median([r[k] for r in done])) for k in keys}
+        rmax = max(r["residual"] for r in done)
+        ok = (med["residual"] <= 0.01 and rmax <= 0.05 and med["cosine"] >= 0.99 and med["distance"] <= 0.10
+              and med["spearman"] >= 0.95 and med["top3"] >= 0.8)  # fmt: skip
+        held = "-"
+        if method == "certified":
+            alone = [r["evals_residual_only"] for r in done if r.get("evals_residual_only") is not None]
+            rule = [r["evals_rule"] for r in done if r.get("evals_rule") is not None]
+            held = (f"{np.median(alone):.0f} ({len(alone)} q) / " if alone else "never / ") + (
+                f"{np.median(rule):.0f} ({len(rule)} q)" if rule else "never"
+            )
+        print(f"| {exp} | {method} | {refs} | {budget} | {len(done)} | {med['grad_evals']:.0f} | "
+              f"{med['residual']:.4f} | {rmax:.4f} | {med['cosine']:.4f} | {med['distance']:.3f} | "
+              f"{med['spearman']:.3f} | {med['top3']:.2f} | {'holds' if ok else 'misses'} | "
+              f"{sum(r['budget_exhausted'] for r in done)} | {held} |")  # fmt: skip
+
+
+def main() -> None:
+    parser = experiment_parser(__doc__, "local", 4)
+    parser.add_argument("--refs", type=int, nargs="+", default=[16, 64, 256])
+    parser.add_argument("--budgets", type=int, nargs="+", default=[512, 1024, 2048])
+    parser.add_argument("--methods", nargs="+", default=["certified", "kronrod", "eg"])
+    parser.add_argument("--out", default="results/bench/certified.jsonl")
+    parser.add_argument("--table", action="store_true")
+    args = parser.parse_args()
+    print(f"load average at start: {os.getloadavg()}", flush=True)
+    if args.table:
+        table(Path(args.out))
+        return
+    run(args)
+
+
+if __name__ == "__main__":
+    main()

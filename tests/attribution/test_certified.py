@@ -1,0 +1,151 @@
+"""The ``certified`` rule (attribution/certified.py) on closed-form integrands with known per-token integrals:
+its lattice (nested, unbiased, second order), its certificate at M = 256 (the split, not only the sum), a
+budget too small to certify (flagged), and its budget error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from xurs_pipeline.attribution.certified import CertifiedSpec, certify, tent_nodes
+from xurs_pipeline.attribution.quadrature import BudgetError
+from xurs_pipeline.errors import XursError
+
+
+class SineTokens:
+    """M references x L tokens: token i of reference r moves along the path as c_i α + a_ri sin(w_ri α +
+    p_ri), so its attribution slope is c_i + a_ri w_ri cos(w_ri α + p_ri) and its integral c_i + a_ri
+    (sin(w_ri + p_ri) - sin p_ri) exactly: a per-token effect c_i shared by the references under each
+    reference's own swings. ``rough`` scales the frequencies (w up to 2π x rough)."""
+
+    def __init__(self, refs: int, tokens: int, rough: float, seed: int = 0, amplitude: float = 0.05) -> None:
+        rng = np.random.default_rng(seed)
+        self.c = rng.normal(0.0, 0.1, tokens)
+        self.a = rng.normal(0.0, amplitude, (refs, tokens))
+        self.w = rng.uniform(0.5, 2 * np.pi * rough, (refs, tokens))
+        self.p = rng.uniform(0.0, 2 * np.pi, (refs, tokens))
+        self.calls = self.evals = 0
+
+    def exact(self) -> np.ndarray:
+        """Per-reference, per-token integrals (M, L)."""
+        return self.c + self.a * (np.sin(self.w + self.p) - np.sin(self.p))
+
+    def gap(self) -> np.ndarray:
+        return self.exact().sum(1)[:, None]  # (M, 1): one target
+
+    def __call__(self, nodes: list[tuple[int, np.ndarray]]) -> list[tuple[np.ndarray, torch.Tensor]]:
+        self.calls += 1
+        self.evals += sum(len(alphas) for _, alphas in nodes)
+        return [self.one(ref, alphas) for ref, alphas in nodes]
+
+    def one(self, ref: int, alphas: np.ndarray) -> tuple[np.ndarray, torch.Tensor]:
+        a, w, p = self.a[ref], self.w[ref], self.p[ref]
+        per_token = self.c + a * w * np.cos(w * alphas[:, None] + p)  # (n, L)
+        return per_token.sum(1, keepdims=True), torch.tensor(per_token.sum(0)[None, :])  # (n, 1), (1, L)
+
+
+def test_tent_lattice_is_nested_and_unbiased_and_second_order() -> None:
+    """Doubling keeps every node; the mean over shifts of a 2-point rule is the integral (unbiased) while a
+    fixed shift is off; the RMS error over shifts falls 4x per doubling on a smooth integrand."""
+    shift = 0.3141
+    for n in (2, 4, 8, 16):
+        coarse, added = set(np.round(tent_nodes(shift, n), 12)), tent_nodes(shift, 2 * n, odd_only=True)
+        assert coarse | set(np.round(added, 12)) == set(np.round(tent_nodes(shift, 2 * n), 12))
+        assert len(added) == n
+
+    def g(x):
+        return np.exp(3 * x)
+
+    exact = (np.exp(3) - 1) / 3
+    shifts = (np.arange(20000) + 0.5) / 20000
+    means = np.array([g(tent_nodes(u, 2)).mean() for u in shifts])
+    assert means.mean() == pytest.approx(exact, rel=1e-6)
+    assert abs(means[0] - exact) > 0.1 * exact  # one shift alone is far off: unbiased only on average
+    draws = np.random.default_rng(0).uniform(size=400)
+    rms = [np.sqrt(np.mean([(g(tent_nodes(u, n)).mean() - exact) ** 2 for u in draws])) for n in (8, 16, 32)]
+    ratios = np.array(rms[:-1]) / np.array(rms[1:])
+    assert np.all(ratios > 3.5)
+    assert np.all(ratios < 4.5)
+
+
+def test_certificate_at_256_references_holds_for_the_sum_and_the_split() -> None:
+    """M = 256 references, 12 tokens, paths of up to one oscillation: the rule stops within its budget with
+    the averaged residual exactly as recomputed, within 0.01, and the averaged per-token vector within 0.10
+    relative distance and 0.99 cosine of the exact per-token averages (the split, not only the sum)."""
+    f = SineTokens(256, 12, rough=1.0)
+    spec = CertifiedSpec(tolerance=0.01, vector_tolerance=0.05, max_evals=2048)
+    report = certify(f, f.gap(), spec, seed=7)
+    assert not report.exhausted
+    assert report.evals == f.evals <= 2048
+    assert f.calls < 20  # batched: the first pass in two calls, then one call a round
+    assert report.evals > 512  # the first pass alone did not meet it: it refined
+    exact = f.exact().mean(0)  # (L,)
+    got = report.vectors[0].numpy()
+    residual = abs(got.sum() - f.gap().mean())  # Eq. 9 on the average, recomputed
+    assert report.measures[0][0] == pytest.approx(residual, abs=1e-12)
+    assert residual <= 0.01
+    assert report.measures[1][0] <= 0.01
+    assert report.measures[2][0] <= 0.05
+    distance = np.linalg.norm(got - exact) / np.linalg.norm(exact)
+    cosine = got @ exact / (np.linalg.norm(got) * np.linalg.norm(exact))
+    assert distance <= 0.10
+    assert cosine >= 0.99
+    # the per-reference integrals and residuals it reports are the nodes' own
+    assert np.allclose(report.residual[:, 0], np.abs(report.integral[:, 0] - f.gap()[:, 0]))
+    assert report.nodes.sum() == report.evals
+    assert len(set(report.nodes.tolist())) > 1  # it refined some references, not all alike
+
+
+def test_a_budget_too_small_is_flagged_and_its_split_is_off() -> None:
+    """The same family, rougher (up to 12 oscillations), at the first pass's budget: the rule does not hold,
+    the run says so, and the per-token split is indeed not within App. B.4's 0.10 of the exact one."""
+    f = SineTokens(256, 12, rough=12.0, seed=1)
+    report = certify(f, f.gap(), CertifiedSpec(max_evals=512), seed=7)
+    assert report.exhausted
+    assert report.evals == 512
+    _residual, spread, vector = (float(m[0]) for m in report.measures)
+    assert spread > 0.01 or vector > 0.05
+    exact = f.exact().mean(0)
+    distance = np.linalg.norm(report.vectors[0].numpy() - exact) / np.linalg.norm(exact)
+    assert distance > 0.10
+    generous = certify(f, f.gap(), CertifiedSpec(max_evals=16384), seed=7)  # the same with room: it holds
+    assert not generous.exhausted
+
+
+def test_the_spread_guard_refuses_a_cancellation_of_wrong_references() -> None:
+    """Two references whose integrals are off by +0.5 and -0.5 at every resolution (a biased integrand the
+    rule cannot fix): the averaged residual is exactly 0, App. B.4's residual alone would pass, but the
+    spread is not within the tolerance, so the rule is not met and the run ends flagged."""
+
+    def evaluate(nodes: list[tuple[int, np.ndarray]]) -> list[tuple[np.ndarray, torch.Tensor]]:
+        slopes = [np.full((len(alphas), 1), 1.5) for _, alphas in nodes]  # ∫ = 1.5 against exact 1.0, 2.0
+        return [(s, torch.tensor(s.sum(0, keepdims=True))) for s in slopes]
+
+    report = certify(evaluate, np.array([[1.0], [2.0]]), CertifiedSpec(max_evals=64), seed=3)
+    assert np.all(report.trace[:, 1] == 0.0)  # the averaged residual: exactly 0 at every step
+    assert np.all(report.trace[:, 2] > 0.01)  # its spread: 1.96 x sqrt(0.5) / 2
+    assert report.trace[0, 2] == pytest.approx(1.959963984540054 * np.sqrt(0.5) / 2)
+    assert report.exhausted
+
+
+def test_budget_below_the_first_pass_is_a_one_line_error_naming_the_key() -> None:
+    f = SineTokens(256, 4, rough=1.0)
+    with pytest.raises(BudgetError, match=r"attribution\.certified_max_evals=500: .* 2 x 256 = 512") as err:
+        certify(f, f.gap(), CertifiedSpec(max_evals=500), seed=0)
+    assert isinstance(err.value, XursError)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"tolerance": 0.0}, "certified_tolerance=0.0: must be positive"),
+        ({"vector_tolerance": 1.5}, r"certified_vector_tolerance=1.5: must be in \(0, 1\]"),
+        ({"first_nodes": 3}, "certified_first_nodes=3: must be a power of 2"),
+        ({"first_nodes": 1}, "certified_first_nodes=1: must be a power of 2"),
+    ],
+)
+def test_spec_refuses_bad_values_by_key(kwargs, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        CertifiedSpec(**kwargs)
