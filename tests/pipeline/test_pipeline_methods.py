@@ -38,7 +38,9 @@ REPO = Path(__file__).resolve().parents[2]
 OWN_KEYS = {"ig": ["attribution.ig_points=4"], "sequential_ig": ["attribution.sequential_ig_steps=1"],
             "occlusion_span": ["attribution.span_tokens=32"],
             "shapley_span": ["attribution.span_tokens=64"]}  # fmt: skip
-RESIDUAL = ("eg", "ig", "kronrod", "layer_ig", "sequential_ig")  # the methods with a completeness residual
+# the methods with a completeness residual; the adaptive ones with their budget key
+RESIDUAL = ("eg", "ig", "kronrod", "certified", "layer_ig", "sequential_ig")
+ADAPTIVE = {"kronrod": "kronrod_max_evals", "certified": "certified_max_evals"}
 pytestmark = pytest.mark.slow
 # Per method, the parts of the smoke experiment that do the same for every method (repeats, comparison
 # targets, the randomisation check) are left out and two questions explained: every stage still runs.
@@ -102,12 +104,13 @@ def test_a_method_change_reruns_the_attribution_stages_and_nothing_trained() -> 
 
 
 def _expected_grad_evals(cfg: RootConfig, length: int) -> int | None:
-    """A question's gradient evaluations for the method, by hand (None: kronrod, adaptive, checked apart)."""
+    """A question's gradient evaluations for the method, by hand (None: kronrod and certified, adaptive,
+    checked against their budgets apart)."""
     a = cfg.attribution
     refs = a.n_collections * a.refs_per_collection
     return {"eg": a.n_samples * a.n_collections, "ig": refs * a.ig_points, "grad_l2": 1, "grad_x_input": 1,
             "layer_ig": a.layer_ig_steps, "sequential_ig": length * a.sequential_ig_steps,
-            }.get(a.method, None if a.method == "kronrod" else 0)  # fmt: skip
+            }.get(a.method, None if a.method in ADAPTIVE else 0)  # fmt: skip
 
 
 def _expected_forwards(cfg: RootConfig, length: int) -> int | None:
@@ -135,8 +138,8 @@ def test_every_method_runs_the_smoke_experiment_to_the_report(
         grads, forwards = _expected_grad_evals(cfg, length), _expected_forwards(cfg, length)
         assert grads is None or row.grad_evals == grads, (row.record_id, row.grad_evals, grads)
         assert forwards is None or row.forward_evals == forwards, (row.record_id, row.forward_evals, forwards)
-    if method == "kronrod":
-        assert (rows["grad_evals"] <= cfg.attribution.kronrod_max_evals).all()
+    if method in ADAPTIVE:
+        assert (rows["grad_evals"] <= getattr(cfg.attribution, ADAPTIVE[method])).all()
     assert rows["residual"].notna().all() == (method in RESIDUAL)
     assert rows["residual"].isna().all() == (method not in RESIDUAL)
     assert read_json(artifact("mask_metrics").at(cfg.paths))["budget"]["method"] == [

@@ -325,6 +325,7 @@ class AttributionConfig:
     def _check_certified(self) -> None:
         """The ``certified`` keys: tolerances, the first pass (a power of 2) within the budget."""
         check_certified(self.certified_tolerance, self.certified_vector_tolerance, self.certified_first_nodes)
+        _at_least("certified_max_evals", self.certified_max_evals, 1)
         first_pass = self.certified_first_nodes * self.refs_per_collection
         if self.method == "certified" and self.certified_max_evals < first_pass:
             raise ValueError(
