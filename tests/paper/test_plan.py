@@ -150,8 +150,9 @@ def test_plan_command_and_help(
     assert "ceilings: kronrod stops where it meets its tolerance" in out
     assert "runs forwards only" not in out  # kronrod's gradients are planned
     compared = ["experiment=smoke", "evaluation.compare_methods=[occlusion_token]"]
-    assert xurs(["plan", *compared, f"--conf={ROOT / 'conf'}", "--train-examples", "50",
-                 "--questions", "4"]) == 0  # fmt: skip
+    # a data-sheet device: the local one is timed above
+    assert xurs(["plan", *compared, f"--conf={ROOT / 'conf'}", "--device", "t4-16gb", "--train-examples",
+                 "50", "--questions", "4"]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert "evaluation.compare_methods entry occlusion_token runs forwards only (L + 1 per question" in out
     assert "attribution.method=eg runs forwards only" not in out
