@@ -161,7 +161,8 @@ class _State:
 
     def rho(self) -> np.ndarray:
         """Signed per-reference errors (M, T) (exact: the gaps are known)."""
-        return self.scalar / self.n[:, None] - self.gap
+        errors: np.ndarray = self.scalar / self.n[:, None] - self.gap
+        return errors
 
     def measures(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(residual (T,), spread (T,), vector (T,)) of the averaged attribution (module docstring)."""
@@ -191,7 +192,8 @@ def _next_round(state: _State, failing: tuple[bool, bool], left: int, size: int)
         score += (terms / np.maximum(terms.sum(0), 1e-300)).max(1)
     score = score / state.n
     score[(state.n > left) | (2 * state.n > MAX_NODES)] = -np.inf
-    chosen, cost = [], 0
+    chosen: list[int] = []
+    cost = 0
     for r in np.argsort(-score, kind="stable"):
         n = int(state.n[r])
         if not np.isfinite(score[r]) or (chosen and cost + n > size):
