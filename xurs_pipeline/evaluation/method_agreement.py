@@ -1,7 +1,7 @@
 """How far attribution methods agree on the same explained answers, and what each costs.
 
 Per (question, explained answer) and pair of methods: Spearman's rank correlation of the two methods'
-token magnitudes over the prompt's eligible positions (``scipy.stats.spearmanr``, ties at their mean rank;
+token magnitudes over the prompt's eligible positions (``evaluation.agreement.spearman``: scipy, mean ranks;
 NaN where one method scores every eligible token alike) and how many of the top :data:`TOP` eligible
 positions both name (zero-masking's ranking, :func:`~xurs_pipeline.evaluation.masking.top_eligible`:
 ties to the earlier position). Eligible positions are those zero-masking may mask (Sec. 5.2), the ones a
@@ -11,14 +11,13 @@ seconds from its run's shard reports).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from itertools import combinations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import ConstantInputWarning, spearmanr
 
+from xurs_pipeline.evaluation.agreement import spearman
 from xurs_pipeline.evaluation.masking import eligible_positions, top_eligible
 
 TOP = 5  # the overlap's k: positions both methods rank in their top 5
@@ -30,9 +29,7 @@ def pair_agreement(a: np.ndarray, b: np.ndarray, eligible: np.ndarray, record_id
     """Spearman's rho of magnitudes ``a`` and ``b`` (L,) over the ``eligible`` (L,) positions, and the size
     of the overlap of their top :data:`TOP` eligible positions (0..TOP)."""
     positions = eligible_positions(eligible, record_id)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConstantInputWarning)  # a constant ranking: rho undefined (NaN)
-        rho = float(spearmanr(a[positions], b[positions]).statistic) if positions.size > 1 else float("nan")
+    rho = spearman(a[positions], b[positions]) if positions.size > 1 else float("nan")  # NaN: constant
     tops = [set(top_eligible(m, eligible, TOP, record_id).tolist()) for m in (a, b)]
     return rho, len(tops[0] & tops[1])
 
