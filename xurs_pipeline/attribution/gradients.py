@@ -123,7 +123,7 @@ def accumulate(
             part = slice(start, min(start + size, len(plan)))
             try:
                 batch = (ref_index[part], alpha[part], weight[part])
-                columns = _batch_sums(model, objective, prompt, refs, batch, prefix)
+                columns = _batch_sums(model, objective, prompt, refs, batch, prefix, split is not None)
             except RuntimeError as err:
                 if not is_out_of_memory(err):
                     raise
@@ -131,11 +131,13 @@ def accumulate(
                 continue
             idx, w = ref_index[part], weight[part]
             with torch.no_grad():
-                for k, (prod, sample_sum, out_k) in enumerate(columns):
+                for k, (weighted, sample_sum, out_k) in enumerate(columns):
                     nonfinite[part] |= ~(torch.isfinite(sample_sum) & torch.isfinite(out_k))
-                    e[k, rows].add_(torch.tensordot(w, prod, dims=1))
-                    if split is not None:
-                        split[:, k, rows].index_add_(0, idx, prod * w[:, None, None])
+                    if split is None:
+                        e[k, rows].add_(weighted)
+                    else:  # weighted: (b, L - p, d), one row a sample, summed by reference here
+                        split[:, k, rows].index_add_(0, idx, weighted)
+                        e[k, rows].add_(weighted.sum(0))
                     per_ref[:, k].index_add_(0, idx, sample_sum * w)
                     slope[part, k] = sample_sum
                     value[part, k] = out_k.float()
@@ -153,11 +155,14 @@ def _batch_sums(
     refs: PreparedReferences,
     batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     prefix: SharedPrefix | None = None,
+    per_sample: bool = False,
 ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """One batch of samples, ``batch`` = (reference index, alpha, weight) of each (b,); per objective
-    column k: ((X - B_s) ⊙ ∇F_k(Z_s) (b, L - p, d) float32 over rows [p, L), per-sample sums of it (b,),
-    F_k(Z_s) (b,)); p = 0 without a shared prefix."""
-    idx, a, _ = batch
+    column k: (Σ_s w_s (X - B_s) ⊙ ∇F_k(Z_s) (L - p, d) float32 over rows [p, L), or with ``per_sample``
+    each sample's w_s (X - B_s) ⊙ ∇F_k(Z_s) (b, L - p, d); per-sample sums of (X - B_s) ⊙ ∇F_k(Z_s) (b,);
+    F_k(Z_s) (b,)); p = 0 without a shared prefix. Only one column's (b, L - p, d) product is held at a
+    time unless ``per_sample``."""
+    idx, a, w = batch
     p = prefix.length if prefix else 0
     size = idx.numel()
     with torch.no_grad():
@@ -181,7 +186,8 @@ def _batch_sums(
             # per-sample sum accumulated in float64: its float32 value does not depend on the batch size
             # (an out-of-memory retry with fewer samples per call gives the same slopes, bit for bit)
             sample_sum = prod.sum(dim=(1, 2), dtype=torch.float64).float()
-            columns.append((prod, sample_sum, out[:, k].detach()))
+            weighted = prod * w[:, None, None] if per_sample else torch.tensordot(w, prod, dims=1)
+            columns.append((weighted, sample_sum, out[:, k].detach()))
     return columns
 
 
