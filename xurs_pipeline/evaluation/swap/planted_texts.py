@@ -27,8 +27,8 @@ import pandas as pd
 
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.evaluation.swap.yardsticks import (
-    EDIT_YARDSTICKS,
     TESTS,
+    YARDSTICKS,
     dependence,
     yardstick_widths,
 )
@@ -91,7 +91,7 @@ def recovery(probes: Sequence[QuestionRecord]) -> pd.DataFrame:
     (k of n) and whether it does on all (``recovered``)."""
     rows = []
     for model in PLANTED:
-        for yardstick in EDIT_YARDSTICKS:
+        for yardstick in YARDSTICKS:
             found = dependence(yardstick_widths(probes, model.widths, yardstick), "A", yardstick)
             k = int((found["depends_on"] == model.truth).sum())
             rows.append({"yardstick": yardstick, "planted": model.name, "k": k, "n": len(found),
@@ -101,4 +101,4 @@ def recovery(probes: Sequence[QuestionRecord]) -> pd.DataFrame:
 
 def validated(recovered: pd.DataFrame) -> dict[str, bool]:
     """Edit yardstick -> recovers every planted model's dependence on every probe."""
-    return {y: bool(recovered.loc[recovered["yardstick"] == y, "recovered"].all()) for y in EDIT_YARDSTICKS}
+    return {y: bool(recovered.loc[recovered["yardstick"] == y, "recovered"].all()) for y in YARDSTICKS}
