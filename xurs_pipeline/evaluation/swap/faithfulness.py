@@ -286,14 +286,16 @@ def study_faithfulness(study: FaithfulnessInputs, clear_margin: float, confidenc
 
 
 def faithfulness_metrics(result: dict[str, Any]) -> dict[str, Any]:
-    """The DVC metric view: per method its verdict; per judging yardstick and cell the clear agreement with
-    its clustered interval and n; the planned comparisons' Holm-adjusted p values."""
+    """The DVC metric view: per method its verdict; on ``plan.JUDGE`` and every other judging yardstick, per
+    cell the clear agreement with its clustered interval and n, and where the label rankers are wrong; the
+    planted embedding mechanisms; the planned comparisons' Holm-adjusted p values."""
     out: dict[str, Any] = {}
     for m, by in result["methods"].items():
-        view: dict[str, Any] = {"verdict": by["verdict"]}
-        for y in result["judges"]:
+        view: dict[str, Any] = {"verdict": by["verdict"], "planted_embeddings": by["planted_embeddings"]}
+        for y in dict.fromkeys([plan.JUDGE, *result["judges"]]):
             view[y] = {name: {k: c[k] for k in ("clear", "clear_low", "clear_high", "clear_n")}
                        for name, c in by[y]["cells"].items()}
+            view[y]["label_rankers_wrong"] = by[y]["label_rankers_wrong"]
         view["p_holm"] = {f"{t['yardstick']}:{t['method']}-{t['against']}": t["p_holm"]
                           for t in by["comparisons"]}
         out[m] = view
