@@ -250,7 +250,7 @@ def test_pooling_studies_adds_their_counts_and_clusters_by_study(probes) -> None
     assert pooled["power"]["studies"] == 2
     mixed = pooled_faithfulness({"s1": (rows, section), "s2": (rows, unlearned)})
     assert not mixed["yardsticks"]["text_edits"]["judges"]  # one study's models did not learn
-    other_plan = {**section, "plan_digest": "0" * 16}
+    other_plan = {**section, "plan_digest": "plan-" + "0" * 16}
     with pytest.raises(ValueError, match="another analysis plan"):
         pooled_faithfulness({"s1": (rows, section), "s2": (rows, other_plan)})
 

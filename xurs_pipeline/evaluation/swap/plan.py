@@ -58,4 +58,4 @@ PLAN = {
 def plan_digest() -> str:
     """The plan's SHA-256 over its constants (``PLAN``, sorted JSON): every study's summary names it, and
     the pooled verdict refuses studies run under another plan."""
-    return hashlib.sha256(json.dumps(PLAN, sort_keys=True).encode()).hexdigest()[:16]
+    return "plan-" + hashlib.sha256(json.dumps(PLAN, sort_keys=True).encode()).hexdigest()[:16]
