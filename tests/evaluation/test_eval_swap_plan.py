@@ -1,6 +1,6 @@
-"""docs/swap-plan.md states the analysis plan that evaluation/swap/plan.py applies: every constant in the page's
-table equals the code's, the page names the code's digest, and a change to either fails here (the planted
-change below)."""
+"""docs/swap-plan.md states the analysis plan that evaluation/swap/plan.py applies: every constant in the
+page's table equals the code's, the page names the code's digest, and a change to either fails here (the
+planted change below)."""
 
 from __future__ import annotations
 
