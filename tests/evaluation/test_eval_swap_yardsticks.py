@@ -60,7 +60,8 @@ def test_the_text_edits_recover_every_planted_dependence_and_the_removals_do_not
     recovered = recovery(probes)
     assert len(recovered) == len(PLANTED) * len(YARDSTICKS)
     table = recovered.set_index(["yardstick", "planted"])
-    assert table.loc["text_edits", "recovered"].all()
+    content = [p.name for p in PLANTED if p.kind == "content"]
+    assert table.loc[[("text_edits", p) for p in content], "recovered"].all()
     for yardstick in YARDSTICKS[1:]:
         for planted in ("cue_1", "cue_2", "interaction"):
             assert table.loc[(yardstick, planted), "recovered"]
@@ -68,6 +69,20 @@ def test_the_text_edits_recover_every_planted_dependence_and_the_removals_do_not
             assert table.loc[(yardstick, planted), "k"] == 0
     assert validated(recovered) == {"text_edits": True, "sentence_removed": False, "unseen_names": False,
                                     "test_renamed": False}  # fmt: skip
+
+
+def test_the_text_edits_cannot_see_a_cue_read_only_by_its_presence(probes) -> None:
+    """The validation is a test a yardstick can fail: the text edits keep every sentence, so a model that
+    reads only whether cue 1 is stated looks to them like a model of cue 2 (its weak reading); removing the
+    sentence or renaming its test sees it. A presence model does not ask the study's question (which cue's
+    named condition the width reads), so it does not enter the validation."""
+    table = recovery(probes).set_index(["yardstick", "planted"])
+    assert table.loc[("text_edits", "presence"), "k"] == 0
+    assert table.loc[("sentence_removed", "presence"), "recovered"]
+    assert table.loc[("test_renamed", "presence"), "recovered"]
+    assert not table.loc[("unseen_names", "presence"), "recovered"]  # the sentence stays, names unknown
+    presence_counted = recovery(probes).assign(kind="content")
+    assert not validated(presence_counted)["text_edits"]
 
 
 def test_a_planted_model_of_the_other_cue_is_not_recovered_as_the_first(probes) -> None:
