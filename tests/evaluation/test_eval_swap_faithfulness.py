@@ -9,6 +9,7 @@ judges, the labels never do. Two kinds of case:
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import pandas as pd
@@ -23,6 +24,7 @@ from xurs_pipeline.evaluation.swap.faithfulness import (
     faithfulness_metrics,
     scored,
     study_faithfulness,
+    validity,
 )
 from xurs_pipeline.evaluation.swap.planted_texts import PLANTED
 from xurs_pipeline.evaluation.swap.pooled import pooled_faithfulness
@@ -229,18 +231,29 @@ def test_in_one_study_the_labels_do_not_judge_and_the_plan_gives_no_verdict(depa
     assert metrics["reads_model"]["verdict"] == "no verdict"
 
 
-def test_models_that_did_not_learn_their_cues_leave_no_yardstick_judging(probes) -> None:
+@pytest.fixture(scope="module")
+def as_trained(probes):
+    """Model A reads cue 1, model B cue 2, as their labels."""
     readers = {"A": PLANTED[0].widths, "B": PLANTED[1].widths}
-    _, result = run(probes, readers, {"layer_ig": {"A": 1, "B": 2}}, learned=plan.MODELS_LEARNED - 0.01)
-    assert result["judges"] == []
-    assert "does not judge" in result["methods"]["layer_ig"]["reasons"][0]
+    return run(probes, readers, {"layer_ig": {"A": 1, "B": 2}, "grad_x_input": {"A": 1, "B": 1}})
 
 
-def test_pooling_studies_adds_their_counts_and_clusters_by_study(probes) -> None:
-    readers = {"A": PLANTED[0].widths, "B": PLANTED[1].widths}
-    tops = {"layer_ig": {"A": 1, "B": 2}, "grad_x_input": {"A": 1, "B": 1}}
-    rows, section = run(probes, readers, tops)
-    _, unlearned = run(probes, readers, tops, learned=0.5)
+def test_models_that_did_not_learn_their_cues_leave_no_yardstick_judging() -> None:
+    dependence = pd.DataFrame({"yardstick": list(YARDSTICKS), "depends_on": 1, "as_trained": True})
+    planted = dict.fromkeys(YARDSTICKS, True)
+    learned = {"A": {"accuracy_own_cue": plan.MODELS_LEARNED}, "B": {"accuracy_own_cue": 1.0}}
+    assert all(v["judges"] for v in validity(dependence, planted, learned).values())
+    learned["A"]["accuracy_own_cue"] = plan.MODELS_LEARNED - 0.01
+    assert not any(v["judges"] for v in validity(dependence, planted, learned).values())
+    result = judged(ledger(), judges=False)
+    assert "does not judge" in result["methods"]["follows"]["reasons"][0]
+
+
+def test_pooling_studies_adds_their_counts_and_clusters_by_study(as_trained) -> None:
+    rows, section = as_trained
+    unlearned = copy.deepcopy(section)
+    for y in YARDSTICKS:
+        unlearned["yardsticks"][y].update(models_learned=False, judges=False)
     pooled = pooled_faithfulness({"s1": (rows, section), "s2": (rows, section)})
     one, both = section["methods"]["layer_ig"], pooled["methods"]["layer_ig"]
     for cell in ("all", "B_order2"):
