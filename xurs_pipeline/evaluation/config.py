@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xurs_pipeline.attribution.config import METHODS, TARGET_NAMES
-from xurs_pipeline.attribution.variants import variant_name
-from xurs_pipeline.evaluation.swap.reference_sets import swap_variant
+from xurs_pipeline.attribution.variants import check_entries, variant_name
 
 
 def _require(ok: bool, key: str, value: object, allowed: str) -> None:
@@ -247,21 +246,20 @@ class EvaluationConfig:
         _require(self.randomisation_blocks >= 0, "randomisation_blocks", self.randomisation_blocks, ">= 0")
         _require(self.swap_randomise in SWAP_RANDOMISE, "swap_randomise", self.swap_randomise,
                  f"one of {list(SWAP_RANDOMISE)}")  # fmt: skip
+        _require(self.swap_layer_ig_steps >= 2, "swap_layer_ig_steps", self.swap_layer_ig_steps, ">= 2")
         methods = self.swap_methods
         names = {variant_name(m) for m in methods}
         valid = bool(methods) and names <= set(SWAP_CHOICES) and len(set(methods)) == len(methods)
         _require(valid, "swap_methods", methods,
                  f"a non-empty list of distinct names from {list(SWAP_CHOICES)} or their variants "
                  "(name@key=value, docs/attribution-methods.md)")  # fmt: skip
-        for entry in (m for m in methods if "@" in m):
-            try:
-                swap_variant(entry)
-            except ValueError as err:
-                raise ValueError(f"evaluation.swap_methods: {err}") from None
+        try:
+            check_entries(methods, layer_ig_steps=self.swap_layer_ig_steps)
+        except ValueError as err:
+            raise ValueError(f"evaluation.swap_methods: {err}") from None
         _require(
             0.0 <= self.swap_clear_margin < 1.0, "swap_clear_margin", self.swap_clear_margin, "in [0, 1)"
         )
         compared = self.compare_methods
         _require(set(compared) <= set(METHODS) and len(set(compared)) == len(compared), "compare_methods",
                  compared, f"distinct names from {list(METHODS)} ([] = none)")  # fmt: skip
-        _require(self.swap_layer_ig_steps >= 2, "swap_layer_ig_steps", self.swap_layer_ig_steps, ">= 2")

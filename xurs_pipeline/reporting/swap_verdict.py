@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from xurs_pipeline.attribution.variants import RUN_METHOD
 from xurs_pipeline.evaluation.swap.agreement import AGREEMENT_PASS, AGREEMENT_PASS_LOWER
-from xurs_pipeline.evaluation.swap.roles import RUN_METHOD
 
 SCOPE = "one data seed (pool seeds with `xurs swap-sweep`)"
 

@@ -52,7 +52,7 @@ def edited_records(probe: QuestionRecord) -> list[QuestionRecord]:
 
 def both_resolved(probe: QuestionRecord) -> QuestionRecord:
     """The probe with both cues resolved to its label (each names only P), id ``<probe id>|both_resolved``:
-    the swap study's counterfactual reference (``reference_sets.py``)."""
+    the swap study's counterfactual reference (``attribution/variants.py``)."""
     name = probe.options[_probe_label(probe)]
     record = _renamed(_renamed(probe, 0, name, "resolve_1"), 1, name, "resolve_2")
     return replace(record, record_id=f"{probe.record_id}|both_resolved")

@@ -1,8 +1,8 @@
 """The paper's estimator rerun on a swap probe from a reference set (``paper@references=R``,
-``reference_sets.py``): the experiment's ``attribution.method`` (eg, ig or kronrod; its quadrature, path,
-tolerance and, unless the entry sets it, reduction) through the engine (``question.attribute_paths``), every
-reference of R in one collection (App. B.2: their attributions averaged, Eq. 3 and 5), so that the paper's
-estimator is read from the same references as every other method.
+``attribution/variants.py``): the experiment's ``attribution.method`` (eg, ig or kronrod; its quadrature,
+path, tolerance and, unless the entry sets it, reduction) through the engine (``question.attribute_paths``),
+every reference of R in one collection (App. B.2: their attributions averaged, Eq. 3 and 5), so that the
+paper's estimator is read from the same references as every other method.
 
 The set's references are already fitted to the probe's L positions (``probe_references.py``), so they enter
 as training prompts fitted by position (nothing is cut or padded), or, for ``zero``, as the zero reference.
@@ -21,7 +21,7 @@ from xurs_pipeline.attribution.config import PATH_METHODS, AttributionConfig
 from xurs_pipeline.attribution.endpoints import natural_widths
 from xurs_pipeline.attribution.model import model_device
 from xurs_pipeline.attribution.question import Question, ReferencePool, attribute_paths
-from xurs_pipeline.evaluation.swap.reference_sets import KEY
+from xurs_pipeline.attribution.variants import KEY
 from xurs_pipeline.io import ArtifactError
 
 FITTED = -1  # the pad id the engine is given: the rows are fitted already, so it is never read

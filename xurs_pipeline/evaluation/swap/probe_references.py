@@ -1,4 +1,4 @@
-"""Each probe's references of a reference set (``reference_sets.py``), as token ids fitted to the probe.
+"""Each probe's references of a reference set (``attribution/variants.py``), as token ids fitted to the probe.
 
 One call per (set, probe): ``(n, L)`` int64 token ids, one row per reference, or None for the zero
 embeddings. Training prompts come from the training split (``attribution.reference_order`` for
@@ -21,11 +21,11 @@ import torch
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.inputs import AttributionInputError
 from xurs_pipeline.attribution.references import align_paired, pad_or_truncate, prepare_training
+from xurs_pipeline.attribution.variants import KEY, ReferenceSet
 from xurs_pipeline.data.prepare import prepare_records
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.data.references import reference_collections
 from xurs_pipeline.evaluation.swap.behaviour import both_resolved
-from xurs_pipeline.evaluation.swap.reference_sets import KEY, ReferenceSet
 
 
 @dataclass(frozen=True)
