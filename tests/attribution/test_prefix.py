@@ -16,7 +16,7 @@ from xurs_pipeline.attribution.gradients import accumulate
 from xurs_pipeline.attribution.methods import attribute_question
 from xurs_pipeline.attribution.model import Objective
 from xurs_pipeline.attribution.plan import eg_plan, ig_plan
-from xurs_pipeline.attribution.question import Question
+from xurs_pipeline.attribution.records import Question
 from xurs_pipeline.attribution.references import prepare_aligned, prepare_training, prepare_zero
 from xurs_pipeline.models import RandomSetClassifier, RandomSetHead
 from xurs_pipeline.models.tiny import build_tiny_llama

@@ -23,8 +23,8 @@ import torch
 
 from xurs_pipeline.attribution.certified import Z_95, CertifiedSpec, certify
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.attribution.gradients import GradientSums, Prompt, accumulate
-from xurs_pipeline.attribution.model import Objective, WidthModel
+from xurs_pipeline.attribution.gradients import GradientSums, accumulate
+from xurs_pipeline.attribution.model import Objective, Prompt, WidthModel
 from xurs_pipeline.attribution.paths import Pieces
 from xurs_pipeline.attribution.plan import SamplingPlan, collection_seed, eg_plan, ig_plan
 from xurs_pipeline.attribution.quadrature import TRACE_COLUMNS, KronrodSpec, integrate

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from xurs_pipeline.attribution.model import Objective, WidthModel, frozen
+from xurs_pipeline.attribution.model import Objective, Prompt, WidthModel, frozen
 from xurs_pipeline.attribution.plan import SamplingPlan
 from xurs_pipeline.attribution.prefix import SharedPrefix, shared_prefix
 from xurs_pipeline.attribution.references import PreparedReferences
@@ -77,19 +77,6 @@ class GradientSums:
     grad_evals: int
     prefix: int = 0
     e_per_ref: torch.Tensor | None = None
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """The original prompt as the model sees it: embeddings X (1, L, d), mask (1, L), positions (1, L)."""
-
-    embeds: torch.Tensor
-    attention_mask: torch.Tensor
-    position_ids: torch.Tensor
-
-    @property
-    def length(self) -> int:
-        return int(self.embeds.shape[1])
 
 
 def accumulate(

@@ -38,7 +38,7 @@ from xurs_pipeline.commands.args import command, positive_int
 from xurs_pipeline.commands.explain_inputs import check
 
 if TYPE_CHECKING:
-    from xurs_pipeline.attribution.explain import Explanation
+    from xurs_pipeline.explain import Explanation
 
 LETTERS = "ABCD"
 
@@ -191,8 +191,8 @@ def attribution_config(base: AttributionConfig, args: argparse.Namespace) -> Att
 
 
 def run(args: argparse.Namespace) -> int:
-    from xurs_pipeline.attribution.explain import INLINE_ID, InlineQuestion, explain
     from xurs_pipeline.config import load_params
+    from xurs_pipeline.explain import INLINE_ID, InlineQuestion, explain
     from xurs_pipeline.models.config import model_name
     from xurs_pipeline.reporting.html_explanation import TOP_TOKENS
 

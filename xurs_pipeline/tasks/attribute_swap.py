@@ -18,14 +18,13 @@ import shutil
 from functools import partial
 from typing import Any
 
-from xurs_pipeline.attribution.from_artifacts import attribute_into
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation.randomisation import cascade_names, reinitialise
 from xurs_pipeline.evaluation.swap.roles import RUNS, skipped_reason
 from xurs_pipeline.io import write_json
-from xurs_pipeline.runs import attribution_run
+from xurs_pipeline.runs.attribution import attribute_into, attribution_run
 from xurs_pipeline.tasks.runner import log
 
 

@@ -13,10 +13,9 @@ from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.io import write_json
 from xurs_pipeline.processes import process_group
-from xurs_pipeline.runs import training_run
+from xurs_pipeline.runs.training import fit_into, training_run
 from xurs_pipeline.tasks.runner import log
 from xurs_pipeline.train.config import head_first_settings
-from xurs_pipeline.train.from_artifacts import fit_into
 
 
 def run(cfg: RootConfig) -> None:

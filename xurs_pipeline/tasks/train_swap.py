@@ -14,9 +14,8 @@ from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.synthetic.swap import relabel_by_cue
 from xurs_pipeline.evaluation.swap.roles import ROLES, skipped_reason
 from xurs_pipeline.io import write_json
-from xurs_pipeline.runs import training_run
+from xurs_pipeline.runs.training import fit_into, training_run
 from xurs_pipeline.tasks.runner import log
-from xurs_pipeline.train.from_artifacts import fit_into
 
 
 def run(cfg: RootConfig) -> None:

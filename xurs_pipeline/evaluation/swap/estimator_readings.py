@@ -18,8 +18,6 @@ from typing import Any
 import numpy as np
 
 from xurs_pipeline.attribution.config import PATH_METHODS, AttributionConfig
-from xurs_pipeline.attribution.endpoints import natural_widths
-from xurs_pipeline.attribution.model import model_device
 from xurs_pipeline.attribution.question import Question, ReferencePool, attribute_paths
 from xurs_pipeline.attribution.variants import KEY
 from xurs_pipeline.io import ArtifactError
@@ -50,9 +48,8 @@ def estimator_scores(
     pool = None
     if rows is not None:
         tokens = [list(map(int, r)) for r in rows]
-        natural = natural_widths(classifier, tokens, chosen.eval_batch_size, model_device(classifier),
-                                 chosen.target_fn)  # fmt: skip
-        pool = ReferencePool([tuple(f"{KEY}#{j}" for j in range(len(tokens)))], [tokens], [natural])
+        pool = ReferencePool([tuple(f"{KEY}#{j}" for j in range(len(tokens)))], [tokens])
+        pool = pool.measured(classifier, chosen)
     question = Question("probe", tuple(ids), label)
     result = attribute_paths(classifier, question, pool, chosen, FITTED, targets=(label,))
     if result.failure is not None:

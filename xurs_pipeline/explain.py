@@ -24,11 +24,11 @@ import pandas as pd
 import torch
 
 from xurs_pipeline.attribution.config import PATH_METHODS, AttributionConfig, describe_references, with_method
-from xurs_pipeline.attribution.endpoints import natural_widths, prompt_of
+from xurs_pipeline.attribution.endpoints import prompt_of
 from xurs_pipeline.attribution.inputs import (
     AttributionInputError,
+    natural_pool,
     question_budgets,
-    reference_pool,
     select_questions,
 )
 from xurs_pipeline.attribution.methods import attribute_question
@@ -40,7 +40,7 @@ from xurs_pipeline.attribution.model import (
     model_device,
     set_precision,
 )
-from xurs_pipeline.attribution.question import NonFiniteError, ReferencePool
+from xurs_pipeline.attribution.question import NonFiniteError
 from xurs_pipeline.credal import belief, check_masses, credal_width, pignistic, plausibility
 from xurs_pipeline.data.schema import OPTION_LETTERS as LETTERS
 from xurs_pipeline.io import Provenance, read_json, write_json
@@ -273,13 +273,7 @@ def explain_row(
     cfg = AttributionConfig(**{**asdict(config), "record_ids": [record_id], "progress": False})
     (question,) = select_questions(prompts, cfg, max_positions)
     question_budgets([question], cfg)  # refused before any work if above attribution.max_grad_evals
-    pool = None
-    if cfg.reads_training_references:
-        pool = ReferencePool(*reference_pool(prompts, cfg, max_positions))
-        device = model_device(model)  # type: ignore[arg-type]
-        pool.natural = [
-            natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn) for ids in pool.token_ids
-        ]
+    pool = natural_pool(model, prompts, cfg, max_positions)
     result = attribute_question(model, question, pool, cfg, tokenizer.pad_token_id,
                                 targets=None if option is None else (option,))  # fmt: skip
     if result.failure is not None:

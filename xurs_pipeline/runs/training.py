@@ -1,6 +1,6 @@
 """Train a classifier from the pipeline's saved backbone and prepared prompts into a folder: what the
 ``train``, ``train_head`` and ``train_swap`` stages run (each builds its :class:`TrainingRun` with
-:func:`xurs_pipeline.config.training_run`).
+:func:`training_run`).
 
 Several processes (``torchrun --nproc_per_node N -m stages train``) form one group: each runs its share
 of every optimiser step, gradients are averaged, dev metrics gathered, and the main process writes the
@@ -10,24 +10,59 @@ outputs once every process has finished (docs/scaling.md).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xurs_pipeline.contracts import artifact
+import pandas as pd
+
+from xurs_pipeline.config import RootConfig, train_run_hash
+from xurs_pipeline.contracts import artifact, prompts_hash
 from xurs_pipeline.data.schema import read_prompts
 from xurs_pipeline.fingerprint import ContentKey, code_version, sha256_file
 from xurs_pipeline.io import write_json
 from xurs_pipeline.models.adapters import LoraSpec
 from xurs_pipeline.models.backbone import load_backbone_dir
 from xurs_pipeline.models.checkpoint import build_classifier, save_classifier
+from xurs_pipeline.models.config import ModelConfig
 from xurs_pipeline.processes import process_group
-from xurs_pipeline.runs import TrainingRun
-from xurs_pipeline.train.config import accumulation_steps
+from xurs_pipeline.train.config import TrainConfig, accumulation_steps
 from xurs_pipeline.train.prompts import split_examples
 from xurs_pipeline.train.runner import Adaptation, train_classifier
 from xurs_pipeline.train.state import keyed_state_dir
 
 log = logging.getLogger("xurs")
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """One training run from saved artifacts.
+
+    backbone_dir: the backbone stage's folder; prompts_path / prompts_hash: the prepared prompts and the
+    provenance hash they must carry; run_hash: the run's identity, stamped into the classifier and its
+    metrics; model / train: the sections it trains with; init_head_from: a classifier folder whose head
+    it starts from; relabel: prompts -> prompts (the swap control's model B, labels by cue 2), with
+    ``variant`` keying its training state apart.
+    """
+
+    backbone_dir: Path
+    prompts_path: Path
+    prompts_hash: str
+    run_hash: str
+    model: ModelConfig
+    train: TrainConfig
+    init_head_from: str | None = None
+    relabel: Callable[[pd.DataFrame], pd.DataFrame] | None = None
+    variant: str = ""
+
+
+def training_run(cfg: RootConfig, **options: Any) -> TrainingRun:
+    """The training run ``cfg`` describes, from the backbone and prompts under ``cfg.paths``; ``options``:
+    ``init_head_from``, ``relabel``, ``variant``."""
+    backbone, prompts = artifact("backbone").at(cfg.paths), artifact("prompts").at(cfg.paths)
+    hashes = prompts_hash(cfg.data), train_run_hash(cfg)
+    return TrainingRun(backbone, prompts, *hashes, cfg.model, cfg.train, **options)
 
 
 def fit_into(run: TrainingRun, out: Path) -> dict[str, Any] | None:
