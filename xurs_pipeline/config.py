@@ -110,7 +110,6 @@ def missing_keys(schema: Mapping[str, Any], composed: Mapping[str, Any], prefix:
     return missing
 
 
-
 @dataclass
 class PathsConfig:
     """Where artifacts go. Fixed paths (no timestamps) so DVC can track them."""
@@ -395,10 +394,12 @@ def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
         return replace(cfg, attribution=kronrod)
     if at.method == "certified":  # other shifts, twice the budget, half the tolerances (App. B.4's 2x run)
         certified = replace(
-            at, seed=seed, certified_max_evals=2 * at.certified_max_evals,
+            at,
+            seed=seed,
+            certified_max_evals=2 * at.certified_max_evals,
             certified_tolerance=at.certified_tolerance / 2,
             certified_vector_tolerance=at.certified_vector_tolerance / 2,
-        )  # fmt: skip
+        )
         return replace(cfg, attribution=certified)
     n_samples = ev.repeat_n_samples or at.n_samples
     if seed == at.seed and n_samples == at.n_samples:

@@ -47,8 +47,17 @@ def attribution_callable(
             for row in result.rows:
                 e = row.coords["e"].double().numpy()
                 changed = tuple(row.changed_positions)
-                out.append(RunRecord(row.record_id, row.target, row.reference, token_magnitude(e), e,
-                                     row.width_input, changed_positions=changed))  # fmt: skip
+                out.append(
+                    RunRecord(
+                        row.record_id,
+                        row.target,
+                        row.reference,
+                        token_magnitude(e),
+                        e,
+                        row.width_input,
+                        changed_positions=changed,
+                    )
+                )
         return out
 
     return attribute

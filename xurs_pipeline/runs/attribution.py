@@ -54,10 +54,15 @@ def attribution_run(cfg: RootConfig, classifier_dir: Path | None = None, **optio
     """The attribution run ``cfg`` describes, of the train stage's classifier (or the one in
     ``classifier_dir``) on the prompts under ``cfg.paths``; ``options``: ``modify``, ``variant``."""
     return AttributionRun(
-        classifier_dir or artifact("classifier").at(cfg.paths), train_run_hash(cfg),
-        artifact("prompts").at(cfg.paths), prompts_hash(cfg.data), cfg.attribution,
-        attribution_fingerprint(cfg), attribution_fingerprint(cfg, per_question=True), **options,
-    )  # fmt: skip
+        classifier_dir or artifact("classifier").at(cfg.paths),
+        train_run_hash(cfg),
+        artifact("prompts").at(cfg.paths),
+        prompts_hash(cfg.data),
+        cfg.attribution,
+        attribution_fingerprint(cfg),
+        attribution_fingerprint(cfg, per_question=True),
+        **options,
+    )
 
 
 def attribute_into(run: AttributionRun, out_dir: Path) -> dict | None:
@@ -78,18 +83,20 @@ def attribute_into(run: AttributionRun, out_dir: Path) -> dict | None:
         {"variant": run.variant} if run.variant else {}
     )
     metrics = run_attribution(
-        classifier, prompts, at, pad_id=tokenizer.pad_token_id, max_positions=max_positions,
+        classifier,
+        prompts,
+        at,
+        pad_id=tokenizer.pad_token_id,
+        max_positions=max_positions,
         out=RunOutput(out_dir, run.fingerprint, run.question_fingerprint, inputs),
         shard=Shard(state.process_index, state.num_processes, state.wait_for_everyone),
-    )  # fmt: skip
+    )
     if metrics is not None:
         log.info("attribute: %s", metrics)
     return metrics
 
 
-def attribute_variants(
-    out: Path, runs: Mapping[str, AttributionRun], what: str
-) -> dict[str, float | None]:
+def attribute_variants(out: Path, runs: Mapping[str, AttributionRun], what: str) -> dict[str, float | None]:
     """Attribute each named run into ``out/<name>/`` (resume parts removed after the merge, so they are no
     DVC output) and write ``out/index.json`` with each run's seed, budget (EG: samples, IG: starting points,
     kronrod: starting intervals and evaluation budget) and target. Returns each run's seconds per question
@@ -100,8 +107,10 @@ def attribute_variants(
         attribute_into(run, out / name)
         seconds[name] = shard_seconds(out / name)
         shutil.rmtree(out / name / "parts", ignore_errors=True)
-    index = {n: {"seed": r.attribution.seed, "target_fn": r.attribution.target_fn, **_budget(r.attribution)}
-             for n, r in runs.items()}  # fmt: skip
+    index = {
+        n: {"seed": r.attribution.seed, "target_fn": r.attribution.target_fn, **_budget(r.attribution)}
+        for n, r in runs.items()
+    }
     write_json({what: index}, out / "index.json")
     return seconds
 

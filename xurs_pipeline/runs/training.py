@@ -68,48 +68,95 @@ def training_run(cfg: RootConfig, **options: Any) -> TrainingRun:
 def fit_into(run: TrainingRun, out: Path) -> dict[str, Any] | None:
     """Train ``run`` and save the classifier (``out/classifier``) and its metrics (``out/<metrics_name>``);
     returns the metrics on the main process (None elsewhere)."""
-    m, t = run.model, run.train
     state = process_group()  # every launched process in one group (gloo/NCCL), or a LaunchError
-    processes = state.num_processes
-    grad_accum = accumulation_steps(t.global_batch, t.batch_size, processes)
-    log.info("train: global batch %d = %d per process x %d processes x %d accumulation steps",
-             t.global_batch, t.batch_size, processes, grad_accum)  # fmt: skip
+    batches = _batches(run.train, state.num_processes)
     backbone = load_backbone_dir(run.backbone_dir)
     prompts = read_prompts(run.prompts_path, run.prompts_hash)
     if run.relabel is not None:
         prompts = run.relabel(prompts)
-    key = ContentKey({"config": run.run_hash, "backbone": backbone.info["weights_sha256"],
-                      "prompts": sha256_file(run.prompts_path), "code": code_version(),
-                      **({"variant": run.variant} if run.variant else {})})  # fmt: skip
-    vocab, mass15 = backbone.model.config.vocab_size, m.output_kind == "mass15"
-    train = split_examples(prompts, "train", vocab, mass15, where=str(run.prompts_path))
-    dev = split_examples(prompts, "dev", vocab, mass15, where=str(run.prompts_path))
-    classifier = build_classifier(
-        backbone, m.output_kind, m.head, m.head_hidden, m.conversion, seed=t.seed,
-        feature_layers=m.feature_layers, pooling=m.pooling, head_depth=m.head_depth,
-        head_dropout=m.head_dropout,
-    )  # fmt: skip
-    outcome = train_classifier(
-        classifier, train.data, dev.data, backbone.tokenizer.pad_token_id,
-        Adaptation(t.adaptation, t.partial_layers, LoraSpec(t.lora_rank, t.lora_alpha, t.lora_dropout,
-                                                            list(t.lora_targets))),
-        t,
-        feature_cache_dir=t.feature_cache_dir, feature_batch_size=t.feature_batch_size,
-        state_dir=keyed_state_dir(t.state_dir, key, t.resume), resume=t.resume,
-        init_head_from=run.init_head_from,
-    )  # fmt: skip
+    vocab, mass15 = backbone.model.config.vocab_size, run.model.output_kind == "mass15"
+    where = str(run.prompts_path)
+    train, dev = (split_examples(prompts, split, vocab, mass15, where=where) for split in ("train", "dev"))
+    classifier = _new_classifier(backbone, run.model, run.train.seed)
+    outcome = _train(run, classifier, backbone, train.data, dev.data)
     best = outcome.fit
     log.info("train: best epoch %d of %d, dev score %.4f", best.best_epoch, best.epochs_run, best.best_score)
     state.wait_for_everyone()  # the main process writes once, after every process has finished
     if not state.is_main_process:
         state.wait_for_everyone()  # a next stage in the same processes reads what the main process wrote
         return None
-    summary = {**outcome.fit.to_dict(), "feature_cache_hits": outcome.feature_cache_hits,
-               "n_train": len(train.record_ids), "n_dev": len(dev.record_ids), "adaptation": t.adaptation,
-               "init_head_from": run.init_head_from or "", "global_batch": t.global_batch,
-               "batch_size": t.batch_size, "processes": processes, "grad_accum": grad_accum}  # fmt: skip
+    summary = {
+        **best.to_dict(),
+        "feature_cache_hits": outcome.feature_cache_hits,
+        "n_train": len(train.record_ids),
+        "n_dev": len(dev.record_ids),
+        "adaptation": run.train.adaptation,
+        "init_head_from": run.init_head_from or "",
+        **batches,
+    }
     save_classifier(classifier, out / "classifier", backbone.tokenizer, config_hash=run.run_hash)
     metrics = artifact("train_metrics")
     write_json(summary, out / Path(metrics.path).name, metrics.provenance(run.run_hash))
     state.wait_for_everyone()
     return summary
+
+
+def _batches(t: TrainConfig, processes: int) -> dict[str, int]:
+    """The global batch as ``batch_size`` per process x processes x accumulation steps (logged)."""
+    grad_accum = accumulation_steps(t.global_batch, t.batch_size, processes)
+    log.info(
+        "train: global batch %d = %d per process x %d processes x %d accumulation steps",
+        t.global_batch,
+        t.batch_size,
+        processes,
+        grad_accum,
+    )
+    return {
+        "global_batch": t.global_batch,
+        "batch_size": t.batch_size,
+        "processes": processes,
+        "grad_accum": grad_accum,
+    }
+
+
+def _new_classifier(backbone: Any, m: ModelConfig, seed: int) -> Any:
+    """The untrained classifier ``model.*`` describes on ``backbone`` (head initialised with ``seed``)."""
+    return build_classifier(
+        backbone,
+        m.output_kind,
+        m.head,
+        m.head_hidden,
+        m.conversion,
+        seed=seed,
+        feature_layers=m.feature_layers,
+        pooling=m.pooling,
+        head_depth=m.head_depth,
+        head_dropout=m.head_dropout,
+    )
+
+
+def _train(run: TrainingRun, classifier: Any, backbone: Any, train: Any, dev: Any) -> Any:
+    """``train_classifier`` under ``train.*``, resuming from the state kept under the run's content key
+    (its config, backbone weights, prompts, code and variant)."""
+    t = run.train
+    parts = {
+        "config": run.run_hash,
+        "backbone": backbone.info["weights_sha256"],
+        "prompts": sha256_file(run.prompts_path),
+        "code": code_version(),
+    }
+    key = ContentKey({**parts, **({"variant": run.variant} if run.variant else {})})
+    lora = LoraSpec(t.lora_rank, t.lora_alpha, t.lora_dropout, list(t.lora_targets))
+    return train_classifier(
+        classifier,
+        train,
+        dev,
+        backbone.tokenizer.pad_token_id,
+        Adaptation(t.adaptation, t.partial_layers, lora),
+        t,
+        feature_cache_dir=t.feature_cache_dir,
+        feature_batch_size=t.feature_batch_size,
+        state_dir=keyed_state_dir(t.state_dir, key, t.resume),
+        resume=t.resume,
+        init_head_from=run.init_head_from,
+    )

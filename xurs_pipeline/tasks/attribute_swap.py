@@ -40,10 +40,20 @@ def run(cfg: RootConfig) -> None:
     metrics = {name: attribute_run(cfg, name, blocks) for name in RUNS if name != "A"}  # A: attribute's
     if any(m is None for m in metrics.values()):
         return  # not the main process
-    write_json({"runs": {n: {"model": RUNS[n].role.name, "head_reinitialised": RUNS[n].randomised,
-                              "blocks_reinitialised": blocks if RUNS[n].randomised else 0,
-                              "seed": seed + RUNS[n].role.seed_offset}
-                         for n in metrics}}, out / "index.json")  # fmt: skip
+    write_json(
+        {
+            "runs": {
+                n: {
+                    "model": RUNS[n].role.name,
+                    "head_reinitialised": RUNS[n].randomised,
+                    "blocks_reinitialised": blocks if RUNS[n].randomised else 0,
+                    "seed": seed + RUNS[n].role.seed_offset,
+                }
+                for n in metrics
+            }
+        },
+        out / "index.json",
+    )
 
 
 def attribute_run(cfg: RootConfig, name: str, blocks: int) -> dict | None:

@@ -23,8 +23,10 @@ def run(cfg: RootConfig) -> None:
     state = process_group()
     if not cfg.train.head_first:
         if state.is_main_process:
-            write_json({"skipped": "train.head_first is false: the train stage starts from no head-only run"},
-                       out / Path(artifact("train_metrics").path).name)  # fmt: skip
+            write_json(
+                {"skipped": "train.head_first is false: the train stage starts from no head-only run"},
+                out / Path(artifact("train_metrics").path).name,
+            )
         log.info("train_head: skipped (train.head_first is false)")
         return
     head_only = dataclasses.replace(cfg, train=head_first_settings(cfg.train, state.num_processes))

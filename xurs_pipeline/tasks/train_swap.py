@@ -25,7 +25,10 @@ def run(cfg: RootConfig) -> None:
         write_json({"skipped": reason}, out / Path(artifact("train_metrics").path).name)
         log.info("train_swap: skipped (%s)", reason)
         return
-    model_b = training_run(cfg, init_head_from=cfg.train.init_head_from or None,
-                           relabel=partial(relabel_by_cue, cue=ROLES["B"].cue),
-                           variant=f"cue{ROLES['B'].cue}")  # fmt: skip
+    model_b = training_run(
+        cfg,
+        init_head_from=cfg.train.init_head_from or None,
+        relabel=partial(relabel_by_cue, cue=ROLES["B"].cue),
+        variant=f"cue{ROLES['B'].cue}",
+    )
     fit_into(model_b, out)

@@ -78,8 +78,14 @@ def _renamed(probe: QuestionRecord, k: int, name: str, edit: str) -> QuestionRec
         for j, (s, e) in enumerate(info.cue_spans)
     )
     resolved = tuple(j == k or r for j, r in enumerate(info.cue_resolved))
-    info = replace(info, cue_spans=spans, clue_span=spans[0], case_span=(0, len(text)),
-                   cue_resolved=resolved, has_result=True)  # fmt: skip
+    info = replace(
+        info,
+        cue_spans=spans,
+        clue_span=spans[0],
+        case_span=(0, len(text)),
+        cue_resolved=resolved,
+        has_result=True,
+    )
     return replace(probe, record_id=f"{probe.record_id}|{edit}", question=text, synthetic=info)
 
 

@@ -109,10 +109,24 @@ def method_recovery(methods: Sequence[str], layer_ig_steps: int = 32) -> pd.Data
             cfg = swap_variant(name, layer_ig_steps=layer_ig_steps).config  # every reference set: zero here
             method = REGISTRY[cfg.method](cfg)
             assert isinstance(method, TokenMethod)
-            problem = TokenProblem(model, x, 0, reference=torch.zeros_like(x), layer=model.block,
-                                   spans=cue_spans(LENGTH, CUES), reuse_prefix=False)  # fmt: skip
+            problem = TokenProblem(
+                model,
+                x,
+                0,
+                reference=torch.zeros_like(x),
+                layer=model.block,
+                spans=cue_spans(LENGTH, CUES),
+                reuse_prefix=False,
+            )
             scores = method.scores(problem)
             top = scores_reading(scores, CUES).top
-            rows.append({"method": name, "mechanism": mechanism.name, "top": top, "truth": mechanism.truth,
-                         "recovered": top == mechanism.truth})  # fmt: skip
+            rows.append(
+                {
+                    "method": name,
+                    "mechanism": mechanism.name,
+                    "top": top,
+                    "truth": mechanism.truth,
+                    "recovered": top == mechanism.truth,
+                }
+            )
     return pd.DataFrame(rows, columns=["method", "mechanism", "top", "truth", "recovered"])

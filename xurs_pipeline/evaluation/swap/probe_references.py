@@ -42,17 +42,20 @@ class ReferenceSource:
     seed: int
 
     @classmethod
-    def of(cls, prompts: pd.DataFrame, attribution: AttributionConfig, tokenizer: Any, max_tokens: int,
-           seed: int) -> ReferenceSource:  # fmt: skip
+    def of(
+        cls, prompts: pd.DataFrame, attribution: AttributionConfig, tokenizer: Any, max_tokens: int, seed: int
+    ) -> ReferenceSource:
         """From the prepared prompts (their training split)."""
         train = prompts[prompts["split"] == "train"]
-        training = {str(r): list(map(int, ids)) for r, ids in zip(train["record_id"], train["input_ids"],
-                                                                    strict=True)}  # fmt: skip
+        training = {
+            str(r): list(map(int, ids)) for r, ids in zip(train["record_id"], train["input_ids"], strict=True)
+        }
         return cls(training, attribution, tokenizer, max_tokens, int(tokenizer.pad_token_id), seed)
 
 
-def probe_reference_ids(chosen: ReferenceSet, probe: QuestionRecord, ids: Sequence[int],
-                        source: ReferenceSource) -> np.ndarray | None:  # fmt: skip
+def probe_reference_ids(
+    chosen: ReferenceSet, probe: QuestionRecord, ids: Sequence[int], source: ReferenceSource
+) -> np.ndarray | None:
     """The references of ``chosen`` for the probe (``ids``: its prepared token ids, L): (n, L) int64, or
     None for the zero embeddings."""
     length = len(ids)
@@ -78,10 +81,17 @@ def probe_reference_ids(chosen: ReferenceSet, probe: QuestionRecord, ids: Sequen
 def _first_training(chosen: ReferenceSet, ids: Sequence[int], source: ReferenceSource) -> np.ndarray:
     cfg = source.attribution
     try:
-        (first,) = reference_collections(list(source.training), chosen.count, 1, cfg.reference_order,
-                                         cfg.reference_hash_seed)  # fmt: skip
+        (first,) = reference_collections(
+            list(source.training), chosen.count, 1, cfg.reference_order, cfg.reference_hash_seed
+        )
     except ValueError as err:
         raise AttributionInputError(f"{KEY}={chosen.name}: {err}") from None
-    refs = prepare_training(list(ids), [source.training[r] for r in first], first, source.pad_id,
-                            torch.device("cpu"), cfg.reference_alignment)  # fmt: skip
+    refs = prepare_training(
+        list(ids),
+        [source.training[r] for r in first],
+        first,
+        source.pad_id,
+        torch.device("cpu"),
+        cfg.reference_alignment,
+    )
     return refs.prepared_ids.numpy()  # type: ignore[union-attr]
