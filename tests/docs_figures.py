@@ -24,10 +24,12 @@ from docs_checks import ROOT, Sources, _given, _numbers, figures, prose, table_r
 CITED_SECTIONS = re.compile(
     r"BENCHMARKS(?:\.md)?\]?(?:\([^)]*\))?,? sections? (\d+)((?:(?:,| and|, and) \d+)*)"
 )
-CITED_FILES = re.compile(r"(?<![\w/])((?:results/[\w./-]+\.(?:md|csv))|(?:conf/[\w./-]+\.yaml))\b")
+CITED_FILES = re.compile(r"(?<![\w/])(results/[\w./-]+\.(?:md|csv)|conf/[\w./-]+\.yaml|pyproject\.toml)\b")
 LINKED_PAGES = re.compile(r"\]\((?!https?:)([\w./-]+\.md)(?:#[\w-]*)?\)")
 DEFINITIONS = re.compile(
-    r"(?:Wilson )?95%|chance \(25%\)|chance,? (?:is )?25%|\bblock \d+ of \d+", re.I
+    r"95%\s(?:[\w-]+\s){0,2}(?:interval|bound|half-width|confidence|spread)|\(95%\)"
+    r"|chance \(25%\)|chance,?\s(?:is\s)?25%|\bblock \d+ of \d+",
+    re.I,
 )  # a confidence level, chance on four options, a position in the model: not measurements
 NUMBER_WORDS = r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|sixty"
 WORDED_TIME = re.compile(
@@ -55,9 +57,11 @@ class Citations:
 
 
 def citations(text: str) -> Citations:
-    """The sources ``text`` cites (a link to BENCHMARKS.md without a section number cites the whole page)."""
+    """The sources ``text`` cites (BENCHMARKS.md named without a section number cites the whole page)."""
     sections = {n for m in CITED_SECTIONS.finditer(text) for n in re.findall(r"\d+", m.group(0))}
     pages = {p for p in LINKED_PAGES.findall(text) if not (sections and p.endswith("BENCHMARKS.md"))}
+    if not sections and re.search(r"\bBENCHMARKS\.md\b", text):
+        pages.add("BENCHMARKS.md")  # named without a section: every row
     return Citations(frozenset(sections), frozenset(CITED_FILES.findall(text)), frozenset(pages))
 
 
@@ -71,11 +75,12 @@ def benchmark_rows(section: str, root: Path = ROOT) -> list[frozenset[str]]:
 
 
 def _file_lines(path: Path) -> list[frozenset[str]]:
-    """The numbers of each line of a kept file; of a YAML file, its values only (a comment is prose)."""
+    """The numbers of each line of a kept file; of a YAML or TOML file, its values only (a comment is
+    prose)."""
     if not path.is_file():
         return []
     lines = path.read_text(encoding="utf-8").splitlines()
-    if path.suffix == ".yaml":
+    if path.suffix in (".yaml", ".toml"):
         lines = [re.sub(r"(?:^|\s)#.*$", "", line) for line in lines]
     return [_numbers(line) for line in lines]
 

@@ -40,7 +40,9 @@ from docs_checks import (
     figures,
     prose_words,
     table_experiments,
+    yaml_comments,
 )
+from docs_figures import WORDED_TIME, Citations, benchmark_rows, check_cited_figures, citations, measured
 
 from xurs_pipeline.cli import build_parser
 from xurs_pipeline.contracts import _MASK_KEYS, STAGES
@@ -181,7 +183,61 @@ def test_a_figure_no_kept_file_gives_is_caught():
     assert check_figures("140 of 150", sources) != []  # both numbers must be in one row
     assert check_figures("629-140 s", sources) != []  # a range's ends in one row or one results file
     assert check_figures("0.23 s", Sources((frozenset({"0.2"}),))) != []  # rounding goes one way
-    assert CHECKS["figures"]("1.90 GiB, 0.0018 and 0.0089", ROOT / "README.md") == []
+    assert (
+        CHECKS["figures"]("1.90 GiB, 0.0021 and 0.0081 (BENCHMARKS.md section 5)", ROOT / "README.md") == []
+    )
+
+
+README_TEXT = (ROOT / "README.md").read_text(encoding="utf-8")
+COMMAND_1 = "501 s (8 min 21 s)"  # README's command-1 time, from BENCHMARKS.md section 5
+
+
+def _readme_figures(text: str) -> list[str]:
+    return check_cited_figures(text, ROOT)
+
+
+def test_a_figure_is_compared_with_the_source_it_cites():
+    """A figure that some BENCHMARKS.md row elsewhere gives, in a paragraph citing another section, fails
+    (the check that accepted any row anywhere passed it); so do a figure citing nothing and a worded time."""
+    assert COMMAND_1 in README_TEXT
+    assert _readme_figures(README_TEXT) == []
+    wrong = README_TEXT.replace(COMMAND_1, "1,160 s (19 min 20 s)")  # section 13's controlled_swap
+    assert check_figures("1,160 s (19 min 20 s)", Sources((frozenset({"1160", "19", "20"}),))) == []
+    cited = "not in the source it cites (BENCHMARKS.md section 5, "
+    assert any(p.startswith(f"'1,160 s': {cited}") for p in _readme_figures(wrong)), _readme_figures(wrong)
+    unsourced = README_TEXT + "\n\n## Cost\n\nA run took 9.87 GiB.\n"
+    assert _readme_figures(unsourced) == [
+        "'9.87 GiB': cites no source (a BENCHMARKS.md section, a results/ or conf/ file, or a page)"
+    ]
+    worded = README_TEXT.replace("in 501 s ([BENCHMARKS.md]", "in about ten minutes ([BENCHMARKS.md]")
+    assert _readme_figures(worded) == [
+        "'ten minutes': a worded time; state the measured figure and cite it"
+    ]
+
+
+def test_a_conf_comment_figure_is_compared_with_its_cited_section():
+    path = ROOT / "conf" / "experiment" / "controlled_swap.yaml"
+    text = _text(path)
+    assert "0.356-0.622" in text
+    assert CHECKS["figures"](yaml_comments(text), path) == []
+    stale = yaml_comments(text.replace("0.356-0.622", "0.46-0.62"))
+    assert CHECKS["figures"](stale, path) == [
+        "'0.46-0.62': not in the source it cites (BENCHMARKS.md section 13, conf/data/synthetic_swap.yaml)"
+    ]
+
+
+def test_citations_sources_and_definitions_are_read():
+    cited = citations("see [BENCHMARKS.md](../BENCHMARKS.md), sections 5 and 13; `results/a.md`, [p](x.md)")
+    assert cited == Citations(frozenset({"5", "13"}), frozenset({"results/a.md"}), frozenset({"x.md"}))
+    assert citations("(BENCHMARKS.md, other measurements)").pages == {"BENCHMARKS.md"}
+    assert not citations("no source here")
+    shown = "a Wilson 95% interval, chance (25%), block 20 of 30; 95% of a run, R 0.0085"
+    assert measured(shown) == ["95%", "0.0085"]
+    section_5 = benchmark_rows("5")
+    assert any({"501", "1.90"} <= row for row in section_5)
+    assert not any({"1160"} <= row for row in section_5)
+    worded = WORDED_TIME.finditer("half an hour, a few minutes, a second model, 3 s")
+    assert [m.group(0) for m in worded] == ["half an hour", "a few minutes"]
 
 
 LEDGER = """## Machines
