@@ -17,8 +17,8 @@ decided and on the clear probes with Wilson 95% intervals, and the verdict (pass
 it pooled (each study's params, summary and faithfulness rows), goes to <out>/swap_sweep.{md,tex,csv,json}
 (or the first free swap_sweep_<n>.*; --overwrite replaces it) and the Markdown is printed. Beside the
 table, <out>/swap_sweep.inputs/ keeps what it pooled, one small JSON file per study
-(reporting/swap_sweep_inputs.py): `xurs swap-sweep --kept results/sweeps/swap_sweep.inputs` rebuilds the same
-table from them with no DVC cache. The table also holds the pooled faithfulness of the new design
+(reporting/swap_sweep_inputs.py): `xurs swap-sweep --kept <out>/swap_sweep.inputs` rebuilds the same table
+from them with no DVC cache (the kept example: results/sweeps/swap_example/swap_sweep.inputs). The table also holds the pooled faithfulness of the new design
 (evaluation/swap/pooled.py): per method whether it is trustworthy and its weakest (model, cue order) cell
 on the validated yardsticks; the .json holds that study in full. Experiments without a swap study of their own
 (queued, running or interrupted, failed, stopped before the swap stage) are listed on stderr. Refused: one
