@@ -166,3 +166,30 @@ def figures_check(root: Path = ROOT) -> Callable[[str, Path], list[str]]:
     return lambda text, path: check_cited_figures(
         text, path.parent, root, tuple(_file_lines(path)) if path.suffix == ".yaml" else ()
     )
+
+
+COST_HEADER = "cost (BENCHMARKS.md)"
+
+
+def check_cost_column(text: str, base: Path = ROOT / "docs", root: Path = ROOT) -> list[str]:
+    """The experiment table's :data:`COST_HEADER` column: every row has a cell, either "not measured" or
+    figures that the BENCHMARKS.md sections it names (``section N``) or the page it links give."""
+    table = re.search(r"^\| experiment \|.*?(?=^\s*$|\Z)", text, re.M | re.S)
+    header = [c.strip() for c in table.group(0).splitlines()[0].strip("|").split("|")] if table else []
+    if COST_HEADER not in header:
+        return [f"the experiment table has no '{COST_HEADER}' column"]
+    column, problems = header.index(COST_HEADER), []
+    for row in table.group(0).splitlines()[2:]:
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        name, cell = cells[0], cells[column] if len(cells) > column else ""
+        found = measured(cell)
+        cited = Citations(frozenset(re.findall(r"\bsections? (\d+)", cell)), pages=citations(cell).pages)
+        if not cell or (found and not cited):
+            problems.append(f"{name}: cost {cell!r} cites no BENCHMARKS.md section")
+            continue
+        if not found and "not measured" not in cell:
+            problems.append(f"{name}: cost {cell!r} is neither a measured figure nor 'not measured'")
+        problems += [
+            f"{name}: cost {f!r} is not in {cited}" for f in _missing(found, cited_sources(cited, base, root))
+        ]
+    return problems

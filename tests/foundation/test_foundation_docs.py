@@ -42,7 +42,15 @@ from docs_checks import (
     table_experiments,
     yaml_comments,
 )
-from docs_figures import WORDED_TIME, Citations, benchmark_rows, check_cited_figures, citations, measured
+from docs_figures import (
+    WORDED_TIME,
+    Citations,
+    benchmark_rows,
+    check_cited_figures,
+    check_cost_column,
+    citations,
+    measured,
+)
 
 from xurs_pipeline.cli import build_parser
 from xurs_pipeline.contracts import _MASK_KEYS, STAGES
@@ -210,9 +218,7 @@ def test_a_figure_is_compared_with_the_source_it_cites():
         "'9.87 GiB': cites no source (a BENCHMARKS.md section, a results/ or conf/ file, or a page)"
     ]
     worded = README_TEXT.replace("in 501 s ([BENCHMARKS.md]", "in about ten minutes ([BENCHMARKS.md]")
-    assert _readme_figures(worded) == [
-        "'ten minutes': a worded time; state the measured figure and cite it"
-    ]
+    assert _readme_figures(worded) == ["'ten minutes': a worded time; state the measured figure and cite it"]
 
 
 def test_a_conf_comment_figure_is_compared_with_its_cited_section():
@@ -371,3 +377,21 @@ def test_an_experiment_missing_from_the_table_is_caught():
     ]
     assert _lists_most(EXPERIMENTS)  # a second full table is a duplicate
     assert not _lists_most(["local", "controlled_direct"])  # a study's own table of its arms is not
+
+
+def test_the_experiment_table_states_each_cost_from_its_benchmarks_row():
+    """Every experiment has a cost cell: a figure of the section it names, or "not measured"."""
+    table = _text(EXPERIMENT_TABLE)
+    assert check_cost_column(table) == []
+    assert check_cost_column(table.replace("64.9 s (section 5)", "64.9 s (section 13)")) == [
+        "`smoke`: cost '64.9 s' is not in BENCHMARKS.md section 13"
+    ]
+    assert check_cost_column(table.replace("64.9 s (section 5)", "about a minute")) == [
+        "`smoke`: cost 'about a minute' is neither a measured figure nor 'not measured'"
+    ]
+    assert check_cost_column(table.replace("64.9 s (section 5)", "64.9 s")) == [
+        "`smoke`: cost '64.9 s' cites no BENCHMARKS.md section"
+    ]
+    assert check_cost_column(table.replace("| cost (BENCHMARKS.md) ", "| time ")) == [
+        "the experiment table has no 'cost (BENCHMARKS.md)' column"
+    ]
