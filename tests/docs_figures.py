@@ -28,7 +28,7 @@ CITED_FILES = re.compile(r"(?<![\w/])(results/[\w./-]+\.(?:md|csv)|conf/[\w./-]+
 LINKED_PAGES = re.compile(r"\]\((?!https?:)([\w./-]+\.md)(?:#[\w-]*)?\)")
 DEFINITIONS = re.compile(
     r"95%\s(?:[\w-]+\s){0,2}(?:interval|bound|half-width|confidence|spread)|\(95%\)"
-    r"|chance \(25%\)|chance,?\s(?:is\s)?25%|\bblock \d+ of \d+",
+    r"|chance\s\(25%\)|chance,?\s(?:is\s)?25%|\bblock \d+ of \d+",
     re.I,
 )  # a confidence level, chance on four options, a position in the model: not measurements
 NUMBER_WORDS = r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|sixty"
