@@ -1,6 +1,7 @@
-"""README's ``xurs explain`` lines, read from README.md and run as printed on the session's smoke project.
+"""README's ``xurs explain`` lines (and docs/attribution-methods.md's), read from the page and run as printed
+on the session's smoke project.
 
-Proves: every ``xurs explain`` command of README's bash blocks (its record id included) and README's Python
+Proves: every ``xurs explain`` command of the pages' bash blocks (its record id included) and their Python
 ``explain(...)`` call run on a trained project and print an explanation; the record id README names is one
 the default experiment, ``local``, explains (a test question without the result), so the lines paste after
 command 1 too; the transcript docs/attribution-methods.md shows is what ``xurs explain`` prints today.
@@ -19,6 +20,7 @@ from xurs_pipeline.cli import main as xurs
 
 README = ROOT / "README.md"
 TRANSCRIPT_PAGE = ROOT / "docs" / "attribution-methods.md"
+PAGES = (README, TRANSCRIPT_PAGE)  # the pages whose explain lines and Python call run here
 
 
 def fenced(text: str, language: str) -> list[str]:
@@ -55,8 +57,12 @@ def test_the_readme_names_a_question_the_default_experiment_explains(tmp_path: P
     from xurs_pipeline.config import load_params
     from xurs_pipeline.data.dataset import load_records
 
-    text = README.read_text(encoding="utf-8")
-    named = _record_ids(explain_lines(text)) | set(re.findall(r'record_id="([^"]+)"', python_explain(text)))
+    named = set()
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        named |= _record_ids(explain_lines(text)) | set(
+            re.findall(r'record_id="([^"]+)"', python_explain(text))
+        )
     composed = tmp_path / "params.yaml"
     run_ok([str(BIN / "xurs"), "params", "--out", str(composed), "--no-dvc-yaml", "experiment=local"], ROOT)
     params = load_params(composed)
@@ -80,8 +86,9 @@ def project(smoke_project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.slow
-def test_every_readme_explain_line_runs_on_a_trained_project(project: Path, capsys) -> None:
-    for args in explain_lines(README.read_text(encoding="utf-8")):
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_explain_line_runs_on_a_trained_project(project: Path, capsys, page: Path) -> None:
+    for args in explain_lines(page.read_text(encoding="utf-8")):
         assert xurs(args) == 0, args
         out = capsys.readouterr().out
         assert re.search(r": explained answer [ABCD]", out), (args, out)
@@ -91,10 +98,10 @@ def test_every_readme_explain_line_runs_on_a_trained_project(project: Path, caps
 
 
 @pytest.mark.slow
-def test_the_readme_python_call_runs_on_a_trained_project(project: Path, capsys) -> None:
-    exec(compile(python_explain(README.read_text(encoding="utf-8")), "README.md", "exec"), {})
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_the_python_call_runs_on_a_trained_project(project: Path, capsys, page: Path) -> None:
+    exec(compile(python_explain(page.read_text(encoding="utf-8")), page.name, "exec"), {})
     assert re.search(r": explained answer [ABCD]", capsys.readouterr().out)
-    assert any(p.suffix == ".html" for p in project.iterdir())
 
 
 # The transcript: a ```text block whose first line is "$ <command>" (the smoke project's commands, then
