@@ -1,9 +1,10 @@
 """The project's prose (README.md, docs/*.md, ARCHITECTURE.md, BENCHMARKS.md, CONTRIBUTING.md, the comments
 of conf/, results/*.md) says only what is true of the project: every ``conf/`` or other project file, config
 key, ``xurs`` subcommand and flag, test file and DVC stage it names exists; its counts agree with the code;
-every measured figure is given by a kept file (a BENCHMARKS.md ledger row with its command, machine and date,
-or a committed results file that names its command); it carries no commit hash, project issue number,
-dependency version or note about one particular run; the one experiment table lists every experiment.
+every measured figure is given by the source it cites (a BENCHMARKS.md section's ledger rows, a committed
+results file that names its command, a linked page or a conf value: tests/docs_figures.py), no figure cites
+nothing and no time is worded; it carries no commit hash, project issue number, dependency version or note
+about one particular run; the one experiment table lists every experiment, each with its measured cost.
 Each check has a planted defect it must catch, and each kind of file fails on a planted untraceable figure,
 stale count, wrong path and run note (tests/docs_checks.py, :data:`docs_checks.DOCS`)."""
 
