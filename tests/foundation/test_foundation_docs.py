@@ -10,6 +10,8 @@ stale count, wrong path and run note (tests/docs_checks.py, :data:`docs_checks.D
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 from docs_checks import (
@@ -396,3 +398,26 @@ def test_the_experiment_table_states_each_cost_from_its_benchmarks_row():
     assert check_cost_column(table.replace("| cost (BENCHMARKS.md) ", "| time ")) == [
         "the experiment table has no 'cost (BENCHMARKS.md)' column"
     ]
+
+
+def command_1_claim(readme: str) -> str:
+    """README's time for command 1 (``**Command 1** runs ...: 501 s``)."""
+    return re.search(r"\*\*Command 1\*\* runs [^:]*: (\d[\d,]* s)", readme).group(1)
+
+
+def command_1_row() -> str:
+    """BENCHMARKS.md's row for README command 1 as printed."""
+    (row,) = [
+        line for line in _text(ROOT / "BENCHMARKS.md").splitlines() if line.startswith("| README command 1 ")
+    ]
+    return row
+
+
+def test_readme_command_1_time_is_the_row_for_the_command_as_printed():
+    """Not any row of section 5 (another experiment's or an older tree's run has its own): the row that ran
+    README's command 1 as printed."""
+    assert command_1_claim(README_TEXT) in command_1_row()
+    older = README_TEXT.replace(f": {command_1_claim(README_TEXT)}", ": 629 s")
+    assert command_1_claim(older) == "629 s"
+    assert command_1_claim(older) not in command_1_row()
+    assert _readme_figures(older) == []  # section 5 gives 629 s too: only this test tells the rows apart
