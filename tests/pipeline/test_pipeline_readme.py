@@ -45,6 +45,7 @@ def test_explain_lines_are_read_from_the_readme() -> None:
     text = "x\n```bash\nxurs params a=1\nxurs explain --record-id r \\\n    --top 3   # a comment\n```\n"
     assert explain_lines(text) == [["explain", "--record-id", "r", "--top", "3"]]
     assert len(explain_lines(README.read_text(encoding="utf-8"))) >= 3
+    assert len(pages_explain_lines()) < sum(len(explain_lines(p.read_text(encoding="utf-8"))) for p in PAGES)
 
 
 def _record_ids(lines: list[list[str]]) -> set[str]:
@@ -85,10 +86,15 @@ def project(smoke_project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         path.unlink()
 
 
+def pages_explain_lines() -> list[list[str]]:
+    """Every distinct ``xurs explain`` command of :data:`PAGES`, in order (a line on two pages runs once)."""
+    lines = [args for page in PAGES for args in explain_lines(page.read_text(encoding="utf-8"))]
+    return [args for k, args in enumerate(lines) if args not in lines[:k]]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
-def test_every_explain_line_runs_on_a_trained_project(project: Path, capsys, page: Path) -> None:
-    for args in explain_lines(page.read_text(encoding="utf-8")):
+def test_every_explain_line_runs_on_a_trained_project(project: Path, capsys) -> None:
+    for args in pages_explain_lines():
         assert xurs(args) == 0, args
         out = capsys.readouterr().out
         assert re.search(r": explained answer [ABCD]", out), (args, out)
