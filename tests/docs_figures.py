@@ -6,8 +6,8 @@ places or more) is read against the sources its own paragraph or list item cites
 (the table rows of that section), a kept ``results/...`` file (its lines) or a linked page (its lines). A
 paragraph that cites nothing is read against what its section (``##`` or ``###``) cites and the section's own
 tables; a figure with neither has no source and fails. A figure passes when one row of the cited sources holds
-all its numbers (a decimal may be the row's number rounded; a range's ends may be the smallest and largest of
-one results file). Worded times ("about ten minutes", "half an hour") are refused: they cannot be compared
+all its numbers (a decimal may be the row's number rounded; a range's ends may come from two rows of one cited
+BENCHMARKS.md section or of one column of a cited results file). Worded times ("about ten minutes", "half an hour") are refused: they cannot be compared
 with anything, so the prose states the measured figure and cites it. Definitions that look like figures (a
 95% interval, chance's 25%) are not measurements.
 """
@@ -85,18 +85,32 @@ def _file_lines(path: Path) -> list[frozenset[str]]:
     return [_numbers(line) for line in lines]
 
 
+def _file_columns(path: Path) -> list[frozenset[str]]:
+    """The numbers of each column of a kept results file's tables (Markdown ``|`` or CSV ``,`` cells): a
+    range's ends are the smallest and largest of one column, not any two numbers of the file."""
+    if not path.is_file() or path.suffix not in (".md", ".csv"):
+        return []
+    sep = "|" if path.suffix == ".md" else ","
+    columns: dict[int, set[str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if path.suffix == ".md" and not line.lstrip().startswith("|"):
+            continue
+        for k, cell in enumerate(line.strip().strip("|").split(sep)):
+            columns.setdefault(k, set()).update(_numbers(cell))
+    return [frozenset(c) for c in columns.values()]
+
+
 def cited_sources(cited: Citations, base: Path, root: Path = ROOT) -> Sources:
     """The rows ``cited`` names: BENCHMARKS.md sections' rows and results files' lines (each section and
-    file also as one table, for a range's ends), linked pages' lines (relative to ``base``, the citing
+    each results table column also as one group, for a range's ends), linked pages' lines (relative to ``base``, the citing
     file's folder) and conf files' values."""
     rows, tables = [], []
     for section in cited.sections:  # a range spans the rows it cites, minimum to maximum (BENCHMARKS.md)
         rows += benchmark_rows(section, root)
         tables.append(frozenset().union(*benchmark_rows(section, root)))
     for name in cited.files:
-        lines = _file_lines(root / name)
-        rows += lines
-        tables.append(frozenset().union(*lines))
+        rows += _file_lines(root / name)
+        tables += _file_columns(root / name)
     for page in cited.pages:
         path = (base / page).resolve()
         rows += benchmark_rows("*", root) if path.name == "BENCHMARKS.md" else _file_lines(path)

@@ -421,3 +421,13 @@ def test_readme_command_1_time_is_the_row_for_the_command_as_printed():
     assert command_1_claim(older) == "629 s"
     assert command_1_claim(older) not in command_1_row()
     assert _readme_figures(older) == []  # section 5 gives 629 s too: only this test tells the rows apart
+
+
+def test_a_range_spans_one_column_of_a_results_file(tmp_path):
+    (tmp_path / "results").mkdir()
+    table = "| m | accuracy | error |\n|---|---|---|\n| x | 0.23 | 1.40 |\n| y | 0.26 | 1.58 |\n"
+    (tmp_path / "results" / "t.md").write_text(table)
+    assert check_cited_figures("Accuracy 0.23-0.26 (`results/t.md`).", tmp_path, tmp_path) == []
+    assert check_cited_figures("Accuracy 0.23-1.58 (`results/t.md`).", tmp_path, tmp_path) == [
+        "'0.23-1.58': not in the source it cites (results/t.md)"
+    ]
