@@ -3,13 +3,14 @@
 
 A figure (:func:`docs_checks.figures`: a number with a unit, ``k of n``, a decimal range, a decimal of three
 places or more) is read against the sources its own paragraph or list item cites: ``BENCHMARKS.md section N``
-(the table rows of that section), a kept ``results/...`` file (its lines) or a linked page (its lines). A
-paragraph that cites nothing is read against what its section (``##`` or ``###``) cites and the section's own
-tables; a figure with neither has no source and fails. A figure passes when one row of the cited sources holds
-all its numbers (a decimal may be the row's number rounded; a range's ends may come from two rows of one cited
-BENCHMARKS.md section or of one column of a cited results file). Worded times ("about ten minutes", "half an hour") are refused: they cannot be compared
-with anything, so the prose states the measured figure and cites it. Definitions that look like figures (a
-95% interval, chance's 25%) are not measurements.
+(the table rows of that section), a kept ``results/...`` file (its lines), a linked page (its lines) or a conf
+file or pyproject.toml (its values). A paragraph that cites nothing is read against what its section (``##``
+or ``###``) cites and the section's own tables; a figure with neither has no source and fails. A figure passes
+when one row of the cited sources holds all its numbers (a decimal may be the row's number rounded; a range's
+ends may come from two rows of one cited BENCHMARKS.md section or of one column of a cited results file).
+Worded times ("about ten minutes", "half an hour") are refused: they cannot be compared with anything, so the
+prose states the measured figure and cites it. Definitions that look like figures (a 95% interval, chance's
+25%) are not measurements.
 """
 
 from __future__ import annotations
@@ -102,8 +103,8 @@ def _file_columns(path: Path) -> list[frozenset[str]]:
 
 def cited_sources(cited: Citations, base: Path, root: Path = ROOT) -> Sources:
     """The rows ``cited`` names: BENCHMARKS.md sections' rows and results files' lines (each section and
-    each results table column also as one group, for a range's ends), linked pages' lines (relative to ``base``, the citing
-    file's folder) and conf files' values."""
+    each results table column also as one group, for a range's ends), linked pages' lines (relative to
+    ``base``, the citing file's folder) and conf files' values."""
     rows, tables = [], []
     for section in cited.sections:  # a range spans the rows it cites, minimum to maximum (BENCHMARKS.md)
         rows += benchmark_rows(section, root)
