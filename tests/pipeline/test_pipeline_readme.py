@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,7 @@ def test_the_readme_names_a_question_the_default_experiment_explains(tmp_path: P
 
 
 @pytest.fixture
-def project(smoke_project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def project(smoke_project: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The smoke project as the working directory; the files a test writes there are removed after it."""
     before = {p for p in smoke_project.rglob("*") if p.is_file()}
     monkeypatch.chdir(smoke_project)
