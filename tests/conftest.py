@@ -53,7 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # project is in its group.
 # A group: node-id patterns (prefix, text inside), any of which admits a test.
 PAPER_TESTS = "tests/paper/test_paper_pipelines.py::"
-SMOKE_FILES = ("browser", "in_process", "smoke")  # tests/pipeline/test_pipeline_<name>.py
+SMOKE_FILES = ("browser", "in_process", "readme", "smoke")  # tests/pipeline/test_pipeline_<name>.py
 GROUPS = {
     # the smoke project's tests (test_pipeline_medqa_dep.py builds its own small project and runs anywhere)
     "smoke": [(f"tests/pipeline/test_pipeline_{name}.py::", "") for name in SMOKE_FILES],

@@ -7,9 +7,10 @@ lists for each kind of file and plants a defect of each kind to see it fail. Kin
 project file that does not exist (or lies outside the project), a config key that is not in the composed
 config, an ``xurs`` subcommand or flag the CLI does not have, a test file that does not exist, a DVC stage
 that does not exist, a count that disagrees with the code, a dependency version, a commit hash, a project
-issue number, a note about one particular run, a measured figure that no kept file gives (BENCHMARKS.md's
-ledger or a committed results file), a ledger row without its command, machine or date, and an experiment
-of ``conf/experiment/`` missing from the one table.
+issue number, a note about one particular run, a measured figure that the source it cites does not give
+(``tests/docs_figures.py``: a BENCHMARKS.md section's rows, a kept results file, a linked page, a conf
+value) or that cites no source, a worded time, a ledger row without its command, machine or date, and an
+experiment of ``conf/experiment/`` missing from the one table.
 """
 
 from __future__ import annotations
@@ -303,9 +304,8 @@ def check_versions(text: str) -> list[str]:
 
 
 # Measured figures: a number (or range) with a unit of time, memory, speed-up or share, a count of tests,
-# or "k of n" (one computed in place, "= 90%", is not a measurement). Each must be given by a kept file: a
-# row of BENCHMARKS.md's tables (a ledger row names its command, machine and date) or a line of a committed
-# results file (results/README.md names its command).
+# or "k of n" (one computed in place, "= 90%", is not a measurement). Each must be given by the source it
+# cites (tests/docs_figures.py); a ledger or results file's own prose, by its own table rows.
 NUM = r"\d[\d,]*(?:\.\d+)?"
 FIGURE = re.compile(
     rf"(?<![\w.^/=-])(?<!= )({NUM}(?: ?- ?{NUM})?)(?: ?(?:ms|s|min|minutes|hours?|GiB|MiB|GB|tests)\b|%|x\b|"
@@ -315,7 +315,6 @@ UNIT = r" ?(?:ms|s|min|minutes|hours?|GiB|MiB|GB|tests)\b|%|x\b"
 DECIMAL_RANGE = re.compile(
     rf"(?<![\w.^/=-])\d+\.\d+ ?- ?\d+\.\d+(?![\w.%-])(?!{UNIT})"
 )  # "accuracy 0.82-0.86"
-RESULTS = tuple(p for ext in ("md", "csv") for p in sorted((ROOT / "results").rglob(f"*.{ext}")))
 
 
 def _numbers(text: str) -> frozenset[str]:
@@ -366,17 +365,6 @@ class Sources:
 
     rows: tuple[frozenset[str], ...]
     tables: tuple[frozenset[str], ...] = ()
-
-
-def figure_sources(root: Path = ROOT) -> Sources:
-    """BENCHMARKS.md's table rows and the lines of every committed results/**/*.{md,csv}."""
-    rows = [_numbers(row) for row in table_rows((root / "BENCHMARKS.md").read_text(encoding="utf-8"))]
-    tables = []
-    for path in RESULTS:
-        lines = [_numbers(line) for line in path.read_text(encoding="utf-8").splitlines()]
-        rows += lines
-        tables.append(frozenset().union(*lines))
-    return Sources(tuple(rows), tuple(tables))
 
 
 def _given(number: str, row: frozenset[str]) -> bool:
@@ -551,7 +539,9 @@ DOCS = (
 def checkers(keys: set[str], options: Mapping[str, set[str]], stages: Iterable[str],
              facts: Mapping[str, Any]) -> dict[str, Callable[[str, Path], list[str]]]:  # fmt: skip
     """Each check of :data:`DOCS` by name, as ``check(text, path) -> problems``."""
-    sources, sections = figure_sources(), benchmark_sections()
+    from docs_figures import figures_check  # it reads this module's figure patterns
+
+    sections = benchmark_sections()
     stages = tuple(stages)
     return {
         "files": lambda t, p: check_files(_names(t, p), base=p.parent),
@@ -566,7 +556,7 @@ def checkers(keys: set[str], options: Mapping[str, set[str]], stages: Iterable[s
         "issues": lambda t, p: check_issues(t),
         "run_notes": lambda t, p: check_run_notes(t),
         "narration": lambda t, p: check_run_notes(t, RUN_NOTES),
-        "figures": lambda t, p: check_figures(t, sources),
+        "figures": figures_check(),
         "own_figures": lambda t, p: check_own_figures(t),
         "ledger": lambda t, p: check_ledger(t),
         "results_file": check_results_file,

@@ -1,13 +1,16 @@
 """The project's prose (README.md, docs/*.md, ARCHITECTURE.md, BENCHMARKS.md, CONTRIBUTING.md, the comments
 of conf/, results/*.md) says only what is true of the project: every ``conf/`` or other project file, config
 key, ``xurs`` subcommand and flag, test file and DVC stage it names exists; its counts agree with the code;
-every measured figure is given by a kept file (a BENCHMARKS.md ledger row with its command, machine and date,
-or a committed results file that names its command); it carries no commit hash, project issue number,
-dependency version or note about one particular run; the one experiment table lists every experiment.
+every measured figure is given by the source it cites (a BENCHMARKS.md section's ledger rows, a committed
+results file that names its command, a linked page or a conf value: tests/docs_figures.py), no figure cites
+nothing and no time is worded; it carries no commit hash, project issue number, dependency version or note
+about one particular run; the one experiment table lists every experiment, each with its measured cost.
 Each check has a planted defect it must catch, and each kind of file fails on a planted untraceable figure,
 stale count, wrong path and run note (tests/docs_checks.py, :data:`docs_checks.DOCS`)."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 import yaml
@@ -40,6 +43,16 @@ from docs_checks import (
     figures,
     prose_words,
     table_experiments,
+    yaml_comments,
+)
+from docs_figures import (
+    WORDED_TIME,
+    Citations,
+    benchmark_rows,
+    check_cited_figures,
+    check_cost_column,
+    citations,
+    measured,
 )
 
 from xurs_pipeline.cli import build_parser
@@ -181,7 +194,59 @@ def test_a_figure_no_kept_file_gives_is_caught():
     assert check_figures("140 of 150", sources) != []  # both numbers must be in one row
     assert check_figures("629-140 s", sources) != []  # a range's ends in one row or one results file
     assert check_figures("0.23 s", Sources((frozenset({"0.2"}),))) != []  # rounding goes one way
-    assert CHECKS["figures"]("1.90 GiB, 0.0018 and 0.0089", ROOT / "README.md") == []
+    assert (
+        CHECKS["figures"]("1.90 GiB, 0.0021 and 0.0081 (BENCHMARKS.md section 5)", ROOT / "README.md") == []
+    )
+
+
+README_TEXT = (ROOT / "README.md").read_text(encoding="utf-8")
+COMMAND_1 = "501 s (8 min 21 s)"  # README's command-1 time, from BENCHMARKS.md section 5
+
+
+def _readme_figures(text: str) -> list[str]:
+    return check_cited_figures(text, ROOT)
+
+
+def test_a_figure_is_compared_with_the_source_it_cites():
+    """A figure that some BENCHMARKS.md row elsewhere gives, in a paragraph citing another section, fails
+    (the check that accepted any row anywhere passed it); so do a figure citing nothing and a worded time."""
+    assert COMMAND_1 in README_TEXT
+    assert _readme_figures(README_TEXT) == []
+    wrong = README_TEXT.replace(COMMAND_1, "1,160 s (19 min 20 s)")  # section 13's controlled_swap
+    assert check_figures("1,160 s (19 min 20 s)", Sources((frozenset({"1160", "19", "20"}),))) == []
+    cited = "not in the source it cites (BENCHMARKS.md section 5, "
+    assert any(p.startswith(f"'1,160 s': {cited}") for p in _readme_figures(wrong)), _readme_figures(wrong)
+    unsourced = README_TEXT + "\n\n## Cost\n\nA run took 9.87 GiB.\n"
+    assert _readme_figures(unsourced) == [
+        "'9.87 GiB': cites no source (a BENCHMARKS.md section, a results/ or conf/ file, or a page)"
+    ]
+    worded = README_TEXT.replace("in 501 s ([BENCHMARKS.md]", "in about ten minutes ([BENCHMARKS.md]")
+    assert _readme_figures(worded) == ["'ten minutes': a worded time; state the measured figure and cite it"]
+
+
+def test_a_conf_comment_figure_is_compared_with_its_cited_section():
+    path = ROOT / "conf" / "experiment" / "controlled_swap.yaml"
+    text = _text(path)
+    assert "0.356-0.622" in text
+    assert CHECKS["figures"](yaml_comments(text), path) == []
+    stale = yaml_comments(text.replace("0.356-0.622", "0.46-0.62"))
+    assert CHECKS["figures"](stale, path) == [
+        "'0.46-0.62': not in the source it cites (BENCHMARKS.md section 13, conf/data/synthetic_swap.yaml)"
+    ]
+
+
+def test_citations_sources_and_definitions_are_read():
+    cited = citations("see [BENCHMARKS.md](../BENCHMARKS.md), sections 5 and 13; `results/a.md`, [p](x.md)")
+    assert cited == Citations(frozenset({"5", "13"}), frozenset({"results/a.md"}), frozenset({"x.md"}))
+    assert citations("(BENCHMARKS.md, other measurements)").pages == {"BENCHMARKS.md"}
+    assert not citations("no source here")
+    shown = "a Wilson 95% interval, chance (25%), block 20 of 30; 95% of a run, R 0.0085"
+    assert measured(shown) == ["95%", "0.0085"]
+    section_5 = benchmark_rows("5")
+    assert any({"501", "1.90"} <= row for row in section_5)
+    assert not any({"1160"} <= row for row in section_5)
+    worded = WORDED_TIME.finditer("half an hour, a few minutes, a second model, 3 s")
+    assert [m.group(0) for m in worded] == ["half an hour", "a few minutes"]
 
 
 LEDGER = """## Machines
@@ -315,3 +380,54 @@ def test_an_experiment_missing_from_the_table_is_caught():
     ]
     assert _lists_most(EXPERIMENTS)  # a second full table is a duplicate
     assert not _lists_most(["local", "controlled_direct"])  # a study's own table of its arms is not
+
+
+def test_the_experiment_table_states_each_cost_from_its_benchmarks_row():
+    """Every experiment has a cost cell: a figure of the section it names, or "not measured"."""
+    table = _text(EXPERIMENT_TABLE)
+    assert check_cost_column(table) == []
+    assert check_cost_column(table.replace("64.9 s (section 5)", "64.9 s (section 13)")) == [
+        "`smoke`: cost '64.9 s' is not in BENCHMARKS.md section 13"
+    ]
+    assert check_cost_column(table.replace("64.9 s (section 5)", "about a minute")) == [
+        "`smoke`: cost 'about a minute' is neither a measured figure nor 'not measured'"
+    ]
+    assert check_cost_column(table.replace("64.9 s (section 5)", "64.9 s")) == [
+        "`smoke`: cost '64.9 s' cites no BENCHMARKS.md section"
+    ]
+    assert check_cost_column(table.replace("| cost (BENCHMARKS.md) ", "| time ")) == [
+        "the experiment table has no 'cost (BENCHMARKS.md)' column"
+    ]
+
+
+def command_1_claim(readme: str) -> str:
+    """README's time for command 1 (``**Command 1** runs ...: 501 s``)."""
+    return re.search(r"\*\*Command 1\*\* runs [^:]*: (\d[\d,]* s)", readme).group(1)
+
+
+def command_1_row() -> str:
+    """BENCHMARKS.md's row for README command 1 as printed."""
+    (row,) = [
+        line for line in _text(ROOT / "BENCHMARKS.md").splitlines() if line.startswith("| README command 1 ")
+    ]
+    return row
+
+
+def test_readme_command_1_time_is_the_row_for_the_command_as_printed():
+    """Not any row of section 5 (another experiment's or an older tree's run has its own): the row that ran
+    README's command 1 as printed."""
+    assert command_1_claim(README_TEXT) in command_1_row()
+    older = README_TEXT.replace(f": {command_1_claim(README_TEXT)}", ": 629 s")
+    assert command_1_claim(older) == "629 s"
+    assert command_1_claim(older) not in command_1_row()
+    assert _readme_figures(older) == []  # section 5 gives 629 s too: only this test tells the rows apart
+
+
+def test_a_range_spans_one_column_of_a_results_file(tmp_path):
+    (tmp_path / "results").mkdir()
+    table = "| m | accuracy | error |\n|---|---|---|\n| x | 0.23 | 1.40 |\n| y | 0.26 | 1.58 |\n"
+    (tmp_path / "results" / "t.md").write_text(table)
+    assert check_cited_figures("Accuracy 0.23-0.26 (`results/t.md`).", tmp_path, tmp_path) == []
+    assert check_cited_figures("Accuracy 0.23-1.58 (`results/t.md`).", tmp_path, tmp_path) == [
+        "'0.23-1.58': not in the source it cites (results/t.md)"
+    ]

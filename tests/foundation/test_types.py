@@ -28,8 +28,8 @@ def mypy(args: list[str], cache: Path, cwd: Path = ROOT) -> subprocess.Completed
     return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True, check=False)
 
 
-# CI's second job (pyproject.toml's markers): coverage no other test has, and a cold mypy run is the slowest
-# test of README command 2's suite (46 s of one worker, BENCHMARKS.md section 16)
+# CI's second job (pyproject.toml's markers): coverage no other test has, and a cold mypy run would be among
+# the slowest tests of README command 2's suite
 @pytest.mark.second_job
 @pytest.mark.slow  # ~15 s of CPU cold; minutes on a loaded machine
 def test_the_public_api_and_the_attribution_engine_pass_mypy_strict(tmp_path):

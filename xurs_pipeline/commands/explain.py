@@ -1,15 +1,16 @@
 """``xurs explain``: attribute one question's credal width to its tokens (prints top tokens, writes HTML).
 
 Attribute the credal width W_c = Pl({c}) - Bel({c}) of one answer to the input tokens with any
-attribution method (--method): the paper's Expected Gradients (Eq. 3), Integrated Gradients or
-adaptive Gauss-Kronrod IG, or occlusion per token or span, span Shapley values, gradient L2,
-gradient x input or layer IG. Prints the explained, predicted, correct answers, the completeness
-residual R (Eq. 9) with the report's verdict where the method has one, its cost in forwards and
-gradient evaluations and the highest-ranked tokens; writes an HTML page (tokens shaded by
-attribution, the [Bel, Pl] interval of every option) under <paths.results>/explain/. The question
-is a record of the prepared data (--record-id) or given inline (--question and four --option).
-Settings, classifier and references are the pipeline's (params.yaml: attribution section,
-paths.artifacts), so a test record's page matches the report's; the flags below override them.
+attribution method (--method): the paper's Expected Gradients (Eq. 3), Integrated Gradients,
+adaptive Gauss-Kronrod IG or the certified estimator, or occlusion per token or span, span Shapley
+values, gradient L2, gradient x input, layer IG or Sequential IG. Prints the explained, predicted,
+correct answers, the completeness residual R (Eq. 9) with the report's verdict where the method has
+one, its cost in forwards and gradient evaluations and the highest-ranked tokens; writes an HTML
+page (tokens shaded by attribution, the [Bel, Pl] interval of every option) under
+<paths.results>/explain/. The question is a record of the prepared data (--record-id) or given
+inline (--question and four --option). Settings, classifier and references are the pipeline's
+(params.yaml: attribution section, paths.artifacts), so a test record's page matches the report's;
+the flags below override them.
 A classifier or prompts made with another config than --params (another project's, or older than
 params.yaml), prompts of another tokenizer, and flags the command would ignore (--answer or --option
 with --record-id) are refused.
@@ -49,10 +50,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         __doc__,
         run,
         epilog="examples:\n"
-        "  xurs explain --record-id family000_case00_resolved   # a test record of the default data\n"
+        "  xurs explain --record-id family000_case00_unresolved   # a question `local` explains\n"
         "  xurs explain --question 'A man has a fever and a rash.' --option Measles --option Mumps \\\n"
         "      --option Rubella --option Flu --reference zero --samples 64\n"
-        "  xurs explain --record-id family000_case00_resolved --method occlusion_token  # Eq. 8 per token\n",
+        "  xurs explain --record-id family000_case00_unresolved --method occlusion_token  # Eq. 8 per token\n"
+        "which method to trust on your model, and how to read --compare: docs/attribution-methods.md\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _question_arguments(p.add_argument_group("question"))
@@ -94,9 +96,9 @@ def _method_arguments(how: argparse._ArgumentGroup) -> None:
         "--method",
         choices=METHODS,
         metavar="METHOD",
-        help="the paper's eg (Expected Gradients), ig or kronrod (adaptive Gauss-Kronrod IG), or "
-        "occlusion_token, occlusion_span, shapley_span, grad_l2, grad_x_input, layer_ig (attribution.method; "
-        "docs/attribution-methods.md)",
+        help=f"one of {', '.join(METHODS)} (attribution.method): the paper's estimators "
+        f"{', '.join(PATH_METHODS)} integrate gradients from references and report the residual R; the "
+        "others explain the same width by other means (docs/attribution-methods.md)",
     )
     how.add_argument(
         "--compare",

@@ -12,21 +12,20 @@ only where the experiment ran the swap stage under its own params (one stopped b
 dvc.lock entry, which is not its result), or with --project DIR the studies of projects run elsewhere (a
 cluster, `run_pipeline`). It writes one row per method: the behavioural agreement on the clear probes per
 experiment (k/n), and pooled over the experiments the training-rule swap accuracy, the agreement on all
-decided and on the clear probes with Wilson 95% intervals (descriptions); then how often each model behaves
-as trained. The table, with the hash of what
-it pooled (each study's params, summary and faithfulness rows), goes to <out>/swap_sweep.{md,tex,csv,json}
-(or the first free swap_sweep_<n>.*; --overwrite replaces it) and the Markdown is printed. Beside the
-table, <out>/swap_sweep.inputs/ keeps what it pooled, one small JSON file per study
-(reporting/swap_sweep_inputs.py): `xurs swap-sweep --kept results/sweeps/swap_sweep.inputs` rebuilds the same
-table from them with no DVC cache. The verdict is the analysis plan's (docs/swap-plan.md) on the pooled
-ledger (evaluation/swap/pooled.py): per method passes, fails or no verdict and its weakest (model, cue
-order) cell on the judging yardsticks; the .json holds that study in full, with every reason. Studies
-judged under another plan are refused. Experiments without a swap study of their own
-(queued, running or interrupted, failed, stopped before the swap stage) are listed on stderr. Refused: one
-study given twice (the same directory, or two sources with the same summary), studies whose experiment_name,
-attribution.* or evaluation.swap_* settings differ (unless --label names the key), counts that are not counts
-(k > n, text, missing). --label data.seed names each column by that param (data.seed=6) instead of the
-experiment's or directory's name; an unknown key is refused.
+decided and on the clear probes with Wilson 95% intervals (descriptions); then how often each model behaves as
+trained. The table, with the hash of what it pooled (each study's params, summary and faithfulness rows), goes
+to <out>/swap_sweep.{md,tex,csv,json} (or the first free swap_sweep_<n>.*; --overwrite replaces it) and the
+Markdown is printed. Beside the table, <out>/swap_sweep.inputs/ keeps what it pooled, one small JSON file per
+study (reporting/swap_sweep_inputs.py): `xurs swap-sweep --kept <out>/swap_sweep.inputs` rebuilds the same
+table from them with no DVC cache (the kept example: results/sweeps/swap_example/swap_sweep.inputs). The
+verdict is the analysis plan's (docs/swap-plan.md) on the pooled ledger (evaluation/swap/pooled.py): per
+method passes, fails or no verdict and its weakest (model, cue order) cell on the judging yardsticks; the
+.json holds that study in full, with every reason. Studies judged under another plan are refused. Experiments
+without a swap study of their own (queued, running or interrupted, failed, stopped before the swap stage) are
+listed on stderr. Refused: one study given twice (the same directory, or two sources with the same summary),
+studies whose experiment_name, attribution.* or evaluation.swap_* settings differ (unless --label names the
+key), counts that are not counts (k > n, text, missing). --label data.seed names each column by that param
+(data.seed=6) instead of the experiment's or directory's name; an unknown key is refused.
 """
 
 from __future__ import annotations
