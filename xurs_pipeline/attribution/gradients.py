@@ -176,23 +176,28 @@ def _batch_sums(
     time unless ``per_sample``."""
     idx, a, w = batch
     p = prefix.length if prefix else 0
-    size = idx.numel()
     with torch.no_grad():
         x = refs.ends(model.embed, idx, prompt.embeds)[:, p:]  # (1 or b, L - p, d): X, or each piece's end
         base = refs.embeds(model.embed, idx, prompt.embeds)[:, p:]  # (b, L - p, d)
         diff = x - base  # (b, L - p, d), model dtype
-        diff32 = diff.float()
     z = (base + a.to(x.dtype)[:, None, None] * diff).requires_grad_(True)
-    mask = prompt.attention_mask.expand(size, -1)  # (b, L): the prefix stays attended to
-    positions = prompt.position_ids[:, p:].expand(size, -1)  # (b, L - p)
+    mask = prompt.attention_mask.expand(idx.numel(), -1)  # (b, L): the prefix stays attended to
+    positions = prompt.position_ids[:, p:].expand(idx.numel(), -1)  # (b, L - p)
     if prefix is None:
         masses = model(z, mask, positions).masses
     else:
         masses = model.forward_after_prefix(prefix.cache, z, mask, positions).masses  # type: ignore[attr-defined]
-    out = objective(masses)  # (b, K)
+    return _column_products(objective(masses), z, diff.float(), w, per_sample)
+
+
+def _column_products(
+    out: torch.Tensor, z: torch.Tensor, diff32: torch.Tensor, w: torch.Tensor, per_sample: bool
+) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Per column k of ``out`` (b, K) = F(Z_s): the backward pass to ``z`` and (weighted products, per-sample
+    sums, F_k) as :func:`_batch_sums` returns them, one (b, L - p, d) product held at a time."""
     columns = []
-    for k in range(objective.n_columns):
-        (grad,) = torch.autograd.grad(out[:, k].sum(), z, retain_graph=k < objective.n_columns - 1)
+    for k in range(out.shape[1]):
+        (grad,) = torch.autograd.grad(out[:, k].sum(), z, retain_graph=k < out.shape[1] - 1)
         with torch.no_grad():
             prod = diff32 * grad.float()  # (b, L - p, d)
             # per-sample sum accumulated in float64: its float32 value does not depend on the batch size

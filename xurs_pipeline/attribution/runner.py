@@ -105,47 +105,56 @@ def run_shard(
     """Attribute questions ``shard_index::shard_count`` not yet finished in ``store``; commit each one."""
     if not 0 <= shard_index < shard_count:
         raise ValueError(f"shard_index={shard_index}: must be in 0..{shard_count - 1}")
-    start, cfg = time.perf_counter(), job.cfg
+    start = time.perf_counter()
     mine = questions[shard_index::shard_count]
     pending = [q for q in mine if not store.done(q.record_id)]
     if pending:
         job.natural_pool()
-    budgets = question_budgets(pending, cfg)  # each question's most samples
-    bar = _progress_bar(budgets, cfg, shard_index, shard_count)
+    budgets = question_budgets(pending, job.cfg)  # each question's most samples
+    bar = _progress_bar(budgets, job.cfg, shard_index, shard_count)
+    try:
+        grad_evals = _attribute_pending(job, list(zip(pending, budgets, strict=True)), len(mine), store, bar)
+    finally:
+        bar.close()
+    computed = {q.record_id for q in pending}
+    skipped = [q.record_id for q in mine if q.record_id not in computed]
+    seconds = time.perf_counter() - start
+    report = ShardReport(
+        shard_index, shard_count, sorted(computed), skipped, grad_evals, seconds, torch.get_num_threads()
+    )
+    where = store.parts / f"shard-{shard_index}-of-{shard_count}.json"
+    write_json(vars(report), where, Provenance("attribution_shard", 1, store.fingerprint))
+    return report
+
+
+def _attribute_pending(
+    job: Attributor, pending: list[tuple[Question, int]], shard: int, store: PartStore, bar: tqdm
+) -> int:
+    """Attribute and commit each pending question (of the ``shard`` questions of this shard), the progress
+    ``bar`` counting gradient samples against each question's budget (paired with it in ``pending``; an
+    adaptive estimator that stops early shrinks it); the gradient evaluations taken."""
+    cfg, grad_evals = job.cfg, 0
+    wide: list[Attributor] = []  # the job in float32 (its pool's natural widths too), made on first retry
 
     def on_batch(size: int) -> None:
         bar.update(size)
         if bar.total is not None and bar.n > bar.total:
             bar.total = bar.n  # a float32 retry went past it
 
-    grad_evals = 0
-    wide: list[Attributor] = []  # the job in float32 (its pool's natural widths too), made on first retry
-    try:
-        for done, (q, budget) in enumerate(zip(pending, budgets, strict=True), start=1):
-            before = bar.n
-            result = job.attribute(q, on_batch)
-            if result.failure is not None and cfg.on_nonfinite == "retry" and cfg.precision != "float32":
-                result = retry_in_float32(job, q, result, wide, on_batch)
-            store.write(q.record_id, result)
-            if result.failure is not None:
-                log.warning("attribute: %s", result.failure.message())
-            grad_evals += sum(r.grad_evals for r in result.rows[:1])
-            unused = budget - (bar.n - before)  # an adaptive estimator stopped early: the ETA shrinks
-            if unused > 0 and bar.total is not None:
-                bar.total -= unused
-            bar.set_postfix(questions=f"{done}/{len(pending)}", skipped=len(mine) - len(pending))
-    finally:
-        bar.close()
-    computed = {q.record_id for q in pending}
-    skipped = [q.record_id for q in mine if q.record_id not in computed]
-    report = ShardReport(shard_index, shard_count, sorted(computed), skipped, grad_evals,
-                         time.perf_counter() - start, torch.get_num_threads())  # fmt: skip
-    write_json(
-        vars(report),
-        store.parts / f"shard-{shard_index}-of-{shard_count}.json",
-        Provenance("attribution_shard", 1, store.fingerprint),
-    )
-    return report
+    for done, (q, budget) in enumerate(pending, start=1):
+        before = bar.n
+        result = job.attribute(q, on_batch)
+        if result.failure is not None and cfg.on_nonfinite == "retry" and cfg.precision != "float32":
+            result = retry_in_float32(job, q, result, wide, on_batch)
+        store.write(q.record_id, result)
+        if result.failure is not None:
+            log.warning("attribute: %s", result.failure.message())
+        grad_evals += sum(r.grad_evals for r in result.rows[:1])
+        unused = budget - (bar.n - before)  # an adaptive estimator stopped early: the ETA shrinks
+        if unused > 0 and bar.total is not None:
+            bar.total -= unused
+        bar.set_postfix(questions=f"{done}/{len(pending)}", skipped=shard - len(pending))
+    return grad_evals
 
 
 def retry_in_float32(

@@ -63,8 +63,9 @@ def clue_masking_effect(
     c = torch.full((masses.shape[0],), question.c, dtype=torch.long, device=masses.device)
     values = get_target(target)(masses, c).double().cpu().numpy()  # (2 + n_windows,)
     deltas = np.abs(values[1:] - values[0])
-    return ClueMaskingEffect(question.record_id, question.c, float(values[0]), tuple(clue), float(deltas[0]),
-                             deltas[1:])  # fmt: skip
+    return ClueMaskingEffect(
+        question.record_id, question.c, float(values[0]), tuple(clue), float(deltas[0]), deltas[1:]
+    )
 
 
 def clue_masking_frame(effects: Sequence[ClueMaskingEffect]) -> pd.DataFrame:
@@ -84,9 +85,18 @@ def clue_masking_frame(effects: Sequence[ClueMaskingEffect]) -> pd.DataFrame:
             }
             for e in effects
         ],
-        columns=["record_id", "target", "f_x", "clue_positions", "d_clue", "d_window_mean", "d_window_max",
-                 "advantage", "n_windows"],
-    )  # fmt: skip
+        columns=[
+            "record_id",
+            "target",
+            "f_x",
+            "clue_positions",
+            "d_clue",
+            "d_window_mean",
+            "d_window_max",
+            "advantage",
+            "n_windows",
+        ],
+    )
 
 
 def clue_masking_run(
@@ -109,24 +119,30 @@ def clue_masking_run(
         clue = [int(i) for i in prompt["clue_positions"]]
         if not clue:
             continue
-        ids = torch.tensor(np.asarray(prompt["input_ids"], dtype=np.int64), device=device)
-        with torch.inference_mode():
-            embeds = embed(ids[None])[0]
-        question = MaskingQuestion(
-            record_id=str(record_id),
-            embeds=embeds,
-            attention_mask=torch.ones(ids.shape[0], dtype=torch.long, device=device),
-            position_ids=torch.arange(ids.shape[0], device=device),
-            eligible=np.asarray(prompt["eligible"], dtype=bool),
-            c=int(c),
-        )
+        question = _masking_question(prompt, int(c), embed, device)
         region = [int(i) for i in prompt["case_positions"]]
         if not control_windows(region, clue):
-            log.warning("clue masking: record %r has no %d-token clue-free window in its case text; skipped",
-                        record_id, len(clue))  # fmt: skip
+            why = "clue masking: record %r has no %d-token clue-free window in its case text; skipped"
+            log.warning(why, record_id, len(clue))
             continue
         effects.append(clue_masking_effect(mass_fn, question, clue, region, "width", batch_size))
     return effects
+
+
+def _masking_question(prompt: pd.Series, c: int, embed, device: torch.device) -> MaskingQuestion:
+    """The prompt as zero-masking takes it: its embeddings (L, d) from ``embed``, all positions attended,
+    explaining option ``c``."""
+    ids = torch.tensor(np.asarray(prompt["input_ids"], dtype=np.int64), device=device)
+    with torch.inference_mode():
+        embeds = embed(ids[None])[0]
+    return MaskingQuestion(
+        record_id=str(prompt["record_id"]),
+        embeds=embeds,
+        attention_mask=torch.ones(ids.shape[0], dtype=torch.long, device=device),
+        position_ids=torch.arange(ids.shape[0], device=device),
+        eligible=np.asarray(prompt["eligible"], dtype=bool),
+        c=c,
+    )
 
 
 def summarise_clue_masking(frame: pd.DataFrame, resamples: int, confidence: float, method: str, seed: int):

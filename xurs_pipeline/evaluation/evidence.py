@@ -119,13 +119,13 @@ def localisation_summary(
     out: dict[str, dict[str, float | int]] = {}
     for region, rows in table.dropna(subset=["clue_share"]).groupby("region", sort=False):
         paired = rows.dropna(subset=["control_mean_share"])  # live only: a clue may leave no window
+        clue, control = 100 * paired["clue_share"].to_numpy(), 100 * paired["control_mean_share"].to_numpy()
+        ci = (
+            mean_advantage_interval(clue, control, resamples, confidence, method, seed)
+            if len(paired)
+            else None
+        )
         nan = float("nan")
-        ci = None
-        if len(paired):
-            ci = mean_advantage_interval(
-                100 * paired["clue_share"].to_numpy(), 100 * paired["control_mean_share"].to_numpy(),
-                resamples, confidence, method, seed,
-            )  # fmt: skip
         out[str(region)] = {
             "questions": len(rows),
             "mean_clue_share_pct": float(100 * rows["clue_share"].mean()),
@@ -134,15 +134,22 @@ def localisation_summary(
             "ci_high": ci.high if ci else nan,
             "median_best_rank": float(rows["best_rank"].median()),
             "best_rank_1_share": float((rows["best_rank"] == 1).mean()),
+            **_live_positions(rows, len(paired)),
         }
-        if "chance_rank_1" in rows.columns and rows["chance_rank_1"].notna().any():
-            out[str(region)].update({
-                "questions_with_windows": len(paired),
-                "base_rate_rank_1": float(rows["chance_rank_1"].mean()),
-                "median_live_positions": float(rows["n_live"].median()),
-                "median_live_clue_positions": float(rows["n_clue_live"].median()),
-            })  # fmt: skip
     return out
+
+
+def _live_positions(rows: pd.DataFrame, paired: int) -> dict[str, float | int]:
+    """Where live positions were counted: the questions with control windows, the rank-1 base rate and the
+    median live positions and live clue positions; nothing otherwise."""
+    if "chance_rank_1" not in rows.columns or not rows["chance_rank_1"].notna().any():
+        return {}
+    return {
+        "questions_with_windows": paired,
+        "base_rate_rank_1": float(rows["chance_rank_1"].mean()),
+        "median_live_positions": float(rows["n_live"].median()),
+        "median_live_clue_positions": float(rows["n_clue_live"].median()),
+    }
 
 
 def localisation_by_target(
@@ -175,10 +182,10 @@ def localisation_by_target(
             measured = table[(table["region"] == region)].dropna(subset=["clue_share"])
             first = int((measured["best_rank"] == 1).sum())
             ci = stats.binomtest(first, len(measured)).proportion_ci(confidence, method="wilson")
-            rows.append({
-                "target_fn": fn, "region": region, **m, "ci": (m["ci_low"], m["ci_high"]),
-                "rank_1_ci": (float(ci.low), float(ci.high)),
+            residual = {
                 "residual_median": float(runs["residual"].median()),
                 "residual_max": float(runs["residual"].max()),
-            })  # fmt: skip
+            }
+            intervals = {"ci": (m["ci_low"], m["ci_high"]), "rank_1_ci": (float(ci.low), float(ci.high))}
+            rows.append({"target_fn": fn, "region": region, **m, **intervals, **residual})
     return pd.DataFrame(rows)

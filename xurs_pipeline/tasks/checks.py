@@ -119,12 +119,7 @@ def run(cfg: RootConfig) -> dict[str, Any]:
     checks = completeness_checks(main, ev.numerics, ev.ig)
     details["leave_one_out"], loo = leave_one_out_checks(main, prompts, ev.ranking)
     checks += loo
-    others = [Run(n, read_attributions(comparison_run(cfg.paths, n)), comparison_run(cfg.paths, n))
-              for n in ev.comparison_runs]  # fmt: skip
-    for seed in ev.repeat_seeds:  # the attribute_repeats stage's runs, each checked against its config
-        repeat, fingerprint = repeat_dir(cfg.paths, seed), attribution_fingerprint(repeat_config(cfg, seed))
-        others.append(Run(repeat.name, read_attributions(repeat, fingerprint), repeat))
-    for other in others:
+    for other in _other_runs(cfg):
         details[f"compare_{other.name}"], more = comparison_checks(
             main, other, prompts, ev.numerics, ev.ig, ev.ranking
         )
@@ -136,10 +131,41 @@ def run(cfg: RootConfig) -> dict[str, Any]:
     for name, table in details.items():
         write_parquet(table, check_detail(name).at(cfg.paths), check_detail(name).provenance(run_hash))
     write_parquet(checks_frame(checks), checks_table.at(cfg.paths), checks_table.provenance(run_hash))
+    summary = _summary(cfg, checks, details, clue, endpoints)
+    write_json(summary, artifact("check_summary").at(cfg.paths))
+    log.info("checks: %d of %d passed", summary["n_passed"], summary["n_checks"])
+    for c in (c for c in checks if not c.passed):
+        log.warning(
+            "check failed: %s/%s = %.6g (threshold %s %g)", c.group, c.name, c.value, c.direction, c.threshold
+        )
+    return verdict_headline("checks", [c.passed for c in checks])
+
+
+def _other_runs(cfg: RootConfig) -> list[Run]:
+    """The runs compared with the main one: each ``evaluation.comparison_runs`` entry, then the
+    attribute_repeats stage's run of each repeat seed (each read against its own config)."""
+    names = cfg.evaluation.comparison_runs
+    others = [
+        Run(n, read_attributions(comparison_run(cfg.paths, n)), comparison_run(cfg.paths, n)) for n in names
+    ]
+    for seed in cfg.evaluation.repeat_seeds:
+        repeat, fingerprint = repeat_dir(cfg.paths, seed), attribution_fingerprint(repeat_config(cfg, seed))
+        others.append(Run(repeat.name, read_attributions(repeat, fingerprint), repeat))
+    return others
+
+
+def _summary(
+    cfg: RootConfig, checks: list, details: dict[str, pd.DataFrame], clue: dict[str, Any], endpoints: list
+) -> dict[str, Any]:
+    """The checks' summary with the clue localisation (the clue study's, or the main run's with its
+    bootstrap), the reference endpoints, the localisation's nulls and the randomisation's median agreement
+    per randomised part."""
+    ev = cfg.evaluation
     summary = checks_summary(checks)
-    summary["localisation"] = json_safe(clue.get("localisation") or localisation_summary(
+    localisation = clue.get("localisation") or localisation_summary(
         details["localisation"], ev.bootstrap_resamples, ev.confidence, ev.bootstrap_method, ev.seed
-    ))  # fmt: skip
+    )
+    summary["localisation"] = json_safe(localisation)
     if endpoints:
         summary["endpoints"] = json_safe(endpoints_summary(endpoints))
     if "localisation_nulls" in clue:
@@ -147,10 +173,4 @@ def run(cfg: RootConfig) -> dict[str, Any]:
     if not details["randomisation"].empty:
         moved = details["randomisation"].groupby("randomised", sort=False)[["spearman", "relative_distance"]]
         summary["randomisation"] = json_safe(moved.median().to_dict(orient="index"))
-    write_json(summary, artifact("check_summary").at(cfg.paths))
-    log.info("checks: %d of %d passed", summary["n_passed"], summary["n_checks"])
-    for c in checks:
-        if not c.passed:
-            log.warning("check failed: %s/%s = %.6g (threshold %s %g)", c.group, c.name, c.value, c.direction,
-                        c.threshold)  # fmt: skip
-    return verdict_headline("checks", [c.passed for c in checks])
+    return summary

@@ -42,13 +42,7 @@ from xurs_pipeline.tasks.runner import log
 def run(cfg: RootConfig) -> dict[str, Any]:
     ev, attribute_dir = cfg.evaluation, artifact("attributions").at(cfg.paths).parent
     prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
-    runs = [read_attributions(attribute_dir, attribution_fingerprint(cfg))]
-    for fn in comparison_targets(cfg):  # the attribute_targets stage's runs (issue 17)
-        runs.append(
-            read_attributions(target_dir(cfg.paths, fn), attribution_fingerprint(target_config(cfg, fn)))
-        )
-    attributions = pd.concat(runs, ignore_index=True)
-    rows = select_rows(attributions, ev.targets, ev.max_questions)
+    rows = select_rows(_attributions(cfg), ev.targets, ev.max_questions)
     prompts_by_id(prompts, list(rows["record_id"]), str(attribute_dir))
     model = masking_model(cfg)  # the function the attributions explain
     classifier, device = model.classifier, model.device
@@ -71,6 +65,16 @@ def run(cfg: RootConfig) -> dict[str, Any]:
         write_parquet(table, artifact(name).at(cfg.paths), artifact(name).provenance(run_hash))
     write_json(json_safe(metrics), artifact("mask_metrics").at(cfg.paths))
     for fn, m in metrics["targets"].items():
-        log.info("mask_eval %s: %d questions, mean advantage %.4f [%.4f, %.4f]", fn, m["questions"],
-                 m["mean_advantage"], m["ci_low"], m["ci_high"])  # fmt: skip
+        values = (m["questions"], m["mean_advantage"], m["ci_low"], m["ci_high"])
+        log.info("mask_eval %s: %d questions, mean advantage %.4f [%.4f, %.4f]", fn, *values)
     return json_safe(mask_headline(metrics["targets"]))
+
+
+def _attributions(cfg: RootConfig) -> pd.DataFrame:
+    """The main run's rows and the attribute_targets stage's run of each comparison target, each read
+    against its own config."""
+    runs = [read_attributions(artifact("attributions").at(cfg.paths).parent, attribution_fingerprint(cfg))]
+    for fn in comparison_targets(cfg):
+        fingerprint = attribution_fingerprint(target_config(cfg, fn))
+        runs.append(read_attributions(target_dir(cfg.paths, fn), fingerprint))
+    return pd.concat(runs, ignore_index=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -118,23 +119,9 @@ def prediction_frame(
     answer = torch.as_tensor(list(labels), dtype=torch.long)
     frame = pd.DataFrame({"record_id": list(record_ids), "answer_idx": answer.numpy()})
     if output_kind == "belief14":
-        beliefs = torch.sigmoid(output.raw.double())  # recomputed in float64 from the raw outputs
-        stats = correction_stats(beliefs, conversion=conversion)
-        masses = stats.masses
-        frame["beliefs"] = _rows(beliefs)
-        frame["intermediate"] = _rows(stats.intermediate)
-        cols = {
-            "s": stats.s.numpy(), "r": stats.r.numpy(), "rescaled": stats.rescaled.numpy(),
-            "n_negative": stats.n_negative.numpy(), "total_adjustment": stats.total_adjustment.numpy(),
-        }  # fmt: skip
+        masses, columns = _corrected(output, conversion)
     else:
-        masses = output.masses.double()
-        empty = [np.zeros(0)] * n
-        frame["beliefs"], frame["intermediate"] = empty, empty
-        cols = {
-            "s": np.full(n, np.nan), "r": np.full(n, np.nan), "rescaled": np.zeros(n, bool),
-            "n_negative": np.zeros(n, np.int64), "total_adjustment": np.zeros(n),
-        }  # fmt: skip
+        masses, columns = output.masses.double(), _uncorrected(n)
     betp = pignistic(masses)
     predicted = betp.argmax(dim=-1)
     frame["masses"] = _rows(masses)
@@ -144,6 +131,37 @@ def prediction_frame(
     frame["betp"] = _rows(betp)
     frame["predicted"] = predicted.numpy()
     frame["correct"] = (predicted == answer).numpy()
-    for key, values in cols.items():
+    for key, values in columns.items():
         frame[key] = values
     return frame[list(PREDICTION_COLUMNS)]
+
+
+def _corrected(output: ClassifierOutput, conversion: str) -> tuple[torch.Tensor, dict[str, Any]]:
+    """belief14: the masses (n, 15) of b = sigmoid(raw), recomputed in float64 from the raw outputs, with
+    the beliefs, App. A's intermediate values and the Eq. 5 statistics as columns."""
+    beliefs = torch.sigmoid(output.raw.double())
+    stats = correction_stats(beliefs, conversion=conversion)
+    return stats.masses, {
+        "beliefs": _rows(beliefs),
+        "intermediate": _rows(stats.intermediate),
+        "s": stats.s.numpy(),
+        "r": stats.r.numpy(),
+        "rescaled": stats.rescaled.numpy(),
+        "n_negative": stats.n_negative.numpy(),
+        "total_adjustment": stats.total_adjustment.numpy(),
+    }
+
+
+def _uncorrected(n: int) -> dict[str, Any]:
+    """mass15 (softmax, no correction): empty beliefs and intermediate values, s = r = NaN, nothing
+    rescaled."""
+    empty = [np.zeros(0)] * n
+    return {
+        "beliefs": empty,
+        "intermediate": empty,
+        "s": np.full(n, np.nan),
+        "r": np.full(n, np.nan),
+        "rescaled": np.zeros(n, bool),
+        "n_negative": np.zeros(n, np.int64),
+        "total_adjustment": np.zeros(n),
+    }
