@@ -12,7 +12,7 @@ import difflib
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,13 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from xurs_pipeline.attribution.config import AttributionConfig, check_gradient_budget, with_method
+from xurs_pipeline.attribution.config import (
+    NO_RESULT_KEYS,
+    AttributionConfig,
+    check_gradient_budget,
+    unread_keys,
+    with_method,
+)
 from xurs_pipeline.config_guards import first_resolver, first_unsafe_text, missing_keys, walk
 from xurs_pipeline.data.config import DataConfig
 from xurs_pipeline.errors import XursError
@@ -247,6 +253,14 @@ def check_inside(cfg: RootConfig, root: str | os.PathLike[str], source: str = "c
             )
 
 
+def result_config(cfg: RootConfig) -> dict[str, Any]:
+    """The config as a dict (``asdict``) without the keys that change no result (``NO_RESULT_KEYS``): what
+    the tables and the report hash and stamp."""
+    composed = asdict(cfg)
+    composed["attribution"] = {k: v for k, v in composed["attribution"].items() if k not in NO_RESULT_KEYS}
+    return composed
+
+
 def configuration_label(cfg: RootConfig) -> str:
     """Row label of a configuration in tables (e.g. ``smoke/tiny/head_only/seed7``)."""
     return f"{cfg.experiment_name}/{model_name(cfg.model)}/{cfg.train.adaptation}/seed{cfg.train.seed}"
@@ -273,14 +287,20 @@ QUESTION_SELECTION = ("split", "max_questions", "record_ids", "result_filter")
 
 def attribution_fingerprint(cfg: RootConfig, *, per_question: bool = False) -> str:
     """Identity of an attribution run: everything its result depends on: the attribution section (the
-    progress display, the ``max_grad_evals`` limit excluded) and the classifier's run (:func:`train_run_hash`,
-    which holds the prompts'). The merged table carries it.
+    progress display, the ``max_grad_evals`` limit and the keys only other methods read excluded) and the
+    classifier's run (:func:`train_run_hash`, which holds the prompts'). The merged table carries it.
     ``per_question``: without :data:`QUESTION_SELECTION`, the key of one finished question (the resume
     parts carry it), so a run widened from 8 questions to 24 recomputes only the 16 new ones."""
     from xurs_pipeline.io import config_hash
 
-    dropped = {"progress", "max_grad_evals", *(QUESTION_SELECTION if per_question else ())}
-    attribution = {k: v for k, v in asdict(cfg.attribution).items() if k not in dropped}
+    at = cfg.attribution
+    dropped = {
+        *NO_RESULT_KEYS,
+        "max_grad_evals",
+        *unread_keys(at.method),
+        *(QUESTION_SELECTION if per_question else ()),
+    }
+    attribution = {f.name: getattr(at, f.name) for f in fields(at) if f.name not in dropped}
     return config_hash({"attribution": attribution, "classifier": train_run_hash(cfg)})
 
 
@@ -313,6 +333,13 @@ def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
             certified_vector_tolerance=at.certified_vector_tolerance / 2,
         )  # fmt: skip
         return replace(cfg, attribution=certified)
+    if at.method != "eg":  # a token method draws no samples: the seed alone
+        if seed == at.seed:
+            raise ConfigError(
+                f"evaluation.repeat_seeds contains attribution.seed={seed}: that repeat would equal the main "
+                "run; choose another seed"
+            )
+        return replace(cfg, attribution=replace(at, seed=seed))
     n_samples = ev.repeat_n_samples or at.n_samples
     if seed == at.seed and n_samples == at.n_samples:
         raise ConfigError(

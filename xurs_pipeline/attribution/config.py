@@ -22,8 +22,7 @@ REDUCTIONS = ("own", "l2", "abs_sum")
 OWN_REDUCTION = {"eg": "l2", "ig": "l2", "kronrod": "l2", "certified": "l2", "grad_l2": "l2",
                  "grad_x_input": "abs_sum", "layer_ig": "abs_sum", "sequential_ig": "abs_sum"}  # fmt: skip
 # The keys only some token methods read -> those methods; set away from its default under another method,
-# a key is refused by name. (The paper estimators' keys are left out: the experiments' presets set them for
-# the estimator they choose, and a token method chosen on top ignores them.)
+# a key is refused by name. (The paper estimators' keys are named instead, ESTIMATOR_KEYS below.)
 METHOD_KEYS: dict[str, tuple[str, ...]] = {
     "replacement": ("occlusion_token", "occlusion_span", "shapley_span", "sequential_ig"),
     "span_tokens": ("occlusion_span", "shapley_span"),
@@ -31,6 +30,42 @@ METHOD_KEYS: dict[str, tuple[str, ...]] = {
     "sequential_ig_steps": ("sequential_ig",),
     "reduction": tuple(OWN_REDUCTION),
 }
+# The paper estimators' own keys -> the estimators that read them. Not refused under another method (the
+# experiments' presets set them for the estimator they choose, and a token method chosen on top ignores
+# them) but named (``AttributionConfig.ignored_keys``: ``xurs check`` and ``xurs params`` print them) and
+# left out of the params of the stages that run the configured method alone (``contracts.METHOD_READS``),
+# of its fingerprint and of Table 5, so that setting one reruns and stamps nothing.
+_IG_KEYS = ("ig_quadrature", "ig_points", "ig_adaptive", "ig_tolerance", "ig_refine_factor", "ig_max_points")
+_KRONROD_KEYS = (
+    "kronrod_tolerance",
+    "kronrod_max_evals",
+    "kronrod_intervals",
+    "kronrod_stop",
+    "kronrod_lead",
+)
+_CERTIFIED_KEYS = (
+    "certified_tolerance",
+    "certified_vector_tolerance",
+    "certified_max_evals",
+    "certified_first_nodes",
+)
+ESTIMATOR_KEYS: dict[str, tuple[str, ...]] = {
+    "n_samples": ("eg",),
+    **dict.fromkeys(_IG_KEYS, ("ig",)),
+    **dict.fromkeys(_KRONROD_KEYS, ("kronrod",)),
+    **dict.fromkeys(_CERTIFIED_KEYS, ("certified",)),
+    "samples_per_call": PATH_METHODS,
+}
+# Keys that change no result (a progress bar): in no stage's params, no fingerprint, no pooled comparison.
+NO_RESULT_KEYS = ("progress",)
+
+
+def unread_keys(method: str) -> tuple[str, ...]:
+    """The paper estimators' keys ``method`` never reads (:data:`ESTIMATOR_KEYS`; a token method's own keys,
+    :data:`METHOD_KEYS`, are refused away from their defaults under another method instead)."""
+    return tuple(key for key, methods in ESTIMATOR_KEYS.items() if method not in methods)
+
+
 SHAPLEY_MAX_SPANS = 12  # shapley_span enumerates every coalition of the spans: 2**12 forwards at most
 PATHS = ("straight", "blocks")  # attribution/paths.py
 REFERENCE_KINDS = ("train", "zero", "aligned")
@@ -356,6 +391,25 @@ class AttributionConfig:
             )
         if len(set(self.record_ids)) != len(self.record_ids):
             raise ValueError(f"attribution.record_ids: duplicates in {self.record_ids}")
+
+    def ignored_keys(self) -> dict[str, Any]:
+        """The keys set away from their defaults that ``method`` never reads (another estimator's,
+        :data:`ESTIMATOR_KEYS`), key -> value: named by ``xurs check`` and ``xurs params``, left out of
+        what the stages running this method list, hash and stamp."""
+        defaults = AttributionConfig.__dataclass_fields__
+        return {
+            key: getattr(self, key)
+            for key in unread_keys(self.method)
+            if getattr(self, key) != defaults[key].default
+        }
+
+    def ignored_note(self) -> str:
+        """One line naming :meth:`ignored_keys` (``""`` when there are none)."""
+        ignored = self.ignored_keys()
+        if not ignored:
+            return ""
+        named = [f"attribution.{k}={v!r} ({'/'.join(ESTIMATOR_KEYS[k])})" for k, v in ignored.items()]
+        return f"ignored: {', '.join(named)}: attribution.method={self.method!r} never reads them"
 
     @property
     def reads_one_reference(self) -> bool:

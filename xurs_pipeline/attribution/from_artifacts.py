@@ -52,9 +52,7 @@ def attribute_into(run: AttributionRun, out_dir: Path) -> dict | None:
     return metrics
 
 
-def attribute_variants(
-    out: Path, runs: Mapping[str, AttributionRun], what: str
-) -> dict[str, float | None]:
+def attribute_variants(out: Path, runs: Mapping[str, AttributionRun], what: str) -> dict[str, float | None]:
     """Attribute each named run into ``out/<name>/`` (resume parts removed after the merge, so they are no
     DVC output) and write ``out/index.json`` with each run's seed, budget (EG: samples, IG: starting points,
     kronrod: starting intervals and evaluation budget) and target. Returns each run's seconds per question
@@ -78,4 +76,4 @@ def _budget(at: AttributionConfig) -> dict[str, int]:
         return {"kronrod_intervals": at.kronrod_intervals, "kronrod_max_evals": at.kronrod_max_evals}
     if at.method == "certified":
         return {"certified_max_evals": at.certified_max_evals}
-    return {"n_samples": at.n_samples}
+    return {"n_samples": at.n_samples} if at.method == "eg" else {}  # a token method draws no samples

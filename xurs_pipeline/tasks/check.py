@@ -42,6 +42,8 @@ def check_params(params: Path, stamp: Path | None) -> RootConfig:
         require_medqa_dir(cfg.data.medqa_path, cfg.data.medqa_files)
     check_selected_records(cfg)
     print(f"{params}: valid (experiment {cfg.experiment_name}, config {config_hash(asdict(cfg))})")
+    if cfg.attribution.ignored_note():
+        print(f"{params}: {cfg.attribution.ignored_note()}")
     if stamp is not None:
         write_json({"valid": True}, stamp)
     return cfg
