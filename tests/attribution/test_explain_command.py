@@ -352,12 +352,27 @@ def test_kronrod_stopping_rule_from_the_command_line(project, monkeypatch, capsy
     [
         (["--answer", "B"], "--answer: only for an inline --question"),
         (["--option", "x", "--answer", "C"], "--answer and --option: only for an inline --question"),
-        (["--reference", "zero", "--refs", "5"], "--refs: only for training references"),
+        (["--reference", "zero", "--refs", "5"], "--refs: only for the paper's estimators on training"),
+        (["--method", "occlusion_token", "--refs", "4"], "--refs: only for the paper's estimators"),
+        (["--method", "grad_l2", "--alignment", "sequence"], "--alignment: --method grad_l2 reads no"),
+        (["--method", "grad_l2", "--reference", "zero"], "--reference: --method grad_l2 reads no reference"),
+        (["--method", "ig", "--seed", "3"], "--seed: --method ig draws nothing at random"),
+        (["--method", "ig", "--samples", "8"], "--samples: a setting of eg, not of --method ig"),
+        (["--method", "eg", "--points", "8"], "--points: a setting of ig, not of --method eg"),
+        (["--method", "eg", "--stop", "residual"], "--stop: a setting of kronrod, not of --method eg"),
+        (["--method", "eg", "--replacement", "zero"], "--replacement: a setting of occlusion_token"),
+        (["--method", "grad_l2", "--samples-per-call", "2"], "--samples-per-call: a setting of eg, ig"),
+        (["--method", "ig", "--path-block", "8"], "--path-block: only with --path blocks"),
+        (["--method", "eg", "--compare", "eg"], "--compare eg: that is --method itself"),
+        (["--compare", "eg"], "--compare eg: that is --method itself"),  # the params' method (smoke: eg)
     ],
 )
 def test_flags_the_command_would_ignore_are_refused(project, monkeypatch, capsys, flags, words):
     """``--answer`` / ``--option`` with ``--record-id`` were ignored (exit 0); ``--refs`` with zero references
-    was replaced by one. Refused in one line, before any work."""
+    was replaced by one; a flag the chosen method never reads (another method's setting, references or an
+    alignment it does not read, a seed where nothing is random, a block size off block paths) changed
+    nothing, and ``--compare`` with the method itself showed one method twice. Refused in one line, before
+    any work."""
     record = _test_record(project)
     page = project / "results" / "explain" / f"{record.record_id}.html"
     page.unlink(missing_ok=True)
@@ -481,11 +496,11 @@ def test_another_methods_setting_is_refused_by_name(project, monkeypatch, capsys
     rc, _, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "grad_l2",
                       "--samples", "8")  # fmt: skip
     assert rc == 2
-    assert "--samples: a setting of the paper's estimators" in err
+    assert "--samples: a setting of eg, not of --method grad_l2" in err
     rc, _, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "layer_ig",
                       "--replacement", "mean")  # fmt: skip
     assert rc == 2
-    assert "attribution.replacement='mean' is a key of" in err
+    assert "--replacement: a setting of occlusion_token, occlusion_span, shapley_span, sequential_ig" in err
     with pytest.raises(ValueError, match=r"attribution\.method='lime'"):
         explain(project / "data" / "train" / "classifier", record_id=record.record_id, method="lime",
                 prompts_path=project / "data" / "prepared" / "prompts.parquet")  # fmt: skip
