@@ -85,6 +85,9 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
     nonfinite = _first_nonfinite(data)
     if nonfinite:
         raise ConfigError(f"{source}: {nonfinite}: must be a finite number")
+    empty = next((where for where, value in walk(data) if value is None), None)
+    if empty:  # no setting is optional: OmegaConf's own message would be several lines
+        raise ConfigError(f"{source}: {empty} is empty (null): every setting takes a value; give it one")
     unsafe = first_unsafe_text(data)
     if unsafe:
         raise ConfigError(f"{source}: {unsafe}")
@@ -97,8 +100,9 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
         return cfg
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None)
+        message = str(err.msg if hasattr(err, "msg") else err).strip().splitlines()
         raise ConfigError(
-            f"{source}: invalid config at key {key!r}: {err.msg if hasattr(err, 'msg') else err}"
+            f"{source}: invalid config at key {key!r}: {message[0] if message else err}"
         ) from err
     except ValueError as err:
         raise ConfigError(f"{source}: {err}") from err

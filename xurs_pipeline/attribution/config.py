@@ -110,10 +110,36 @@ def _at_least(key: str, value: float, low: float) -> None:
         raise ValueError(f"attribution.{key}={value}: must be >= {low}")
 
 
+def _tolerance(key: str, value: float) -> None:
+    """A tolerance on a width difference (a residual, an error bound): in (0, 1), since a width is at most
+    1 (Eq. 2) and a tolerance of 1 or more certifies any run at its first pass."""
+    if not 0 < value < 1:
+        raise ValueError(
+            f"attribution.{key}={value}: must be in (0, 1): a width is at most 1, so a tolerance of 1 or "
+            "more passes any run at its first pass"
+        )
+
+
+# the counts of gradient samples, points and evaluations: each at most MAX_SAMPLES_PER_QUESTION, whichever
+# method reads it (a budget another method would read is refused as soon as it is set, not when it is used)
+BUDGET_KEYS = (
+    "n_samples",
+    "samples_per_call",
+    "ig_points",
+    "ig_max_points",
+    "kronrod_max_evals",
+    "certified_max_evals",
+    "certified_first_nodes",
+    "layer_ig_steps",
+    "sequential_ig_steps",
+    "refs_per_collection",
+    "n_collections",
+)
+
+
 def check_certified(tolerance: float, vector_tolerance: float, first_nodes: int) -> None:
     """ValueError naming the ``attribution.certified_*`` key out of range (``attribution/certified.py``)."""
-    if not tolerance > 0:
-        raise ValueError(f"attribution.certified_tolerance={tolerance}: must be positive")
+    _tolerance("certified_tolerance", tolerance)
     if not 0 < vector_tolerance <= 1:
         raise ValueError(f"attribution.certified_vector_tolerance={vector_tolerance}: must be in (0, 1]")
     if first_nodes < 2 or first_nodes & (first_nodes - 1):
@@ -343,8 +369,7 @@ class AttributionConfig:
             raise ValueError(
                 f"attribution.ig_max_points={self.ig_max_points}: must be >= ig_points={self.ig_points}"
             )
-        if not self.kronrod_tolerance > 0:
-            raise ValueError(f"attribution.kronrod_tolerance={self.kronrod_tolerance}: must be positive")
+        _tolerance("kronrod_tolerance", self.kronrod_tolerance)
         _at_least("kronrod_intervals", self.kronrod_intervals, 1)
         _at_least("kronrod_max_evals", self.kronrod_max_evals, 1)
         first_pass = 15 * self.kronrod_intervals * self.refs_per_collection
@@ -353,8 +378,7 @@ class AttributionConfig:
                 f"attribution.kronrod_max_evals={self.kronrod_max_evals}: must be >= the first pass, 15 x "
                 f"kronrod_intervals x refs_per_collection = {first_pass}"
             )
-        if not self.ig_tolerance > 0:
-            raise ValueError(f"attribution.ig_tolerance={self.ig_tolerance}: must be positive")
+        _tolerance("ig_tolerance", self.ig_tolerance)
         self._check_certified()
 
     def _check_certified(self) -> None:
@@ -377,11 +401,12 @@ class AttributionConfig:
                 f"{self.refs_per_collection})"
             )
         _at_least("max_grad_evals", self.max_grad_evals, 1)
-        if self.max_grad_evals > MAX_SAMPLES_PER_QUESTION:
-            raise ValueError(
-                f"attribution.max_grad_evals={self.max_grad_evals}: must be <= {MAX_SAMPLES_PER_QUESTION} "
-                "(2**22: sampling plans are held in memory, and that many already take hours per question)"
-            )
+        for key in ("max_grad_evals", *BUDGET_KEYS):
+            if getattr(self, key) > MAX_SAMPLES_PER_QUESTION:
+                raise ValueError(
+                    f"attribution.{key}={getattr(self, key)}: must be <= {MAX_SAMPLES_PER_QUESTION} (2**22: "
+                    "sampling plans are held in memory, and that many already take hours per question)"
+                )
         budget = self.gradient_budget()
         if budget.per_question > MAX_SAMPLES_PER_QUESTION:
             raise ValueError(
