@@ -523,3 +523,32 @@ def test_compare_puts_a_second_method_beside_the_first_on_the_page(project, monk
     section = page[page.index('<section id="methods">') :]
     assert "follows the model on 140 of 149 clear probes: passes" in section
     assert "<strong>eg</strong>: not compared on the swap control" in section
+
+
+def test_shapley_span_explains_a_long_prompt_with_its_defaults(project, monkeypatch, capsys) -> None:
+    """``shapley_span`` with its default 16 positions a span refused every prompt of more than 12 spans (the
+    shipped questions have 20 or more); now it widens its spans to ceil(L / 12) positions, says so, and
+    its values are still exact: one value per span, summing to F(X) - F(every span replaced)."""
+    from xurs_pipeline.models.checkpoint import load_classifier
+
+    record = _test_record(project)
+    length = len(record.input_ids)
+    assert length > 12 * 16  # the default spans would be more than 12
+    flags = ["--record-id", record.record_id, "--method", "shapley_span", "--save", "shapley.json"]
+    rc, out, err = _run(project, monkeypatch, capsys, *flags)
+    assert rc == 0, err
+    width = -(-length // 12)
+    assert f"method shapley_span over spans of {width} positions: {2**12 + 1} forwards" in out
+    expl = Explanation.load(project / "shapley.json")
+    spans = [expl.token_signed[s : s + width] for s in range(0, length, width)]
+    assert len(spans) == 12
+    assert all(len(set(span)) == 1 for span in spans)  # one value a span
+    model, _ = load_classifier(project / "data" / "train" / "classifier")
+    ids = torch.tensor([list(map(int, record.input_ids))])
+    mask, positions = torch.ones_like(ids), torch.arange(length)[None]
+    with torch.no_grad():  # efficiency: the span values sum to the width of the input less the all-zero one
+        x = model.embed(ids)
+        widths = [
+            credal_width(model(e, mask, positions).masses)[0, expl.target] for e in (x, torch.zeros_like(x))
+        ]
+    assert sum(span[0] for span in spans) == pytest.approx(float(widths[0] - widths[1]), abs=1e-4)

@@ -167,8 +167,9 @@ class AttributionConfig:
     replacement: what an occluded token's embedding row becomes (occlusion and Shapley methods; Sequential
       IG's baseline row): ``zero``
       (Eq. 8), ``mean`` (the prompt's mean row) or ``reference`` (the first prepared reference's row).
-    span_tokens: the span methods' players, consecutive blocks of this many positions (at most
-      ``SHAPLEY_MAX_SPANS`` spans for ``shapley_span``).
+    span_tokens: the span methods' players, consecutive blocks of this many positions (``shapley_span``, which
+      enumerates every coalition, widens them where a prompt would have more than ``SHAPLEY_MAX_SPANS``
+      spans to ceil(L / 12) positions, and the explanation says the width it grouped).
     layer_ig_steps: ``layer_ig``'s Gauss-Legendre points (captum ``LayerIntegratedGradients``).
     sequential_ig_steps: ``sequential_ig``'s Gauss-Legendre points per token (Sequential IG, Enguehard 2023:
       IG of one row from its ``replacement`` row to the input, the other rows at the input).
