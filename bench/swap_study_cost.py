@@ -39,7 +39,7 @@ from xurs_pipeline.evaluation.swap.study import (
     run_study,
     width_readers,
 )
-from xurs_pipeline.evaluation.swap.yardsticks import EDIT_YARDSTICKS, EDITS, yardstick_widths
+from xurs_pipeline.evaluation.swap.yardsticks import EDITS, YARDSTICKS, yardstick_widths
 from xurs_pipeline.tasks.swap import study_inputs
 
 
@@ -55,7 +55,7 @@ def parts(cfg, inputs, probes) -> tuple[dict[str, Callable[[int], object]], dict
     calls["yardstick text_edits (behaviour)"] = lambda _: model_behaviour(inputs)
     evals["yardstick text_edits (behaviour)"] = "5"
     readers = width_readers(inputs)
-    for y in EDIT_YARDSTICKS[1:]:
+    for y in YARDSTICKS[1:]:
         calls[f"yardstick {y}"] = lambda _, y=y: [
             yardstick_widths(inputs.records, r, y) for r in readers.values()
         ]

@@ -104,10 +104,10 @@ def _readings(method: str, tops: dict[tuple[str, str], int]) -> pd.DataFrame:
     ))  # fmt: skip
 
 
-def test_agreement_passes_a_method_that_follows_behaviour_and_fails_model_independent_ones(probes) -> None:
+def test_agreement_describes_a_method_that_follows_behaviour_and_model_independent_ones(probes) -> None:
     """A reads cue 1, B cue 2 (planted): the method that ranks the cue each model reads agrees everywhere;
-    a ranking that does not depend on the model (always cue 1, as an input-only ranking) agrees on half and
-    fails; so does a random one."""
+    a ranking that does not depend on the model (always cue 1, as an input-only ranking) agrees on half.
+    These are descriptions: the verdict is the analysis plan's (faithfulness.py)."""
     behaviour = pd.concat([cue_dependence(edit_widths(probes, reading((1.0, 0.0))), "A"),
                            cue_dependence(edit_widths(probes, reading((0.0, 1.0))), "B")])  # fmt: skip
     keys = [(role, p.record_id) for role in ("A", "B") for p in probes]
@@ -119,13 +119,11 @@ def test_agreement_passes_a_method_that_follows_behaviour_and_fails_model_indepe
     ])  # fmt: skip
     result = comparison(scored(readings, behaviour, clear_margin=0.2))
     assert result["faithful"]["agreement_clear"] == 1.0
-    assert result["faithful"]["passes"]
     assert result["faithful"]["spearman"] == pytest.approx(1.0)
     assert result["input_only"]["agreement"] == 0.5
-    assert not result["input_only"]["passes"]
     assert result["input_only"]["agreement_A"] == 1.0
     assert result["input_only"]["agreement_B"] == 0.0
-    assert not result["random"]["passes"]
+    assert "passes" not in result["faithful"]  # no second verdict beside the plan's
     assert result["faithful"]["swap"] == 1.0  # here behaviour and the training rule coincide
 
 

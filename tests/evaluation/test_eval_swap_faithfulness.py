@@ -1,28 +1,173 @@
-"""The swap study's faithfulness (evaluation/swap/faithfulness.py) end to end on planted models whose
-dependence is known: the values it reports are asserted, not only their ranges. Model A reads cue 1 as
-trained; model B, trained on cue 2, reads cue 1 too (its behaviour departs from its training rule on every
-probe), so a method that reads the model and the training-rule ranker part exactly there."""
+"""The swap study's verdict (evaluation/swap/faithfulness.py) by the analysis plan (plan.py): behaviour
+judges, the labels never do. Two kinds of case:
+
+- ledgers built by hand (seeds x probes x models, with departures from the training rule towards each cue),
+  where every count and verdict is known, and each rule the plan states has a case where it must fail;
+- the whole study on planted text models (model A reads cue 1 as trained; model B, trained on cue 2, reads
+  cue 1 too), end to end through ``study_faithfulness``.
+"""
 
 from __future__ import annotations
 
-import math
+import copy
+import itertools
 
 import pandas as pd
 import pytest
 
 from xurs_pipeline.data.synthetic.swap import generate_swap
+from xurs_pipeline.evaluation.swap import plan
 from xurs_pipeline.evaluation.swap.behaviour import cue_dependence, edit_widths
 from xurs_pipeline.evaluation.swap.faithfulness import (
-    BASELINES,
     FaithfulnessInputs,
-    cell_passes,
+    faithfulness,
     faithfulness_metrics,
     scored,
     study_faithfulness,
+    validity,
 )
 from xurs_pipeline.evaluation.swap.planted_texts import PLANTED
 from xurs_pipeline.evaluation.swap.pooled import pooled_faithfulness
 from xurs_pipeline.evaluation.swap.readings import COLUMNS, CueReading
+from xurs_pipeline.evaluation.swap.yardsticks import YARDSTICKS
+
+SEEDS, PROBES = 6, 24  # 6 seeds x 24 probes x 2 models = 288 clear pairs
+DEPARTS = {"A": range(0, 6), "B": range(6, 12)}  # probes where each model depends on the other cue
+
+
+def behaviour(study: int, role: str, i: int) -> int:
+    """The cue the model depends on: its own, except on ``DEPARTS`` (A towards cue 2, B towards cue 1)."""
+    own = 1 if role == "A" else 2
+    return 3 - own if i in DEPARTS[role] else own
+
+
+READERS = {
+    "follows": lambda s, role, i, dep: dep,  # reads the model
+    "rule": lambda s, role, i, dep: 1 if role == "A" else 2,  # reads the labels
+    "always_1": lambda s, role, i, dep: 1,
+    "training_rule": lambda s, role, i, dep: 1 if role == "A" else 2,  # the baselines, as scored() makes them
+    "constant": lambda s, role, i, dep: 1,
+}
+
+
+def ledger(readers=READERS, seeds: int = SEEDS, clear=lambda s, role, i: True, dep=behaviour) -> pd.DataFrame:
+    """The ledger's rows for the text edits: every method x seed x model x probe; order 2 on odd probes."""
+    rows = []
+    for (name, top), s, role, i in itertools.product(readers.items(), range(seeds), "AB", range(PROBES)):
+        depends = dep(s, role, i)
+        t = top(s, role, i, depends)
+        rows.append({"method": name, "yardstick": plan.JUDGE, "role": role, "record_id": f"s{s}/p{i}",
+                     "top": t, "depends_on": depends, "margin": 1.0 if clear(s, role, i) else 0.1,
+                     "agrees": float(t == depends), "clear": clear(s, role, i),
+                     "departs": depends != (1 if role == "A" else 2), "order": 1 + i % 2, "study": f"s{s}"})
+    return pd.DataFrame(rows)
+
+
+def judging(judges: bool = True) -> dict:
+    """Only the text edits judge (or, with ``judges`` False, none)."""
+    return {y: {"planted": judges, "models_learned": True, "as_trained": 1.0,
+                "judges": judges and y == plan.JUDGE} for y in YARDSTICKS}
+
+
+NO_PLANTED = pd.DataFrame(columns=["method", "mechanism", "recovered"])
+
+
+def judged(rows: pd.DataFrame, judges: bool = True) -> dict:
+    return faithfulness(rows, judging(judges), NO_PLANTED, 0.95)
+
+
+def test_a_method_following_behaviour_passes_and_a_rule_following_reading_fails() -> None:
+    result = judged(ledger())
+    assert result["power"] == {"studies": SEEDS, "clear": SEEDS * 2 * PROBES, "departures": SEEDS * 12,
+                               "towards_cue_1": SEEDS * 6, "towards_cue_2": SEEDS * 6}
+    methods = result["methods"]
+    assert (methods["follows"]["verdict"], methods["follows"]["reasons"]) == ("passes", [])
+    # the labels never fail a method that follows the model: where they part, the method sides with behaviour
+    wrong = methods["follows"][plan.JUDGE]["label_rankers_wrong"]
+    assert wrong["training_rule"] == {"k": SEEDS * 12, "n": SEEDS * 12}
+    assert methods["rule"]["verdict"] == "fails"
+    assert any("not above training_rule" in r for r in methods["rule"]["reasons"])
+    # the baselines are scored like any method and never judged
+    assert {methods[b]["verdict"] for b in ("training_rule", "constant")} == {"baseline"}
+
+
+def test_the_constant_ranker_does_not_pass_its_departure_comparison() -> None:
+    result = judged(ledger())
+    always_1 = result["methods"]["always_1"]
+    assert always_1["verdict"] == "fails"
+    tests = {t["against"]: t for t in always_1["comparisons"] if t["method"] == "always_1"}
+    assert tests["constant"]["only_method"] == tests["constant"]["only_against"] == 0
+    assert tests["constant"]["p"] == 1.0  # the same readings as the constant: no evidence of reading a model
+    # it is right on the departures towards cue 1 only: half of the training rule's failures
+    wrong = always_1[plan.JUDGE]["label_rankers_wrong"]["training_rule"]
+    assert (wrong["k"], wrong["n"]) == (SEEDS * 6, SEEDS * 12)
+
+
+def test_departures_one_way_give_no_verdict() -> None:
+    one_way = ledger(dep=lambda s, role, i: behaviour(s, role, i) if role == "B" else 1)  # A never departs
+    result = judged(one_way)
+    assert result["power"]["towards_cue_2"] == 0
+    assert result["methods"]["follows"]["verdict"] == "no verdict"
+    assert f"towards_cue_2 0 < {plan.MIN_EACH_WAY}" in result["methods"]["follows"]["reasons"]
+
+
+def test_a_cell_is_judged_on_its_clear_probes_only() -> None:
+    unclear = {3, 5}  # probes where the model's dependence is not clear
+    readers = {**READERS, "follows_where_clear": lambda s, role, i, dep: dep if i not in unclear else 3 - dep}
+    rows = ledger(readers, clear=lambda s, role, i: i not in unclear)
+    result = judged(rows)
+    method = result["methods"]["follows_where_clear"]
+    assert method["verdict"] == "passes"
+    cell = method[plan.JUDGE]["cells"]["A_order2"]
+    odd = PROBES // 2  # model A's probes that state cue 2 first, per seed
+    assert (cell["clear_k"], cell["clear_n"]) == (SEEDS * (odd - 2), SEEDS * (odd - 2))
+    assert (cell["agreement_k"], cell["agreement_n"]) == (SEEDS * (odd - 2), SEEDS * odd)
+
+
+def test_every_model_and_order_cell_must_meet_the_marks_and_orders_are_named_by_the_cue_first() -> None:
+    def misses(s, role, i, dep):  # wrong on model B's odd probes (cue 2 stated first) in half of the seeds
+        return 3 - dep if role == "B" and i % 2 and s % 2 else dep
+
+    readers = {**READERS, "misses_B_order2": misses}
+    result = judged(ledger(readers))
+    method = result["methods"]["misses_B_order2"]
+    cells = method[plan.JUDGE]["cells"]
+    assert cells["B_order2"]["clear_k"] == SEEDS * PROBES // 4
+    assert cells["B_order1"]["meets_marks"]
+    assert cells["A_order2"]["meets_marks"]
+    assert not cells["B_order2"]["meets_marks"]
+    assert method["verdict"] == "fails"
+    assert any(r.startswith(f"{plan.JUDGE}, B_order2:") for r in method["reasons"])
+    assert not any("B_order1" in r for r in method["reasons"])
+
+
+def test_a_yardstick_that_does_not_judge_gives_no_verdict_and_nothing_falls_back_to_the_labels() -> None:
+    result = judged(ledger(), judges=False)
+    assert result["judges"] == []
+    for name in ("follows", "rule", "always_1"):
+        assert result["methods"][name]["verdict"] == "no verdict"
+        assert result["methods"][name]["reasons"][0].startswith(f"{plan.JUDGE} does not judge")
+    assert result["methods"]["training_rule"]["verdict"] == "baseline"
+
+
+def test_too_few_seeds_give_no_verdict() -> None:
+    result = judged(ledger(seeds=plan.MIN_STUDIES - 1))
+    assert result["methods"]["follows"]["verdict"] == "no verdict"
+    assert f"studies {plan.MIN_STUDIES - 1} < {plan.MIN_STUDIES}" in result["methods"]["follows"]["reasons"]
+
+
+def test_intervals_and_tests_take_the_seed_as_the_unit() -> None:
+    result = judged(ledger())
+    cell = result["methods"]["always_1"][plan.JUDGE]["cells"]["all"]
+    assert cell["clear_deff"] >= 1.0
+    tests = [t for t in result["methods"]["follows"]["comparisons"] if t["method"] == "follows"]
+    assert {(t["strata"], t["ahead"], t["behind"]) for t in tests} == {(SEEDS, SEEDS, 0)}
+    # every seed alike: Durkalski's statistic is sqrt(seeds), its ceiling
+    assert {round(t["z_clustered"], 9) for t in tests} == {round(SEEDS**0.5, 9)}
+    assert all(t["significant"] and t["p_holm"] >= t["p"] for t in tests)
+
+
+# --- the whole study on planted text models --------------------------------------------------------------
 
 N = 40  # probes, 20 in each cue order
 
@@ -44,11 +189,11 @@ def readings(probes, tops: dict[str, dict[str, int]]) -> pd.DataFrame:
 
 
 def run(probes, readers, tops, learned: float = 1.0):
-    behaviour = pd.concat([cue_dependence(edit_widths(probes, r), role) for role, r in readers.items()])
+    behaviour_rows = pd.concat([cue_dependence(edit_widths(probes, r), role) for role, r in readers.items()])
     cues = {p.record_id: ([p.synthetic.cue_spans[0][0]], [p.synthetic.cue_spans[1][0]]) for p in probes}
     accuracy = {role: {"accuracy_own_cue": learned} for role in readers}
-    inputs = FaithfulnessInputs(probes, readers, behaviour, readings(probes, tops), cues, accuracy)
-    return study_faithfulness(inputs, clear_margin=0.2, confidence=0.95, seed=0, resamples=500)
+    inputs = FaithfulnessInputs(probes, readers, behaviour_rows, readings(probes, tops), cues, accuracy)
+    return study_faithfulness(inputs, clear_margin=0.2, confidence=0.95)
 
 
 @pytest.fixture(scope="module")
@@ -57,109 +202,87 @@ def departing(probes):
     return run(probes, readers, {"reads_model": {"A": 1, "B": 1}, "always_2": {"A": 2, "B": 2}})
 
 
-def test_every_method_and_baseline_is_scored_on_every_yardstick_model_and_order(departing) -> None:
+def test_every_method_and_baseline_is_in_the_ledger_on_every_yardstick_model_and_order(departing) -> None:
     rows, result = departing
-    assert set(rows["method"]) == {"reads_model", "always_2", *BASELINES}
+    assert set(rows["method"]) == {"reads_model", "always_2", *plan.LABEL_RANKERS}
+    assert set(rows["yardstick"]) == set(YARDSTICKS)  # the training rule is no yardstick
     assert rows.groupby(["method", "yardstick"]).size().eq(2 * N).all()
     assert rows.drop_duplicates("record_id")["order"].value_counts().to_dict() == {1: N // 2, 2: N // 2}
     cells = result["methods"]["reads_model"]["text_edits"]["cells"]
     assert {"all", "A", "B", "order1", "order2", "A_order1", "A_order2", "B_order1", "B_order2"} == set(cells)
     assert (cells["A_order2"]["agreement_k"], cells["A_order2"]["agreement_n"]) == (N // 2, N // 2)
+    assert result["plan_digest"] == plan.plan_digest()
 
 
-def test_a_method_that_reads_the_model_beats_the_training_rule_where_behaviour_departs(departing) -> None:
+def test_in_one_study_the_labels_do_not_judge_and_the_plan_gives_no_verdict(departing) -> None:
     _, result = departing
-    edits = {m: result["methods"][m]["text_edits"] for m in ("reads_model", "training_rule", "always_2")}
-    assert edits["reads_model"]["departs"] == {"k": N, "n": N, "p": pytest.approx(0.5**N)}
-    assert edits["training_rule"]["departs"]["k"] == 0
-    assert edits["training_rule"]["departs"]["p"] == pytest.approx(1.0)
-    assert edits["reads_model"]["cells"]["all"]["agreement"] == 1.0
-    assert edits["training_rule"]["cells"]["all"]["agreement"] == 0.5  # right on A, wrong on B
-    assert edits["training_rule"]["cells"]["B"]["agreement"] == 0.0
-    paired = edits["training_rule"]["paired"]
-    assert edits["reads_model"]["paired"] == {"best": True}
-    assert (paired["against"], paired["only_best"], paired["only_this"]) == ("reads_model", N, 0)
-    assert paired["mcnemar_p"] == pytest.approx(2 * 0.5**N)
-    # Holm over always_2 (2N discordant: smallest p, x3), this (x2) and constant (agrees everywhere: p 1)
-    assert paired["mcnemar_p_holm"] == pytest.approx(2 * 2 * 0.5**N)
-    assert edits["always_2"]["paired"]["mcnemar_p_holm"] == pytest.approx(3 * 2 * 0.5 ** (2 * N))
-    assert result["methods"]["constant"]["text_edits"]["paired"]["mcnemar_p_holm"] == 1.0
-    assert paired["difference"] == pytest.approx(0.5)
-
-
-def test_trustworthy_needs_every_model_and_order_cell_of_every_validated_yardstick(departing) -> None:
-    _, result = departing
-    validity = result["yardsticks"]
-    assert not validity["sentence_removed"]["planted"]  # fails the planted saturation and cancellation
-    assert validity["text_edits"]["planted"]
-    # models that learned their cues (accuracy 1.0) yet a yardstick naming cue 1 for model B on every probe:
-    # it contradicts the models' own-cue accuracy on half the probes, so it does not judge (0.5 < 0.75)
-    assert validity["text_edits"]["rule_agreement"] == 0.5
-    assert not validity["text_edits"]["validated"]
-    assert validity["training_rule"]["validated"]
-    cells = result["methods"]["training_rule"]["training_rule"]["cells"]
-    assert all(c["passes"] for name, c in cells.items() if "_order" in name)  # it passes its own yardstick
-    trusted = {m: v["trustworthy"] for m, v in result["methods"].items()}
-    # ... but reads no model: the planted models cannot run it, so nothing here is called trustworthy
-    assert trusted == dict.fromkeys(("reads_model", "always_2", "training_rule", "constant"), False)
-
-
-def test_a_method_reading_models_that_behave_as_trained_is_trustworthy(probes) -> None:
-    readers = {"A": PLANTED[0].widths, "B": PLANTED[1].widths}
-    # readings named after token methods, so the planted mechanisms run those methods
-    as_trained, cue_1 = {"A": 1, "B": 2}, {"A": 1, "B": 1}
-    tops = {"layer_ig": as_trained, "occlusion_token": as_trained, "grad_x_input": cue_1}
-    _, result = run(probes, readers, tops)
-    methods = result["methods"]
-    assert methods["layer_ig"]["validated_yardsticks"] == ["text_edits", "training_rule"]
-    assert methods["layer_ig"]["trustworthy"]
-    assert methods["occlusion_token"]["planted"] == {"linear": True, "saturated": False, "cancelling": True,
-                                                     "interaction": True}  # fmt: skip
-    assert not methods["occlusion_token"]["trustworthy"]  # every cell passes, the saturation does not
-    assert all(c["passes"] for c in methods["occlusion_token"]["text_edits"]["cells"].values())
-    assert not methods["grad_x_input"]["trustworthy"]  # fails model B's cells
-    assert not methods["training_rule"]["trustworthy"]
-    _, unlearned = run(probes, readers, {"layer_ig": {"A": 1, "B": 2}}, learned=0.5)
-    assert not unlearned["methods"]["layer_ig"]["trustworthy"]  # no yardstick is validated
+    assert result["yardsticks"]["text_edits"]["judges"]  # as_trained 0.5 is reported, not a condition
+    assert result["yardsticks"]["text_edits"]["as_trained"] == 0.5
+    assert not result["yardsticks"]["sentence_removed"]["judges"]  # misreads the planted saturation
+    reads = result["methods"]["reads_model"]
+    assert reads["text_edits"]["cells"]["B"]["clear"] == 1.0
+    assert reads["text_edits"]["label_rankers_wrong"]["training_rule"] == {"k": N, "n": N}
+    assert reads["verdict"] == "no verdict"  # one seed
+    assert result["power"]["departures"] == N
+    assert result["power"]["towards_cue_2"] == 0
+    assert result["methods"]["training_rule"]["verdict"] == "baseline"
     metrics = faithfulness_metrics(result)
-    wilson_low = pytest.approx(0.8389, abs=1e-4)  # 20 of 20
-    assert metrics["layer_ig"]["text_edits"]["B_order2"] == {"agreement": 1.0, "agreement_low": wilson_low,
-                                                             "n": N // 2}  # fmt: skip
-    assert math.isnan(metrics["layer_ig"]["text_edits"]["departs_p"])
+    assert metrics["reads_model"]["text_edits"]["B_order2"]["clear_n"] == N // 2
+    assert metrics["reads_model"]["verdict"] == "no verdict"
 
 
-def test_a_cell_passes_on_the_agreement_marks() -> None:
-    assert cell_passes(20, 20)  # Wilson low 0.839
-    assert not cell_passes(5, 5)  # 1.0 but Wilson low 0.57
-    assert not cell_passes(0, 0)
-    assert not cell_passes(26, 30)  # 0.87 < 0.9
-
-
-def test_pooling_studies_adds_their_counts_and_resamples_every_model(probes) -> None:
+@pytest.fixture(scope="module")
+def as_trained(probes):
+    """Model A reads cue 1, model B cue 2, as their labels."""
     readers = {"A": PLANTED[0].widths, "B": PLANTED[1].widths}
-    tops = {"layer_ig": {"A": 1, "B": 2}, "grad_x_input": {"A": 1, "B": 1}}
-    rows, section = run(probes, readers, tops)
-    _, unlearned = run(probes, readers, tops, learned=0.5)
-    pooled = pooled_faithfulness({"s1": (rows, section), "s2": (rows, section)}, resamples=300)
+    return run(probes, readers, {"layer_ig": {"A": 1, "B": 2}, "grad_x_input": {"A": 1, "B": 1}})
+
+
+def test_models_that_did_not_learn_their_cues_leave_no_yardstick_judging() -> None:
+    dependence = pd.DataFrame({"yardstick": list(YARDSTICKS), "depends_on": 1, "as_trained": True})
+    planted = dict.fromkeys(YARDSTICKS, True)
+    learned = {"A": {"accuracy_own_cue": plan.MODELS_LEARNED}, "B": {"accuracy_own_cue": 1.0}}
+    assert all(v["judges"] for v in validity(dependence, planted, learned).values())
+    learned["A"]["accuracy_own_cue"] = plan.MODELS_LEARNED - 0.01
+    assert not any(v["judges"] for v in validity(dependence, planted, learned).values())
+    result = judged(ledger(), judges=False)
+    assert "does not judge" in result["methods"]["follows"]["reasons"][0]
+
+
+def test_pooling_studies_adds_their_counts_and_clusters_by_study(as_trained) -> None:
+    rows, section = as_trained
+    unlearned = copy.deepcopy(section)
+    for y in YARDSTICKS:
+        unlearned["yardsticks"][y].update(models_learned=False, judges=False)
+    pooled = pooled_faithfulness({"s1": (rows, section), "s2": (rows, section)})
     one, both = section["methods"]["layer_ig"], pooled["methods"]["layer_ig"]
     for cell in ("all", "B_order2"):
         for key in ("agreement_k", "agreement_n", "clear_k", "clear_n"):
             assert both["text_edits"]["cells"][cell][key] == 2 * one["text_edits"]["cells"][cell][key]
-    assert both["trustworthy"]
-    assert pooled["yardsticks"] == section["yardsticks"]
-    paired = pooled["methods"]["grad_x_input"]["text_edits"]["paired"]
-    assert paired["models"] == 4  # (study, role) pairs, resampled whole
-    assert paired["only_best"] == 2 * section["methods"]["grad_x_input"]["text_edits"]["paired"]["only_best"]
-    mixed = pooled_faithfulness({"s1": (rows, section), "s2": (rows, unlearned)}, resamples=100)
-    assert not mixed["yardsticks"]["text_edits"]["validated"]  # one study's models did not learn
-    assert not mixed["methods"]["layer_ig"]["trustworthy"]
+    assert {t["strata"] for t in both["comparisons"]} == {2}
+    assert pooled["power"]["studies"] == 2
+    mixed = pooled_faithfulness({"s1": (rows, section), "s2": (rows, unlearned)})
+    assert not mixed["yardsticks"]["text_edits"]["judges"]  # one study's models did not learn
+    other_plan = {**section, "plan_digest": "plan-" + "0" * 16}
+    with pytest.raises(ValueError, match="another analysis plan"):
+        pooled_faithfulness({"s1": (rows, section), "s2": (rows, other_plan)})
 
 
 def test_a_reading_without_a_yardsticks_dependence_is_refused(probes) -> None:
     measured = readings(probes[:2], {"layer_ig": {"A": 1}})
     dependence = pd.DataFrame({"yardstick": "text_edits", "role": "A", "record_id": [probes[0].record_id],
-                               "depends_on": 1, "margin": 1.0})  # fmt: skip
+                               "depends_on": 1, "margin": 1.0})
     with pytest.raises(ValueError, match="without every yardstick's dependence"):
         scored(measured, dependence, {p.record_id: 1 for p in probes}, 0.2)
     full = pd.concat([dependence, dependence.assign(record_id=probes[1].record_id)])
     assert len(scored(measured, full, {p.record_id: 1 for p in probes}, 0.2)) == 2
+
+
+def test_a_cue_is_ranked_by_its_summed_magnitude() -> None:
+    """The plan's cue score: one strong token of cue 2 (best) against two moderate ones of cue 1 (total)."""
+    reading = CueReading(best=(0.4, 0.6), total=(0.8, 0.6)).row("m", "A", "p")
+    dependence = pd.DataFrame({"yardstick": plan.JUDGE, "role": "A", "record_id": ["p"], "depends_on": 1,
+                               "margin": 1.0})
+    rows = scored(pd.DataFrame([reading], columns=list(COLUMNS)), dependence, {"p": 1}, 0.2)
+    assert rows["top"].tolist() == [1]
+    assert rows["agrees"].tolist() == [1.0]

@@ -1,6 +1,7 @@
 """The swap study's comparisons as tests (evaluation/swap/significance.py): Holm's adjustment against its
-definition applied by brute force, exact McNemar and the binomial test against closed-form binomial sums,
-the model bootstrap on cases whose answer is known."""
+definition applied by brute force; the stratified McNemar test against closed-form binomial sums; the
+clustered share against scipy's Wilson interval where the design effect is 1 and against Kish's closed form
+where every cluster agrees within itself."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from xurs_pipeline.evaluation.swap.significance import beats_chance, holm, mcnemar, model_bootstrap
+from xurs_pipeline.evaluation.swap.significance import clustered_proportion, design_effect, holm, paired_test
 
 
 def holm_rejects(pvalues: list[float], alpha: float) -> list[bool]:
@@ -58,43 +60,56 @@ def exact_two_sided(b: int, c: int) -> float:
 
 
 @pytest.mark.parametrize(("b", "c"), [(1, 9), (9, 1), (3, 3), (0, 6), (5, 12)])
-def test_mcnemar_counts_only_discordant_pairs(b: int, c: int) -> None:
+def test_the_paired_test_counts_only_discordant_pairs(b: int, c: int) -> None:
     both, neither = 7, 4  # concordant pairs do not count
     first = [True] * b + [False] * c + [True] * both + [False] * neither
     second = [False] * b + [True] * c + [True] * both + [False] * neither
-    test = mcnemar(first, second)
+    strata = [str(i % 3) for i in range(len(first))]
+    test = paired_test(first, second, strata)
     assert (test.only_first, test.only_second) == (b, c)
     assert test.p == pytest.approx(exact_two_sided(b, c))
+    one_sided = sum(math.comb(b + c, k) for k in range(b, b + c + 1)) / 2 ** (b + c)
+    assert paired_test(first, second, strata, "greater").p == pytest.approx(one_sided)
 
 
-def test_mcnemar_without_discordant_pairs_is_one_and_needs_equal_lengths() -> None:
-    assert mcnemar([True, False], [True, False]).p == 1.0
+def test_durkalskis_statistic_is_mcnemars_with_one_probe_a_cluster_and_capped_by_the_cluster_count() -> None:
+    first = [True] * 9 + [False] * 3 + [True] * 5
+    second = [False] * 9 + [True] * 3 + [True] * 5
+    singletons = paired_test(first, second, [str(i) for i in range(len(first))])
+    assert singletons.z_clustered**2 == pytest.approx((9 - 3) ** 2 / (9 + 3))  # McNemar's chi-square
+    assert stats.norm.sf(singletons.z_clustered) < 0.05
+    four_alike = paired_test(first * 4, second * 4, [str(k) for k in range(4) for _ in first])
+    assert four_alike.z_clustered == pytest.approx(2.0)  # sqrt(4): four identical seeds, whatever their size
+    assert (four_alike.strata, four_alike.ahead, four_alike.behind) == (4, 4, 0)
+
+
+def test_the_paired_test_without_discordant_pairs_is_one_and_needs_equal_lengths() -> None:
+    same = paired_test([True, False], [True, False], ["a", "b"])
+    assert same.p == 1.0
+    assert math.isnan(same.z_clustered)
     with pytest.raises(ValueError, match="same probes"):
-        mcnemar([True], [True, False])
+        paired_test([True], [True, False], ["a"])
+    with pytest.raises(ValueError, match="one cluster per probe"):
+        paired_test([True, False], [False, False], ["a"])
 
 
-def test_beats_chance_is_the_one_sided_binomial_tail() -> None:
-    test = beats_chance([True] * 9 + [False])
-    assert (test.k, test.n) == (9, 10)
-    assert test.p == pytest.approx(11 / 1024)  # P(X >= 9), X ~ Bin(10, 1/2)
-    assert beats_chance([False] * 9 + [True]).p == pytest.approx(1023 / 1024)  # one-sided: not significant
-    assert math.isnan(beats_chance([]).p)
+def test_the_clustered_share_is_wilsons_where_the_design_effect_is_one() -> None:
+    agrees = [True, False] * 10  # each cluster one right, one wrong: no between-cluster variance
+    share = clustered_proportion(agrees, [str(i // 2) for i in range(20)])
+    ci = stats.binomtest(10, 20).proportion_ci(method="wilson")
+    assert (share.deff, share.k, share.n, share.clusters) == (1.0, 10, 20, 10)
+    assert (share.low, share.high) == pytest.approx((ci.low, ci.high))
 
 
-def test_model_bootstrap_resamples_whole_models() -> None:
-    first = [True] * 6 + [True] * 4
-    second = [False] * 6 + [True] * 4
-    models = ["A"] * 6 + ["B"] * 4
-    diff = model_bootstrap(first, second, models, resamples=500, seed=0)
-    assert diff.mean == pytest.approx(0.6)
-    assert diff.clusters == 2
-    # every resample is AA (diff 1), BB (0) or AB/BA (0.6): the interval's ends are among those values
-    assert {round(diff.low, 6), round(diff.high, 6)} <= {0.0, 0.6, 1.0}
-    assert 0.0 < diff.p < 1.0  # the resamples of model B alone show no difference
-    same = model_bootstrap(first, first, models, resamples=200)
-    assert (same.mean, same.low, same.high, same.p) == (0.0, 0.0, 0.0, 1.0)
-
-
-def test_model_bootstrap_rejects_unpaired_input() -> None:
-    with pytest.raises(ValueError, match="equal, non-empty"):
-        model_bootstrap([True], [True, False], ["A", "B"])
+def test_clusters_that_agree_within_themselves_count_as_fewer_trials() -> None:
+    clusters, size = 5, 4  # Kish: deff = m C / (C - 1) when every cluster is all right or all wrong
+    agrees = [k < 3 for k in range(clusters) for _ in range(size)]
+    labels = [str(k) for k in range(clusters) for _ in range(size)]
+    assert design_effect(np.asarray(agrees), labels) == (pytest.approx(size * clusters / (clusters - 1)), 5)
+    clustered = clustered_proportion(agrees, labels)
+    independent = clustered_proportion(agrees, [str(i) for i in range(len(agrees))])
+    assert clustered.low < independent.low
+    assert clustered.high > independent.high
+    one = clustered_proportion(agrees, ["all"] * len(agrees))  # one cluster: one trial
+    assert one.deff == len(agrees)
+    assert math.isnan(clustered_proportion([], []).value)

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from xurs_pipeline.evaluation.swap.agreement import proportion
-from xurs_pipeline.evaluation.swap.faithfulness import cell_passes
+from xurs_pipeline.evaluation.swap.faithfulness import meets_marks
 from xurs_pipeline.reporting.front_page import FrontPage, render_front
 from xurs_pipeline.reporting.swap_card import SwapStudy, render_swap_card, swap_verdict
 
@@ -24,7 +24,7 @@ def study(trained: float = 0.95, low: float = 0.8, randomised=(0.5, 0.3, 0.7), o
         return {
             "swap_accuracy": acc, "swap_ci_low": lo, "swap_ci_high": hi, "n": 32, "swap_accuracy_A": acc,
             "swap_accuracy_B": acc, "learned_share": 0.7, "share_difference": 0.3, "share_ci_low": share_low,
-            "share_ci_high": 0.5, "passes": passes,
+            "share_ci_high": 0.5, "follows_training_rule": passes,
         }  # fmt: skip
 
     return {
@@ -41,65 +41,64 @@ def study(trained: float = 0.95, low: float = 0.8, randomised=(0.5, 0.3, 0.7), o
     }
 
 
-def faithfulness_section(cells: dict[str, tuple[int, int]], validated=("text_edits",), trustworthy=False,
-                         planted=None, yardstick: str = "text_edits") -> dict:
+def faithfulness_section(cells: dict[str, tuple[int, int]], verdict: str = "no verdict",
+                         reasons=("studies 1 < 5",), judges=("text_edits",)) -> dict:
     """A summary's ``faithfulness`` section (``evaluation/swap/faithfulness.py``) for the run's method: its
-    clear-probe counts per (model, order) cell on one yardstick, each judged by ``cell_passes``."""
-    judged = {name: {**proportion(k, n, "clear"), "passes": cell_passes(k, n)}
-              for name, (k, n) in cells.items()}  # fmt: skip
-    paper = {yardstick: {"cells": judged}, "validated_yardsticks": list(validated),
-             "trustworthy": trustworthy, "planted": planted or {}}  # fmt: skip
-    validity = {yardstick: {"planted": False, "models_learned": True, "rule_agreement": 0.6,
-                            "validated": bool(validated)}}  # fmt: skip
-    return {"methods": {"paper": paper}, "yardsticks": validity}
+    clear-probe counts per (model, order) cell on the text edits, each judged by ``meets_marks``."""
+    judged = {}
+    for name, (k, n) in cells.items():
+        share = proportion(k, n, "clear")
+        judged[name] = {**share, "meets_marks": meets_marks(share)}
+    paper = {"text_edits": {"cells": judged}, "verdict": verdict, "reasons": list(reasons)}
+    return {"methods": {"paper": paper}, "judges": list(judges)}
 
 
 PASSING = {f"{role}_order{order}": (20, 20) for role in "AB" for order in (1, 2)}
 
 
-def test_the_verdict_is_the_runs_method_against_behaviour_not_the_training_rule() -> None:
-    """The old verdict (swap accuracy: agreement with the labels' rule) says yes here; the run's method
-    fails model B with cue 2 first against what the model does, so the answer is no, scoped and labelled."""
-    summary = study()  # trained swap accuracy 0.95 [0.80, 1.00]: the training-rule verdict's "yes"
-    assert summary["studies"]["trained"]["passes"]
-    summary["faithfulness"] = faithfulness_section({**PASSING, "B_order2": (4, 8)})
+def test_the_verdict_is_the_plans_against_behaviour_not_the_training_rule() -> None:
+    """The training rule's swap accuracy says yes here; the plan's verdict fails the run's method on model
+    B with cue 2 first against what the model does, so the answer is no, with its cells and reasons."""
+    summary = study()  # trained swap accuracy 0.95 [0.80, 1.00]: the training rule followed
+    assert summary["studies"]["trained"]["follows_training_rule"]
+    summary["faithfulness"] = faithfulness_section({**PASSING, "B_order2": (4, 8)}, "fails",
+                                                   ["text_edits, B_order2: 4/8 (low 0.22)"])
     answer, css, detail = swap_verdict(SwapStudy.of(summary, "eg"))
     assert (answer, css) == ("no", "fail")
-    assert "eg's agreement with what each model does (clear probes), one data seed" in detail
-    assert "validated yardstick(s) text_edits" in detail
-    assert "text_edits, model B, cue 2 first: 4/8 (Wilson low 0.22) fails" in detail  # wilson(4, 8) = 0.215
-    assert "text_edits, model A, cue 1 first: 20/20 (Wilson low 0.84) passes" in detail
-    assert "1 of 4 cells fail" in detail
+    assert "eg's agreement with what each model does (clear probes), by the analysis plan" in detail
+    assert "fails: text_edits, B_order2: 4/8 (low 0.22)" in detail
+    assert "text_edits, model B, cue 2 first: 4/8 (low 0.22) below the marks" in detail  # wilson(4, 8)
+    assert "text_edits, model A, cue 1 first: 20/20 (low 0.84) meets the marks" in detail
     assert "not the answer: agreement with the training rule (swap accuracy) 0.95 [0.80, 1.00]" in detail
 
 
-def test_yes_only_where_the_study_calls_the_method_trustworthy() -> None:
+def test_yes_only_where_the_plan_says_passes() -> None:
     summary = study()
-    summary["faithfulness"] = faithfulness_section(PASSING, trustworthy=True, planted={"linear": True})
+    summary["faithfulness"] = faithfulness_section(PASSING, "passes", [])
     assert swap_verdict(SwapStudy.of(summary))[:2] == ("yes", "pass")
-    summary["faithfulness"] = faithfulness_section(PASSING)  # every cell passes, planted models cannot run it
-    answer, css, detail = swap_verdict(SwapStudy.of(summary))
-    assert (answer, css, "the planted models cannot run this method" in detail) == ("not shown", "fail", True)
-    summary["faithfulness"] = faithfulness_section(PASSING, planted={"linear": True, "saturated": False})
-    assert "misses the planted mechanism(s) saturated" in swap_verdict(SwapStudy.of(summary))[2]
-
-
-def test_without_a_validated_yardstick_or_a_faithfulness_study_there_is_no_answer() -> None:
-    summary = study(trained=0.6, low=0.4)
-    summary["faithfulness"] = faithfulness_section({**PASSING, "A_order1": (0, 20)}, validated=())
+    summary["faithfulness"] = faithfulness_section(PASSING)  # one seed: every cell meets the marks
     answer, css, detail = swap_verdict(SwapStudy.of(summary))
     assert (answer, css) == ("n/a", "none")
-    assert "no yardstick is validated" in detail
-    assert "text_edits: planted False" in detail
+    assert "no verdict: studies 1 < 5" in detail
+
+
+def test_without_a_judging_yardstick_or_a_faithfulness_study_there_is_no_answer() -> None:
+    summary = study(trained=0.6, low=0.4)
+    why = ["text_edits does not judge (planted False, models learned True)"]
+    summary["faithfulness"] = faithfulness_section({**PASSING, "A_order1": (0, 20)}, "no verdict", why, ())
+    answer, css, detail = swap_verdict(SwapStudy.of(summary))
+    assert (answer, css) == ("n/a", "none")
+    assert "no yardstick judges" in detail
+    assert "text_edits does not judge (planted False" in detail
     answer, _, detail = swap_verdict(SwapStudy.of(study()))  # an older summary: no faithfulness section
     assert (answer, "no faithfulness study" in detail) == ("n/a", True)
 
 
-def test_a_failing_cell_of_a_yardstick_not_validated_does_not_judge() -> None:
+def test_a_yardstick_that_does_not_judge_is_not_shown_as_evidence() -> None:
     summary = study()
-    summary["faithfulness"] = faithfulness_section(PASSING, trustworthy=True, planted={"linear": True})
+    summary["faithfulness"] = faithfulness_section(PASSING, "passes", [])
     summary["faithfulness"]["methods"]["paper"]["sentence_removed"] = {"cells": {"A_order1": {
-        **proportion(0, 20, "clear"), "passes": False}}}  # fmt: skip
+        **proportion(0, 20, "clear"), "meets_marks": False}}}
     answer, _, detail = swap_verdict(SwapStudy.of(summary))
     assert answer == "yes"
     assert "sentence_removed" not in detail
@@ -130,15 +129,17 @@ def test_the_card_says_what_was_randomised() -> None:
     assert "heads re-initialised" in default
 
 
-def _with_faithfulness(cells: dict[str, tuple[int, int]], trustworthy: bool) -> dict:
-    summary = study()  # the training rule passes in both cases
-    summary["faithfulness"] = faithfulness_section(cells, trustworthy=trustworthy, planted={"linear": True})
+def _with_faithfulness(cells: dict[str, tuple[int, int]], verdict: str) -> dict:
+    summary = study()  # the training rule followed in both cases
+    summary["faithfulness"] = faithfulness_section(cells, verdict, [])
     return summary
 
 
-@pytest.mark.parametrize(("summary", "answer"), [(_with_faithfulness(PASSING, True), "yes"),
-                                                 (_with_faithfulness({**PASSING, "A_order2": (9, 20)}, False),
-                                                  "no")])  # fmt: skip
+FAILING = {**PASSING, "A_order2": (9, 20)}
+
+
+@pytest.mark.parametrize(("summary", "answer"), [(_with_faithfulness(PASSING, "passes"), "yes"),
+                                                 (_with_faithfulness(FAILING, "fails"), "no")])
 def test_on_swap_data_the_front_pages_last_verdict_is_the_swap_control(summary: dict, answer: str) -> None:
     page = front(swap=SwapStudy.of(summary))
     last = page.verdicts[-1]
@@ -161,9 +162,8 @@ def test_the_method_table_shows_each_method_against_behaviour_in_the_configs_ord
     summary = study()
     method = {"agreement_clear": 0.95, "agreement_clear_low": 0.83, "agreement_clear_high": 0.99,
               "agreement_clear_k": 19, "agreement_clear_n": 20, "agreement": 0.9, "swap": 0.8,
-              "swap_low": 0.6, "swap_high": 0.9, "spearman": 0.7, "evals_median": 31.0,
-              "passes": True}  # fmt: skip
-    failing = {**method, "agreement_clear": 0.5, "agreement_clear_k": 10, "passes": False}
+              "swap_low": 0.6, "swap_high": 0.9, "spearman": 0.7, "evals_median": 31.0}  # fmt: skip
+    failing = {**method, "agreement_clear": 0.5, "agreement_clear_k": 10}
     summary.update(methods={"random": failing, "paper": method}, clear_margin=0.2,
                    behaves_as_trained={"A": {"k": 16, "n": 16, "share": 1.0},
                                        "B": {"k": 12, "n": 16, "share": 0.75}})  # fmt: skip

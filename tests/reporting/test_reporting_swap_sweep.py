@@ -1,5 +1,5 @@
 """``reporting/swap_sweep.py``: the method x experiment table pools each experiment's counts, per model too,
-and a method passes only on the pooled clear agreement (>= 0.9, Wilson lower bound >= 0.8)."""
+with Wilson intervals: descriptions (the verdict is the analysis plan's, from the pooled ledger)."""
 
 from __future__ import annotations
 
@@ -32,20 +32,18 @@ def test_counts_are_pooled_per_method_and_per_model() -> None:
     table = rendered(sweep_table(studies)).set_index("row")
     assert table.loc["good", "s5"] == "27/28"
     assert table.loc["good", "agreement_clear_text"].endswith("(55/56)")
-    assert bool(table.loc["good", "passes"])  # 0.98, Wilson low 0.91
-    assert not bool(table.loc["bad", "passes"])  # 37/56 = 0.66
+    assert "passes" not in table.columns  # no verdict beside the plan's
     assert table.loc["bad", "agreement_A_text"].endswith("(32/32)")
     assert table.loc["bad", "agreement_B_text"].startswith("0.25 ")  # where it fails: model B's probes
     assert table.loc["model B behaves as trained", "agreement_text"].endswith("(30/32)")
     assert table.loc["model B behaves as trained", "agreement_A_text"] == "—"
 
 
-def test_high_agreement_on_few_probes_does_not_pass() -> None:
+def test_high_agreement_on_few_probes_has_a_wide_interval() -> None:
     """0.93 on 27 clear probes (seed 5's best method): its Wilson lower bound, 0.77, is under 0.8."""
     table = sweep_table({"s5": _study((25, 27), (11, 27))}).set_index("row")
     assert table.loc["good", "agreement_clear"] == pytest.approx(25 / 27)
-    assert table.loc["good", "agreement_clear_low"] < 0.8
-    assert not bool(table.loc["good", "passes"])
+    assert table.loc["good", "agreement_clear_low"] == pytest.approx(0.7663, abs=1e-4)  # scipy's Wilson low
 
 
 def test_no_study_is_refused() -> None:

@@ -12,15 +12,16 @@ only where the experiment ran the swap stage under its own params (one stopped b
 dvc.lock entry, which is not its result), or with --project DIR the studies of projects run elsewhere (a
 cluster, `run_pipeline`). It writes one row per method: the behavioural agreement on the clear probes per
 experiment (k/n), and pooled over the experiments the training-rule swap accuracy, the agreement on all
-decided and on the clear probes with Wilson 95% intervals, and the verdict (pass: pooled clear agreement >=
-0.9 with lower bound >= 0.8); then how often each model behaves as trained. The table, with the hash of what
+decided and on the clear probes with Wilson 95% intervals (descriptions); then how often each model behaves
+as trained. The table, with the hash of what
 it pooled (each study's params, summary and faithfulness rows), goes to <out>/swap_sweep.{md,tex,csv,json}
 (or the first free swap_sweep_<n>.*; --overwrite replaces it) and the Markdown is printed. Beside the
 table, <out>/swap_sweep.inputs/ keeps what it pooled, one small JSON file per study
 (reporting/swap_sweep_inputs.py): `xurs swap-sweep --kept results/sweeps/swap_sweep.inputs` rebuilds the same
-table from them with no DVC cache. The table also holds the pooled faithfulness of the new design
-(evaluation/swap/pooled.py): per method whether it is trustworthy and its weakest (model, cue order) cell
-on the validated yardsticks; the .json holds that study in full. Experiments without a swap study of their own
+table from them with no DVC cache. The verdict is the analysis plan's (docs/swap-plan.md) on the pooled
+ledger (evaluation/swap/pooled.py): per method passes, fails or no verdict and its weakest (model, cue
+order) cell on the judging yardsticks; the .json holds that study in full, with every reason. Studies
+judged under another plan are refused. Experiments without a swap study of their own
 (queued, running or interrupted, failed, stopped before the swap stage) are listed on stderr. Every study,
 whatever its source (an experiment, --project, --kept), meets the same checks (swap_sweep_checks.py), each
 refusal one line naming the file: one study given twice (the same directory, or the same counts and

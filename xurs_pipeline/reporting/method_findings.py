@@ -2,8 +2,9 @@
 method, scoped to where it was measured.
 
 The figures are docs/swap-control.md's pooled sweep (five held-out data seeds, ``xurs swap-sweep``): how often
-the cue a method ranks first is the cue the model depends on, on the clear probes, and whether that passes
-(>= 0.9 with a Wilson lower bound >= 0.8, ``evaluation/swap/agreement.agrees_with_behaviour``).
+the cue a method ranks first is the cue the model depends on, on the clear probes, and whether that meets
+the agreement marks (>= 0.9 with a Wilson lower bound >= 0.8, ``evaluation/swap/plan.py``), measured with
+cue 1 always first and before the analysis plan: a finding, not the plan's verdict.
 tests/reporting/test_reporting_method_findings.py checks them against that page's table.
 """
 

@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from xurs_pipeline.attribution.variants import variant_name
 from xurs_pipeline.evaluation.config import SWAP_CHOICES
-from xurs_pipeline.evaluation.swap.agreement import AGREEMENT_PASS, AGREEMENT_PASS_LOWER
+from xurs_pipeline.evaluation.swap import plan
 from xurs_pipeline.evaluation.swap.measures import SWAP_PASS_ACCURACY, SWAP_PASS_LOWER
 from xurs_pipeline.evaluation.swap.roles import ROLES
 from xurs_pipeline.reporting.clue_card import as_number
@@ -35,7 +35,7 @@ RANDOMISED_NAMES = {  # by evaluation.swap_randomise
     "head": "heads re-initialised",
     "tuned": "heads and tuned blocks re-initialised",
 }
-LEARNED_MIN = 0.8  # a model learned its cue: test accuracy where that cue resolves the question
+LEARNED_MIN = plan.MODELS_LEARNED  # a model learned its cue: test accuracy where that cue resolves it
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,8 @@ outside its own pair.</p>
 <table>
 <thead><tr><th>Ranking</th><th class="num">Swap accuracy</th><th class="num">95% CI</th>
 <th class="num">A</th><th class="num">B</th><th class="num">Learned cue's share</th>
-<th class="num">Cue 1 share, A - B</th><th class="num">95% CI</th><th>Passes</th></tr></thead>
+<th class="num">Cue 1 share, A - B</th><th class="num">95% CI</th>
+<th>Follows the training rule</th></tr></thead>
 <tbody>
 {% for name, s in studies %}
 <tr><td>{{ names[name] or name }}</td><td class="num">{{ f2(s.swap_accuracy) }}</td>
@@ -123,7 +124,7 @@ outside its own pair.</p>
 <td class="num">{{ f2(s.get('swap_accuracy_A')) }}</td><td class="num">{{ f2(s.get('swap_accuracy_B')) }}</td>
 <td class="num">{{ pct(s.get('learned_share')) }}</td><td class="num">{{ f2(s.get('share_difference')) }}</td>
 <td class="num">[{{ f2(s.get('share_ci_low')) }}, {{ f2(s.get('share_ci_high')) }}]</td>
-<td class="{{ 'pass' if s.passes else 'fail' }}">{{ 'yes' if s.passes else 'no' }}</td></tr>
+<td>{{ 'yes' if s.follows_training_rule else 'no' }}</td></tr>
 {% endfor %}
 </tbody>
 </table>
@@ -138,7 +139,7 @@ cue 1 on {{ behaves.A.k }} of {{ behaves.A.n }} probes, model B on cue 2 on {{ b
 <thead><tr><th>Method</th><th class="num">Agrees with behaviour (clear probes)</th>
 <th class="num">95% CI</th><th class="num">k/n</th><th class="num">All decided probes</th>
 <th class="num">Swap accuracy (training rule)</th><th class="num">Rank corr. of cue shares</th>
-<th class="num">Model evaluations per probe</th><th>Passes</th></tr></thead>
+<th class="num">Model evaluations per probe</th><th>Verdict (analysis plan)</th></tr></thead>
 <tbody>
 {% for name, m in methods %}
 <tr><td>{{ name }}</td><td class="num">{{ f2(m.agreement_clear) }}</td>
@@ -147,24 +148,24 @@ cue 1 on {{ behaves.A.k }} of {{ behaves.A.n }} probes, model B on cue 2 on {{ b
 <td class="num">{{ f2(m.agreement) }}</td>
 <td class="num">{{ f2(m.swap) }} [{{ f2(m.swap_low) }}, {{ f2(m.swap_high) }}]</td>
 <td class="num">{{ f2(m.spearman) }}</td><td class="num">{{ m.evals_median | round | int }}</td>
-<td class="{{ 'pass' if m.passes else 'fail' }}">{{ 'yes' if m.passes else 'no' }}</td></tr>
+<td>{{ verdicts.get(name, '—') }}</td></tr>
 {% endfor %}
 </tbody>
 </table>
 <p class="note">A method agrees on a probe when the cue it ranks first is the cue whose edits move the
 model's width more; clear probes are those where one cue's effect exceeds the other's by a margin of at least
-{{ clear_margin }} of their sum. A method passes with agreement &ge; {{ agreement_pass[0] }} and a Wilson
-lower bound &ge; {{ agreement_pass[1] }} on the clear probes. <code>input_only</code> and <code>random</code>
-are nulls: any method that does not beat
-them explains the input, not the model. One data seed decides little: pool seeds with
-<code>xurs swap-sweep</code> (docs/swap-control.md).</p>
+{{ clear_margin }} of their sum. The verdict is the analysis plan's (docs/swap-plan.md): agreement &ge;
+{{ agreement_pass[0] }} with a lower bound &ge; {{ agreement_pass[1] }} (clustered) on the clear probes of
+every model and cue order, and above the training-rule and constant rankers by a paired test; the baselines
+are never judged. One data seed gives no verdict: pool seeds with <code>xurs swap-sweep</code>
+(docs/swap-control.md).</p>
 {% endif %}
 <p class="note">Swap accuracy: the share of explanations whose learned cue's best token outranks every token
-of the other cue (a tie fails), with its Wilson interval; it passes at &ge; {{ pass_accuracy }} with the
-lower bound &ge; {{ pass_lower }} and the between-model difference of cue 1's share of the two cues'
-magnitude above 0 (question-level bootstrap). The input-only ranking is the same under both models, so its
-pooled swap accuracy is 1/2 by construction, less where the cues tie (a tie fails both). Question pages
-outline both cues.</p>
+of the other cue (a tie fails), with its Wilson interval; it follows the training rule at &ge;
+{{ pass_accuracy }} with the lower bound &ge; {{ pass_lower }} and the between-model difference of cue 1's
+share of the two cues' magnitude above 0 (question-level bootstrap). The input-only ranking is the same
+under both models, so its pooled swap accuracy is 1/2 by construction, less where the cues tie (a tie fails
+both). Question pages outline both cues.</p>
 </section>
 """
 
@@ -198,6 +199,7 @@ def render_swap_card(study: SwapStudy | None) -> Markup:
             learned_min=LEARNED_MIN,
             pass_accuracy=SWAP_PASS_ACCURACY, pass_lower=SWAP_PASS_LOWER, methods=_in_order(study.methods),
             behaves=study.behaves, clear_margin=_f2(study.clear_margin),
-            agreement_pass=(AGREEMENT_PASS, AGREEMENT_PASS_LOWER),
+            agreement_pass=(plan.AGREEMENT_PASS, plan.AGREEMENT_PASS_LOWER),
+            verdicts={m: by["verdict"] for m, by in study.faithfulness.get("methods", {}).items()},
         )
     )  # fmt: skip

@@ -6,11 +6,10 @@ name. Output: one row per compared method, then one per model for how often it b
 experiment the behavioural agreement on the clear probes as ``k/n``; pooled over the experiments (the counts
 summed, every probe of every experiment one trial) the training-rule swap accuracy, the agreement on all
 decided probes and on the clear ones, the agreement on each model's probes (where a method fails: model A
-depends on cue 1, model B on cue 2), each with its Wilson interval (``swap.wilson``), and whether the
-pooled clear agreement passes (``swap.agreement.agrees_with_behaviour``). Beside them the new design's
-(issue 53) pooled faithfulness (``evaluation/swap/pooled.py``, all studies' rows as one study, each study's
-model its own cluster): whether the method is trustworthy, and its weakest (model, cue order) cell on the
-validated yardsticks (the lowest Wilson low of the agreement on the clear probes).
+depends on cue 1, model B on cue 2), each with its Wilson interval (``swap.wilson``): descriptions. The
+verdict is the analysis plan's alone (docs/swap-plan.md), from the pooled ledger
+(``evaluation/swap/pooled.py``, each study its own cluster): passes, fails or no verdict, and the weakest
+(model, cue order) cell on the judging yardsticks (the lowest clustered low on the clear probes).
 """
 
 from __future__ import annotations
@@ -20,14 +19,10 @@ from typing import Any
 
 import pandas as pd
 
-from xurs_pipeline.evaluation.swap.agreement import (
-    AGREEMENT_PASS,
-    AGREEMENT_PASS_LOWER,
-    agrees_with_behaviour,
-    proportion,
-)
+from xurs_pipeline.evaluation.swap import plan
+from xurs_pipeline.evaluation.swap.agreement import proportion
 from xurs_pipeline.evaluation.swap.roles import ROLES
-from xurs_pipeline.reporting.render import Column, TableSpec, fmt_text, fmt_yes_no
+from xurs_pipeline.reporting.render import Column, TableSpec, fmt_text
 from xurs_pipeline.reporting.swap_verdict import cell_name
 
 SUMMARY = "swap/study/summary.json"  # under paths.artifacts, written by the swap stage
@@ -58,35 +53,34 @@ def sweep_table(studies: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
             row[name] = f"{k}/{n}" if measures else "—"
         for prefix in MEASURES:
             row.update(_pooled([_count(m, prefix) for m in per.values() if m], prefix))
-        row["passes"] = agrees_with_behaviour(row)
         rows.append(row)
     for role in ROLES:
         row = {"row": f"model {role} behaves as trained"}
         counts = [(int(s["behaves_as_trained"][role]["k"]), int(s["behaves_as_trained"][role]["n"]))
                   for s in studies.values()]  # fmt: skip
         row.update({name: f"{k}/{n}" for name, (k, n) in zip(names, counts, strict=True)})
-        row.update(_pooled(counts, "agreement"), passes=None)  # a model's behaviour passes nothing
+        row.update(_pooled(counts, "agreement"))
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def with_faithfulness(frame: pd.DataFrame, result: Mapping[str, Any] | None) -> pd.DataFrame:
-    """:func:`sweep_table` with per method ``trustworthy`` and ``weakest_text`` from the pooled faithfulness
-    (``pooled.pooled_faithfulness``'s result; None where a study has none: dashes)."""
+    """:func:`sweep_table` with per method ``verdict`` and ``weakest_text`` from the pooled faithfulness
+    (``pooled.pooled_faithfulness``'s result; dashes where a study has none)."""
     methods = (result or {}).get("methods", {})
+    judges = list((result or {}).get("judges", []))
     out = frame.copy()
-    out["trustworthy"] = [methods[r]["trustworthy"] if r in methods else None for r in out["row"]]
-    out["weakest_text"] = [_weakest(methods[r]) if r in methods else "—" for r in out["row"]]
+    out["verdict"] = [methods[r]["verdict"] if r in methods else "—" for r in out["row"]]
+    out["weakest_text"] = [_weakest(methods[r], judges) if r in methods else "—" for r in out["row"]]
     return out
 
 
-def _weakest(by: Mapping[str, Any]) -> str:
-    """``yardstick, model R, cue o first: value [low, high] (k/n)`` of the cell with the lowest Wilson low on
-    the clear probes among the (model, order) cells of the validated yardsticks (no clear probe: lowest)."""
-    cells = [(y, name, c) for y in by["validated_yardsticks"] for name, c in by[y]["cells"].items()
-             if "_order" in name]  # fmt: skip
+def _weakest(by: Mapping[str, Any], judges: list[str]) -> str:
+    """``yardstick, model R, cue o first: value [low, high] (k/n)`` of the cell with the lowest clustered low
+    on the clear probes among the (model, order) cells of the judging yardsticks (no clear probe: lowest)."""
+    cells = [(y, name, c) for y in judges for name, c in by[y]["cells"].items() if "_order" in name]
     if not cells:
-        return "no yardstick validated"
+        return "no yardstick judges"
     y, name, c = min(cells, key=lambda t: (t[2]["clear_low"] if t[2]["clear_n"] else -1.0, t[0], t[1]))
     if not c["clear_n"]:
         return f"{y}, {cell_name(name)}: no clear probe"
@@ -102,10 +96,6 @@ def _interval(row: Mapping[str, Any], prefix: str) -> str:
     return f"{row[prefix]:.2f} [{row[f'{prefix}_low']:.2f}, {row[f'{prefix}_high']:.2f}] ({k}/{n})"
 
 
-def _verdict(value: Any) -> str:
-    return "—" if value is None or (isinstance(value, float) and pd.isna(value)) else fmt_yes_no(value)
-
-
 def sweep_spec(names: list[str]) -> TableSpec:
     """How :func:`sweep_table` renders (Markdown, LaTeX, CSV via ``render.write_table``)."""
     return TableSpec(
@@ -113,11 +103,12 @@ def sweep_spec(names: list[str]) -> TableSpec:
         "SwapSweepRows",
         "The swap control across experiments: per method the behavioural agreement on the clear probes in "
         "each experiment (k/n), and pooled over them the training-rule swap accuracy, the agreement on all "
-        "decided probes, on the clear ones and on each model's probes with Wilson intervals (k/n), and "
-        f"the verdict (pass: clear agreement >= {AGREEMENT_PASS:g} with lower bound >= "
-        f"{AGREEMENT_PASS_LOWER:g}); the pooled faithfulness (trustworthy: every (model, cue order) cell of "
-        "every validated yardstick passes and every planted mechanism is recovered; the weakest such cell); "
-        "then how often each model depends on the cue it was trained on (pooled in the agreement column).",
+        "decided probes, on the clear ones and on each model's probes with Wilson intervals (k/n); the "
+        "analysis plan's verdict on the pooled studies (docs/swap-plan.md: every (model, cue order) cell of "
+        f"every judging yardstick at >= {plan.AGREEMENT_PASS:g} with its clustered lower bound >= "
+        f"{plan.AGREEMENT_PASS_LOWER:g}, and above the label rankers by a paired test) and the weakest such "
+        "cell; then how often each model depends on the cue it was trained on (pooled in the agreement "
+        "column).",
         [
             Column("row", "Method", fmt_text, align="l"),
             *[Column(name, name, fmt_text) for name in names],
@@ -126,9 +117,8 @@ def sweep_spec(names: list[str]) -> TableSpec:
             Column("agreement_clear_text", "Agreement (clear), pooled", fmt_text),
             Column("agreement_A_text", "Agreement, model A", fmt_text),
             Column("agreement_B_text", "Agreement, model B", fmt_text),
-            Column("passes", "Passes", _verdict),
-            Column("trustworthy", "Trustworthy, pooled", _verdict),
-            Column("weakest_text", "Weakest validated cell (clear probes), pooled", fmt_text),
+            Column("verdict", "Verdict, pooled", fmt_text),
+            Column("weakest_text", "Weakest judging cell (clear probes), pooled", fmt_text),
         ],
     )
 

@@ -1,14 +1,13 @@
-"""The report's swap verdict, "Follows what each model learned?", answered from the faithfulness study
-(``evaluation/swap/faithfulness.py``, issue 53): the run's method (the ``paper`` row, read from the attribute
-stages' runs under ``attribution.method``) against what each model *does*, on the validated yardsticks, per
-model and cue order, on this run's one data seed.
+"""The report's swap verdict, "Follows what each model learned?", answered by the analysis plan
+(``evaluation/swap/plan.py``, docs/swap-plan.md) from the faithfulness study
+(``evaluation/swap/faithfulness.py``): the run's method (the ``paper`` row, read from the attribute stages'
+runs under ``attribution.method``) against what each model *does*, on the judging yardsticks, per model and
+cue order.
 
-"yes" only where the faithfulness study calls the method trustworthy (every (model, order) cell of every
-validated yardstick passes and every planted mechanism is recovered); "no" where a validated cell fails;
-"not shown" where every cell passes but a planted mechanism is missed or cannot be checked (the planted
-models cannot run the attribute stages' estimator); "n/a" where the summary has no faithfulness study or no
-yardstick is validated. The training rule's swap accuracy is shown beside it, labelled as such: it measures
-agreement with the labels' rule, not with the model, so it is never the answer.
+"yes" where the plan's verdict is ``passes``, "no" where it is ``fails``, "n/a" where it is ``no verdict``
+(one run is one data seed: the plan needs pooled seeds) or the summary has no faithfulness study. The
+evidence lists the judging cells either way. The training rule's swap accuracy is shown beside it, labelled
+as such: it measures agreement with the labels' rule, not with the model, so it is never the answer.
 """
 
 from __future__ import annotations
@@ -16,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from xurs_pipeline.evaluation.swap.agreement import AGREEMENT_PASS, AGREEMENT_PASS_LOWER
+from xurs_pipeline.evaluation.swap import plan
 from xurs_pipeline.evaluation.swap.roles import RUN_METHOD
 
-SCOPE = "one data seed (pool seeds with `xurs swap-sweep`)"
+ANSWERS = {"passes": ("yes", "pass"), "fails": ("no", "fail"), "no verdict": ("n/a", "none")}
 
 
 def cell_name(name: str) -> str:
@@ -28,17 +27,13 @@ def cell_name(name: str) -> str:
     return f"model {role}, cue {order} first"
 
 
-def _cells(by: Mapping[str, Any], yardsticks: list[str]) -> list[tuple[str, str, Mapping[str, Any]]]:
-    """(yardstick, cell, its counts) of every (model, order) cell of the given yardsticks."""
-    return [(y, name, c) for y in yardsticks for name, c in by[y]["cells"].items() if "_order" in name]
-
-
-def _shown(cells: list[tuple[str, str, Mapping[str, Any]]]) -> str:
+def _shown(by: Mapping[str, Any], judges: list[str]) -> str:
+    """Every (model, order) cell of the judging yardsticks: clear k/n, its clustered low, marks met."""
     return "; ".join(
         f"{y}, {cell_name(name)}: {c['clear_k']}/{c['clear_n']}"
-        + (f" (Wilson low {c['clear_low']:.2f})" if c["clear_n"] else "")
-        + (" passes" if c["passes"] else " fails")
-        for y, name, c in cells
+        + (f" (low {c['clear_low']:.2f})" if c["clear_n"] else "")
+        + (" meets the marks" if c["meets_marks"] else " below the marks")
+        for y in judges for name, c in by[y]["cells"].items() if "_order" in name
     )
 
 
@@ -46,27 +41,14 @@ def faithfulness_verdict(faithfulness: Mapping[str, Any], method: str) -> tuple[
     """(answer, css class, evidence) from a swap summary's ``faithfulness`` section (module docstring);
     ``method``: what the run's attributions are (``attribution.method``), named in the evidence."""
     mine = faithfulness.get("methods", {}).get(RUN_METHOD) if faithfulness else None
-    what = f"{method}'s agreement with what each model does (clear probes), {SCOPE}"
     if mine is None:
         return "n/a", "none", f"no faithfulness study of {method} in the swap summary (`dvc repro swap`)"
-    valid = list(mine.get("validated_yardsticks", []))
-    if not valid:
-        why = "; ".join(f"{y}: planted {v['planted']}, models learned {v['models_learned']}, names the "
-                        f"training cue on {v['rule_agreement']:.2f}"
-                        for y, v in faithfulness.get("yardsticks", {}).items())  # fmt: skip
-        return "n/a", "none", f"{what}: no yardstick is validated, so none may judge it ({why})"
-    cells = _cells(mine, valid)
-    failing = [c for c in cells if not c[2]["passes"]]
-    marks = f"a cell passes at >= {AGREEMENT_PASS:g} with Wilson low >= {AGREEMENT_PASS_LOWER:g}"
-    evidence = f"{what}, on the validated yardstick(s) {', '.join(valid)} ({marks}): {_shown(cells)}"
-    if mine.get("trustworthy"):
-        return "yes", "pass", f"{evidence}; every planted mechanism recovered"
-    if failing:
-        return "no", "fail", f"{evidence}; {len(failing)} of {len(cells)} cells fail"
-    missed = [k for k, ok in mine.get("planted", {}).items() if not ok]
-    why = (
-        f"it misses the planted mechanism(s) {', '.join(missed)}"
-        if missed
-        else "the planted models cannot run this method, so nothing checks it without an intervention"
-    )
-    return "not shown", "fail", f"{evidence}; every cell passes, but trustworthy also needs {why}"
+    answer, css = ANSWERS[mine["verdict"]]
+    judges = list(faithfulness.get("judges", []))
+    marks = (f"a cell meets the marks at >= {plan.AGREEMENT_PASS:g} with its lower bound (clustered) >= "
+             f"{plan.AGREEMENT_PASS_LOWER:g}")
+    cells = f"; {_shown(mine, judges)}" if judges else "; no yardstick judges"
+    reasons = f": {'; '.join(mine['reasons'])}" if mine["reasons"] else ""
+    evidence = (f"{method}'s agreement with what each model does (clear probes), by the analysis plan "
+                f"(docs/swap-plan.md), {mine['verdict']}{reasons} ({marks}){cells}")
+    return answer, css, evidence

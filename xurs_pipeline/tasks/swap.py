@@ -86,6 +86,6 @@ def _write(cfg: RootConfig, result: StudyResult) -> None:
     write_parquet(result.behaviour, study / "behaviour.parquet", Provenance("swap_behaviour", 1, run_hash))
     write_parquet(result.methods, study / "methods.parquet", Provenance("swap_methods", 1, run_hash))
     write_parquet(result.faithfulness, study / "faithfulness.parquet",
-                  Provenance("swap_faithfulness", 1, run_hash))  # fmt: skip
+                  Provenance("swap_faithfulness", 2, run_hash))  # fmt: skip
     write_json(json_safe(result.summary), swap_summary(cfg.paths))
     write_json(json_safe(method_metrics(result.summary)), artifact("swap_methods").at(cfg.paths))

@@ -12,8 +12,8 @@ Per (method, role, probe), from the method's reading (``readings.py``) with its 
 Per method: the training-rule swap accuracy and the behavioural agreement as shares with Wilson intervals
 (``measures.wilson``), overall, per model and on the clear probes; Spearman's rank correlation between the
 method's cue-1 share and the behavioural cue-1 share over all (model, probe) pairs; the median model
-evaluations per probe. A method *agrees with the behaviour* (``passes``) with agreement >= 0.9 and a Wilson
-lower bound >= 0.8 on the clear probes (docs/swap-control.md).
+evaluations per probe. These are descriptions; the verdict is the analysis plan's alone
+(``faithfulness.py``, docs/swap-plan.md).
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ import pandas as pd
 from scipy import stats
 
 from xurs_pipeline.evaluation.swap.measures import wilson
-
-AGREEMENT_PASS, AGREEMENT_PASS_LOWER = 0.9, 0.8
 
 
 def scored(measured: pd.DataFrame, behaviour: pd.DataFrame, clear_margin: float) -> pd.DataFrame:
@@ -61,8 +59,7 @@ def _share(values: pd.Series, prefix: str, confidence: float) -> dict[str, float
 
 
 def method_summary(part: pd.DataFrame, confidence: float = 0.95) -> dict[str, float | int | bool]:
-    """One method's rows of :func:`scored` -> its measures (module docstring) and ``passes``
-    (:func:`agrees_with_behaviour`)."""
+    """One method's rows of :func:`scored` -> its measures (module docstring)."""
     out: dict[str, float | int | bool] = {}
     out.update(_share(part["learned_first"], "swap", confidence))
     out.update(_share(part["agrees"], "agreement", confidence))
@@ -76,18 +73,7 @@ def method_summary(part: pd.DataFrame, confidence: float = 0.95) -> dict[str, fl
     out["spearman"] = float("nan") if constant else float(stats.spearmanr(pairs).statistic)
     for cost in ("evals", "forwards", "grad_evals"):  # per probe: all evaluations, forwards, gradients
         out[f"{cost}_median"] = float(part[cost].median())
-    out["passes"] = agrees_with_behaviour(out)
     return out
-
-
-def agrees_with_behaviour(measures: dict) -> bool:
-    """Does a method rank first the cue each model depends on: agreement >= 0.9 with a Wilson lower bound
-    >= 0.8 on the clear probes."""
-    return bool(
-        measures["agreement_clear_n"]
-        and measures["agreement_clear"] >= AGREEMENT_PASS
-        and measures["agreement_clear_low"] >= AGREEMENT_PASS_LOWER
-    )
 
 
 def comparison(scores: pd.DataFrame, confidence: float = 0.95) -> dict[str, dict[str, float | int | bool]]:

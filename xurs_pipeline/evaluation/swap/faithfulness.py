@@ -1,27 +1,24 @@
-"""Every compared method against every yardstick (``yardsticks.py``), per model and per cue order, beside
-baselines that read no model, with the comparisons as tests (``significance.py``) (issue 53,
-docs/swap-control.md).
+"""Every compared method against what each model does, judged by the analysis plan (``plan.py``,
+docs/swap-plan.md): one ledger of rows, one pass rule.
 
-- Baselines (rows like any method's): ``training_rule`` ranks first the cue the role's labels followed (what
-  a method that knew only the labels scores), ``constant`` always cue 1; ``input_only`` and ``random`` are
-  among the study's methods already.
-- Per (method, yardstick, role, probe): ``agrees`` (the cue the method ranks first is the one the yardstick
-  names; NaN where the yardstick ties), ``clear`` (margin >= the clear margin), ``departs`` (decided, and not
-  the role's training cue), the probe's cue ``order`` (1: cue 1 stated first, 2: cue 2 first).
-- Cells: every probe, the clear ones, each model, each order and each (model, order), each k of n with its
-  Wilson interval. A cell *passes* on its clear probes by ``agreement.agrees_with_behaviour``'s marks.
-- A yardstick is *validated* where it recovers every planted model's dependence
-  (``planted_texts.validated``) and, on the trained models (each right on at least
-  ``MODELS_LEARNED`` of the questions its own cue resolves), names the training cue on at least
-  ``RULE_AGREEMENT`` of the decided probes; the training rule is validated by the models' accuracy alone.
-- Planted mechanisms (``planted_methods.py``: linear, saturated, cancelling, interaction): each token
-  method's answer against the hand-set dependence, no intervention involved.
-- A method is *trustworthy* where every cell (model x order) of every validated yardstick passes and it
-  recovers every planted mechanism; a method the planted models cannot run (the attribute stages' estimator,
-  the nulls, the baselines) is not called trustworthy.
-- Tests, per yardstick: on the departing probes, the binomial test against chance; the best method (highest
-  agreement among those that read the model) against each other method and baseline by exact McNemar and by
-  the bootstrap over trained models, each family Holm-adjusted.
+- The ledger (:func:`scored`): one row per (method, yardstick, role, probe) of a study (``study``: its label
+  when several are pooled): ``top`` the cue the method ranks first by the plan's cue score (its summed
+  magnitude over each cue, ``plan.CUE_SCORE``; 0 on a tie), ``depends_on`` the cue the yardstick names
+  (0 on a tie), ``agrees`` (NaN where the yardstick ties), ``clear`` (margin >= the clear margin),
+  ``departs`` (decided, and not the role's training cue), the probe's cue ``order`` (1: cue 1 first).
+- Baselines (``plan.BASELINES``) are rows like any method's and are never judged: ``training_rule`` ranks
+  first the cue the role's labels followed, ``constant`` always cue 1, ``input_only`` and ``random`` read no
+  model.
+- A yardstick *judges* (:func:`validity`) where it recovers every planted text model
+  (``planted_texts.validated``) and every model learned its cue (right on at least ``plan.MODELS_LEARNED``
+  of the questions its own cue resolves); how often it names the training cue is reported (``as_trained``),
+  never a condition. ``plan.JUDGE`` must judge, or no method gets a verdict.
+- Cells: every decided probe, the clear ones, each model, each order and each (model, order), each with
+  its clustered interval (``significance.clustered_proportion``); a cell ``meets_marks`` on its clear probes.
+- The planned comparisons (:func:`comparisons`) on each judging yardstick's clear probes, one Holm family.
+- The verdict (:func:`verdict`): ``passes``, ``fails`` or ``no verdict`` (with the reasons), ``baseline``
+  for a baseline. The planted embedding mechanisms (``planted_methods.py``) are reported beside it, not a
+  condition: their truths are one method's definition (IG from zero), so they cannot judge the others.
 """
 
 from __future__ import annotations
@@ -36,22 +33,14 @@ from xurs_pipeline.attribution.config import TOKEN_METHODS
 from xurs_pipeline.attribution.variants import variant_name
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.data.synthetic.swap import cue_order
-from xurs_pipeline.evaluation.swap.agreement import AGREEMENT_PASS, AGREEMENT_PASS_LOWER, proportion
+from xurs_pipeline.evaluation.swap import plan
 from xurs_pipeline.evaluation.swap.behaviour import WidthReader
 from xurs_pipeline.evaluation.swap.planted_methods import method_recovery
 from xurs_pipeline.evaluation.swap.planted_texts import recovery, validated
-from xurs_pipeline.evaluation.swap.readings import COLUMNS, NULL_METHODS, CueReading
+from xurs_pipeline.evaluation.swap.readings import COLUMNS, CueReading
 from xurs_pipeline.evaluation.swap.roles import ROLES, RUNS
-from xurs_pipeline.evaluation.swap.significance import beats_chance, holm, mcnemar, model_bootstrap
-from xurs_pipeline.evaluation.swap.yardsticks import (
-    EDIT_YARDSTICKS,
-    RULE_YARDSTICK,
-    YARDSTICKS,
-    model_dependence,
-)
-
-BASELINES = ("training_rule", "constant")
-MODELS_LEARNED, RULE_AGREEMENT = 0.8, 0.75
+from xurs_pipeline.evaluation.swap.significance import clustered_proportion, holm, paired_test
+from xurs_pipeline.evaluation.swap.yardsticks import YARDSTICKS, model_dependence
 
 
 @dataclass(frozen=True)
@@ -69,7 +58,7 @@ class FaithfulnessInputs:
 
 
 def baseline_readings(record_ids: list[str]) -> pd.DataFrame:
-    """``BASELINES``' readings under each trained run (``readings.COLUMNS``)."""
+    """The label rankers' readings under each trained run (``readings.COLUMNS``)."""
     rows = []
     for name, run in RUNS.items():
         if run.randomised:
@@ -86,12 +75,19 @@ def orders(cues: dict[str, tuple[list[int], list[int]]]) -> dict[str, int]:
     return {rid: cue_order(c) for rid, c in cues.items()}
 
 
+def cue_first(measured: pd.DataFrame) -> pd.Series:
+    """The cue each reading ranks first by the plan's cue score (``plan.CUE_SCORE``: each cue's summed
+    magnitude), 0 on a tie."""
+    first, second = measured[f"{plan.CUE_SCORE}_1"], measured[f"{plan.CUE_SCORE}_2"]
+    return pd.Series(np.where(first > second, 1, np.where(second > first, 2, 0)), index=measured.index)
+
+
 def scored(measured: pd.DataFrame, dependence: pd.DataFrame, order: dict[str, int], clear_margin: float):
-    """Readings (method, role, record_id, top) x the yardsticks' dependence (yardstick, role, record_id,
-    depends_on, margin) -> one row per (method, yardstick, role, probe) (module docstring), with the trained
-    model it was read under (``model``: the bootstrap's cluster)."""
+    """Readings (method, role, record_id, total_1, total_2) x the yardsticks' dependence (yardstick, role,
+    record_id, depends_on, margin) -> the ledger (module docstring), one study (``study`` empty)."""
     keep = dependence[["yardstick", "role", "record_id", "depends_on", "margin"]]
-    out = measured[["method", "role", "record_id", "top"]].merge(keep, on=["role", "record_id"])
+    readings = measured[["method", "role", "record_id"]].assign(top=cue_first(measured))
+    out = readings.merge(keep, on=["role", "record_id"])
     if len(out) != len(measured) * keep["yardstick"].nunique():
         raise ValueError("a reading without every yardstick's dependence on its (model, probe)")
     decided = out["depends_on"] > 0
@@ -101,146 +97,206 @@ def scored(measured: pd.DataFrame, dependence: pd.DataFrame, order: dict[str, in
     out["order"] = out["record_id"].map(order)
     if out["order"].isna().any():
         raise ValueError("a probe without a cue order")
-    out["model"] = out["role"]  # one trained model per role in one study (pooled.py: per study and role)
+    out["study"] = ""
     return out
 
 
-def _cells(part: pd.DataFrame, confidence: float) -> dict[str, Any]:
-    """Every cell's agreement (all decided probes, and clear) with its pass mark."""
+def clusters(rows: pd.DataFrame) -> pd.Series:
+    """Each row's unit of independence (``plan.CLUSTER``): its study where several are pooled, else its
+    probe (the probe's readings under both models)."""
+    return rows["study"] if rows["study"].nunique() > 1 else rows["record_id"].astype(str)
+
+
+def _share(part: pd.DataFrame, prefix: str, confidence: float) -> dict[str, Any]:
+    """``part``'s decided rows' agreement as ``<prefix>``, ``_low``, ``_high``, ``_k``, ``_n``, ``_deff``."""
+    decided = part[part["agrees"].notna()]
+    s = clustered_proportion(decided["agrees"].astype(bool).tolist(), clusters(decided).tolist(), confidence)
+    return {prefix: s.value, f"{prefix}_low": s.low, f"{prefix}_high": s.high, f"{prefix}_k": s.k,
+            f"{prefix}_n": s.n, f"{prefix}_deff": s.deff}
+
+
+def meets_marks(share: dict[str, Any], prefix: str = "clear") -> bool:
+    """The plan's agreement marks on a cell's clear probes: >= ``AGREEMENT_PASS``, lower bound >=
+    ``AGREEMENT_PASS_LOWER``."""
+    return bool(share[f"{prefix}_n"] and share[prefix] >= plan.AGREEMENT_PASS
+                and share[f"{prefix}_low"] >= plan.AGREEMENT_PASS_LOWER)
+
+
+def cell_frames(part: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Cell name -> its rows: ``all``, each model, each order (``order1``, ``order2``) and each (model,
+    order) (``A_order1``, ...)."""
     cells: dict[str, pd.DataFrame] = {"all": part}
-    for role in sorted(set(part["role"])):
-        cells[role] = part[part["role"] == role]
-    for order in sorted(set(part["order"])):
-        cells[f"order{order}"] = part[part["order"] == order]
-        for role in sorted(set(part["role"])):
-            cells[f"{role}_order{order}"] = part[(part["role"] == role) & (part["order"] == order)]
+    roles, cue_orders = sorted(set(part["role"])), sorted(set(part["order"]))
+    cells.update({role: part[part["role"] == role] for role in roles})
+    cells.update({f"order{o}": part[part["order"] == o] for o in cue_orders})
+    cells.update({f"{r}_order{o}": part[(part["role"] == r) & (part["order"] == o)]
+                  for o in cue_orders for r in roles})
+    return cells
+
+
+def cells(part: pd.DataFrame, confidence: float) -> dict[str, Any]:
+    """Every cell's agreement on the decided and on the clear probes, and ``meets_marks``."""
     out: dict[str, Any] = {}
-    for name, cell in cells.items():
-        decided = cell["agrees"].dropna().astype(bool)
-        clear = cell.loc[cell["clear"], "agrees"].astype(bool)
-        out[name] = {**proportion(int(decided.sum()), len(decided), "agreement", confidence),
-                     **proportion(int(clear.sum()), len(clear), "clear", confidence)}  # fmt: skip
-        out[name]["passes"] = cell_passes(out[name]["clear_k"], out[name]["clear_n"], confidence)
+    for name, cell in cell_frames(part).items():
+        clear = cell[cell["clear"]]
+        out[name] = {**_share(cell, "agreement", confidence), **_share(clear, "clear", confidence)}
+        out[name]["meets_marks"] = meets_marks(out[name])
     return out
 
 
-def cell_passes(k: int, n: int, confidence: float = 0.95) -> bool:
-    """``agreement.agrees_with_behaviour``'s marks on ``k`` of ``n`` clear probes (counts, so pooled
-    seeds are judged the same way)."""
-    if not n:
-        return False
-    p = proportion(k, n, "a", confidence)
-    return bool(p["a"] >= AGREEMENT_PASS and p["a_low"] >= AGREEMENT_PASS_LOWER)
-
-
-def validated_yardsticks(
-    dependence: pd.DataFrame, planted: dict[str, bool], accuracy: dict[str, dict[str, Any]]
-) -> dict[str, dict[str, Any]]:
-    """Yardstick -> planted (recovers every planted model), models_learned, rule_agreement (share of decided
-    probes naming the training cue), validated (module docstring)."""
-    learned = all(float(a["accuracy_own_cue"]) >= MODELS_LEARNED for a in accuracy.values())
+def validity(dependence: pd.DataFrame, planted: dict[str, bool], accuracy: dict[str, dict[str, Any]]):
+    """Yardstick -> planted (recovers every planted text model), models_learned, as_trained (share of its
+    decided probes naming the training cue: a description), judges (module docstring)."""
+    learned = all(float(a["accuracy_own_cue"]) >= plan.MODELS_LEARNED for a in accuracy.values())
     out = {}
     for y in YARDSTICKS:
         part = dependence[(dependence["yardstick"] == y) & (dependence["depends_on"] > 0)]
-        rule = float(part["as_trained"].mean()) if len(part) else float("nan")
-        ok_planted = planted.get(y, True)  # the training rule has no edit to validate
-        out[y] = {"planted": ok_planted, "models_learned": learned, "rule_agreement": rule,
-                  "validated": bool(ok_planted and learned and rule >= RULE_AGREEMENT)}  # fmt: skip
+        as_trained = float(part["as_trained"].mean()) if len(part) else float("nan")
+        out[y] = {"planted": bool(planted[y]), "models_learned": learned, "as_trained": as_trained,
+                  "judges": bool(planted[y] and learned)}
     return out
 
 
-def paired_tests(part: pd.DataFrame, seed: int, resamples: int) -> dict[str, dict[str, Any]]:
-    """One yardstick's decided probes -> the best model-reading method against every other method: exact
-    McNemar and the model bootstrap, each Holm-adjusted over the methods (module docstring)."""
-    decided = part[part["agrees"].notna()].assign(agrees=lambda f: f["agrees"].astype(bool))
-    wide = decided.pivot_table(index=["model", "record_id"], columns="method", values="agrees",
-                               aggfunc="first").dropna()  # fmt: skip
-    readers = [m for m in wide.columns if m not in BASELINES and m not in NULL_METHODS]
-    if not readers or wide.empty:
-        return {}
-    best = max(readers, key=lambda m: (wide[m].mean(), -readers.index(m)))
-    others = [m for m in wide.columns if m != best]
-    models = [str(model) for model, _ in wide.index]
-    tests = {m: (mcnemar(wide[best].to_numpy(bool), wide[m].to_numpy(bool)),
-                 model_bootstrap(wide[best].to_numpy(bool), wide[m].to_numpy(bool), models, resamples,
-                                 seed=seed)) for m in others}  # fmt: skip
-    p_mcnemar = holm([t[0].p for t in tests.values()])
-    p_boot = holm([t[1].p for t in tests.values()])
-    out = {best: {"best": True}}
-    for (m, (mc, boot)), pm, pb in zip(tests.items(), p_mcnemar, p_boot, strict=True):
-        out[m] = {"best": False, "against": best, "only_best": mc.only_first, "only_this": mc.only_second,
-                  "mcnemar_p": mc.p, "mcnemar_p_holm": pm, "difference": boot.mean,
-                  "difference_low": boot.low, "difference_high": boot.high, "bootstrap_p": boot.p,
-                  "bootstrap_p_holm": pb, "models": boot.clusters}  # fmt: skip
-    return out
+def _paired(rows: pd.DataFrame) -> pd.DataFrame:
+    """One judging yardstick's clear probes, one row per (study, role, probe), one column per method."""
+    clear = rows[rows["clear"]].assign(agrees=lambda f: f["agrees"].astype(bool))
+    return clear.pivot_table(index=["study", "role", "record_id"], columns="method", values="agrees",
+                             aggfunc="first").dropna()
 
 
-def faithfulness(
-    rows: pd.DataFrame, validity: dict[str, dict[str, Any]], planted: pd.DataFrame, confidence: float,
-    seed: int, resamples: int,
-) -> dict[str, Any]:  # fmt: skip
-    """``scored``'s rows and the planted mechanisms' recovery (``planted_methods.method_recovery``) -> per
-    method: per yardstick its cells, its departure test and its paired test; per mechanism whether it
-    recovered the planted cue; ``trustworthy`` (module docstring); and the yardsticks' validity."""
+def planned_pairs(methods: list[str]) -> list[tuple[str, str, str]]:
+    """The plan's comparisons among ``methods``: (method, against, alternative)."""
+    judged = [m for m in methods if m not in plan.BASELINES]
+    pairs = [(m, b, "greater") for m in judged for b in plan.LABEL_RANKERS if b in methods]
+    if plan.PAPER in judged:
+        pairs += [(m, plan.PAPER, "two-sided") for m in judged if m != plan.PAPER]
+    return pairs
+
+
+def comparisons(rows: pd.DataFrame, judges: list[str]) -> list[dict[str, Any]]:
+    """The planned comparisons (``planned_pairs``) on each judging yardstick's clear probes, by the
+    stratified McNemar test (``significance.paired_test``, the study as the stratum), Holm-adjusted as one
+    family over every comparison and yardstick."""
+    tests = []
+    for y in judges:
+        wide = _paired(rows[rows["yardstick"] == y])
+        if wide.empty:
+            continue
+        units = clusters(wide.index.to_frame(index=False)).tolist()
+        for m, against, alternative in planned_pairs(list(wide.columns)):
+            t = paired_test(wide[m].to_numpy(bool), wide[against].to_numpy(bool), units, alternative)
+            tests.append({"method": m, "against": against, "yardstick": y, "alternative": alternative,
+                          "only_method": t.only_first, "only_against": t.only_second, "strata": t.strata,
+                          "ahead": t.ahead, "behind": t.behind, "z_clustered": t.z_clustered, "p": t.p})
+    for test, adjusted in zip(tests, holm([t["p"] for t in tests]), strict=True):
+        test["p_holm"] = adjusted
+        test["significant"] = bool(adjusted <= plan.ALPHA)
+    return tests
+
+
+def label_ranker_failures(part: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """One method's clear rows of one yardstick -> on the probes where each label ranker is wrong (the
+    training rule: behaviour departs; the constant: the model depends on cue 2), how often the method agrees
+    (k of n)."""
+    clear = part[part["clear"]]
+    where = {"training_rule": clear["departs"].astype(bool), "constant": clear["depends_on"] == 2}
+    return {b: {"k": int(clear.loc[w, "agrees"].astype(bool).sum()), "n": int(w.sum())}
+            for b, w in where.items()}
+
+
+def power(rows: pd.DataFrame) -> dict[str, int]:
+    """The judging yardstick's clear (model, probe) pairs, those where behaviour departs from the training
+    rule, and the departures towards each cue (one method's rows: every method carries the same
+    dependence)."""
+    judge = rows[(rows["yardstick"] == plan.JUDGE) & (rows["method"] == rows["method"].iloc[0])]
+    clear = judge[judge["clear"]]
+    departs = clear[clear["departs"].astype(bool)]
+    return {"studies": int(rows["study"].nunique()), "clear": len(clear), "departures": len(departs),
+            "towards_cue_1": int((departs["depends_on"] == 1).sum()),
+            "towards_cue_2": int((departs["depends_on"] == 2).sum())}
+
+
+def unjudgeable(yardsticks: dict[str, dict[str, Any]], size: dict[str, int]) -> list[str]:
+    """Why no method gets a verdict (empty: the plan's conditions hold)."""
+    judge = yardsticks[plan.JUDGE]
+    reasons = [f"{plan.JUDGE} does not judge (planted {judge['planted']}, models learned "
+               f"{judge['models_learned']})"] if not judge["judges"] else []
+    needs = {"studies": plan.MIN_STUDIES, "clear": plan.MIN_CLEAR, "departures": plan.MIN_DEPARTURES,
+             "towards_cue_1": plan.MIN_EACH_WAY, "towards_cue_2": plan.MIN_EACH_WAY}
+    reasons += [f"{key} {size[key]} < {need}" for key, need in needs.items() if size[key] < need]
+    return reasons
+
+
+def verdict(method: str, by: dict[str, Any], judges: list[str], tests: list[dict[str, Any]],
+            blocked: list[str]) -> tuple[str, list[str]]:
+    """(``passes``/``fails``/``no verdict``/``baseline``, the reasons) by the plan's one rule."""
+    if method in plan.BASELINES:
+        return "baseline", ["a baseline is never judged"]
+    if blocked:
+        return "no verdict", blocked
+    below = [(y, name, c) for y in judges for name, c in by[y]["cells"].items()
+             if "_order" in name and not c["meets_marks"]]
+    reasons = [f"{y}, {name}: {c['clear_k']}/{c['clear_n']} (low {c['clear_low']:.2f})"
+               for y, name, c in below]
+    reasons += [f"{t['yardstick']}: not above {t['against']} (Holm p {t['p_holm']:.3g})" for t in tests
+                if t["method"] == method and t["against"] in plan.LABEL_RANKERS and not t["significant"]]
+    return ("fails", reasons) if reasons else ("passes", [])
+
+
+def faithfulness(rows: pd.DataFrame, yardsticks: dict[str, dict[str, Any]], planted: pd.DataFrame,
+                 confidence: float) -> dict[str, Any]:
+    """The ledger's rows, the yardsticks' validity and the planted embedding recovery -> per method: per
+    yardstick its cells and where the label rankers fail; its planned comparisons; its verdict."""
+    judges = [y for y in YARDSTICKS if yardsticks[y]["judges"]]
+    tests = comparisons(rows, judges)
+    size = power(rows)
+    blocked = unjudgeable(yardsticks, size)
     methods: dict[str, Any] = {}
-    for y in YARDSTICKS:
-        part = rows[rows["yardstick"] == y]
-        paired = paired_tests(part, seed, resamples)
-        for m in dict.fromkeys(part["method"]):
-            mine = part[part["method"] == m]
-            departing = mine.loc[mine["departs"], "agrees"].astype(bool).tolist()
-            test = beats_chance(departing)
-            methods.setdefault(m, {})[y] = {
-                "cells": _cells(mine, confidence),
-                "departs": {"k": test.k, "n": test.n, "p": test.p},
-                "paired": paired.get(m, {}),
-            }
-    valid = [y for y in YARDSTICKS if validity[y]["validated"]]
-    for m, by in methods.items():
-        cells = [c for y in valid for name, c in by[y]["cells"].items() if "_order" in name]
-        mine = planted[planted["method"] == m]
-        by["planted"] = dict(zip(mine["mechanism"], mine["recovered"].astype(bool), strict=True))
-        by["trustworthy"] = bool(valid and cells and all(c["passes"] for c in cells) and len(mine)
-                                 and mine["recovered"].all())  # fmt: skip
-        by["validated_yardsticks"] = valid
-    return {"methods": methods, "yardsticks": validity, "edit_yardsticks": list(EDIT_YARDSTICKS),
-            "rule_yardstick": RULE_YARDSTICK}  # fmt: skip
+    for m in dict.fromkeys(rows["method"]):
+        by: dict[str, Any] = {}
+        for y in YARDSTICKS:
+            mine = rows[(rows["yardstick"] == y) & (rows["method"] == m)]
+            by[y] = {"cells": cells(mine, confidence), "label_rankers_wrong": label_ranker_failures(mine)}
+        recovered = planted[planted["method"] == m]
+        by["planted_embeddings"] = dict(zip(recovered["mechanism"], recovered["recovered"].astype(bool),
+                                            strict=True))
+        by["comparisons"] = [t for t in tests if m in (t["method"], t["against"])]
+        by["verdict"], by["reasons"] = verdict(m, by, judges, tests, blocked)
+        methods[m] = by
+    return {"methods": methods, "yardsticks": yardsticks, "judges": judges, "power": size,
+            "plan": plan.PLAN, "plan_digest": plan.plan_digest()}
 
 
-def study_faithfulness(
-    study: FaithfulnessInputs, clear_margin: float, confidence: float, seed: int, resamples: int,
-    layer_ig_steps: int = 32,
-) -> tuple[pd.DataFrame, dict[str, Any]]:  # fmt: skip
-    """The swap study's faithfulness: (the ``scored`` rows, :func:`faithfulness`'s result with the planted
-    recovery table and each yardstick's dependence counts)."""
+def study_faithfulness(study: FaithfulnessInputs, clear_margin: float, confidence: float,
+                       layer_ig_steps: int = 32) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The swap study's faithfulness: (the ledger, :func:`faithfulness`'s result with the planted text
+    recovery table)."""
     dependence = pd.concat([
         model_dependence(study.records, study.readers[role], role,
                          study.behaviour[study.behaviour["role"] == role]) for role in study.readers
-    ], ignore_index=True)  # fmt: skip
+    ], ignore_index=True)
     recovered = recovery(study.records)
-    validity = validated_yardsticks(dependence, validated(recovered), study.accuracy)
+    yardsticks = validity(dependence, validated(recovered), study.accuracy)
     measured = pd.concat([study.measured, baseline_readings(sorted(study.cues))], ignore_index=True)
     rows = scored(measured, dependence, orders(study.cues), clear_margin)
     token_methods = [m for m in dict.fromkeys(study.measured["method"]) if variant_name(m) in TOKEN_METHODS]
-    result = faithfulness(rows, validity, method_recovery(token_methods, layer_ig_steps), confidence, seed,
-                          resamples)  # fmt: skip
-    result["planted"] = recovered.to_dict(orient="records")
+    result = faithfulness(rows, yardsticks, method_recovery(token_methods, layer_ig_steps), confidence)
+    result["planted_texts"] = recovered.to_dict(orient="records")
     return rows, result
 
 
 def faithfulness_metrics(result: dict[str, Any]) -> dict[str, Any]:
-    """The DVC metric view: per method and yardstick the agreement and its Wilson low in every cell, the
-    departure test's p and the paired test's Holm-adjusted p values; ``trustworthy``."""
+    """The DVC metric view: per method its verdict; on ``plan.JUDGE`` and every other judging yardstick, per
+    cell the clear agreement with its clustered interval and n, and where the label rankers are wrong; the
+    planted embedding mechanisms; the planned comparisons' Holm-adjusted p values."""
     out: dict[str, Any] = {}
     for m, by in result["methods"].items():
-        view: dict[str, Any] = {"trustworthy": by["trustworthy"], "planted": by["planted"]}
-        for y in YARDSTICKS:
-            if y not in by:
-                continue
-            cells = {name: {"agreement": c["agreement"], "agreement_low": c["agreement_low"],
-                            "n": c["agreement_n"]} for name, c in by[y]["cells"].items()}  # fmt: skip
-            paired = {k: by[y]["paired"][k] for k in ("mcnemar_p_holm", "bootstrap_p_holm", "against")
-                      if k in by[y]["paired"]}  # fmt: skip
-            view[y] = {**cells, "departs_p": by[y]["departs"]["p"], **paired}
+        view: dict[str, Any] = {"verdict": by["verdict"], "planted_embeddings": by["planted_embeddings"]}
+        for y in dict.fromkeys([plan.JUDGE, *result["judges"]]):
+            view[y] = {name: {k: c[k] for k in ("clear", "clear_low", "clear_high", "clear_n")}
+                       for name, c in by[y]["cells"].items()}
+            view[y]["label_rankers_wrong"] = by[y]["label_rankers_wrong"]
+        view["p_holm"] = {f"{t['yardstick']}:{t['method']}-{t['against']}": t["p_holm"]
+                          for t in by["comparisons"]}
         out[m] = view
     return out

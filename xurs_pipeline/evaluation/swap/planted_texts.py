@@ -1,5 +1,8 @@
 """Hand-set text models whose dependence on each cue is known exactly: an edit yardstick (``yardsticks.py``)
-may judge methods only if it recovers that dependence on every probe of every one of them.
+may judge methods only if it recovers that dependence on every probe of every model that reads what a cue
+*names* (``kind`` ``content``: the question the study asks). The suite also holds a model that reads only
+whether a cue is *stated* (``presence``), which the text edits cannot see by construction (they keep the
+sentence): it shows that the validation is a test a yardstick can fail, and what each yardstick measures.
 
 A planted model reads each cue's sentence by its test (``yardsticks.TESTS``) and its state: ``label`` (it
 names only the probe's label), ``pair`` (the label and another option), ``other`` (only another option),
@@ -13,7 +16,9 @@ state, ``other``; ``truth`` is the cue it depends on by construction. The suite:
 - ``cancelling``: each name in cue 1 moves the width, the label's down and the other's up by as much, so the
   probe's pair and the absent cue read alike; cue 2 weakly: truth cue 1;
 - ``interaction``: cue 1 read, cue 2 only through its product with cue 1 (invisible from the probe): truth
-  cue 1.
+  cue 1;
+- ``presence`` (kind ``presence``): cue 1 moves the width only when its sentence is absent (removed or its
+  test renamed), whatever it names; cue 2 weakly: truth cue 1, misread by the text edits.
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ import pandas as pd
 
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.evaluation.swap.yardsticks import (
-    EDIT_YARDSTICKS,
     TESTS,
+    YARDSTICKS,
     dependence,
     yardstick_widths,
 )
@@ -44,6 +49,7 @@ class PlantedText:
     values: tuple[dict[str, float], dict[str, float]]
     truth: int
     interaction: float = 0.0
+    kind: str = "content"
 
     def widths(self, records: Sequence[QuestionRecord]) -> np.ndarray:
         """The label's width of each record (n,) (module docstring)."""
@@ -83,22 +89,24 @@ PLANTED = (
     PlantedText("saturated", (_reads(0.0, 0.0, 0.45, 0.0), WEAK), 1),
     PlantedText("cancelling", (_reads(-0.3, 0.0, 0.3, 0.0), WEAK), 1),
     PlantedText("interaction", (READS, QUIET), 1, interaction=0.3),
+    PlantedText("presence", ({**QUIET, "absent": 0.4}, WEAK), 1, kind="presence"),
 )
 
 
 def recovery(probes: Sequence[QuestionRecord]) -> pd.DataFrame:
-    """Per (edit yardstick, planted model): on how many probes the yardstick names the planted ``truth``
-    (k of n) and whether it does on all (``recovered``)."""
+    """Per (edit yardstick, planted model): the model's ``kind``, on how many probes the yardstick names the
+    planted ``truth`` (k of n) and whether it does on all (``recovered``)."""
     rows = []
     for model in PLANTED:
-        for yardstick in EDIT_YARDSTICKS:
+        for yardstick in YARDSTICKS:
             found = dependence(yardstick_widths(probes, model.widths, yardstick), "A", yardstick)
             k = int((found["depends_on"] == model.truth).sum())
-            rows.append({"yardstick": yardstick, "planted": model.name, "k": k, "n": len(found),
-                         "recovered": k == len(found)})  # fmt: skip
+            rows.append({"yardstick": yardstick, "planted": model.name, "kind": model.kind, "k": k,
+                         "n": len(found), "recovered": k == len(found)})
     return pd.DataFrame(rows)
 
 
 def validated(recovered: pd.DataFrame) -> dict[str, bool]:
-    """Edit yardstick -> recovers every planted model's dependence on every probe."""
-    return {y: bool(recovered.loc[recovered["yardstick"] == y, "recovered"].all()) for y in EDIT_YARDSTICKS}
+    """Edit yardstick -> recovers every planted ``content`` model's dependence on every probe."""
+    content = recovered[recovered["kind"] == "content"]
+    return {y: bool(content.loc[content["yardstick"] == y, "recovered"].all()) for y in YARDSTICKS}

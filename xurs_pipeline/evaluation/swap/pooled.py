@@ -1,11 +1,12 @@
-"""The faithfulness study pooled over several swap studies (seeds, clones): the same computation
-(``faithfulness.faithfulness``) over all their rows, each (study, role) its own trained model, so that the
-cells hold the pooled counts, the McNemar test pairs every probe and the bootstrap resamples whole models.
+"""The faithfulness verdict over several swap studies (data seeds): the same computation
+(``faithfulness.faithfulness``) over all their ledgers, each study its own cluster (``plan.CLUSTER``), so
+that the cells hold the pooled counts with intervals clustered by seed and the paired tests combine the
+seeds by the clustered McNemar test.
 
 Each study gives its ``faithfulness.parquet`` rows and its ``summary.json``'s ``faithfulness`` section. A
-yardstick is validated pooled where every study's planted check passes, every study's models learned their
-cues and the pooled decided probes name the training cue at ``faithfulness.RULE_AGREEMENT`` or more; a
-method recovers a planted mechanism where it does in every study (the planted models are the same in all).
+yardstick judges pooled where it recovers the planted text models and every study's models learned their
+cues; a method recovers a planted embedding mechanism where it does in every study. Studies run under
+another analysis plan (``plan.plan_digest``) are refused.
 """
 
 from __future__ import annotations
@@ -15,18 +16,18 @@ from typing import Any
 
 import pandas as pd
 
-from xurs_pipeline.evaluation.swap.faithfulness import RULE_AGREEMENT, faithfulness
+from xurs_pipeline.evaluation.swap import plan
+from xurs_pipeline.evaluation.swap.faithfulness import faithfulness
 from xurs_pipeline.evaluation.swap.roles import ROLES
 from xurs_pipeline.evaluation.swap.yardsticks import YARDSTICKS
 
 
 def pooled_rows(studies: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """Study label -> its rows -> one frame, probes and models named ``<label>/<id>``."""
+    """Study label -> its ledger -> one ledger, ``study`` the label and probes named ``<label>/<id>``."""
     if not studies:
         raise ValueError("no swap studies to pool")
-    return pd.concat([rows.assign(record_id=f"{label}/" + rows["record_id"].astype(str),
-                                  model=f"{label}/" + rows["role"].astype(str))
-                      for label, rows in studies.items()], ignore_index=True)  # fmt: skip
+    return pd.concat([rows.assign(study=label, record_id=f"{label}/" + rows["record_id"].astype(str))
+                      for label, rows in studies.items()], ignore_index=True)
 
 
 def pooled_validity(rows: pd.DataFrame, sections: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -37,11 +38,12 @@ def pooled_validity(rows: pd.DataFrame, sections: Mapping[str, dict[str, Any]]) 
     out = {}
     for y in YARDSTICKS:
         decided = rows[one & (rows["yardstick"] == y) & (rows["depends_on"] > 0)]
-        rule = float((decided["depends_on"] == cue[decided.index]).mean()) if len(decided) else float("nan")
+        trained = decided["depends_on"] == cue[decided.index]
+        as_trained = float(trained.mean()) if len(decided) else float("nan")
         planted = all(s["yardsticks"][y]["planted"] for s in sections.values())
         learned = all(s["yardsticks"][y]["models_learned"] for s in sections.values())
-        out[y] = {"planted": planted, "models_learned": learned, "rule_agreement": rule,
-                  "validated": bool(planted and learned and rule >= RULE_AGREEMENT)}  # fmt: skip
+        out[y] = {"planted": planted, "models_learned": learned, "as_trained": as_trained,
+                  "judges": bool(planted and learned)}
     return out
 
 
@@ -50,21 +52,28 @@ def pooled_planted(sections: Mapping[str, dict[str, Any]]) -> pd.DataFrame:
     found: dict[tuple[str, str], bool] = {}
     for section in sections.values():
         for method, by in section["methods"].items():
-            for mechanism, ok in by.get("planted", {}).items():
+            for mechanism, ok in by.get("planted_embeddings", {}).items():
                 found[(method, mechanism)] = found.get((method, mechanism), True) and bool(ok)
     return pd.DataFrame([{"method": m, "mechanism": k, "recovered": ok} for (m, k), ok in found.items()],
-                        columns=["method", "mechanism", "recovered"])  # fmt: skip
+                        columns=["method", "mechanism", "recovered"])
+
+
+def same_plan(sections: Mapping[str, dict[str, Any]]) -> None:
+    """ValueError naming the studies run under another analysis plan than this code's."""
+    other = [label for label, s in sections.items() if s.get("plan_digest") != plan.plan_digest()]
+    if other:
+        raise ValueError(f"studies {other} were judged under another analysis plan than "
+                         f"{plan.plan_digest()} (docs/swap-plan.md): rerun their swap stage")
 
 
 def pooled_faithfulness(
-    studies: Mapping[str, tuple[pd.DataFrame, dict[str, Any]]], confidence: float = 0.95, seed: int = 0,
-    resamples: int = 2000,
-) -> dict[str, Any]:  # fmt: skip
+    studies: Mapping[str, tuple[pd.DataFrame, dict[str, Any]]], confidence: float = 0.95
+) -> dict[str, Any]:
     """Label -> (its ``faithfulness.parquet`` rows, its ``faithfulness`` section) -> the pooled result, in
     the shape of one study's (``faithfulness.faithfulness``)."""
-    rows = pooled_rows({label: frame for label, (frame, _) in studies.items()})
     sections = {label: section for label, (_, section) in studies.items()}
-    result = faithfulness(rows, pooled_validity(rows, sections), pooled_planted(sections), confidence, seed,
-                          resamples)  # fmt: skip
+    same_plan(sections)
+    rows = pooled_rows({label: frame for label, (frame, _) in studies.items()})
+    result = faithfulness(rows, pooled_validity(rows, sections), pooled_planted(sections), confidence)
     result["studies"] = list(studies)
     return result

@@ -1,17 +1,23 @@
-"""Comparisons that are tests (issue 53, item 4): each on per-probe agreements (1 = the method ranks first
-the cue the yardstick names), all from ``scipy.stats``.
+"""Comparisons that are tests, with the unit of independence the analysis plan names (``plan.CLUSTER``: the
+data seed; within one seed, the probe). Each works on per-probe agreements (1 = the method ranks first the cue
+the yardstick names) and a cluster label per probe.
 
-- :func:`beats_chance`: on the probes where a model's behaviour departs from its training rule, does the
-  method side with the behaviour more often than chance (one-sided exact binomial test against 1/2)?
-- :func:`mcnemar`: two methods on the same probes, the exact McNemar test (two-sided binomial test on the
-  discordant pairs).
-- :func:`model_bootstrap`: the agreement difference of two methods with probes resampled in clusters, one
-  cluster per trained model (a probe's readings under one model are not independent cases).
+- :func:`clustered_proportion`: a share with the Wilson interval at the effective sample size ``n / deff``,
+  Kish's design effect ``deff`` = the cluster-robust variance of the ratio estimator over the binomial one
+  (at least 1): probes of one seed count as fewer independent trials the more they agree with each other.
+- :func:`paired_test`: two methods on the same probes, stratified by cluster (``b_k``: probes of stratum
+  ``k`` the first method gets right and the second wrong, ``c_k`` the reverse). The p value is the
+  stratified exact McNemar test (the discordant pairs of every stratum pooled, a binomial test of
+  ``sum b_k`` in ``sum (b_k + c_k)`` against 1/2: Mantel-Haenszel for matched pairs). Beside it, with the
+  cluster as the unit, Durkalski et al.'s (2003) clustered statistic ``z = sum_k d_k / sqrt(sum_k d_k^2)``
+  (``d_k = b_k - c_k``; at most ``sqrt(K)`` with ``K`` clusters, so with five seeds it cannot carry a
+  family of tests: reported, not tested) and the number of strata where each method is ahead.
 - :func:`holm`: Holm's step-down adjustment of a family of p-values.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,69 +39,87 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return out.tolist()
 
 
+def _per_cluster(values: np.ndarray, clusters: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per cluster (sorted by name): the sum of ``values`` (n,) and the count of probes."""
+    names = np.asarray(clusters)
+    if names.shape != values.shape:
+        raise ValueError(f"one cluster per probe needed: {names.shape} clusters for {values.shape} probes")
+    keys, index = np.unique(names, return_inverse=True)
+    return np.bincount(index, weights=values, minlength=len(keys)), np.bincount(index, minlength=len(keys))
+
+
 @dataclass(frozen=True)
-class Binomial:
+class ClusteredShare:
+    """``k`` of ``n`` probes in ``clusters`` clusters; ``deff`` the design effect; ``low``/``high`` the
+    Wilson interval at ``n / deff`` trials."""
+
     k: int
     n: int
-    p: float
+    clusters: int
+    deff: float
+    value: float
+    low: float
+    high: float
 
 
-def beats_chance(agrees: Sequence[bool]) -> Binomial:
-    """One-sided exact binomial test of ``k`` agreements in ``n`` against 1/2 (NaN p for none)."""
-    k, n = int(np.sum(agrees)), len(agrees)
-    p = float(stats.binomtest(k, n, 0.5, alternative="greater").pvalue) if n else float("nan")
-    return Binomial(k, n, p)
+def design_effect(agrees: np.ndarray, clusters: Sequence[str]) -> tuple[float, int]:
+    """(Kish's design effect of the share of ``agrees`` (n,) under ``clusters``, at least 1; the number of
+    clusters). With one cluster nothing estimates the between-cluster variance: the effect is ``n`` (one
+    independent trial)."""
+    n = len(agrees)
+    sums, counts = _per_cluster(agrees.astype(np.float64), clusters)
+    p = agrees.mean()
+    if len(sums) < 2:
+        return float(n), len(sums)
+    robust = len(sums) / (len(sums) - 1) * float(((sums - p * counts) ** 2).sum()) / n**2
+    binomial = p * (1 - p) / n
+    return (max(1.0, robust / binomial) if binomial > 0 else 1.0), len(sums)
+
+
+def clustered_proportion(agrees: Sequence[bool], clusters: Sequence[str], confidence: float = 0.95):
+    """The share of ``agrees`` with its clustered Wilson interval (module docstring); NaN for no probe."""
+    a = np.asarray(agrees, dtype=bool)
+    if not len(a):
+        nan = float("nan")
+        return ClusteredShare(0, 0, 0, nan, nan, nan, nan)
+    deff, count = design_effect(a, clusters)
+    p, trials = float(a.mean()), len(a) / deff
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    centre = (p + z**2 / (2 * trials)) / (1 + z**2 / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z**2 / (4 * trials**2)) / (1 + z**2 / trials)
+    low, high = max(0.0, centre - half), min(1.0, centre + half)
+    return ClusteredShare(int(a.sum()), len(a), count, deff, p, low, high)
 
 
 @dataclass(frozen=True)
-class McNemar:
-    """``only_first``: probes the first method gets right and the second wrong; ``only_second``: the
-    reverse."""
+class PairedTest:
+    """``only_first``/``only_second``: discordant probes each way; ``ahead``/``behind``: strata where the
+    first method has more/fewer; ``z_clustered`` Durkalski's statistic (NaN without a discordant probe);
+    ``p`` the stratified exact McNemar p value under the alternative."""
 
     only_first: int
     only_second: int
+    strata: int
+    ahead: int
+    behind: int
+    z_clustered: float
     p: float
 
 
-def mcnemar(first: Sequence[bool], second: Sequence[bool]) -> McNemar:
-    """Exact McNemar test of two methods' agreements on the same probes (equal lengths)."""
+def paired_test(
+    first: Sequence[bool], second: Sequence[bool], strata: Sequence[str], alternative: str = "two-sided"
+) -> PairedTest:
+    """The module docstring's paired test of two methods' agreements on the same probes; ``alternative``:
+    ``greater`` (the first agrees more often) or ``two-sided``. No discordant probe: p 1."""
     a, b = np.asarray(first, dtype=bool), np.asarray(second, dtype=bool)
     if a.shape != b.shape:
         raise ValueError(f"paired test needs the same probes: {a.shape} != {b.shape}")
+    if alternative not in ("greater", "two-sided"):
+        raise ValueError(f"alternative={alternative!r}: 'greater' or 'two-sided'")
+    d, _ = _per_cluster((a & ~b).astype(np.float64) - (b & ~a).astype(np.float64), strata)
     only_a, only_b = int((a & ~b).sum()), int((b & ~a).sum())
+    spread = float((d**2).sum())
+    z = float(d.sum()) / math.sqrt(spread) if spread else float("nan")
     n = only_a + only_b
-    p = float(stats.binomtest(only_a, n, 0.5).pvalue) if n else 1.0
-    return McNemar(only_a, only_b, p)
-
-
-@dataclass(frozen=True)
-class Difference:
-    """Mean agreement of the first method minus the second, its percentile interval over cluster
-    resamples, the share of resamples at or below 0 (a one-sided p), and the number of clusters."""
-
-    mean: float
-    low: float
-    high: float
-    p: float
-    clusters: int
-
-
-def model_bootstrap(
-    first: Sequence[bool], second: Sequence[bool], clusters: Sequence[str], resamples: int = 2000,
-    confidence: float = 0.95, seed: int = 0,
-) -> Difference:  # fmt: skip
-    """The agreement difference ``first - second`` over probes, resampling whole clusters (trained models)
-    with replacement."""
-    a, b = np.asarray(first, dtype=np.float64), np.asarray(second, dtype=np.float64)
-    names = np.asarray(clusters)
-    keys = sorted(set(names.tolist()))
-    if not len(a) or a.shape != b.shape or names.shape != a.shape:
-        raise ValueError("model bootstrap needs two equal, non-empty agreement lists and a cluster per probe")
-    sums = np.array([(a - b)[names == key].sum() for key in keys])
-    counts = np.array([(names == key).sum() for key in keys])
-    picks = np.random.default_rng(seed).integers(0, len(keys), (resamples, len(keys)))
-    diffs = sums[picks].sum(1) / counts[picks].sum(1)
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(diffs, [tail, 1 - tail])
-    return Difference(float(sums.sum() / counts.sum()), float(low), float(high), float((diffs <= 0).mean()),
-                      len(keys))  # fmt: skip
+    p = float(stats.binomtest(only_a, n, 0.5, alternative=alternative).pvalue) if n else 1.0
+    return PairedTest(only_a, only_b, len(d), int((d > 0).sum()), int((d < 0).sum()), z, p)

@@ -155,7 +155,7 @@ def run_study(inputs: StudyInputs) -> StudyResult:
     scores = ranking_frame(measured)
     studies = {k: swap_summary(scores, k, ev.bootstrap_resamples, ev.confidence, ev.seed) for k in RANKINGS}
     for result in studies.values():
-        result["passes"] = follows_learned_cue(result)
+        result["follows_training_rule"] = follows_learned_cue(result)
     studies["randomised"]["scope"] = ev.swap_randomise  # re-initialised: the head, or it and the tuned blocks
     behaviour = model_behaviour(inputs)
     trained = measured[
@@ -170,7 +170,7 @@ def run_study(inputs: StudyInputs) -> StudyResult:
     judged, faithful = study_faithfulness(
         FaithfulnessInputs(inputs.records, width_readers(inputs), behaviour, trained, dict(probes.cues),
                            accuracy),
-        ev.swap_clear_margin, ev.confidence, ev.seed, ev.bootstrap_resamples, ev.swap_layer_ig_steps,
+        ev.swap_clear_margin, ev.confidence, ev.swap_layer_ig_steps,
     )  # fmt: skip
     summary = {
         "studies": studies,

@@ -11,8 +11,10 @@ margin, 0 on a tie). The yardsticks:
 - ``sentence_removed``: cue ``k``'s sentence deleted;
 - ``unseen_names``: cue ``k``'s named conditions replaced by names no option and no training text holds;
 - ``test_renamed``: cue ``k``'s test named by a test no training text names (the blood test becomes the
-  saliva test), its conditions kept;
-- ``training_rule``: no edit: the cue the role's labels followed (A: cue 1, B: cue 2), margin 1.
+  saliva test), its conditions kept.
+
+The cue the role's labels followed is no yardstick: it is a baseline ranker (``faithfulness.py``), which
+never judges (docs/swap-plan.md).
 
 Each edit yardstick is validated on hand-set models before it may judge a method
 (``planted_texts.validated``).
@@ -29,11 +31,8 @@ import pandas as pd
 
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.evaluation.swap.behaviour import WidthReader, dependence_from_effects, edited_records
-from xurs_pipeline.evaluation.swap.roles import ROLES
 
-EDIT_YARDSTICKS = ("text_edits", "sentence_removed", "unseen_names", "test_renamed")
-RULE_YARDSTICK = "training_rule"
-YARDSTICKS = (*EDIT_YARDSTICKS, RULE_YARDSTICK)
+YARDSTICKS = ("text_edits", "sentence_removed", "unseen_names", "test_renamed")
 TESTS = ("blood", "urine")  # cue 1's and cue 2's test (data/synthetic/swap.py's CUE_TEMPLATES)
 UNSEEN_TEST = "saliva"
 UNSEEN_NAMES = ("Quazzle fever", "Vexmor blight")  # invented, unlike the generator's syllable names
@@ -110,24 +109,13 @@ def dependence(effects: pd.DataFrame, role: str, yardstick: str) -> pd.DataFrame
     return out
 
 
-def rule_dependence(record_ids: Sequence[str], role: str) -> pd.DataFrame:
-    """The training rule as a yardstick: every probe depends on the role's cue, margin 1."""
-    cue = ROLES[role].cue
-    return pd.DataFrame({
-        "yardstick": RULE_YARDSTICK, "role": role, "record_id": list(record_ids),
-        "effect_1": float(cue == 1), "effect_2": float(cue == 2), "share_1": float(cue == 1),
-        "depends_on": cue, "margin": 1.0, "as_trained": True,
-    })  # fmt: skip
-
-
 def model_dependence(
     probes: Sequence[QuestionRecord], widths: WidthReader, role: str, text_edits: pd.DataFrame
 ) -> pd.DataFrame:
     """Every yardstick's dependence of one model (``role``) on the probes, one row per (yardstick, probe);
     ``text_edits``: the role's rows of ``behaviour.cue_dependence`` (read once, by the behaviour)."""
     frames = [text_edits.assign(yardstick="text_edits")]
-    frames += [dependence(yardstick_widths(probes, widths, y), role, y) for y in EDIT_YARDSTICKS[1:]]
-    frames.append(rule_dependence([p.record_id for p in probes], role))
+    frames += [dependence(yardstick_widths(probes, widths, y), role, y) for y in YARDSTICKS[1:]]
     columns = ["yardstick", "role", "record_id", "effect_1", "effect_2", "share_1", "depends_on", "margin",
                "as_trained"]  # fmt: skip
     return pd.concat([f[columns] for f in frames], ignore_index=True)
