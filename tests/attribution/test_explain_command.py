@@ -525,6 +525,7 @@ def test_compare_puts_a_second_method_beside_the_first_on_the_page(project, monk
     assert "<strong>eg</strong>: not compared on the swap control" in section
 
 
+@pytest.mark.slow  # 2^12 forwards of a 300-token prompt: 1-8 minutes on a loaded 2-core CPU
 def test_shapley_span_explains_a_long_prompt_with_its_defaults(project, monkeypatch, capsys) -> None:
     """``shapley_span`` with its default 16 positions a span refused every prompt of more than 12 spans (the
     shipped questions have 20 or more); now it widens its spans to ceil(L / 12) positions, says so, and
