@@ -11,9 +11,7 @@ from dataclasses import asdict
 import _common as C
 import pandas as pd
 
-from xurs_pipeline.attribution.endpoints import natural_widths
-from xurs_pipeline.attribution.inputs import reference_pool, select_questions
-from xurs_pipeline.attribution.model import model_device
+from xurs_pipeline.attribution.inputs import natural_pool, select_questions
 from xurs_pipeline.attribution.question import ReferencePool
 from xurs_pipeline.evaluation.evidence import localisation_table
 
@@ -45,10 +43,7 @@ def load(experiment: str, overrides: list[str] = ()):
 def explained_questions(model, prompts, at, n: int) -> tuple[list, ReferencePool]:
     """The first ``n`` questions the ``attribute`` stage explains under ``at`` and its reference pool, with
     the pool's natural widths, selected and prepared as the stage does."""
-    pool = ReferencePool(*reference_pool(prompts, at, None))
-    device, batch = model_device(model), at.eval_batch_size
-    pool.natural = [natural_widths(model, i, batch, device, at.target_fn) for i in pool.token_ids]
-    return select_questions(prompts, at, None)[:n], pool
+    return select_questions(prompts, at, None)[:n], natural_pool(model, prompts, at, None)
 
 
 def clue_measures(row, prompts) -> dict[str, float | int]:

@@ -43,8 +43,8 @@ from _flops import ArchSpec, gradient_sample_flops
 from captum.attr import GradientShap
 
 from xurs_pipeline.attribution.endpoints import prompt_of
-from xurs_pipeline.attribution.gradients import Prompt, accumulate
-from xurs_pipeline.attribution.model import Objective
+from xurs_pipeline.attribution.gradients import Batching, accumulate
+from xurs_pipeline.attribution.model import Objective, Prompt
 from xurs_pipeline.attribution.plan import SamplingPlan, eg_plan
 from xurs_pipeline.attribution.references import PreparedReferences, prepare_aligned, prepare_training
 from xurs_pipeline.credal import credal_width
@@ -355,7 +355,8 @@ def run_paired(name: str, tokens: int, batch: int, rounds: int) -> list[str]:
         tag = f" ({at:.0%})"
 
         def engine(r: int, reuse: bool, refs: PreparedReferences = refs, tag: str = tag) -> None:
-            sums = accumulate(model, objective, prompt, refs, eg_plan(1, batch, 1000 + r), batch, None, reuse)
+            plan = eg_plan(1, batch, 1000 + r)
+            sums = accumulate(model, objective, prompt, refs, plan, batch, Batching(reuse_prefix=reuse))
             results[f"{reuse}{tag}{r}"] = sums
 
         def captum(r: int, baselines: torch.Tensor = baselines, tag: str = tag) -> None:

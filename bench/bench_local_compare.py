@@ -15,13 +15,10 @@ from dataclasses import replace
 import _common as C
 import numpy as np
 import pandas as pd
-import torch
 
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.attribution.endpoints import natural_widths
-from xurs_pipeline.attribution.inputs import reference_pool, select_questions
+from xurs_pipeline.attribution.inputs import natural_pool, select_questions
 from xurs_pipeline.attribution.methods import QuestionInputs, method_for
-from xurs_pipeline.attribution.question import ReferencePool
 from xurs_pipeline.data.config import DataConfig
 from xurs_pipeline.data.dataset import data_config_hash, prepare_dataset
 
@@ -53,9 +50,7 @@ def main() -> None:
     configs = {"occlusion_token": replace(base, method="occlusion_token"),
                "IG, 36 points": replace(base, method="ig", ig_points=36)}  # fmt: skip
     ig = configs["IG, 36 points"]
-    pool = ReferencePool(*reference_pool(prompts, ig, None))
-    cpu = torch.device("cpu")
-    pool.natural = [natural_widths(model, ids, ig.eval_batch_size, cpu) for ids in pool.token_ids]
+    pool = natural_pool(model, prompts, ig, None)
     chosen = replace(ig, record_ids=list(test["record_id"].head(args.questions)))
     questions = select_questions(prompts, chosen, None)
     wall: dict[str, list[float]] = {name: [] for name in configs}

@@ -28,11 +28,9 @@ from dataclasses import replace
 
 import _common as C
 import numpy as np
-import torch
 
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.attribution.endpoints import natural_widths
-from xurs_pipeline.attribution.inputs import reference_pool, select_questions
+from xurs_pipeline.attribution.inputs import natural_pool, select_questions
 from xurs_pipeline.attribution.methods import QuestionInputs, method_for
 from xurs_pipeline.attribution.question import ReferencePool
 
@@ -87,10 +85,7 @@ def main() -> None:
     chosen = prompts[(prompts["split"] == "test") & lengths.between(240, 272)].head(args.questions)
     configs = variants(args.samples, args.refs, args.batch)
     eg = configs["EG"]
-    pool = ReferencePool(*reference_pool(prompts, eg, None))
-    pool.natural = [
-        natural_widths(model, ids, eg.eval_batch_size, torch.device("cpu")) for ids in pool.token_ids
-    ]
+    pool = natural_pool(model, prompts, eg, None)
     questions = select_questions(prompts, replace(eg, record_ids=list(chosen["record_id"])), None)
     wall, rows = timed(model, pad_id, questions, pool, configs, (args.rounds, args.warmup))
     print(f"questions: {len(questions)}, tokens {sorted(len(q.input_ids) for q in questions)}\n")

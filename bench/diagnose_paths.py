@@ -36,9 +36,9 @@ from _trained import experiment_parser, load
 
 from xurs_pipeline.attribution.endpoints import input_width, prepared_widths, prompt_of
 from xurs_pipeline.attribution.estimators import AdaptiveKronrod, PathProblem
-from xurs_pipeline.attribution.gradients import Prompt, accumulate
+from xurs_pipeline.attribution.gradients import accumulate
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
-from xurs_pipeline.attribution.model import Objective, frozen, widths_and_betp
+from xurs_pipeline.attribution.model import Objective, Prompt, frozen, widths_and_betp
 from xurs_pipeline.attribution.plan import SamplingPlan, ig_plan
 from xurs_pipeline.attribution.quadrature import KronrodSpec
 from xurs_pipeline.attribution.references import PreparedReferences, prepare_training

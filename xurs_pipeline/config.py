@@ -4,6 +4,18 @@
 ``params.yaml`` its composition. Every stage validates ``params.yaml`` against :class:`RootConfig`
 before doing any work: unknown keys, wrong types and out-of-range values fail with the key's name.
 Each package owns the dataclass of its own section (``xurs_pipeline/<pkg>/config.py``).
+
+Besides each section's own checks, checks on the whole tree that no section's dataclass can make:
+
+- text: no string value may hold a line break, control or format character (a newline in
+  ``experiment_name`` would end the ``%`` comment of every LaTeX table and start a live line), and the
+  experiment's name is a plain label (letters, digits, ``_ . + -``) that every output format, file name and
+  DVC shows as it is;
+- interpolation: ``conf/`` and overrides may refer to other keys (``${train.seed}``) but not call a
+  resolver (``${oc.env:HOME}``): ``params.yaml`` and every experiment commit would store this machine's
+  environment;
+- completeness: a composition holds every key of the schema, so a ``~key`` override or a group option taken
+  from another group (``train=../experiment/local``) cannot silently drop a section to its defaults.
 """
 
 from __future__ import annotations
@@ -11,7 +23,9 @@ from __future__ import annotations
 import difflib
 import math
 import os
-from collections.abc import Mapping
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -28,10 +42,11 @@ from xurs_pipeline.attribution.config import (
     unread_keys,
     with_method,
 )
-from xurs_pipeline.config_guards import first_resolver, first_unsafe_text, missing_keys, walk
+from xurs_pipeline.contracts import prompts_hash
 from xurs_pipeline.data.config import DataConfig
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation.config import EvaluationConfig
+from xurs_pipeline.io import config_hash
 from xurs_pipeline.models.config import ModelConfig, model_name
 from xurs_pipeline.train.config import TrainConfig
 
@@ -41,6 +56,64 @@ class ConfigError(XursError, ValueError):
 
 
 PRIVATE_DIRS = (".git", ".dvc")  # git's and DVC's own directories: no stage writes there
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")
+"""What ``experiment_name`` may be: a label shown as is in LaTeX, HTML, Markdown, CSV and file names."""
+UNSAFE_CATEGORIES = {"Cc", "Cf", "Zl", "Zp"}  # control, format (zero-width, bidi), line/paragraph breaks
+RESOLVER = re.compile(r"\$\{\s*[A-Za-z_][\w.]*\s*:")  # ${name:...}: a resolver call, not a key reference
+
+
+def walk(data: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted key, value) of every leaf of a config tree (list items as ``key[i]``)."""
+    items = data.items() if isinstance(data, Mapping) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        where = f"{prefix}{key}" if isinstance(key, str) else f"{prefix.rstrip('.')}[{key}]"
+        if isinstance(value, Mapping | list):
+            yield from walk(value, f"{where}.")
+        else:
+            yield where, value
+
+
+def first_unsafe_text(data: Mapping[str, Any]) -> str | None:
+    """Why the first unsafe string of ``data`` is refused (naming its key), else None."""
+    for where, value in walk(data):
+        if not isinstance(value, str):
+            continue
+        bad = next((c for c in value if unicodedata.category(c) in UNSAFE_CATEGORIES), None)
+        if bad is not None:
+            return (
+                f"{where}={value!r}: holds U+{ord(bad):04X} ({unicodedata.name(bad, 'a control')}); "
+                "config text may not hold line breaks, control or invisible characters"
+            )
+    name = data.get("experiment_name")
+    if isinstance(name, str) and not NAME.fullmatch(name):
+        return (
+            f"experiment_name={name!r}: must be 1-100 letters, digits, '_', '.', '+' or '-', starting with a "
+            "letter or digit (it labels every table, page and file)"
+        )
+    return None
+
+
+def first_resolver(data: Any) -> str | None:
+    """The first ``key=value`` whose unresolved value calls a resolver (``${oc.env:...}``), else None."""
+    for where, value in walk(data):
+        if isinstance(value, str) and RESOLVER.search(value):
+            return (
+                f"{where}={value!r}: a resolver would write this machine's environment into params.yaml and "
+                "every experiment's commit; write the value itself"
+            )
+    return None
+
+
+def missing_keys(schema: Mapping[str, Any], composed: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """The schema's keys (dotted; a section counts as one key when wholly absent) that ``composed`` lacks."""
+    missing = []
+    for key, value in schema.items():
+        if key not in composed:
+            missing.append(f"{prefix}{key}")
+        elif isinstance(value, Mapping) and value and isinstance(composed[key], Mapping):
+            missing += missing_keys(value, composed[key], f"{prefix}{key}.")
+    return missing
 
 
 @dataclass
@@ -161,20 +234,38 @@ def _first_unknown(schema: DictConfig, data: Mapping[str, Any], prefix: str = ""
 
 
 def _first_misshapen(schema: DictConfig, data: Mapping[str, Any], prefix: str = "") -> str | None:
-    """The first key whose value has the wrong shape (a mapping for a list, a scalar for a section),
-    which OmegaConf's merge reports without the key; None if every shape fits."""
+    """The first key whose value has the wrong shape (a mapping for a list, a scalar for a section, a
+    mapping for a list item), which OmegaConf's merge reports without the key (or a traceback); None if
+    every shape fits."""
     for key, value in data.items():
         if not isinstance(key, str) or key not in schema:
             continue  # unknown keys: the merge names them
         node, where = schema[key], f"{prefix}{key}"
         if OmegaConf.is_list(node) and isinstance(value, Mapping):
             return f"'{where}': expected a list, got a mapping {dict(value)!r}"
+        if OmegaConf.is_list(node) and isinstance(value, list):
+            found = _first_mapping_item(where, value)
+            if found:
+                return found
         if OmegaConf.is_dict(node):
             if not isinstance(value, Mapping):
                 return f"'{where}': expected a section of keys, got {value!r}"
             found = _first_misshapen(node, value, f"{where}.")
             if found:
                 return found
+    return None
+
+
+def _first_mapping_item(where: str, items: list[Any]) -> str | None:
+    """The first item of a list of values that YAML read as a mapping: ``- name@key=value:`` unquoted (a
+    ``:`` at the end or before a space makes a list item ``{name@key=value: null}``); None if none is."""
+    for i, item in enumerate(items):
+        if isinstance(item, Mapping):
+            text = ", ".join(f"{k}:{'' if v is None else f' {v}'}" for k, v in item.items())
+            return (
+                f"'{where}[{i}]': expected a value, got a mapping {dict(item)!r}: YAML reads an unquoted "
+                f"item holding ': ' or ending in ':' as a mapping; quote it ('{text}') or complete it"
+            )
     return None
 
 
@@ -272,17 +363,14 @@ def configuration_label(cfg: RootConfig) -> str:
 
 def train_run_hash(cfg: RootConfig) -> str:
     """Identity of a training run: the model and train sections (``train.resume`` excluded) and the
-    prepared prompts' hash (:func:`~xurs_pipeline.data.dataset.data_config_hash`: only the data keys the
-    prompts depend on).
+    prepared prompts' hash (:func:`~xurs_pipeline.contracts.prompts_hash`: only the data keys the prompts
+    depend on).
 
     Stamped into the classifier's provenance; predict, attribute, mask_eval and checks refuse a classifier
     made under another hash.
     """
-    from xurs_pipeline.data.dataset import data_config_hash
-    from xurs_pipeline.io import config_hash
-
     train = {k: v for k, v in asdict(cfg.train).items() if k != "resume"}
-    return config_hash({"model": asdict(cfg.model), "train": train, "prompts": data_config_hash(cfg.data)})
+    return config_hash({"model": asdict(cfg.model), "train": train, "prompts": prompts_hash(cfg.data)})
 
 
 QUESTION_SELECTION = ("split", "max_questions", "record_ids", "result_filter")
@@ -295,8 +383,6 @@ def attribution_fingerprint(cfg: RootConfig, *, per_question: bool = False) -> s
     classifier's run (:func:`train_run_hash`, which holds the prompts'). The merged table carries it.
     ``per_question``: without :data:`QUESTION_SELECTION`, the key of one finished question (the resume
     parts carry it), so a run widened from 8 questions to 24 recomputes only the 16 new ones."""
-    from xurs_pipeline.io import config_hash
-
     at = cfg.attribution
     dropped = {
         *NO_RESULT_KEYS,
@@ -332,10 +418,12 @@ def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
         return replace(cfg, attribution=kronrod)
     if at.method == "certified":  # other shifts, twice the budget, half the tolerances (App. B.4's 2x run)
         certified = replace(
-            at, seed=seed, certified_max_evals=2 * at.certified_max_evals,
+            at,
+            seed=seed,
+            certified_max_evals=2 * at.certified_max_evals,
             certified_tolerance=at.certified_tolerance / 2,
             certified_vector_tolerance=at.certified_vector_tolerance / 2,
-        )  # fmt: skip
+        )
         return replace(cfg, attribution=certified)
     if at.method != "eg":  # a token method draws no samples: the seed alone
         if seed == at.seed:

@@ -409,9 +409,8 @@ _STAGES = (
     Stage(
         "swap",
         ("classifier", "swap_model", "prompts", "attributions", "swap_attributions"),
-        (
+        (  # the attribution keys it reads (references, the estimator) reach it through the attributions
             "data.source",
-            "attribution.*",
             "evaluation.seed",
             "evaluation.bootstrap_resamples",
             "evaluation.confidence",

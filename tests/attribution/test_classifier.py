@@ -14,7 +14,6 @@ from captum.attr import GradientShap
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import prompt_of
-from xurs_pipeline.attribution.explain import Explanation, InlineQuestion, explain
 from xurs_pipeline.attribution.gradients import accumulate
 from xurs_pipeline.attribution.inputs import AttributionInputError, select_questions
 from xurs_pipeline.attribution.methods import attribute_question
@@ -26,6 +25,7 @@ from xurs_pipeline.data.config import DataConfig
 from xurs_pipeline.data.dataset import load_records
 from xurs_pipeline.data.prepare import prepare_records
 from xurs_pipeline.data.schema import PROMPT_COLUMNS, prompts_provenance
+from xurs_pipeline.explain import Explanation, InlineQuestion, explain
 from xurs_pipeline.io import write_parquet
 from xurs_pipeline.models.backbone import load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.checkpoint import build_classifier, load_classifier, save_classifier

@@ -18,7 +18,6 @@ import transformers
 import yaml
 
 from xurs_pipeline.attribution.config import METHODS, PATH_METHODS, AttributionConfig
-from xurs_pipeline.attribution.explain import Explanation, explain
 from xurs_pipeline.cli import main
 from xurs_pipeline.config import compose, train_run_hash, validate
 from xurs_pipeline.credal import credal_width
@@ -26,6 +25,7 @@ from xurs_pipeline.data.config import DataConfig
 from xurs_pipeline.data.dataset import data_config_hash, load_records
 from xurs_pipeline.data.prepare import prepare_records
 from xurs_pipeline.data.schema import PROMPT_COLUMNS, prompts_provenance
+from xurs_pipeline.explain import Explanation, explain
 from xurs_pipeline.io import read_provenance, write_parquet
 from xurs_pipeline.models.backbone import load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.checkpoint import build_classifier, save_classifier

@@ -12,11 +12,11 @@ from peft import LoraConfig, get_peft_model
 from xurs_pipeline.attribution import prefix as prefix_mod
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import prompt_of
-from xurs_pipeline.attribution.gradients import accumulate
+from xurs_pipeline.attribution.gradients import Batching, accumulate
 from xurs_pipeline.attribution.methods import attribute_question
 from xurs_pipeline.attribution.model import Objective
 from xurs_pipeline.attribution.plan import eg_plan, ig_plan
-from xurs_pipeline.attribution.question import Question
+from xurs_pipeline.attribution.records import Question
 from xurs_pipeline.attribution.references import prepare_aligned, prepare_training, prepare_zero
 from xurs_pipeline.models import RandomSetClassifier, RandomSetHead
 from xurs_pipeline.models.tiny import build_tiny_llama
@@ -56,7 +56,7 @@ def _paired(ids: list[int], at: int) -> list[int]:
 def _sums(model, refs, plan, targets, route, reuse: bool, samples_per_call: int = 3):
     prompt = prompt_of(model, _ids(), CPU)
     objective = Objective.build(targets, route)
-    return accumulate(model, objective, prompt, refs, plan, samples_per_call, reuse_prefix=reuse)
+    return accumulate(model, objective, prompt, refs, plan, samples_per_call, Batching(reuse_prefix=reuse))
 
 
 def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -109,7 +109,8 @@ def test_short_shared_prefix_falls_back(at: int, length: int) -> None:
     assert prefix_mod.shared_length(model, prompt, refs, index) == at
     assert prefix_mod.shared_prefix(model, prompt, refs, index) is None
     objective, plan = Objective.build((0,), "direct"), ig_plan(0, "gausslegendre", 4)
-    sums = [accumulate(model, objective, prompt, refs, plan, 4, reuse_prefix=r) for r in (True, False)]
+    runs = [Batching(reuse_prefix=reuse) for reuse in (True, False)]
+    sums = [accumulate(model, objective, prompt, refs, plan, 4, batching) for batching in runs]
     assert sums[0].prefix == 0
     assert torch.equal(sums[0].e, sums[1].e)
 

@@ -20,6 +20,7 @@ from xurs_pipeline.attribution.config import TOKEN_METHODS, AttributionConfig
 from xurs_pipeline.attribution.masked import classifier_mass_fn
 from xurs_pipeline.attribution.methods.gradient import middle_block
 from xurs_pipeline.attribution.targets import width_target
+from xurs_pipeline.attribution.variants import SwapVariant
 from xurs_pipeline.evaluation.config import SWAP_CHOICES, SWAP_METHODS, SWAP_OPT_IN, EvaluationConfig
 from xurs_pipeline.evaluation.swap.readings import (
     NULL_METHODS,
@@ -31,7 +32,6 @@ from xurs_pipeline.evaluation.swap.readings import (
     model_readings,
     token_reading,
 )
-from xurs_pipeline.evaluation.swap.reference_sets import SwapVariant
 from xurs_pipeline.models import RandomSetClassifier, RandomSetHead
 from xurs_pipeline.models.tiny import build_tiny_llama
 

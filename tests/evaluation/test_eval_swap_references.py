@@ -1,10 +1,10 @@
-"""The swap study's reference sets (evaluation/swap/reference_sets.py, probe_references.py): every method
-that reads a reference reads the same ones (zero, pad, train:k, counterfactual, marginal:K), each checked
-against an independent computation on a tiny causal classifier: marginal occlusion against an explicit loop
-over the drawn rows and full forwards, marginal Shapley against the averaged game by enumeration, layer IG
-from the pad row and from two training prompts against a Gauss-Legendre sum computed by hand through the
-middle block (whose output the next block's attention mixes across positions), the counterfactual
-reference against the text with both cues resolved; bad entries refused in one line."""
+"""The swap study's reference sets (attribution/variants.py, evaluation/swap/probe_references.py): every
+method that reads a reference reads the same ones (zero, pad, train:k, counterfactual, marginal:K), each
+checked against an independent computation on a tiny causal classifier: marginal occlusion against an explicit
+loop over the drawn rows and full forwards, marginal Shapley against the averaged game by enumeration, layer
+IG from the pad row and from two training prompts against a Gauss-Legendre sum computed by hand through the
+middle block (whose output the next block's attention mixes across positions), the counterfactual reference
+against the text with both cues resolved; bad entries refused in one line."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from xurs_pipeline.attribution.methods.gradient import middle_block
 from xurs_pipeline.attribution.methods.perturbation import shapley_values
 from xurs_pipeline.attribution.references import pad_or_truncate
 from xurs_pipeline.attribution.targets import width_target
+from xurs_pipeline.attribution.variants import ReferenceSet, reference_set, swap_variant
 from xurs_pipeline.data.prepare import prepare_records
 from xurs_pipeline.data.synthetic.swap import generate_swap
 from xurs_pipeline.evaluation.config import EvaluationConfig
@@ -31,7 +32,6 @@ from xurs_pipeline.evaluation.swap.estimator_readings import estimator_config
 from xurs_pipeline.evaluation.swap.inputs import prepared_references
 from xurs_pipeline.evaluation.swap.probe_references import ReferenceSource, probe_reference_ids
 from xurs_pipeline.evaluation.swap.readings import ProbeSet, method_configs, model_readings, token_reading
-from xurs_pipeline.evaluation.swap.reference_sets import ReferenceSet, reference_set, swap_variant
 from xurs_pipeline.io import ArtifactError
 from xurs_pipeline.models import RandomSetClassifier, RandomSetHead
 from xurs_pipeline.models.tiny import build_tiny_llama, train_tiny_tokenizer
@@ -299,8 +299,9 @@ def test_an_entry_reads_its_set_and_method_keys() -> None:
         ("layer_ig@references=train:0", "'layer_ig@references=train:0': references='train:0'"),
         ("layer_ig@references=pad:2", "'layer_ig@references=pad:2': references='pad:2'"),
         ("occlusion_token@references=pad,replacement=mean",
-         "'occlusion_token@references=pad,replacement=mean': give references once, without replacement"),
-        ("layer_ig@references=zero,references=pad", "'layer_ig@references=zero,references=pad': give refer"),
+         "'occlusion_token@references=pad,replacement=mean': give references without replacement"),
+        ("layer_ig@references=zero,references=pad",
+         "'layer_ig@references=zero,references=pad': references given twice"),
         ("layer_ig@references=zero,layer_ig_steps=x", "'layer_ig@references=zero,layer_ig_steps=x': layer_"),
         ("layer_ig@references=zero,span_tokens=4", "'layer_ig@references=zero,span_tokens=4': attribution."),
     ],

@@ -44,7 +44,7 @@ from docs_checks import (
 
 from xurs_pipeline.cli import build_parser
 from xurs_pipeline.contracts import _MASK_KEYS, STAGES
-from xurs_pipeline.data.schema import SOURCES
+from xurs_pipeline.data.config import SOURCES
 
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
 KEYS = config_keys(yaml.safe_load((ROOT / "params.yaml").read_text()))

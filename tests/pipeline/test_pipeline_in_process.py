@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_every_declared_stage_is_its_task_module_and_nothing_else_is_a_stage():
     """Stages are declared once (contracts.STAGES): each is ``xurs_pipeline/tasks/<name>.py`` with a
     ``run``, run by the one entry point ``python -m stages <name>``; no other module of tasks/ is a stage
-    and no task imports another (shared code lives in the library: ``runs.py``, ``*/from_artifacts.py``)."""
+    and no task imports another (shared code lives in the library: ``runs/``)."""
     modules = {p.stem for p in (ROOT / "xurs_pipeline" / "tasks").glob("*.py")}
     tasks = modules - {"__init__", "runner", "pipeline"}
     assert tasks == set(STAGES)

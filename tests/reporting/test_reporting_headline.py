@@ -12,8 +12,8 @@ from xurs_pipeline.reporting.headline import (
     predict_headline,
     train_headline,
     verdict_headline,
-    write_headline,
 )
+from xurs_pipeline.tasks.runner import write_headline
 
 PREDICT = {
     "dev": {"accuracy": 0.5, "chance": 0.25, "auroc_width": 0.7, "auroc_low_probability": 0.6},

@@ -90,7 +90,7 @@ def test_a_record_id_is_shown_literally_in_markdown_and_latex(tmp_path):
 
 def test_a_name_with_line_breaks_stays_inert_in_every_format(tmp_path):
     """A line break would end the LaTeX footer's ``%`` comment (or a cell's line) and make what follows live
-    LaTeX; Markdown would break the table. The config refuses such names (config_guards); the renderer keeps
+    LaTeX; Markdown would break the table. The config refuses such names (config.py); the renderer keeps
     any that reaches it on one escaped line all the same."""
     hostile = "smoke\n\\input{/etc/hostname}\r\n% x"
     frame = pd.DataFrame({"model": [hostile], "mean": [0.5], "ci": [(0.1, 0.9)], "ok": [True]})

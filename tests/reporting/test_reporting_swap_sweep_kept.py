@@ -52,7 +52,7 @@ def test_a_changed_count_in_a_kept_study_changes_the_table(tmp_path, capsys) -> 
 
 def test_the_kept_studies_pool_what_the_table_shows(capsys) -> None:
     """The example's pooled counts are the sums over its kept studies (an independent addition), and its
-    faithfulness columns are the pooled study's (trustworthy as the .json's)."""
+    verdict column is the pooled study's (as the .json's)."""
     studies = [json.loads(p.read_text()) for p in sorted((EXAMPLE / "swap_sweep.inputs").glob("*.json"))]
     table = json.loads((EXAMPLE / "swap_sweep.json").read_text())
     rows = {r["row"]: r for r in table["rows"]}
@@ -62,7 +62,7 @@ def test_the_kept_studies_pool_what_the_table_shows(capsys) -> None:
         k = sum(s["summary"]["methods"][method]["agreement_clear_k"] for s in studies)
         n = sum(s["summary"]["methods"][method]["agreement_clear_n"] for s in studies)
         assert (row["agreement_clear_k"], row["agreement_clear_n"]) == (k, n), method
-        assert row["trustworthy"] == table["faithfulness"]["methods"][method]["trustworthy"], method
+        assert row["verdict"] == table["faithfulness"]["methods"][method]["verdict"], method
     assert [s["column"] for s in studies] == table["faithfulness"]["studies"]
 
 

@@ -538,8 +538,9 @@ def check_gradient_budget(cfg: AttributionConfig, tokens: int, where: str) -> Gr
     if budget.per_question > cfg.max_grad_evals:
         blocks = (
             f" (path_block={cfg.path_block} on prompts of up to {tokens} tokens, {where})"
-            if cfg.path == "blocks" else ""
-        )  # fmt: skip
+            if cfg.path == "blocks"
+            else ""
+        )
         raise ValueError(
             f"attribution.max_grad_evals={cfg.max_grad_evals}: {cfg.method} needs up to {budget.count}"
             f"{blocks} = {budget.per_question} gradient evaluations per question; {_LOWER[cfg.method]}"

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 
 import torch
 
-from xurs_pipeline.attribution.gradients import Prompt
-from xurs_pipeline.attribution.model import WidthModel, frozen, widths_and_betp
+from xurs_pipeline.attribution.model import Prompt, WidthModel, frozen, widths_and_betp
 from xurs_pipeline.attribution.plan import batches
 from xurs_pipeline.attribution.references import PreparedReferences
 

@@ -23,8 +23,8 @@ import torch
 
 from xurs_pipeline.attribution.certified import Z_95, CertifiedSpec, certify
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.attribution.gradients import GradientSums, Prompt, accumulate
-from xurs_pipeline.attribution.model import Objective, WidthModel
+from xurs_pipeline.attribution.gradients import Batching, GradientSums, accumulate
+from xurs_pipeline.attribution.model import Objective, Prompt, WidthModel
 from xurs_pipeline.attribution.paths import Pieces
 from xurs_pipeline.attribution.plan import SamplingPlan, collection_seed, eg_plan, ig_plan
 from xurs_pipeline.attribution.quadrature import TRACE_COLUMNS, KronrodSpec, integrate
@@ -87,10 +87,10 @@ class PathProblem:
             raise ValueError(f"attribution.method={method!r} {why}: use path='straight'")
 
     def run(self, plan: SamplingPlan, split_references: bool = False) -> GradientSums:
+        batching = Batching(self.on_batch, self.reuse_prefix, split_references)
         return accumulate(
-            self.model, self.objective, self.prompt, self.refs, plan, self.samples_per_call, self.on_batch,
-            self.reuse_prefix, split_references,
-        )  # fmt: skip
+            self.model, self.objective, self.prompt, self.refs, plan, self.samples_per_call, batching
+        )
 
     def slopes(self, sums: GradientSums) -> np.ndarray:
         """Each sample's dF_t/dα per explained target, float64 (n, T), from a run's per-column slopes."""
@@ -347,9 +347,13 @@ def build_estimator(cfg: AttributionConfig, collection: int) -> Estimator:
         return ExpectedGradients(cfg.n_samples, collection_seed(cfg.seed, collection))
     if cfg.method == "ig":
         return IntegratedGradients(
-            cfg.ig_quadrature, cfg.ig_points, cfg.ig_adaptive, cfg.ig_tolerance, cfg.ig_refine_factor,
+            cfg.ig_quadrature,
+            cfg.ig_points,
+            cfg.ig_adaptive,
+            cfg.ig_tolerance,
+            cfg.ig_refine_factor,
             cfg.ig_max_points,
-        )  # fmt: skip
+        )
     if cfg.method == "kronrod":
         return AdaptiveKronrod(
             KronrodSpec(
@@ -361,7 +365,11 @@ def build_estimator(cfg: AttributionConfig, collection: int) -> Estimator:
             )
         )
     if cfg.method == "certified":
-        spec = CertifiedSpec(cfg.certified_tolerance, cfg.certified_vector_tolerance, cfg.certified_max_evals,
-                             cfg.certified_first_nodes)  # fmt: skip
+        spec = CertifiedSpec(
+            cfg.certified_tolerance,
+            cfg.certified_vector_tolerance,
+            cfg.certified_max_evals,
+            cfg.certified_first_nodes,
+        )
         return CertifiedAverage(spec, collection_seed(cfg.seed, collection))
     raise ValueError(f"attribution.method={cfg.method!r}: no estimator")

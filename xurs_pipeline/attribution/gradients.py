@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from xurs_pipeline.attribution.model import Objective, WidthModel, frozen
+from xurs_pipeline.attribution.model import Objective, Prompt, WidthModel, frozen
 from xurs_pipeline.attribution.plan import SamplingPlan
 from xurs_pipeline.attribution.prefix import SharedPrefix, shared_prefix
 from xurs_pipeline.attribution.references import PreparedReferences
@@ -80,16 +80,49 @@ class GradientSums:
 
 
 @dataclass(frozen=True)
-class Prompt:
-    """The original prompt as the model sees it: embeddings X (1, L, d), mask (1, L), positions (1, L)."""
+class Batching:
+    """How :func:`accumulate` runs a plan besides its batch size: ``on_batch`` is called with each batch's
+    sample count (a progress bar), ``reuse_prefix`` runs the prefix every reference shares with X once
+    (module docstring), ``split_references`` also keeps ``e`` per reference (one call for several
+    references' nodes)."""
 
-    embeds: torch.Tensor
-    attention_mask: torch.Tensor
-    position_ids: torch.Tensor
+    on_batch: Callable[[int], None] | None = None
+    reuse_prefix: bool = True
+    split_references: bool = False
 
-    @property
-    def length(self) -> int:
-        return int(self.embeds.shape[1])
+
+class _Accumulator:
+    """The float32 sums of one plan on the prompt's device, as :class:`GradientSums` holds them, filled a
+    batch at a time over rows [p, L) (p: the shared prefix, 0 without one)."""
+
+    def __init__(self, n_cols: int, x: torch.Tensor, n_refs: int, n_samples: int, split: bool) -> None:
+        device, f32 = x.device, torch.float32
+        self.e = torch.zeros((n_cols, x.shape[1], x.shape[2]), dtype=f32, device=device)  # (K, L, d)
+        self.per_ref = torch.zeros((n_refs, n_cols), dtype=f32, device=device)
+        self.slope = torch.zeros((n_samples, n_cols), dtype=f32, device=device)
+        self.value = torch.zeros((n_samples, n_cols), dtype=f32, device=device)
+        self.nonfinite = torch.zeros(n_samples, dtype=torch.bool, device=device)
+        self.split = torch.zeros((n_refs, *self.e.shape), device=device) if split else None  # (M, K, L, d)
+
+    @torch.no_grad()
+    def add(self, part: slice, idx: torch.Tensor, w: torch.Tensor, rows: slice, columns: list) -> None:
+        """One batch's columns (:func:`_batch_sums`) for plan entries ``part`` with references ``idx`` and
+        weights ``w``: each sample's (b, L - p, d) product summed by reference only when split."""
+        for k, (weighted, sample_sum, out_k) in enumerate(columns):
+            self.nonfinite[part] |= ~(torch.isfinite(sample_sum) & torch.isfinite(out_k))
+            if self.split is None:
+                self.e[k, rows].add_(weighted)
+            else:
+                self.split[:, k, rows].index_add_(0, idx, weighted)
+                self.e[k, rows].add_(weighted.sum(0))
+            self.per_ref[:, k].index_add_(0, idx, sample_sum * w)
+            self.slope[part, k] = sample_sum
+            self.value[part, k] = out_k.float()
+
+    def sums(self, grad_evals: int, prefix: int) -> GradientSums:
+        return GradientSums(
+            self.e, self.per_ref, self.slope, self.value, self.nonfinite, grad_evals, prefix, self.split
+        )
 
 
 def accumulate(
@@ -99,53 +132,32 @@ def accumulate(
     refs: PreparedReferences,
     plan: SamplingPlan,
     samples_per_call: int,
-    on_batch: Callable[[int], None] | None = None,
-    reuse_prefix: bool = True,
-    split_references: bool = False,
+    batching: Batching = Batching(),
 ) -> GradientSums:
-    """Run ``plan`` in batches of ``samples_per_call``; see module docstring. Shapes in GradientSums;
-    ``split_references`` also keeps ``e`` per reference (one call for several references' nodes)."""
+    """Run ``plan`` in batches of ``samples_per_call``, halved on out-of-memory (module docstring); shapes
+    in :class:`GradientSums`."""
     x = prompt.embeds
-    device, length, hidden = x.device, x.shape[1], x.shape[2]
-    ref_index, alpha, weight = plan.to(device)
-    n_cols = objective.n_columns
-    e = torch.zeros((n_cols, length, hidden), dtype=torch.float32, device=device)
-    per_ref = torch.zeros((len(refs), n_cols), dtype=torch.float32, device=device)
-    slope = torch.zeros((len(plan), n_cols), dtype=torch.float32, device=device)
-    value = torch.zeros((len(plan), n_cols), dtype=torch.float32, device=device)
-    nonfinite = torch.zeros(len(plan), dtype=torch.bool, device=device)
-    split = torch.zeros((len(refs), *e.shape), device=device) if split_references else None
+    ref_index, alpha, weight = plan.to(x.device)
+    sums = _Accumulator(objective.n_columns, x, len(refs), len(plan), batching.split_references)
     size, start = samples_per_call, 0
     with frozen(model), torch.enable_grad():  # type: ignore[arg-type]
-        prefix = shared_prefix(model, prompt, refs, ref_index) if reuse_prefix else None
-        rows = slice(prefix.length if prefix else 0, length)
+        prefix = shared_prefix(model, prompt, refs, ref_index) if batching.reuse_prefix else None
+        rows = slice(prefix.length if prefix else 0, x.shape[1])
         while start < len(plan):
             part = slice(start, min(start + size, len(plan)))
             try:
                 batch = (ref_index[part], alpha[part], weight[part])
-                columns = _batch_sums(model, objective, prompt, refs, batch, prefix, split is not None)
+                columns = _batch_sums(model, objective, prompt, refs, batch, prefix, sums.split is not None)
             except RuntimeError as err:
                 if not is_out_of_memory(err):
                     raise
-                size = _smaller_batch(err, size, samples_per_call, length, hidden, device)
+                size = _smaller_batch(err, size, samples_per_call, x.shape[1], x.shape[2], x.device)
                 continue
-            idx, w = ref_index[part], weight[part]
-            with torch.no_grad():
-                for k, (weighted, sample_sum, out_k) in enumerate(columns):
-                    nonfinite[part] |= ~(torch.isfinite(sample_sum) & torch.isfinite(out_k))
-                    if split is None:
-                        e[k, rows].add_(weighted)
-                    else:  # weighted: (b, L - p, d), one row a sample, summed by reference here
-                        split[:, k, rows].index_add_(0, idx, weighted)
-                        e[k, rows].add_(weighted.sum(0))
-                    per_ref[:, k].index_add_(0, idx, sample_sum * w)
-                    slope[part, k] = sample_sum
-                    value[part, k] = out_k.float()
-            if on_batch is not None:
-                on_batch(idx.numel())
+            sums.add(part, ref_index[part], weight[part], rows, columns)
+            if batching.on_batch is not None:
+                batching.on_batch(part.stop - part.start)
             start = part.stop
-    p = prefix.length if prefix else 0
-    return GradientSums(e, per_ref, slope, value, nonfinite, len(plan), p, split)
+    return sums.sums(len(plan), rows.start)
 
 
 def _batch_sums(
@@ -209,6 +221,9 @@ def _smaller_batch(
     log.warning(
         "attribution: out of memory at %d gradient samples per call (prompt of %d tokens); retrying "
         "with %d. Set attribution.samples_per_call=%d to avoid the retries.",
-        size, length, smaller, smaller,
-    )  # fmt: skip
+        size,
+        length,
+        smaller,
+        smaller,
+    )
     return smaller

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 import pandas as pd
 
 from xurs_pipeline.attribution.config import AttributionConfig, check_gradient_budget
-from xurs_pipeline.attribution.question import Question
+from xurs_pipeline.attribution.model import WidthModel
+from xurs_pipeline.attribution.question import ReferencePool
+from xurs_pipeline.attribution.records import Question
 from xurs_pipeline.errors import XursError
 
 
@@ -129,6 +131,17 @@ def select_questions(
             _check_length(paired_id, len(paired_ids), max_positions, "the paired prompt")
         questions.append(Question(record_id, ids, int(row["answer_idx"]), paired_id, paired_ids))
     return questions
+
+
+def natural_pool(
+    model: WidthModel, prompts: pd.DataFrame, cfg: AttributionConfig, max_positions: int | None
+) -> ReferencePool | None:
+    """The training references ``cfg`` reads (:func:`reference_pool`) with their natural widths under the
+    configured target (:meth:`ReferencePool.measured`); None when it reads none (zero or aligned
+    references, a token method that reads no reference)."""
+    if not cfg.reads_training_references:
+        return None
+    return ReferencePool(*reference_pool(prompts, cfg, max_positions)).measured(model, cfg)
 
 
 def reference_pool(

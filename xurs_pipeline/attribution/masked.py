@@ -132,8 +132,10 @@ def masked_masses(
             question.embeds[None], question.attention_mask[None], question.position_ids[None]
         )
     if cache is None:
-        chunks = [list(range(i, min(i + batch_size, len(position_sets))))
-                  for i in range(0, len(position_sets), batch_size)]  # fmt: skip
+        chunks = [
+            list(range(i, min(i + batch_size, len(position_sets))))
+            for i in range(0, len(position_sets), batch_size)
+        ]
         return _run_chunks(mass_fn, question, position_sets, [(c, 0) for c in chunks], None, fill)
     chunks = prefix_chunks(question, position_sets, batch_size)
     return _run_chunks(mass_fn, question, position_sets, chunks, cache, fill)

@@ -27,6 +27,19 @@ DTYPES: dict[str, torch.dtype] = {
 }
 
 
+@dataclass(frozen=True)
+class Prompt:
+    """The original prompt as the model sees it: embeddings X (1, L, d), mask (1, L), positions (1, L)."""
+
+    embeds: torch.Tensor
+    attention_mask: torch.Tensor
+    position_ids: torch.Tensor
+
+    @property
+    def length(self) -> int:
+        return int(self.embeds.shape[1])
+
+
 class HasMasses(Protocol):
     masses: torch.Tensor  # (batch, 15) in FOCAL_SETS order
 

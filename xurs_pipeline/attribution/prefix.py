@@ -17,15 +17,12 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-from xurs_pipeline.attribution.model import PrefixReuse, WidthModel
+from xurs_pipeline.attribution.model import PrefixReuse, Prompt, WidthModel
 from xurs_pipeline.attribution.references import PreparedReferences
-
-if TYPE_CHECKING:
-    from xurs_pipeline.attribution.gradients import Prompt
 
 log = logging.getLogger("xurs")
 

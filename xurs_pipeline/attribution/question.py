@@ -17,7 +17,7 @@ from xurs_pipeline.attribution.endpoints import input_width, natural_widths, pre
 from xurs_pipeline.attribution.estimators import CollectionResult, PathProblem, build_estimator
 from xurs_pipeline.attribution.model import Objective, WidthModel, model_device
 from xurs_pipeline.attribution.paths import block_pieces
-from xurs_pipeline.attribution.records import NonFiniteReport, QuestionRun, TargetAttribution
+from xurs_pipeline.attribution.records import NonFiniteReport, Question, QuestionRun, TargetAttribution
 from xurs_pipeline.attribution.references import (
     PreparedReferences,
     prepare_aligned,
@@ -31,17 +31,6 @@ class NonFiniteError(XursError, FloatingPointError):
     """Non-finite widths or gradients, raised when ``attribution.on_nonfinite='raise'``."""
 
 
-@dataclass(frozen=True)
-class Question:
-    """One prompt to explain; ``paired_*`` is the paired prompt for aligned references."""
-
-    record_id: str
-    input_ids: tuple[int, ...]
-    answer_idx: int
-    paired_id: str | None = None
-    paired_ids: tuple[int, ...] | None = None
-
-
 @dataclass
 class ReferencePool:
     """Training-reference collections shared by all questions, with their natural widths (M_k, 4)."""
@@ -49,6 +38,14 @@ class ReferencePool:
     record_ids: list[tuple[str, ...]]
     token_ids: list[list[list[int]]]
     natural: list[torch.Tensor] = field(default_factory=list)
+
+    def measured(self, model: WidthModel, cfg: AttributionConfig) -> ReferencePool:
+        """The pool with each collection's natural widths F(B) (M_k, 4) under ``cfg.target_fn`` (Eq. 10's
+        endpoint), ``cfg.eval_batch_size`` references per call on the model's device: the one place a
+        pool's widths are measured."""
+        device, batch = model_device(model), cfg.eval_batch_size
+        natural = [natural_widths(model, ids, batch, device, cfg.target_fn) for ids in self.token_ids]
+        return ReferencePool(self.record_ids, self.token_ids, natural)
 
 
 @dataclass

@@ -24,7 +24,6 @@ from xurs_pipeline.io import Provenance
 if TYPE_CHECKING:
     from xurs_pipeline.attribution.config import AttributionConfig
     from xurs_pipeline.attribution.estimators import CollectionResult
-    from xurs_pipeline.attribution.question import Question
     from xurs_pipeline.attribution.references import PreparedReferences
 
 SCHEMA = "attributions"
@@ -171,6 +170,17 @@ COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(TargetAttribution) if f.
 
 def provenance(config_hash: str) -> Provenance:
     return Provenance(SCHEMA, SCHEMA_VERSION, config_hash)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One prompt to explain; ``paired_*`` is the paired prompt for aligned references."""
+
+    record_id: str
+    input_ids: tuple[int, ...]
+    answer_idx: int
+    paired_id: str | None = None
+    paired_ids: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

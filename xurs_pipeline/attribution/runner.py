@@ -22,10 +22,9 @@ import torch
 from tqdm.auto import tqdm
 
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.attribution.endpoints import natural_widths
 from xurs_pipeline.attribution.inputs import question_budgets, reference_pool, select_questions
 from xurs_pipeline.attribution.methods import attribute_question
-from xurs_pipeline.attribution.model import WidthModel, model_device, model_dtype, set_precision
+from xurs_pipeline.attribution.model import WidthModel, model_dtype, set_precision
 from xurs_pipeline.attribution.question import Question, QuestionResult, ReferencePool
 from xurs_pipeline.attribution.records import COLUMNS, provenance
 from xurs_pipeline.attribution.store import PartStore
@@ -81,15 +80,8 @@ class Attributor:
     def natural_pool(self) -> ReferencePool | None:
         """The pool with each reference's natural widths (computed once)."""
         if self.pool is not None and not self.pool.natural:
-            self.pool.natural = self.natural_widths(self.pool)
+            self.pool = self.pool.measured(self.model, self.cfg)
         return self.pool
-
-    def natural_widths(self, pool: ReferencePool) -> list[torch.Tensor]:
-        device = model_device(self.model)  # type: ignore[arg-type]
-        return [
-            natural_widths(self.model, ids, self.cfg.eval_batch_size, device, self.cfg.target_fn)
-            for ids in pool.token_ids
-        ]
 
     def attribute(self, q: Question, on_batch: Callable[[int], None] | None = None) -> QuestionResult:
         return attribute_question(self.model, q, self.pool, self.cfg, self.pad_id, on_batch)
@@ -173,9 +165,7 @@ def retry_in_float32(
     set_precision(job.model, torch.float32)  # type: ignore[arg-type]
     try:
         if not wide:
-            pool = job.pool
-            if pool is not None:
-                pool = ReferencePool(pool.record_ids, pool.token_ids, job.natural_widths(pool))
+            pool = None if job.pool is None else job.pool.measured(job.model, job.cfg)
             wide.append(Attributor(job.model, replace(job.cfg, precision="float32"), job.pad_id, pool))
         return wide[0].attribute(q, on_batch)
     finally:

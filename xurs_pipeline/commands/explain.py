@@ -39,7 +39,7 @@ from xurs_pipeline.commands.args import command, positive_int
 from xurs_pipeline.commands.explain_inputs import check, refuse_ignored_flags, refuse_unread_flags
 
 if TYPE_CHECKING:
-    from xurs_pipeline.attribution.explain import Explanation
+    from xurs_pipeline.explain import Explanation
 
 LETTERS = "ABCD"
 
@@ -56,39 +56,62 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "  xurs explain --record-id family000_case00_resolved --method occlusion_token  # Eq. 8 per token\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    src = p.add_argument_group("question")
+    _question_arguments(p.add_argument_group("question"))
+    _file_arguments(p.add_argument_group("inputs and outputs (defaults: the pipeline's, from --params)"))
+    how = p.add_argument_group("attribution (defaults: the params' attribution section)")
+    _method_arguments(how)
+    _reference_arguments(how)
+    _budget_arguments(how)
+
+
+def _question_arguments(src: argparse._ArgumentGroup) -> None:
+    """A prepared record, or an inline question with its four options and correct one."""
     src.add_argument("--record-id", help="record id in the prepared prompts (see --prompts)")
     src.add_argument("--question", help="inline question text")
     src.add_argument("--option", action="append", default=[], metavar="TEXT", help="inline option (give 4)")
     src.add_argument("--answer", choices=list(LETTERS), help="correct option of an inline question")
-    paths = p.add_argument_group("inputs and outputs (defaults: the pipeline's, from --params)")
+
+
+def _file_arguments(paths: argparse._ArgumentGroup) -> None:
+    """The config, classifier and prompts read; the page and JSON written."""
     paths.add_argument(
-        "--params", default="params.yaml",
+        "--params",
+        default="params.yaml",
         help="composed pipeline config: attribution settings, paths.artifacts, paths.results and the "
         "report's residual threshold (default: params.yaml)",
-    )  # fmt: skip
+    )
     paths.add_argument("--classifier", help="classifier directory (default <artifacts>/train/classifier)")
     paths.add_argument(
         "--prompts", help="prepared prompts: records and references (default <artifacts>/prepared/...)"
     )
     paths.add_argument("--html", help="HTML page to write (default: <results>/explain/<record>.html)")
     paths.add_argument("--save", help="also save the explanation as JSON here")
-    how = p.add_argument_group("attribution (defaults: the params' attribution section)")
+
+
+def _method_arguments(how: argparse._ArgumentGroup) -> None:
+    """The explained option, the method (and one to compare) and the token methods' own keys."""
     how.add_argument("--explain", choices=list(LETTERS), help="option to explain (attribution.target)")
     how.add_argument(
-        "--method", choices=METHODS, metavar="METHOD",
+        "--method",
+        choices=METHODS,
+        metavar="METHOD",
         help="the paper's eg (Expected Gradients), ig or kronrod (adaptive Gauss-Kronrod IG), or "
         "occlusion_token, occlusion_span, shapley_span, grad_l2, grad_x_input, layer_ig (attribution.method; "
         "docs/attribution-methods.md)",
-    )  # fmt: skip
+    )
     how.add_argument(
-        "--compare", choices=METHODS, metavar="METHOD",
+        "--compare",
+        choices=METHODS,
+        metavar="METHOD",
         help="also explain the question with this method and show both side by side on the page (the tokens "
         "they agree on and where they differ, each labelled with what the swap control found for it)",
-    )  # fmt: skip
-    how.add_argument("--replacement", choices=REPLACEMENTS,
-                     help="occlusion_*, shapley_span: an occluded token's row becomes zero, the prompt's "
-                     "mean row or the first reference's row")  # fmt: skip
+    )
+    how.add_argument(
+        "--replacement",
+        choices=REPLACEMENTS,
+        help="occlusion_*, shapley_span: an occluded token's row becomes zero, the prompt's mean row or the "
+        "first reference's row",
+    )
     how.add_argument(
         "--span-tokens", type=positive_int, help="occlusion_span, shapley_span: positions per span"
     )
@@ -96,15 +119,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     how.add_argument(
         "--sequential-ig-steps", type=positive_int, help="sequential_ig: integration points per token"
     )
+
+
+def _reference_arguments(how: argparse._ArgumentGroup) -> None:
+    """The references and the paths from them to the input."""
     how.add_argument("--path", choices=PATHS, help="straight, or one token block at a time (ig, kronrod)")
     how.add_argument("--path-block", type=positive_int, help="positions per block of --path blocks")
     how.add_argument("--reference", choices=["train", "zero"], help="reference prompts")
     how.add_argument(
-        "--alignment", choices=REFERENCE_ALIGNMENTS,
+        "--alignment",
+        choices=REFERENCE_ALIGNMENTS,
         help="fit training prompts to the question by position (Sec. 3.3) or by token sequence (shared "
-             "text in place; attribution.reference_alignment)",
-    )  # fmt: skip
+        "text in place; attribution.reference_alignment)",
+    )
     how.add_argument("--refs", type=positive_int, help="training reference prompts per collection")
+
+
+def _budget_arguments(how: argparse._ArgumentGroup) -> None:
+    """The estimators' samples, points and stopping rule; batch size, precision, seed; the tokens listed."""
     how.add_argument("--samples", type=positive_int, help="EG samples per collection")
     how.add_argument("--points", type=positive_int, help="IG points per reference")
     how.add_argument(
@@ -184,8 +216,8 @@ def attribution_config(base: AttributionConfig, args: argparse.Namespace) -> Att
 
 
 def run(args: argparse.Namespace) -> int:
-    from xurs_pipeline.attribution.explain import INLINE_ID, InlineQuestion, explain
     from xurs_pipeline.config import load_params
+    from xurs_pipeline.explain import INLINE_ID, InlineQuestion, explain
     from xurs_pipeline.models.config import model_name
     from xurs_pipeline.reporting.html_explanation import TOP_TOKENS
 

@@ -111,8 +111,9 @@ def experiment_sources(exps: list[Experiment]) -> tuple[list[Source], dict[str, 
             continue
         source = Source(exp.name, f"experiment {exp.name}", exp.rev, exp.params, study)
         paths = {root: exp.params.get(f"paths.{root}") for root in ("artifacts", "results")}
-        rows[source.where] = experiment_json(exp, faithfulness_rows(str(swap_summary(paths))), ".",
-                                             parquet_bytes)[0]  # fmt: skip
+        rows[source.where] = experiment_json(
+            exp, faithfulness_rows(str(swap_summary(paths))), ".", parquet_bytes
+        )[0]
         sources.append(source)
     return sources, left_out, rows
 
@@ -155,8 +156,9 @@ def _text(path: Path, flag: str) -> str:
 
 def project_rows(source: Source) -> pd.DataFrame | None:
     """A project's faithfulness rows beside its summary (None where its swap stage wrote none)."""
-    params = {r: Path(source.identity) / str(source.params.get(f"paths.{r}", "")) for r in ("artifacts",
-              "results")}  # fmt: skip
+    params = {
+        r: Path(source.identity) / str(source.params.get(f"paths.{r}", "")) for r in ("artifacts", "results")
+    }
     path = Path(faithfulness_rows(str(swap_summary(params))))
     return parquet_bytes(path.read_bytes(), str(path)) if path.is_file() else None
 
@@ -174,8 +176,10 @@ def gathered(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     if args.kept:
         if args.source or args.project or args.label or args.all_commits:
-            raise ValueError("--kept rebuilds a table from its kept studies alone (their columns are named); "
-                             "give it without --from, --project, --label or -A")  # fmt: skip
+            raise ValueError(
+                "--kept rebuilds a table from its kept studies alone (their columns are named); "
+                "give it without --from, --project, --label or -A"
+            )
         return read_kept(args.kept)
     sources: list[Source] = []
     rows: dict[str, Any] = {}
@@ -187,8 +191,10 @@ def gathered(args: argparse.Namespace) -> list[dict[str, Any]]:
         sources.append(project_source(project))
         rows[sources[-1].where] = project_rows(sources[-1])
     if not sources:
-        raise ValueError("no experiment has a swap study of its own; run e.g. `xurs sweep --stage swap "
-                         "experiment=controlled_swap data.seed=5,6`")  # fmt: skip
+        raise ValueError(
+            "no experiment has a swap study of its own; run e.g. `xurs sweep --stage swap "
+            "experiment=controlled_swap data.seed=5,6`"
+        )
     columns = sorted(pooled(sources, args.label).items(), key=lambda item: natural_key(item[0]))
     studies = [kept(column, s.where, s.params, s.content, rows.get(s.where)) for column, s in columns]
     check_studies(studies, [s.where for _, s in columns], args.label)
@@ -214,11 +220,16 @@ def run(args: argparse.Namespace) -> int:
     suffixes = (".md", ".tex", ".csv", ".json", ".inputs")
     spec = spec if args.overwrite else replace(spec, name=free_stem(out, spec.name, suffixes))
     title = f"swap sweep ({len(studies)} experiments)"
-    digest = pooled_hash({s["column"]: {k: s[k] for k in ("params", "summary", "faithfulness_rows")}
-                          for s in kept})  # fmt: skip
+    digest = pooled_hash(
+        {s["column"]: {k: s[k] for k in ("params", "summary", "faithfulness_rows")} for s in kept}
+    )
     paths = write_table(frame, spec, out, title, digest)
-    table = {"title": title, "hash": digest, "rows": json_safe(frame.to_dict(orient="records")),
-             "faithfulness": json_safe(faithful)}  # fmt: skip
+    table = {
+        "title": title,
+        "hash": digest,
+        "rows": json_safe(frame.to_dict(orient="records")),
+        "faithfulness": json_safe(faithful),
+    }
     paths.append(write_json(table, out / f"{spec.name}.json"))
     paths.append(write_kept(out / f"{spec.name}.inputs", kept))
     print(paths[0].read_text(), end="")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xurs_pipeline.data.medqa import CARVE_CHOICES
-from xurs_pipeline.data.schema import SOURCES
-
+SOURCES = ("medqa", "synthetic_v1", "synthetic_v2", "synthetic_direct", "synthetic_swap")  # data.source
+SWAP_SOURCE = "synthetic_swap"  # the two-cue data, the one source the swap control runs on
+CARVE_CHOICES = ("", "dev", "train")  # data.medqa_carve
 SWAP_ORDERS = ("fixed", "counterbalanced")  # data.swap_order (data/synthetic/swap.py reads it)
 
 

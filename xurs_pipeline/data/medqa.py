@@ -19,12 +19,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from xurs_pipeline.data.config import CARVE_CHOICES
 from xurs_pipeline.data.records import DataError, QuestionRecord, visible
 from xurs_pipeline.data.references import hash_order
 from xurs_pipeline.data.schema import OPTION_LETTERS, SPLITS
 
 MEDQA_FILES = "US/4_options/phrases_no_exclude_{split}.jsonl"
-CARVE_CHOICES = ("", "dev", "train")
 HUB_SPLIT_NAMES = {"train": ("train",), "dev": ("validation", "dev"), "test": ("test",)}
 
 Row = tuple[str, str, Any]  # (where, default record id, raw parsed row)

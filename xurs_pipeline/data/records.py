@@ -16,7 +16,8 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from xurs_pipeline.data.schema import SOURCES, SPLITS
+from xurs_pipeline.data.config import SOURCES
+from xurs_pipeline.data.schema import SPLITS
 from xurs_pipeline.errors import XursError
 
 

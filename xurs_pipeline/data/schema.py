@@ -34,7 +34,6 @@ PROMPTS_FILE = Path(artifact("prompts").path).name  # under <artifacts>/prepared
 SUMMARY_FILE = Path(artifact("prepare_summary").path).name
 
 SPLITS = ("train", "dev", "test")
-SOURCES = ("medqa", "synthetic_v1", "synthetic_v2", "synthetic_direct", "synthetic_swap")
 OPTION_LETTERS = ("A", "B", "C", "D")
 OPTION_SECTIONS = tuple(f"option_{letter}" for letter in OPTION_LETTERS)
 SECTION_NAMES = (

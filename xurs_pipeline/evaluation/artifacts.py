@@ -92,6 +92,16 @@ def run_records(
             signed = load_coords(directory, row.coords_file, key)
             magnitude = token_magnitude(signed)
         changed = tuple(int(i) for i in row.changed_positions)
-        out.append(RunRecord(str(row.record_id), int(row.target), str(row.reference), magnitude, signed,
-                             float(row.width_input), sections, changed))  # fmt: skip
+        out.append(
+            RunRecord(
+                str(row.record_id),
+                int(row.target),
+                str(row.reference),
+                magnitude,
+                signed,
+                float(row.width_input),
+                sections,
+                changed,
+            )
+        )
     return out

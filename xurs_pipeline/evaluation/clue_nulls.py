@@ -79,20 +79,32 @@ def input_only_frame(
     row of ``frame``: ``nulls.input_only_scores`` with embedding E (vocab, hidden)."""
     inputs = _input_ids(prompts, list(dict.fromkeys(frame["record_id"])))
     rows = [
-        {"record_id": r.record_id, "target": r.target, "reference": r.reference,
-         "token_magnitude": input_only_scores(inputs[str(r.record_id)], references[str(r.record_id)],
-                                              embedding)}
+        {
+            "record_id": r.record_id,
+            "target": r.target,
+            "reference": r.reference,
+            "token_magnitude": input_only_scores(
+                inputs[str(r.record_id)], references[str(r.record_id)], embedding
+            ),
+        }
         for r in frame.itertuples(index=False)
-    ]  # fmt: skip
+    ]
     return pd.DataFrame(rows)
 
 
 def records_frame(records: Sequence[RunRecord]) -> pd.DataFrame:
     """RunRecords (e.g. the randomised head's) as attribution rows for :func:`localisation_table`."""
     return pd.DataFrame(
-        [{"record_id": r.record_id, "target": r.c, "reference": r.reference, "token_magnitude": r.magnitude}
-         for r in records]
-    )  # fmt: skip
+        [
+            {
+                "record_id": r.record_id,
+                "target": r.c,
+                "reference": r.reference,
+                "token_magnitude": r.magnitude,
+            }
+            for r in records
+        ]
+    )
 
 
 def clue_nulls(

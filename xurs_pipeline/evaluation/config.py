@@ -9,13 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xurs_pipeline.attribution.config import METHODS, TARGET_NAMES
-from xurs_pipeline.attribution.variants import variant_name
-from xurs_pipeline.evaluation.swap.reference_sets import swap_variant
+from xurs_pipeline.attribution.variants import check_entries, variant_name
 
 
 def _require(ok: bool, key: str, value: object, allowed: str) -> None:
     if not ok:
         raise ValueError(f"evaluation.{key}={value!r}: must be {allowed}")
+
+
+def _one_of(key: str, value: str, allowed: tuple[str, ...]) -> None:
+    """``evaluation.<key>`` is one of ``allowed`` (ValueError naming them: 'a', 'b' or 'c')."""
+    named = ", ".join(repr(a) for a in allowed[:-1])
+    _require(value in allowed, key, value, f"{named} or {allowed[-1]!r}")
 
 
 def _check_unit(prefix: str, values: dict[str, float]) -> None:
@@ -199,71 +204,61 @@ class EvaluationConfig:
     gate_splits: list[str] = field(default_factory=lambda: ["dev", "test"])
 
     def __post_init__(self) -> None:
+        self._check_masking()
+        self._check_checks()
+        self._check_swap()
+        self._check_compare()
+
+    def _check_masking(self) -> None:
+        """Zero-masking and its bootstrap (Eq. 8, Table 1): seed, counts, confidence, device, precision."""
         _require(0 <= self.seed < 2**32, "seed", self.seed, "in [0, 2**32 - 1]")
         _require(self.n_random >= 1, "n_random", self.n_random, "a positive integer")
         _require(self.top_k_max >= 1, "top_k_max", self.top_k_max, "a positive integer")
         _require(self.mask_batch_size >= 1, "mask_batch_size", self.mask_batch_size, "a positive integer")
         _require(self.bootstrap_resamples >= 100, "bootstrap_resamples", self.bootstrap_resamples, ">= 100")
         _require(0.0 < self.confidence < 1.0, "confidence", self.confidence, "in (0, 1)")
-        _require(
-            self.bootstrap_method in ("percentile", "BCa"),
-            "bootstrap_method",
-            self.bootstrap_method,
-            "'percentile' or 'BCa'",
-        )
-        _require(self.device in ("auto", "cpu", "cuda"), "device", self.device, "'auto', 'cpu' or 'cuda'")
-        _require(
-            self.precision in ("float32", "bfloat16", "float16"),
-            "precision",
-            self.precision,
-            "'float32', 'bfloat16' or 'float16'",
-        )
+        _one_of("bootstrap_method", self.bootstrap_method, ("percentile", "BCa"))
+        _one_of("device", self.device, ("auto", "cpu", "cuda"))
+        _one_of("precision", self.precision, ("float32", "bfloat16", "float16"))
         _require(self.max_questions >= 0, "max_questions", self.max_questions, ">= 0 (0 = all)")
-        _require(
-            all(0 <= s < 2**32 for s in self.repeat_seeds)
-            and len(set(self.repeat_seeds)) == len(self.repeat_seeds),
-            "repeat_seeds",
-            self.repeat_seeds,
-            "distinct seeds in [0, 2**32 - 1]",
-        )
-        _require(self.repeat_n_samples >= 0, "repeat_n_samples", self.repeat_n_samples, ">= 0 (0 = the run)")
+        targets = self.targets
+        valid = bool(targets) and set(targets) <= set(TARGET_NAMES) and len(set(targets)) == len(targets)
+        allowed = f"a non-empty list of distinct names from {sorted(TARGET_NAMES)}"
+        _require(valid, "targets", targets, allowed)
 
-        _require(
-            len(self.targets) >= 1
-            and set(self.targets) <= set(TARGET_NAMES)
-            and len(set(self.targets)) == len(self.targets),
-            "targets",
-            self.targets,
-            f"a non-empty list of distinct names from {sorted(TARGET_NAMES)}",
-        )
+    def _check_checks(self) -> None:
+        """The checks stage's repeats, reference shift, randomisation and the gates' splits."""
+        seeds = self.repeat_seeds
+        valid = all(0 <= s < 2**32 for s in seeds) and len(set(seeds)) == len(seeds)
+        _require(valid, "repeat_seeds", seeds, "distinct seeds in [0, 2**32 - 1]")
+        _require(self.repeat_n_samples >= 0, "repeat_n_samples", self.repeat_n_samples, ">= 0 (0 = the run)")
         _check_tolerances("", {"reference_shift_warning": self.reference_shift_warning})
-        _require(
-            self.randomisation_questions >= 0, "randomisation_questions", self.randomisation_questions, ">= 0"
-        )
-        _require(
-            set(self.gate_splits) <= {"train", "dev", "test"},
-            "gate_splits",
-            self.gate_splits,
-            "a list of train/dev/test",
-        )
-        _require(self.randomisation_blocks >= 0, "randomisation_blocks", self.randomisation_blocks, ">= 0")
-        _require(self.swap_randomise in SWAP_RANDOMISE, "swap_randomise", self.swap_randomise,
-                 f"one of {list(SWAP_RANDOMISE)}")  # fmt: skip
+        questions, blocks = self.randomisation_questions, self.randomisation_blocks
+        _require(questions >= 0, "randomisation_questions", questions, ">= 0")
+        _require(blocks >= 0, "randomisation_blocks", blocks, ">= 0")
+        splits = self.gate_splits
+        _require(set(splits) <= {"train", "dev", "test"}, "gate_splits", splits, "a list of train/dev/test")
+
+    def _check_swap(self) -> None:
+        """The swap study's randomised models, layer IG steps, compared entries (``attribution/variants.py``:
+        each computation named once) and clear margin."""
+        scope = self.swap_randomise
+        _require(scope in SWAP_RANDOMISE, "swap_randomise", scope, f"one of {list(SWAP_RANDOMISE)}")
+        _require(self.swap_layer_ig_steps >= 2, "swap_layer_ig_steps", self.swap_layer_ig_steps, ">= 2")
         methods = self.swap_methods
         names = {variant_name(m) for m in methods}
         valid = bool(methods) and names <= set(SWAP_CHOICES) and len(set(methods)) == len(methods)
-        _require(valid, "swap_methods", methods,
-                 f"a non-empty list of distinct names from {list(SWAP_CHOICES)} or their variants "
-                 "(name@key=value, docs/attribution-methods.md)")  # fmt: skip
-        for entry in (m for m in methods if "@" in m):
-            try:
-                swap_variant(entry)
-            except ValueError as err:
-                raise ValueError(f"evaluation.swap_methods: {err}") from None
-        _require(
-            0.0 <= self.swap_clear_margin < 1.0, "swap_clear_margin", self.swap_clear_margin, "in [0, 1)"
-        )
+        allowed = f"a non-empty list of distinct names from {list(SWAP_CHOICES)} or their variants"
+        _require(valid, "swap_methods", methods, f"{allowed} (name@key=value, docs/attribution-methods.md)")
+        try:
+            check_entries(methods, layer_ig_steps=self.swap_layer_ig_steps)
+        except ValueError as err:
+            raise ValueError(f"evaluation.swap_methods: {err}") from None
+        margin = self.swap_clear_margin
+        _require(0.0 <= margin < 1.0, "swap_clear_margin", margin, "in [0, 1)")
+
+    def _check_compare(self) -> None:
+        """``compare_methods``: distinct names of ``attribution.config.METHODS``."""
         compared = self.compare_methods
-        _require(set(compared) <= set(METHODS) and len(set(compared)) == len(compared), "compare_methods",
-                 compared, f"distinct names from {list(METHODS)} ([] = none)")  # fmt: skip
-        _require(self.swap_layer_ig_steps >= 2, "swap_layer_ig_steps", self.swap_layer_ig_steps, ">= 2")
+        valid = set(compared) <= set(METHODS) and len(set(compared)) == len(compared)
+        _require(valid, "compare_methods", compared, f"distinct names from {list(METHODS)} ([] = none)")

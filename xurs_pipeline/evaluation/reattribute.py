@@ -15,10 +15,8 @@ import pandas as pd
 from torch import nn
 
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.attribution.endpoints import natural_widths
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
 from xurs_pipeline.attribution.methods import attribute_question
-from xurs_pipeline.attribution.model import model_device
 from xurs_pipeline.attribution.question import ReferencePool
 from xurs_pipeline.evaluation.comparisons import RunRecord, token_magnitude
 from xurs_pipeline.evaluation.randomisation import AttributeFn
@@ -39,14 +37,7 @@ def attribution_callable(
     refs = reference_pool(prompts, cfg, max_positions) if cfg.reads_training_references else None
 
     def attribute(model: nn.Module) -> list[RunRecord]:
-        pool = None
-        if refs is not None:
-            device = model_device(model)
-            pool = ReferencePool(*refs)
-            pool.natural = [
-                natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn)
-                for ids in pool.token_ids
-            ]
+        pool = None if refs is None else ReferencePool(*refs).measured(model, cfg)
         out = []
         for q in questions:
             chosen = None if targets is None else tuple(targets[q.record_id])
@@ -56,8 +47,17 @@ def attribution_callable(
             for row in result.rows:
                 e = row.coords["e"].double().numpy()
                 changed = tuple(row.changed_positions)
-                out.append(RunRecord(row.record_id, row.target, row.reference, token_magnitude(e), e,
-                                     row.width_input, changed_positions=changed))  # fmt: skip
+                out.append(
+                    RunRecord(
+                        row.record_id,
+                        row.target,
+                        row.reference,
+                        token_magnitude(e),
+                        e,
+                        row.width_input,
+                        changed_positions=changed,
+                    )
+                )
         return out
 
     return attribute

@@ -61,9 +61,11 @@ def comparison_checks(
     """Per-question comparison of two runs (distances relative to ``other``) and its verdicts."""
     values = ig if run.method == "ig" else eg
     table = compare_runs(
-        run_records(run.frame, prompts, run.directory), run_records(other.frame, prompts, other.directory),
-        topks=sorted({values.topk, ranking.topk}), names=(run.name, other.name),
-    )  # fmt: skip
+        run_records(run.frame, prompts, run.directory),
+        run_records(other.frame, prompts, other.directory),
+        topks=sorted({values.topk, ranking.topk}),
+        names=(run.name, other.name),
+    )
     group = f"{run.name}_vs_{other.name}"
     checks = numerics_checks(table, values, f"values_{group}") + ranking_checks(
         table, ranking, f"ranking_{group}"

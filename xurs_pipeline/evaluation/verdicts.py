@@ -59,8 +59,9 @@ def checks_summary(checks: Sequence[Check]) -> dict[str, Any]:
             k: v for k, v in c.to_dict().items() if k not in ("group", "name")
         }
     passed = sum(c.passed for c in checks)
-    return json_safe({"n_checks": len(checks), "n_passed": passed, "n_failed": len(checks) - passed,
-                      "checks": groups})  # fmt: skip
+    return json_safe(
+        {"n_checks": len(checks), "n_passed": passed, "n_failed": len(checks) - passed, "checks": groups}
+    )
 
 
 def checks_frame(checks: Sequence[Check]) -> pd.DataFrame:

@@ -212,9 +212,14 @@ def materialize_backbone(
     Every check (source found, pad token) runs before anything is written; returns the json record.
     """
     model, tokenizer, origin = load_source(
-        kind, source, dtype=dtype, gguf_package=gguf_package, gguf_file=gguf_file, tiny=tiny,
+        kind,
+        source,
+        dtype=dtype,
+        gguf_package=gguf_package,
+        gguf_file=gguf_file,
+        tiny=tiny,
         local_files_only=local_files_only,
-    )  # fmt: skip
+    )
     configure_tokenizer(tokenizer, pad_token, padding_side)
     if keep_layers:
         origin = {**origin, "kept_layers": keep_layers, "source_layers": model.config.num_hidden_layers}

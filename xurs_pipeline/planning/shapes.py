@@ -89,9 +89,14 @@ def meta_classifier(config: PretrainedConfig, model: ModelConfig, train: TrainCo
     with init_empty_weights():
         backbone = AutoModel.from_config(config, dtype=TORCH_DTYPES[model.dtype])
         head = RandomSetHead(
-            width, model.output_kind, model.head, model.head_hidden, model.conversion,
-            depth=model.head_depth, dropout=model.head_dropout,
-        )  # fmt: skip
+            width,
+            model.output_kind,
+            model.head,
+            model.head_hidden,
+            model.conversion,
+            depth=model.head_depth,
+            dropout=model.head_dropout,
+        )
         classifier = RandomSetClassifier(
             backbone, head, model.padding_side, model.feature_layers, model.pooling
         )

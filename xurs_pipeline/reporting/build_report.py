@@ -129,8 +129,10 @@ def with_comparison(
     """``views`` (of ``method``'s attributions) each with ``other``'s token magnitudes on the same question
     and option beside its own (``ExplanationView.methods``), each labelled with the swap control's finding; a
     question ``other_rows`` lacks (not finite there) keeps its page without a comparison."""
-    magnitude = {(str(r.record_id), int(r.target)): tuple(float(v) for v in r.token_magnitude)
-                 for r in other_rows.itertuples(index=False)}  # fmt: skip
+    magnitude = {
+        (str(r.record_id), int(r.target)): tuple(float(v) for v in r.token_magnitude)
+        for r in other_rows.itertuples(index=False)
+    }
     first = (method, finding_label(method))
     second = (other, finding_label(other))
     return [

@@ -129,11 +129,16 @@ def target_frames(i: Inputs, params: Mapping[str, Any]) -> Frames:
         "target_localisation": (
             tables.TARGET_LOCALISATION,
             localisation_by_target(
-                every, i.prompts, int(ev["bootstrap_resamples"]), float(ev["confidence"]),
-                str(ev["bootstrap_method"]), int(ev["seed"]), i.live,
+                every,
+                i.prompts,
+                int(ev["bootstrap_resamples"]),
+                float(ev["confidence"]),
+                str(ev["bootstrap_method"]),
+                int(ev["seed"]),
+                i.live,
             ),
         ),
-    }  # fmt: skip
+    }
 
 
 def clue_frames(i: Inputs, label: str) -> Frames:
@@ -177,8 +182,13 @@ def explain_skips(index: dict[str, Any], gates: pd.DataFrame) -> None:
             "the classifier predicts the 15 masses directly (output_kind mass15): the App. A conversion and "
             "the Eq. 5 correction apply to belief heads only"
         )
-    for spec in (tables.ENDPOINTS, tables.LOCALISATION, tables.LOCALISATION_SUMMARY, tables.CLUE_MASKING,
-                 tables.CLUE_NULLS):  # fmt: skip
+    for spec in (
+        tables.ENDPOINTS,
+        tables.LOCALISATION,
+        tables.LOCALISATION_SUMMARY,
+        tables.CLUE_MASKING,
+        tables.CLUE_NULLS,
+    ):
         if spec.name not in index["tables"]:
             index["skipped"].setdefault(spec.name, "the experiment has no aligned references or clue tokens")
     if gates.empty:
@@ -198,8 +208,12 @@ def build_tables(artifacts: Path, results: Path, params: Mapping[str, Any], labe
     frames = {**paper_frames(i, params, label), **target_frames(i, params), **clue_frames(i, label)}
     data = params["data"]
     note = split_deviation(data["source"], data["medqa_carve"], data["medqa_train_fraction"])
-    index: dict[str, Any] = {"experiment": str(params.get("experiment_name", "?")),
-                             "config_hash": config_hash(params), "tables": {}, "skipped": {}}  # fmt: skip
+    index: dict[str, Any] = {
+        "experiment": str(params.get("experiment_name", "?")),
+        "config_hash": config_hash(params),
+        "tables": {},
+        "skipped": {},
+    }
     index["deviations"] = [note] if note else []
     write_frames(frames, out_tables, index, note)
     explain_skips(index, i.gates)

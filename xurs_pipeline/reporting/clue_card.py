@@ -49,12 +49,19 @@ class NullRow:
         """From ``checks.json``'s ``localisation_nulls`` (ranking -> region -> summary)."""
         nan = float("nan")
         return tuple(
-            cls(ranking, region, int(m["questions"]), float(m["best_rank_1_share"]),
-                float(m["mean_clue_share_pct"]), float(m.get("base_rate_rank_1", nan)),
-                float(m.get("median_live_positions", nan)), float(m.get("median_live_clue_positions", nan)))
+            cls(
+                ranking,
+                region,
+                int(m["questions"]),
+                float(m["best_rank_1_share"]),
+                float(m["mean_clue_share_pct"]),
+                float(m.get("base_rate_rank_1", nan)),
+                float(m.get("median_live_positions", nan)),
+                float(m.get("median_live_clue_positions", nan)),
+            )
             for ranking, regions in nulls.items()
             for region, m in regions.items()
-        )  # fmt: skip
+        )
 
 
 @dataclass(frozen=True)
@@ -82,10 +89,14 @@ def clue_verdict(rows: tuple[NullRow, ...], region: str) -> ClueVerdict:
             f"{100 * t.rank_1_share:.0f}%"
         )
     if "randomised_head" not in by:
-        reasons.append("no run with the head re-initialised (evaluation.randomisation_questions=0): "
-                       "whether the localisation depends on the model is untested")  # fmt: skip
-    for name, meaning in (("randomised_head", "does not depend on the model"),
-                          ("input_only", "holds by construction of the references")):  # fmt: skip
+        reasons.append(
+            "no run with the head re-initialised (evaluation.randomisation_questions=0): "
+            "whether the localisation depends on the model is untested"
+        )
+    for name, meaning in (
+        ("randomised_head", "does not depend on the model"),
+        ("input_only", "holds by construction of the references"),
+    ):
         n = by.get(name)
         if n is None:
             continue
@@ -179,8 +190,15 @@ def render_clue_card(rows: tuple[Any, ...], nulls: Mapping[str, Any]) -> Markup:
     null_rows = NullRow.of(nulls)
     regions = list(dict.fromkeys(r.region for r in null_rows))
     return Markup(
-        environment().from_string(CARD).render(
-            rows=rows, nulls=null_rows, names=NULLS, verdicts=[clue_verdict(null_rows, r) for r in regions],
-            pct=_pct, num=_num, verdict_class=_verdict_class,
+        environment()
+        .from_string(CARD)
+        .render(
+            rows=rows,
+            nulls=null_rows,
+            names=NULLS,
+            verdicts=[clue_verdict(null_rows, r) for r in regions],
+            pct=_pct,
+            num=_num,
+            verdict_class=_verdict_class,
         )
-    )  # fmt: skip
+    )

@@ -148,11 +148,23 @@ class ClueRow:
         the summary leaves out (None: no clue-free control window among the live positions, as with aligned
         paired references) becomes NaN."""
         return tuple(
-            cls(region, int(m["questions"]), *(as_number(m[k]) for k in (
-                "best_rank_1_share", "median_best_rank", "mean_clue_share_pct", "mean_difference_pp",
-                "ci_low", "ci_high")))
+            cls(
+                region,
+                int(m["questions"]),
+                *(
+                    as_number(m[k])
+                    for k in (
+                        "best_rank_1_share",
+                        "median_best_rank",
+                        "mean_clue_share_pct",
+                        "mean_difference_pp",
+                        "ci_low",
+                        "ci_high",
+                    )
+                ),
+            )
             for region, m in localisation.items()
-        )  # fmt: skip
+        )
 
 
 @dataclass(frozen=True)
@@ -251,8 +263,10 @@ def error_verdict(error: AttributionError | None, tolerance: tuple[float, float]
         return Verdict(question, "n/a", "none", f"{error.method} has no completeness residual (Eq. 9)")
     median_ok, max_ok = error.residual_median <= tolerance[0], error.residual_max <= tolerance[1]
     ok = median_ok and max_ok and not error.budget_ran_out
-    detail = (f"R median {error.residual_median:.2g} (<= {tolerance[0]:g}), max {error.residual_max:.2g} "
-              f"(<= {tolerance[1]:g})")  # fmt: skip
+    detail = (
+        f"R median {error.residual_median:.2g} (<= {tolerance[0]:g}), max {error.residual_max:.2g} "
+        f"(<= {tolerance[1]:g})"
+    )
     if error.budget_ran_out:
         detail += f"; budget ran out on {len(error.budget_ran_out)} question(s)"
     return Verdict(question, "yes" if ok else "no", "pass" if ok else "fail", detail)
@@ -271,8 +285,10 @@ def clue_verdict(
         return Verdict(question, "n/a", "none", "no known clue in this data")
     row = next((c for c in clue if c.region == "case_text"), clue[0])
     ok = row.ci_low > 0  # False when NaN: no control window to compare with
-    detail = (f"{row.region.replace('_', ' ')}: best clue token first on {_pct(row.rank_1_share)} of "
-              f"{row.questions} questions, ")  # fmt: skip
+    detail = (
+        f"{row.region.replace('_', ' ')}: best clue token first on {_pct(row.rank_1_share)} of "
+        f"{row.questions} questions, "
+    )
     if math.isnan(row.ci_low):
         detail += "no clue-free control window among the positions that can take attribution"
     else:
@@ -493,8 +509,11 @@ def render_front(page: FrontPage) -> Markup:
     # on the swap control's data the "clue" is model A's cue 1 only: the swap card takes the clue card's place
     card = render_clue_card(page.clue, page.clue_nulls or {}) if page.swap is None else Markup("")
     swap = render_swap_card(page.swap)
-    return Markup(template.render(p=page, has_result=has_result, pct=_pct, f3=_f3, clue_card=card,
-                                  swap_card=swap, **counts))  # fmt: skip
+    return Markup(
+        template.render(
+            p=page, has_result=has_result, pct=_pct, f3=_f3, clue_card=card, swap_card=swap, **counts
+        )
+    )
 
 
 def markdown_title(text: str, fallback: str) -> str:

@@ -8,12 +8,8 @@ characters on the default experiment and ``dvc exp show --keep`` can name each c
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
-
-from xurs_pipeline.io import write_json
 
 HEADLINE_FILE = "headline.json"
 
@@ -71,11 +67,3 @@ def verdict_headline(kind: str, passed: Sequence[bool]) -> dict[str, int]:
     """How many ``kind`` (checks, gates) there are and how many failed: ``<kind>`` and ``<kind>_failed``
     (distinct names: DVC prefixes a key shared by two files with the file's path, a wide column)."""
     return {kind: len(passed), f"{kind}_failed": sum(not p for p in passed)}
-
-
-def write_headline(values: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
-    """Write a flat headline file atomically (no provenance header: it would add three DVC columns)."""
-    flat = [k for k, v in values.items() if isinstance(v, Mapping)]
-    if flat:
-        raise ValueError(f"{path}: headline values must be flat numbers; {flat} are sections")
-    return write_json(values, path)

@@ -177,11 +177,12 @@ def method_comparison(view: ExplanationView, k: int = TOP_TOKENS) -> MethodCompa
     tops = [top_tokens(replace(view, magnitude=m.magnitude, methods=()), k) for m in (first, second)]
     sets = [{t.position for t in top} for top in tops]
     return MethodComparison(
-        (first.method, second.method), (first.finding, second.finding),
+        (first.method, second.method),
+        (first.finding, second.finding),
         [(i + 1, a, b) for i, (a, b) in enumerate(zip(*tops, strict=False))],
         [t for t in tops[0] if t.position in sets[1]],
         tuple([t for t in top if t.position not in sets[1 - j]] for j, top in enumerate(tops)),  # type: ignore
-    )  # fmt: skip
+    )
 
 
 def render_explanation(

@@ -56,9 +56,15 @@ class SwapStudy:
         were skipped (data without two cues)."""
         if "studies" not in summary:
             return None
-        return cls(summary["studies"], summary.get("accuracy", {}), summary.get("methods", {}),
-                   summary.get("behaves_as_trained", {}), _finite(summary.get("clear_margin")),
-                   summary.get("faithfulness", {}), method)  # fmt: skip
+        return cls(
+            summary["studies"],
+            summary.get("accuracy", {}),
+            summary.get("methods", {}),
+            summary.get("behaves_as_trained", {}),
+            _finite(summary.get("clear_margin")),
+            summary.get("faithfulness", {}),
+            method,
+        )
 
     @property
     def names(self) -> dict[str, str]:
@@ -192,14 +198,25 @@ def render_swap_card(study: SwapStudy | None) -> Markup:
         return Markup("")
     answer, css, detail = swap_verdict(study)
     return Markup(
-        environment().from_string(CARD).render(
-            studies=[(k, study.studies[k]) for k in RANKINGS if k in study.studies], accuracy=study.accuracy,
-            names=study.names, answer=answer, css=css,
-            detail=detail, cue_of={name: role.cue for name, role in ROLES.items()}, pct=_pct, f2=_f2,
+        environment()
+        .from_string(CARD)
+        .render(
+            studies=[(k, study.studies[k]) for k in RANKINGS if k in study.studies],
+            accuracy=study.accuracy,
+            names=study.names,
+            answer=answer,
+            css=css,
+            detail=detail,
+            cue_of={name: role.cue for name, role in ROLES.items()},
+            pct=_pct,
+            f2=_f2,
             learned_min=LEARNED_MIN,
-            pass_accuracy=SWAP_PASS_ACCURACY, pass_lower=SWAP_PASS_LOWER, methods=_in_order(study.methods),
-            behaves=study.behaves, clear_margin=_f2(study.clear_margin),
+            pass_accuracy=SWAP_PASS_ACCURACY,
+            pass_lower=SWAP_PASS_LOWER,
+            methods=_in_order(study.methods),
+            behaves=study.behaves,
+            clear_margin=_f2(study.clear_margin),
             agreement_pass=(plan.AGREEMENT_PASS, plan.AGREEMENT_PASS_LOWER),
             verdicts={m: by["verdict"] for m, by in study.faithfulness.get("methods", {}).items()},
         )
-    )  # fmt: skip
+    )

@@ -56,8 +56,10 @@ def sweep_table(studies: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
         rows.append(row)
     for role in ROLES:
         row = {"row": f"model {role} behaves as trained"}
-        counts = [(int(s["behaves_as_trained"][role]["k"]), int(s["behaves_as_trained"][role]["n"]))
-                  for s in studies.values()]  # fmt: skip
+        counts = [
+            (int(s["behaves_as_trained"][role]["k"]), int(s["behaves_as_trained"][role]["n"]))
+            for s in studies.values()
+        ]
         row.update({name: f"{k}/{n}" for name, (k, n) in zip(names, counts, strict=True)})
         row.update(_pooled(counts, "agreement"))
         rows.append(row)
@@ -84,8 +86,10 @@ def _weakest(by: Mapping[str, Any], judges: list[str]) -> str:
     y, name, c = min(cells, key=lambda t: (t[2]["clear_low"] if t[2]["clear_n"] else -1.0, t[0], t[1]))
     if not c["clear_n"]:
         return f"{y}, {cell_name(name)}: no clear probe"
-    return (f"{y}, {cell_name(name)}: {c['clear']:.2f} [{c['clear_low']:.2f}, {c['clear_high']:.2f}] "
-            f"({c['clear_k']}/{c['clear_n']})")  # fmt: skip
+    return (
+        f"{y}, {cell_name(name)}: {c['clear']:.2f} [{c['clear_low']:.2f}, {c['clear_high']:.2f}] "
+        f"({c['clear_k']}/{c['clear_n']})"
+    )
 
 
 def _interval(row: Mapping[str, Any], prefix: str) -> str:

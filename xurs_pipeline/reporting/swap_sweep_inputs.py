@@ -27,8 +27,13 @@ KEYS = ("column", "where", "params", "summary", "faithfulness_rows")
 def kept(column: str, where: str, params: Mapping[str, Any], summary: Any, rows: pd.DataFrame | None):
     """One study's kept form (module docstring), as JSON would read it back (NaN as None)."""
     columns = None if rows is None else {c: rows[c].tolist() for c in ROW_COLUMNS}
-    body = {"column": column, "where": where, "params": dict(sorted(params.items())), "summary": summary,
-            "faithfulness_rows": columns}  # fmt: skip
+    body = {
+        "column": column,
+        "where": where,
+        "params": dict(sorted(params.items())),
+        "summary": summary,
+        "faithfulness_rows": columns,
+    }
     return json.loads(json.dumps(json_safe(body), allow_nan=False, default=str))
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from xurs_pipeline.attribution.variants import RUN_METHOD
 from xurs_pipeline.evaluation.swap import plan
-from xurs_pipeline.evaluation.swap.roles import RUN_METHOD
 
 ANSWERS = {"passes": ("yes", "pass"), "fails": ("no", "fail"), "no verdict": ("n/a", "none")}
 

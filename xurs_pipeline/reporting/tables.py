@@ -292,16 +292,22 @@ def targets_frame(
     rows = []
     for fn, m in mask_metrics["targets"].items():
         other = by_fn[fn]["token_magnitude"] if fn in by_fn else pd.Series(dtype=object)
-        pairs = [(np.asarray(base[k], float), np.asarray(other[k], float))
-                 for k in base.index.intersection(other.index)]  # fmt: skip
+        pairs = [
+            (np.asarray(base[k], float), np.asarray(other[k], float))
+            for k in base.index.intersection(other.index)
+        ]
         rho = [spearman(a, b) for a, b in pairs]
         overlap = [topk_overlap(a, b, topk) for a, b in pairs]
-        rows.append({
-            "target_fn": fn, "questions": m["questions"], "mean_advantage": m["mean_advantage"],
-            "ci": (m["ci_low"], m["ci_high"]),
-            "spearman_vs_width": float(np.median(rho)) if rho else np.nan,
-            "overlap_vs_width": float(np.mean(overlap)) if overlap else np.nan,
-        })  # fmt: skip
+        rows.append(
+            {
+                "target_fn": fn,
+                "questions": m["questions"],
+                "mean_advantage": m["mean_advantage"],
+                "ci": (m["ci_low"], m["ci_high"]),
+                "spearman_vs_width": float(np.median(rho)) if rho else np.nan,
+                "overlap_vs_width": float(np.mean(overlap)) if overlap else np.nan,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -341,8 +347,11 @@ def localisation_summary_frame(summary: Mapping[str, Mapping[str, Any]]) -> pd.D
 def clue_nulls_frame(nulls: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> pd.DataFrame:
     """The clue-nulls rows from ``checks/checks.json``'s ``localisation_nulls`` (ranking -> region ->
     summary): one per (region, ranking), regions first; empty without a clue."""
-    rows = [{**m, "region": region, "ranking": ranking.replace("_", " ")}
-            for ranking, regions in nulls.items() for region, m in regions.items()]  # fmt: skip
+    rows = [
+        {**m, "region": region, "ranking": ranking.replace("_", " ")}
+        for ranking, regions in nulls.items()
+        for region, m in regions.items()
+    ]
     if not rows:
         return pd.DataFrame()
     frame = pd.DataFrame(rows)

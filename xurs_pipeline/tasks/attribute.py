@@ -9,18 +9,17 @@ Finished questions are kept in ``<artifacts>/attribute/parts/`` (not a DVC outpu
 resumes; they are keyed by the config, the SHA-256 of the classifier and prompts and the code version,
 so a changed input recomputes them. Several processes split the questions:
 ``torchrun --nproc_per_node N -m stages attribute`` (or ``accelerate launch -m stages attribute``);
-process 0 merges (:func:`xurs_pipeline.attribution.from_artifacts.attribute_into`).
+process 0 merges (:func:`xurs_pipeline.runs.attribution.attribute_into`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from xurs_pipeline.attribution.from_artifacts import attribute_into
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.reporting.headline import attribute_headline
-from xurs_pipeline.runs import attribution_run
+from xurs_pipeline.runs.attribution import attribute_into, attribution_run
 
 
 def run(cfg: RootConfig) -> dict[str, Any] | None:

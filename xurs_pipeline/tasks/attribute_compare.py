@@ -21,7 +21,6 @@ from typing import Any
 
 import pandas as pd
 
-from xurs_pipeline.attribution.from_artifacts import attribute_variants
 from xurs_pipeline.attribution.runner import shard_seconds
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, compare_configs
 from xurs_pipeline.contracts import artifact, compare_dir, stage_hash
@@ -36,7 +35,7 @@ from xurs_pipeline.evaluation.method_agreement import (
 )
 from xurs_pipeline.evaluation.verdicts import json_safe
 from xurs_pipeline.io import write_json, write_parquet
-from xurs_pipeline.runs import attribution_run
+from xurs_pipeline.runs.attribution import attribute_variants, attribution_run
 
 
 def run(cfg: RootConfig) -> None:

@@ -8,10 +8,9 @@ compares each repeat with the main run (Tables 2, 6 and 7). With no seeds it wri
 
 from __future__ import annotations
 
-from xurs_pipeline.attribution.from_artifacts import attribute_variants
 from xurs_pipeline.config import RootConfig, repeat_config
 from xurs_pipeline.contracts import artifact, repeat_dir
-from xurs_pipeline.runs import attribution_run
+from xurs_pipeline.runs.attribution import attribute_variants, attribution_run
 
 
 def run(cfg: RootConfig) -> None:

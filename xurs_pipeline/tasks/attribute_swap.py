@@ -18,14 +18,13 @@ import shutil
 from functools import partial
 from typing import Any
 
-from xurs_pipeline.attribution.from_artifacts import attribute_into
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation.randomisation import cascade_names, reinitialise
 from xurs_pipeline.evaluation.swap.roles import RUNS, skipped_reason
 from xurs_pipeline.io import write_json
-from xurs_pipeline.runs import attribution_run
+from xurs_pipeline.runs.attribution import attribute_into, attribution_run
 from xurs_pipeline.tasks.runner import log
 
 
@@ -41,10 +40,20 @@ def run(cfg: RootConfig) -> None:
     metrics = {name: attribute_run(cfg, name, blocks) for name in RUNS if name != "A"}  # A: attribute's
     if any(m is None for m in metrics.values()):
         return  # not the main process
-    write_json({"runs": {n: {"model": RUNS[n].role.name, "head_reinitialised": RUNS[n].randomised,
-                              "blocks_reinitialised": blocks if RUNS[n].randomised else 0,
-                              "seed": seed + RUNS[n].role.seed_offset}
-                         for n in metrics}}, out / "index.json")  # fmt: skip
+    write_json(
+        {
+            "runs": {
+                n: {
+                    "model": RUNS[n].role.name,
+                    "head_reinitialised": RUNS[n].randomised,
+                    "blocks_reinitialised": blocks if RUNS[n].randomised else 0,
+                    "seed": seed + RUNS[n].role.seed_offset,
+                }
+                for n in metrics
+            }
+        },
+        out / "index.json",
+    )
 
 
 def attribute_run(cfg: RootConfig, name: str, blocks: int) -> dict | None:

@@ -6,10 +6,9 @@ for each comparison target function in ``evaluation.targets`` other than ``attri
 
 from __future__ import annotations
 
-from xurs_pipeline.attribution.from_artifacts import attribute_variants
 from xurs_pipeline.config import RootConfig, comparison_targets, target_config
 from xurs_pipeline.contracts import artifact
-from xurs_pipeline.runs import attribution_run
+from xurs_pipeline.runs.attribution import attribute_variants, attribution_run
 
 
 def run(cfg: RootConfig) -> None:

@@ -24,12 +24,25 @@ def run(cfg: RootConfig) -> None:
     section = {k: getattr(m, k) for k in BACKBONE_KEYS}
     tiny = TinySpec(m.tiny_vocab_size, m.tiny_hidden_size, m.tiny_layers, m.tiny_heads, m.tiny_seed)
     info = materialize_backbone(
-        out, m.backbone, m.source, dtype=m.dtype, gguf_package=m.gguf_package, gguf_file=m.gguf_file,
-        tiny=tiny, pad_token=m.pad_token, padding_side=m.padding_side,
-        local_files_only=m.local_files_only, keep_layers=m.keep_layers, config_hash=config_hash(section),
-    )  # fmt: skip
+        out,
+        m.backbone,
+        m.source,
+        dtype=m.dtype,
+        gguf_package=m.gguf_package,
+        gguf_file=m.gguf_file,
+        tiny=tiny,
+        pad_token=m.pad_token,
+        padding_side=m.padding_side,
+        local_files_only=m.local_files_only,
+        keep_layers=m.keep_layers,
+        config_hash=config_hash(section),
+    )
     log.info(
         "backbone: %s %s (%d layers, hidden %d, vocab %d) -> %s",
-        info["origin"]["kind"], info["architecture"], info["num_layers"], info["hidden_size"],
-        info["vocab_size"], out,
-    )  # fmt: skip
+        info["origin"]["kind"],
+        info["architecture"],
+        info["num_layers"],
+        info["hidden_size"],
+        info["vocab_size"],
+        out,
+    )

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import yaml
 
+from xurs_pipeline.attribution.variants import training_reads
 from xurs_pipeline.config import ConfigError, RootConfig, load_params
 from xurs_pipeline.contracts import artifact
+from xurs_pipeline.data.config import SWAP_SOURCE
 from xurs_pipeline.data.medqa import require_medqa_dir
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.io import config_hash, write_json
@@ -41,6 +43,7 @@ def check_params(params: Path, stamp: Path | None) -> RootConfig:
     if cfg.data.source == "medqa" and not cfg.data.medqa_hub:  # local MedQA: its files, before any stage
         require_medqa_dir(cfg.data.medqa_path, cfg.data.medqa_files)
     check_selected_records(cfg)
+    check_swap_references(cfg)
     print(f"{params}: valid (experiment {cfg.experiment_name}, config {config_hash(asdict(cfg))})")
     if cfg.attribution.ignored_note():
         print(f"{params}: {cfg.attribution.ignored_note()}")
@@ -71,9 +74,31 @@ def check_selected_records(cfg: RootConfig) -> None:
         )
 
 
+def check_swap_references(cfg: RootConfig) -> None:
+    """ConfigError naming the ``evaluation.swap_methods`` entry whose ``references=train:k`` reads more
+    training prompts than the two-cue data's training split holds (the prepared prompts' when prepared for
+    this ``data`` section, else the records it describes), before the swap stage would find out."""
+    reads = training_reads(cfg.evaluation.swap_methods)
+    if cfg.data.source != SWAP_SOURCE or not reads:
+        return
+    from xurs_pipeline.data.dataset import current_prompts, load_records  # tokenizers: only when needed
+
+    prepared = current_prompts(artifact("prompts").at(cfg.paths), cfg.data, ["split"])
+    splits = list(prepared["split"]) if prepared is not None else [r.split for r in load_records(cfg.data)]
+    held = splits.count("train")
+    entry, wanted = max(reads.items(), key=lambda item: item[1])
+    if wanted > held:
+        raise ConfigError(
+            f"evaluation.swap_methods: {entry!r} reads {wanted} training prompts; the training split of "
+            f"{cfg.data.source} holds {held} (data.cases_per_family, data.families): use train:k with k <= "
+            f"{held}"
+        )
+
+
 def run(cfg: RootConfig) -> None:
     """In process (:func:`~xurs_pipeline.tasks.pipeline.run_pipeline`): ``cfg`` is validated already."""
     check_selected_records(cfg)
+    check_swap_references(cfg)
     write_json({"valid": True}, artifact("config_check").at(cfg.paths))
 
 

@@ -52,6 +52,13 @@ def run(cfg: RootConfig) -> dict[str, Any]:
                 "gates %s: %d of %d passed", split, entry["n_checks"] - entry["n_failed"], entry["n_checks"]
             )
         for row in frame[~frame["passed"]].itertuples(index=False):
-            log.warning("gate failed: %s/%s/%s = %.6g (threshold %s %g)", row.split, row.group, row.name,
-                        row.value, row.direction, row.threshold)  # fmt: skip
+            log.warning(
+                "gate failed: %s/%s/%s = %.6g (threshold %s %g)",
+                row.split,
+                row.group,
+                row.name,
+                row.value,
+                row.direction,
+                row.threshold,
+            )
     return verdict_headline("gates", frame["passed"].tolist())

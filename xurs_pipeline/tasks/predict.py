@@ -50,10 +50,14 @@ def run(cfg: RootConfig) -> dict[str, Any] | None:
             prompts, split, classifier.backbone.config.vocab_size, where=str(prompts_path)
         )
         out = classifier_outputs(
-            classifier, examples.data.inputs, tokenizer.pad_token_id, cfg.train.eval_batch_size,
-            feature_cache_dir=cfg.train.feature_cache_dir if head_only else None, device=state.device,
+            classifier,
+            examples.data.inputs,
+            tokenizer.pad_token_id,
+            cfg.train.eval_batch_size,
+            feature_cache_dir=cfg.train.feature_cache_dir if head_only else None,
+            device=state.device,
             rows=process_rows(len(examples.record_ids), state),
-        )  # fmt: skip
+        )
         out = gathered_outputs(out, state)
         frame = prediction_frame(
             out,
@@ -77,8 +81,10 @@ def _write(cfg: RootConfig, frames: list[pd.DataFrame], metrics: dict, audit: di
     run_hash = config_hash({"classifier": train_run_hash(cfg), "predict": stage_hash("predict", cfg)})
     predictions = artifact("predictions")
     write_parquet(
-        pd.concat(frames, ignore_index=True), predictions.at(cfg.paths), predictions.provenance(run_hash),
+        pd.concat(frames, ignore_index=True),
+        predictions.at(cfg.paths),
+        predictions.provenance(run_hash),
         required_columns=predictions.columns,
-    )  # fmt: skip
+    )
     for name, payload in (("prediction_metrics", metrics), ("correction_audit", audit)):
         write_json(payload, artifact(name).at(cfg.paths), artifact(name).provenance(run_hash))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,7 +29,7 @@ from omegaconf import DictConfig
 from xurs_pipeline.config import RootConfig, validate
 from xurs_pipeline.contracts import ARTIFACTS, STAGES, param_keys, stage_inputs
 from xurs_pipeline.errors import XursError
-from xurs_pipeline.reporting.headline import write_headline
+from xurs_pipeline.io import write_json
 
 log = logging.getLogger("xurs")
 Task = Callable[[RootConfig], Mapping[str, Any] | None]
@@ -56,6 +57,14 @@ def main(argv: list[str]) -> int:
         return int(module.main())
     run_stage(name, module.run)
     return 0
+
+
+def write_headline(values: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write a flat headline file atomically (no provenance header: it would add three DVC columns)."""
+    flat = [k for k, v in values.items() if isinstance(v, Mapping)]
+    if flat:
+        raise ValueError(f"{path}: headline values must be flat numbers; {flat} are sections")
+    return write_json(values, path)
 
 
 def run_task(name: str, task: Task, cfg: RootConfig) -> Mapping[str, Any] | None:

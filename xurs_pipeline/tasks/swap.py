@@ -57,9 +57,12 @@ def study_inputs(cfg: RootConfig) -> StudyInputs:
     runs = {name: read_attributions(_run_dir(cfg, name)) for name in RUNS}
     probes = set(runs["A"]["record_id"])
     return StudyInputs(
-        cfg, read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data)), runs,
-        [r for r in load_records(cfg.data) if r.record_id in probes], _models(cfg),
-    )  # fmt: skip
+        cfg,
+        read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data)),
+        runs,
+        [r for r in load_records(cfg.data) if r.record_id in probes],
+        _models(cfg),
+    )
 
 
 def _run_dir(cfg: RootConfig, name: str):
@@ -85,7 +88,8 @@ def _write(cfg: RootConfig, result: StudyResult) -> None:
     write_parquet(result.scores, study / "per_question.parquet", Provenance("swap_scores", 1, run_hash))
     write_parquet(result.behaviour, study / "behaviour.parquet", Provenance("swap_behaviour", 1, run_hash))
     write_parquet(result.methods, study / "methods.parquet", Provenance("swap_methods", 1, run_hash))
-    write_parquet(result.faithfulness, study / "faithfulness.parquet",
-                  Provenance("swap_faithfulness", 2, run_hash))  # fmt: skip
+    write_parquet(
+        result.faithfulness, study / "faithfulness.parquet", Provenance("swap_faithfulness", 2, run_hash)
+    )
     write_json(json_safe(result.summary), swap_summary(cfg.paths))
     write_json(json_safe(method_metrics(result.summary)), artifact("swap_methods").at(cfg.paths))

@@ -9,7 +9,7 @@ version); ``train.resume=true`` continues an interrupted run of the same inputs 
 (``train.global_batch``) is per-process batch x processes x accumulation steps, the last derived.
 Several processes (``torchrun --nproc_per_node N -m stages train`` on CPUs or GPUs, ``accelerate launch
 --multi_gpu --num_processes N -m stages train`` on GPUs) form one group (docs/scaling.md); the training
-itself is :func:`xurs_pipeline.train.from_artifacts.fit_into`.
+itself is :func:`xurs_pipeline.runs.training.fit_into`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from typing import Any
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.reporting.headline import train_headline
-from xurs_pipeline.runs import training_run
-from xurs_pipeline.train.from_artifacts import fit_into
+from xurs_pipeline.runs.training import fit_into, training_run
 from xurs_pipeline.train.live import log_history
 
 

@@ -13,10 +13,9 @@ from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.io import write_json
 from xurs_pipeline.processes import process_group
-from xurs_pipeline.runs import training_run
+from xurs_pipeline.runs.training import fit_into, training_run
 from xurs_pipeline.tasks.runner import log
 from xurs_pipeline.train.config import head_first_settings
-from xurs_pipeline.train.from_artifacts import fit_into
 
 
 def run(cfg: RootConfig) -> None:
@@ -24,8 +23,10 @@ def run(cfg: RootConfig) -> None:
     state = process_group()
     if not cfg.train.head_first:
         if state.is_main_process:
-            write_json({"skipped": "train.head_first is false: the train stage starts from no head-only run"},
-                       out / Path(artifact("train_metrics").path).name)  # fmt: skip
+            write_json(
+                {"skipped": "train.head_first is false: the train stage starts from no head-only run"},
+                out / Path(artifact("train_metrics").path).name,
+            )
         log.info("train_head: skipped (train.head_first is false)")
         return
     head_only = dataclasses.replace(cfg, train=head_first_settings(cfg.train, state.num_processes))

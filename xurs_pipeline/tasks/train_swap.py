@@ -14,9 +14,8 @@ from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.synthetic.swap import relabel_by_cue
 from xurs_pipeline.evaluation.swap.roles import ROLES, skipped_reason
 from xurs_pipeline.io import write_json
-from xurs_pipeline.runs import training_run
+from xurs_pipeline.runs.training import fit_into, training_run
 from xurs_pipeline.tasks.runner import log
-from xurs_pipeline.train.from_artifacts import fit_into
 
 
 def run(cfg: RootConfig) -> None:
@@ -26,7 +25,10 @@ def run(cfg: RootConfig) -> None:
         write_json({"skipped": reason}, out / Path(artifact("train_metrics").path).name)
         log.info("train_swap: skipped (%s)", reason)
         return
-    model_b = training_run(cfg, init_head_from=cfg.train.init_head_from or None,
-                           relabel=partial(relabel_by_cue, cue=ROLES["B"].cue),
-                           variant=f"cue{ROLES['B'].cue}")  # fmt: skip
+    model_b = training_run(
+        cfg,
+        init_head_from=cfg.train.init_head_from or None,
+        relabel=partial(relabel_by_cue, cue=ROLES["B"].cue),
+        variant=f"cue{ROLES['B'].cue}",
+    )
     fit_into(model_b, out)

@@ -139,7 +139,13 @@ def head_first_settings(t: TrainConfig, processes: int = 1) -> TrainConfig:
     ``processes`` (cached frozen features make that cheap)."""
     accumulation_steps(t.global_batch, 1, processes)  # names train.global_batch if it does not split
     return replace(
-        t, adaptation="head_only", lr_head=t.head_first_lr, max_epochs=t.head_first_epochs,
-        patience=t.head_first_patience, batch_size=t.global_batch // processes,
-        mixed_precision="no", head_first=False, init_head_from="",
-    )  # fmt: skip
+        t,
+        adaptation="head_only",
+        lr_head=t.head_first_lr,
+        max_epochs=t.head_first_epochs,
+        patience=t.head_first_patience,
+        batch_size=t.global_batch // processes,
+        mixed_precision="no",
+        head_first=False,
+        init_head_from="",
+    )

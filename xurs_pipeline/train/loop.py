@@ -172,8 +172,14 @@ class EpochState:
     def progress(self) -> dict[str, Any]:
         """The JSON part (``progress.json``)."""
         history = [asdict(h) for h in self.history]
-        return {"epoch": self.epoch, "best_score": self.best_score, "best_epoch": self.best_epoch,
-                "bad_epochs": self.bad_epochs, "history": history, "steps": self.steps}  # fmt: skip
+        return {
+            "epoch": self.epoch,
+            "best_score": self.best_score,
+            "best_epoch": self.best_epoch,
+            "bad_epochs": self.bad_epochs,
+            "history": history,
+            "steps": self.steps,
+        }
 
     @classmethod
     def restored(cls, best: dict[str, torch.Tensor], progress: dict[str, Any]) -> EpochState:
@@ -210,8 +216,9 @@ class Run:
     def losses(self, out: Any, batch: dict[str, Any]) -> tuple[LossParts, torch.Tensor]:
         """The loss parts of the model's output ``out`` on ``batch`` and per-example training losses (b,)."""
         s, kind = self.settings, self.trainee.output_kind
-        parts = rs_loss(out, batch["labels"], kind, s.set_loss_weight, batch.get("target_masses"),
-                        self.computed_in)  # fmt: skip
+        parts = rs_loss(
+            out, batch["labels"], kind, s.set_loss_weight, batch.get("target_masses"), self.computed_in
+        )
         return parts, _example_losses(parts, kind, s.set_loss_weight)
 
 
@@ -297,8 +304,9 @@ def _train_epoch(run: Run, epoch: int, state: EpochState) -> float:
     sampler.set_epoch(epoch)
     run.model.train()
     totals = torch.zeros(2, dtype=torch.float64, device=accelerator.device)  # loss sum, examples
-    steps = step_batches(list(sampler), s.global_batch, s.batch_size, accelerator.num_processes,
-                         accelerator.process_index)  # fmt: skip
+    steps = step_batches(
+        list(sampler), s.global_batch, s.batch_size, accelerator.num_processes, accelerator.process_index
+    )
     for n_step, micro in steps:
         loss_sum, count = _train_step(run, n_step, micro, (epoch, state.steps))
         totals += torch.tensor([loss_sum, count], dtype=torch.float64, device=totals.device)
@@ -370,11 +378,25 @@ def fit(
             break
         record = _epoch(run, epoch, state)
         if saving.state_dir:
-            save_state(Path(saving.state_dir), run.accelerator, run.model, run.optimizer, run.scheduler,
-                       state.best, state.progress())  # fmt: skip
+            save_state(
+                Path(saving.state_dir),
+                run.accelerator,
+                run.model,
+                run.optimizer,
+                run.scheduler,
+                state.best,
+                state.progress(),
+            )
         if saving.on_epoch_end is not None:
             saving.on_epoch_end(record)
     load_trainable(run.accelerator.unwrap_model(run.model), state.best, "best checkpoint")
     run.accelerator.free_memory()
-    return FitResult(state.best_epoch, state.best_score, state.epoch + 1, state.stopped(settings.patience),
-                     resumed_from, state.steps, state.history)  # fmt: skip
+    return FitResult(
+        state.best_epoch,
+        state.best_score,
+        state.epoch + 1,
+        state.stopped(settings.patience),
+        resumed_from,
+        state.steps,
+        state.history,
+    )

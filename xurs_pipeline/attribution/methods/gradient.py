@@ -52,8 +52,9 @@ class GradientL2(GradientMethod):
         x = problem.embeds.detach().requires_grad_(True)
         grad = Saliency(problem.function(counter)).attribute(x, abs=False)[0]  # (L, d)
         norm = _numpy(grad.norm(dim=-1))
-        return TokenScores(norm, self.magnitude(grad), counter.forwards, counter.grad_evals,
-                           coords=grad.detach().float())  # fmt: skip
+        return TokenScores(
+            norm, self.magnitude(grad), counter.forwards, counter.grad_evals, coords=grad.detach().float()
+        )
 
 
 class GradientXInput(GradientMethod):
@@ -63,8 +64,13 @@ class GradientXInput(GradientMethod):
         counter = Counter()
         x = problem.embeds.detach().requires_grad_(True)
         coords = InputXGradient(problem.function(counter)).attribute(x)[0]  # (L, d)
-        return TokenScores(_numpy(coords.sum(-1)), self.magnitude(coords), counter.forwards,
-                           counter.grad_evals, coords=coords.detach().float())  # fmt: skip
+        return TokenScores(
+            _numpy(coords.sum(-1)),
+            self.magnitude(coords),
+            counter.forwards,
+            counter.grad_evals,
+            coords=coords.detach().float(),
+        )
 
 
 def middle_block(model: nn.Module) -> nn.Module:
@@ -84,14 +90,21 @@ class LayerIG(GradientMethod):
         counter = Counter()
         f, steps = problem.function(counter), self.cfg.layer_ig_steps
         lig = LayerIntegratedGradients(f, problem.layer)
-        layer = lig.attribute(problem.embeds.detach(), baselines=problem.reference, n_steps=steps,
-                              internal_batch_size=steps)  # fmt: skip
+        layer = lig.attribute(
+            problem.embeds.detach(), baselines=problem.reference, n_steps=steps, internal_batch_size=steps
+        )
         coords = (layer[0] if isinstance(layer, tuple) else layer)[0]  # (L, d)
         with torch.no_grad():
             ends = f(torch.cat([problem.embeds, problem.reference.to(problem.embeds.dtype)]))
         residual = abs(float(coords.double().sum()) - float(ends[0] - ends[1]))
-        return TokenScores(_numpy(coords.sum(-1)), self.magnitude(coords), counter.forwards,
-                           counter.grad_evals, residual=residual, coords=coords.detach().float())  # fmt: skip
+        return TokenScores(
+            _numpy(coords.sum(-1)),
+            self.magnitude(coords),
+            counter.forwards,
+            counter.grad_evals,
+            residual=residual,
+            coords=coords.detach().float(),
+        )
 
 
 class SequentialIG(GradientMethod):
@@ -122,5 +135,11 @@ class SequentialIG(GradientMethod):
         with torch.no_grad():
             values = occluded_values(problem, [[], *([i] for i in range(length))], self.cfg.replacement)
         residual = float(np.abs(_numpy(coords.sum(-1)) - (values[0] - values[1:])).max())
-        return TokenScores(_numpy(coords.sum(-1)), self.magnitude(coords), length + 1, counter.grad_evals,
-                           residual=residual, coords=coords.detach().float())  # fmt: skip
+        return TokenScores(
+            _numpy(coords.sum(-1)),
+            self.magnitude(coords),
+            length + 1,
+            counter.grad_evals,
+            residual=residual,
+            coords=coords.detach().float(),
+        )

@@ -56,8 +56,14 @@ def occluded_values(
     """F_c of the prompt with each set's rows replaced, (n_sets,) float64 (the empty set gives F(X))."""
     mask, positions = problem.inputs(1)
     prompt = _Prompt(problem.embeds[0], mask[0], positions[0])
-    masses = masked_masses(problem.masses, prompt, position_sets, problem.batch_size, problem.reuse_prefix,
-                           replacement_rows(problem, replacement))  # fmt: skip
+    masses = masked_masses(
+        problem.masses,
+        prompt,
+        position_sets,
+        problem.batch_size,
+        problem.reuse_prefix,
+        replacement_rows(problem, replacement),
+    )
     return problem.values(masses).cpu().numpy()
 
 
@@ -78,8 +84,14 @@ def _per_token(problem: TokenProblem, spans: Sequence[Sequence[int]], values: np
 def _span_scores(problem: TokenProblem, values: np.ndarray, forwards: int) -> TokenScores:
     spans = _spans(problem)
     signed = _per_token(problem, spans, values)
-    return TokenScores(signed, np.abs(signed), forwards, 0, span_values=tuple(map(float, values)),
-                       coords=torch.from_numpy(signed)[:, None].float())  # fmt: skip
+    return TokenScores(
+        signed,
+        np.abs(signed),
+        forwards,
+        0,
+        span_values=tuple(map(float, values)),
+        coords=torch.from_numpy(signed)[:, None].float(),
+    )
 
 
 class OcclusionToken(TokenMethod):
@@ -89,8 +101,9 @@ class OcclusionToken(TokenMethod):
         sets = [[], *([i] for i in range(problem.length))]
         values = occluded_values(problem, sets, self.cfg.replacement)
         signed = values[0] - values[1:]
-        return TokenScores(signed, np.abs(signed), len(sets), 0,
-                           coords=torch.from_numpy(signed)[:, None].float())  # fmt: skip
+        return TokenScores(
+            signed, np.abs(signed), len(sets), 0, coords=torch.from_numpy(signed)[:, None].float()
+        )
 
 
 class OcclusionSpan(TokenMethod):

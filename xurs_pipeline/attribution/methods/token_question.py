@@ -18,11 +18,10 @@ import torch
 
 from xurs_pipeline.attribution.config import SHAPLEY_MAX_SPANS, AttributionConfig
 from xurs_pipeline.attribution.endpoints import input_width, prompt_of
-from xurs_pipeline.attribution.gradients import Prompt
 from xurs_pipeline.attribution.masked import classifier_mass_fn
 from xurs_pipeline.attribution.methods.base import QuestionInputs, TokenMethod, TokenProblem, TokenScores
 from xurs_pipeline.attribution.methods.gradient import middle_block
-from xurs_pipeline.attribution.model import frozen, model_device
+from xurs_pipeline.attribution.model import Prompt, frozen, model_device
 from xurs_pipeline.attribution.question import QuestionResult, explained_targets, nonfinite_failure
 from xurs_pipeline.attribution.records import TargetAttribution, coords_name
 from xurs_pipeline.attribution.references import prepare_training, prepare_zero

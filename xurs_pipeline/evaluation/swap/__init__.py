@@ -5,8 +5,8 @@
 - ``inputs``: the prepared references, the input-only ranking, each role's accuracy by resolving cue.
 - ``behaviour``: what each model depends on, from edits of the probe's text.
 - ``readings``: one reading per (method, run, probe), every method through ``attribution/methods/``.
-- ``reference_sets``: the reference sets every method that reads a reference reads (``references=``), and
-  the entries that name one; ``probe_references``: each probe's references of a set;
+- ``probe_references``: each probe's references of a reference set (an entry's ``references=``, whose
+  grammar, checked with the config, is ``attribution/variants.py``'s);
   ``estimator_readings``: the paper's estimator rerun from a set (``paper@references=...``).
 - ``measures``: a ranking's swap accuracy and share difference; the swap test's pass rule.
 - ``agreement``: each method against the behaviour; the agreement's pass rule.

@@ -52,7 +52,7 @@ def edited_records(probe: QuestionRecord) -> list[QuestionRecord]:
 
 def both_resolved(probe: QuestionRecord) -> QuestionRecord:
     """The probe with both cues resolved to its label (each names only P), id ``<probe id>|both_resolved``:
-    the swap study's counterfactual reference (``reference_sets.py``)."""
+    the swap study's counterfactual reference (``attribution/variants.py``)."""
     name = probe.options[_probe_label(probe)]
     record = _renamed(_renamed(probe, 0, name, "resolve_1"), 1, name, "resolve_2")
     return replace(record, record_id=f"{probe.record_id}|both_resolved")
@@ -78,8 +78,14 @@ def _renamed(probe: QuestionRecord, k: int, name: str, edit: str) -> QuestionRec
         for j, (s, e) in enumerate(info.cue_spans)
     )
     resolved = tuple(j == k or r for j, r in enumerate(info.cue_resolved))
-    info = replace(info, cue_spans=spans, clue_span=spans[0], case_span=(0, len(text)),
-                   cue_resolved=resolved, has_result=True)  # fmt: skip
+    info = replace(
+        info,
+        cue_spans=spans,
+        clue_span=spans[0],
+        case_span=(0, len(text)),
+        cue_resolved=resolved,
+        has_result=True,
+    )
     return replace(probe, record_id=f"{probe.record_id}|{edit}", question=text, synthetic=info)
 
 

@@ -1,8 +1,8 @@
 """The paper's estimator rerun on a swap probe from a reference set (``paper@references=R``,
-``reference_sets.py``): the experiment's ``attribution.method`` (eg, ig or kronrod; its quadrature, path,
-tolerance and, unless the entry sets it, reduction) through the engine (``question.attribute_paths``), every
-reference of R in one collection (App. B.2: their attributions averaged, Eq. 3 and 5), so that the paper's
-estimator is read from the same references as every other method.
+``attribution/variants.py``): the experiment's ``attribution.method`` (eg, ig or kronrod; its quadrature,
+path, tolerance and, unless the entry sets it, reduction) through the engine (``question.attribute_paths``),
+every reference of R in one collection (App. B.2: their attributions averaged, Eq. 3 and 5), so that the
+paper's estimator is read from the same references as every other method.
 
 The set's references are already fitted to the probe's L positions (``probe_references.py``), so they enter
 as training prompts fitted by position (nothing is cut or padded), or, for ``zero``, as the zero reference.
@@ -18,10 +18,8 @@ from typing import Any
 import numpy as np
 
 from xurs_pipeline.attribution.config import PATH_METHODS, AttributionConfig
-from xurs_pipeline.attribution.endpoints import natural_widths
-from xurs_pipeline.attribution.model import model_device
 from xurs_pipeline.attribution.question import Question, ReferencePool, attribute_paths
-from xurs_pipeline.evaluation.swap.reference_sets import KEY
+from xurs_pipeline.attribution.variants import KEY
 from xurs_pipeline.io import ArtifactError
 
 FITTED = -1  # the pad id the engine is given: the rows are fitted already, so it is never read
@@ -50,9 +48,8 @@ def estimator_scores(
     pool = None
     if rows is not None:
         tokens = [list(map(int, r)) for r in rows]
-        natural = natural_widths(classifier, tokens, chosen.eval_batch_size, model_device(classifier),
-                                 chosen.target_fn)  # fmt: skip
-        pool = ReferencePool([tuple(f"{KEY}#{j}" for j in range(len(tokens)))], [tokens], [natural])
+        pool = ReferencePool([tuple(f"{KEY}#{j}" for j in range(len(tokens)))], [tokens])
+        pool = pool.measured(classifier, chosen)
     question = Question("probe", tuple(ids), label)
     result = attribute_paths(classifier, question, pool, chosen, FITTED, targets=(label,))
     if result.failure is not None:

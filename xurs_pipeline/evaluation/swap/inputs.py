@@ -80,8 +80,9 @@ def prepared_references(
     out = {}
     for record_id in record_ids:
         ids = [int(t) for t in by_id.loc[record_id, "input_ids"]]
-        refs = prepare_training(ids, pool_tokens[0], pool_ids[0], pad_id, torch.device("cpu"),
-                                cfg.reference_alignment)  # fmt: skip
+        refs = prepare_training(
+            ids, pool_tokens[0], pool_ids[0], pad_id, torch.device("cpu"), cfg.reference_alignment
+        )
         out[record_id] = refs.prepared_ids.numpy()
     return out
 

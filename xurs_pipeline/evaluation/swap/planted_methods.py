@@ -19,7 +19,8 @@ depends on by construction (``truth``):
 - ``interaction``: ``z = 3 s_1 s_2 + 0.6 s_2 - 1.8``: cue 2 (its tokens move ``z`` by 3.6, cue 1's by 3).
 
 A planted model has no tokens: every method that reads a reference reads the zero embeddings there,
-whatever reference set its entry names (``reference_sets.py``), so a set is judged on the trained models only.
+whatever reference set its entry names (``attribution/variants.py``), so a set is judged on the trained
+models only.
 """
 
 from __future__ import annotations
@@ -32,9 +33,9 @@ import torch
 from torch import nn
 
 from xurs_pipeline.attribution.methods import REGISTRY, TokenMethod, TokenProblem
+from xurs_pipeline.attribution.variants import swap_variant
 from xurs_pipeline.credal import FOCAL_SETS, N_MASSES
 from xurs_pipeline.evaluation.swap.readings import cue_spans, scores_reading
-from xurs_pipeline.evaluation.swap.reference_sets import swap_variant
 
 LENGTH, HIDDEN = 10, 6
 CUES = ((3, 4), (7, 8))
@@ -108,10 +109,24 @@ def method_recovery(methods: Sequence[str], layer_ig_steps: int = 32) -> pd.Data
             cfg = swap_variant(name, layer_ig_steps=layer_ig_steps).config  # every reference set: zero here
             method = REGISTRY[cfg.method](cfg)
             assert isinstance(method, TokenMethod)
-            problem = TokenProblem(model, x, 0, reference=torch.zeros_like(x), layer=model.block,
-                                   spans=cue_spans(LENGTH, CUES), reuse_prefix=False)  # fmt: skip
+            problem = TokenProblem(
+                model,
+                x,
+                0,
+                reference=torch.zeros_like(x),
+                layer=model.block,
+                spans=cue_spans(LENGTH, CUES),
+                reuse_prefix=False,
+            )
             scores = method.scores(problem)
             top = scores_reading(scores, CUES).top
-            rows.append({"method": name, "mechanism": mechanism.name, "top": top, "truth": mechanism.truth,
-                         "recovered": top == mechanism.truth})  # fmt: skip
+            rows.append(
+                {
+                    "method": name,
+                    "mechanism": mechanism.name,
+                    "top": top,
+                    "truth": mechanism.truth,
+                    "recovered": top == mechanism.truth,
+                }
+            )
     return pd.DataFrame(rows, columns=["method", "mechanism", "top", "truth", "recovered"])

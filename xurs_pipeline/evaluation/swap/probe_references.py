@@ -1,4 +1,4 @@
-"""Each probe's references of a reference set (``reference_sets.py``), as token ids fitted to the probe.
+"""Each probe's references of a reference set (``attribution/variants.py``), as token ids fitted to the probe.
 
 One call per (set, probe): ``(n, L)`` int64 token ids, one row per reference, or None for the zero
 embeddings. Training prompts come from the training split (``attribution.reference_order`` for
@@ -21,11 +21,11 @@ import torch
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.inputs import AttributionInputError
 from xurs_pipeline.attribution.references import align_paired, pad_or_truncate, prepare_training
+from xurs_pipeline.attribution.variants import KEY, ReferenceSet
 from xurs_pipeline.data.prepare import prepare_records
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.data.references import reference_collections
 from xurs_pipeline.evaluation.swap.behaviour import both_resolved
-from xurs_pipeline.evaluation.swap.reference_sets import KEY, ReferenceSet
 
 
 @dataclass(frozen=True)
@@ -42,17 +42,20 @@ class ReferenceSource:
     seed: int
 
     @classmethod
-    def of(cls, prompts: pd.DataFrame, attribution: AttributionConfig, tokenizer: Any, max_tokens: int,
-           seed: int) -> ReferenceSource:  # fmt: skip
+    def of(
+        cls, prompts: pd.DataFrame, attribution: AttributionConfig, tokenizer: Any, max_tokens: int, seed: int
+    ) -> ReferenceSource:
         """From the prepared prompts (their training split)."""
         train = prompts[prompts["split"] == "train"]
-        training = {str(r): list(map(int, ids)) for r, ids in zip(train["record_id"], train["input_ids"],
-                                                                    strict=True)}  # fmt: skip
+        training = {
+            str(r): list(map(int, ids)) for r, ids in zip(train["record_id"], train["input_ids"], strict=True)
+        }
         return cls(training, attribution, tokenizer, max_tokens, int(tokenizer.pad_token_id), seed)
 
 
-def probe_reference_ids(chosen: ReferenceSet, probe: QuestionRecord, ids: Sequence[int],
-                        source: ReferenceSource) -> np.ndarray | None:  # fmt: skip
+def probe_reference_ids(
+    chosen: ReferenceSet, probe: QuestionRecord, ids: Sequence[int], source: ReferenceSource
+) -> np.ndarray | None:
     """The references of ``chosen`` for the probe (``ids``: its prepared token ids, L): (n, L) int64, or
     None for the zero embeddings."""
     length = len(ids)
@@ -78,10 +81,17 @@ def probe_reference_ids(chosen: ReferenceSet, probe: QuestionRecord, ids: Sequen
 def _first_training(chosen: ReferenceSet, ids: Sequence[int], source: ReferenceSource) -> np.ndarray:
     cfg = source.attribution
     try:
-        (first,) = reference_collections(list(source.training), chosen.count, 1, cfg.reference_order,
-                                         cfg.reference_hash_seed)  # fmt: skip
+        (first,) = reference_collections(
+            list(source.training), chosen.count, 1, cfg.reference_order, cfg.reference_hash_seed
+        )
     except ValueError as err:
         raise AttributionInputError(f"{KEY}={chosen.name}: {err}") from None
-    refs = prepare_training(list(ids), [source.training[r] for r in first], first, source.pad_id,
-                            torch.device("cpu"), cfg.reference_alignment)  # fmt: skip
+    refs = prepare_training(
+        list(ids),
+        [source.training[r] for r in first],
+        first,
+        source.pad_id,
+        torch.device("cpu"),
+        cfg.reference_alignment,
+    )
     return refs.prepared_ids.numpy()  # type: ignore[union-attr]

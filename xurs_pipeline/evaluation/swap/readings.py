@@ -4,8 +4,8 @@ headline and card of the swap control is derived (``measures.py``, ``agreement.p
 Every method explains the same function, the label's width ``W_c`` (Eq. 2) of the probe, on the same model
 and probe, through the attribution interface (``attribution/methods/``: the token methods' ``scores`` on a
 :class:`~xurs_pipeline.attribution.methods.TokenProblem` whose spans are cue 1, cue 2 and the rest, once per
-reference of the entry's reference set, ``reference_sets.py``: the first prepared training reference unless
-the entry names another set, the scores averaged over the set, :func:`averaged`). Besides them:
+reference of the entry's reference set, ``attribution/variants.py``: the first prepared training reference
+unless the entry names another set, the scores averaged over the set, :func:`averaged`). Besides them:
 
 - ``paper``: the ``attribute`` stages' runs (``attribution.method``, the paper's estimator by default), read
   from their rows, under every run (``roles.RUNS``: the trained and the randomised models);
@@ -34,14 +34,15 @@ from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.masked import classifier_mass_fn
 from xurs_pipeline.attribution.methods import REGISTRY, TokenMethod, TokenProblem, TokenScores
 from xurs_pipeline.attribution.methods.gradient import GradientMethod, middle_block
-from xurs_pipeline.evaluation.swap.estimator_readings import estimator_scores
-from xurs_pipeline.evaluation.swap.reference_sets import (
+from xurs_pipeline.attribution.variants import (
     FIRST_TRAINING,
+    RUN_METHOD,
     ReferenceSet,
     SwapVariant,
     swap_variant,
 )
-from xurs_pipeline.evaluation.swap.roles import RUN_METHOD, RUNS
+from xurs_pipeline.evaluation.swap.estimator_readings import estimator_scores
+from xurs_pipeline.evaluation.swap.roles import RUNS
 
 NULL_METHODS = ("input_only", "random")
 COLUMNS = ("method", "run", "role", "record_id", "top", "share_1", "best_1", "best_2", "total_1", "total_2",
@@ -176,7 +177,7 @@ def method_configs(
 ) -> dict[str, SwapVariant]:
     """Each compared method's config and reference set, by its ``evaluation.swap_methods`` entry (a token
     method's name or variant, or ``paper@references=...`` rerunning ``estimator``, the experiment's
-    ``attribution`` config; ``reference_sets.swap_variant``; ``evaluation.swap_layer_ig_steps`` for layer_ig
+    ``attribution`` config; ``variants.swap_variant``; ``evaluation.swap_layer_ig_steps`` for layer_ig
     unless the entry sets it)."""
     return {e: swap_variant(e, estimator, layer_ig_steps=layer_ig_steps) for e in entries}
 

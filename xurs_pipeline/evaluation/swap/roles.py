@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xurs_pipeline.data.config import SWAP_SOURCE
+
 
 @dataclass(frozen=True)
 class Role:
@@ -37,7 +39,6 @@ class Role:
         return where if self.artifact == "classifier" else where / "classifier"
 
 
-RUN_METHOD = "paper"  # the method row read from the attribute stages' runs (attribution.method)
 ROLES = {"A": Role("A", 1, 0, "classifier"), "B": Role("B", 2, 1, "swap_model")}
 
 
@@ -61,8 +62,6 @@ RUNS = {
     for run in (Run(f"{role.name}{'_random' * randomised}", role, randomised)
                 for randomised in (False, True) for role in ROLES.values())
 }  # fmt: skip
-
-SWAP_SOURCE = "synthetic_swap"
 
 
 def skipped_reason(source: str) -> str | None:

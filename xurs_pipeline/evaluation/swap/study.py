@@ -124,8 +124,8 @@ def probe_set(inputs: StudyInputs) -> ProbeSet:
 
 
 def reference_sets(inputs: StudyInputs, ids: dict[str, list[int]]) -> dict[str, dict[str, Any]]:
-    """Every reference set the compared entries name (``reference_sets.py``) for every probe: set name ->
-    record id -> (n, seq) token ids or None (``probe_references.probe_reference_ids``)."""
+    """Every reference set the compared entries name (``attribution/variants.py``) for every probe: set
+    name -> record id -> (n, seq) token ids or None (``probe_references.probe_reference_ids``)."""
     cfg, ev = inputs.cfg, inputs.cfg.evaluation
     entries = [m for m in ev.swap_methods if m != RUN_METHOD and m not in NULL_METHODS]
     chosen = {v.references for v in method_configs(entries, ev.swap_layer_ig_steps).values()}

@@ -30,11 +30,11 @@ from xurs_pipeline.attribution.config import (
     describe_references,
     with_method,
 )
-from xurs_pipeline.attribution.endpoints import natural_widths, prompt_of
+from xurs_pipeline.attribution.endpoints import prompt_of
 from xurs_pipeline.attribution.inputs import (
     AttributionInputError,
+    natural_pool,
     question_budgets,
-    reference_pool,
     select_questions,
 )
 from xurs_pipeline.attribution.methods import attribute_question
@@ -47,7 +47,7 @@ from xurs_pipeline.attribution.model import (
     model_device,
     set_precision,
 )
-from xurs_pipeline.attribution.question import NonFiniteError, ReferencePool
+from xurs_pipeline.attribution.question import NonFiniteError
 from xurs_pipeline.credal import belief, check_masses, credal_width, pignistic, plausibility
 from xurs_pipeline.data.schema import OPTION_LETTERS as LETTERS
 from xurs_pipeline.io import Provenance, read_json, write_json
@@ -66,6 +66,27 @@ from xurs_pipeline.reporting.method_findings import finding_label
 EXPLANATION = Provenance("explanation", 2)
 NOT_EVERY_METHOD = ("residual", "error_bound", "roughness", "width_difference")  # NaN where a method has none
 INLINE_ID = "inline"
+# what an explanation takes from its attribution row (attribution.records.TargetAttribution) as it is
+ROW_FIELDS = (
+    "target",
+    "predicted",
+    "token_signed",
+    "token_magnitude",
+    "width_input",
+    "width_difference",
+    "signed_sum",
+    "residual",
+    "method",
+    "reference",
+    "precision",
+    "grad_evals",
+    "seed",
+    "error_bound",
+    "budget_exhausted",
+    "roughness",
+    "path",
+    "forward_evals",
+)
 
 
 @dataclass(frozen=True)
@@ -121,8 +142,10 @@ class Explanation:
         """The ``k`` tokens with the largest magnitude a_i (eligible tokens only by default, Sec. 5.2)."""
         order = sorted(range(len(self.tokens)), key=lambda i: (-self.token_magnitude[i], i))
         keep = [i for i in order if self.eligible[i] or not eligible_only][:k]
-        return [TokenScore(i, self.tokens[i], self.sections[i], self.token_magnitude[i], self.token_signed[i])
-                for i in keep]  # fmt: skip
+        return [
+            TokenScore(i, self.tokens[i], self.sections[i], self.token_magnitude[i], self.token_signed[i])
+            for i in keep
+        ]
 
     def residual_verdict(self, residual_max: float | None) -> str:
         """``pass``/``FAIL`` of the completeness check R <= ``residual_max`` (the report's rule), or ``—``."""
@@ -161,8 +184,10 @@ class Explanation:
             f"{'rank':>4} {'pos':>5} {'magnitude':>10} {'signed':>10}  {'section':<13} {'eligible':<8} token",
         ]
         for rank, t in enumerate(top_tokens(self.to_view(residual_max), k), start=1):
-            lines.append(f"{rank:>4} {t.position:>5} {t.magnitude:>10.3e} {t.signed:>+10.3e}  "
-                         f"{t.section:<13} {'yes' if t.eligible else 'no':<8} {t.text!r}")  # fmt: skip
+            lines.append(
+                f"{rank:>4} {t.position:>5} {t.magnitude:>10.3e} {t.signed:>+10.3e}  "
+                f"{t.section:<13} {'yes' if t.eligible else 'no':<8} {t.text!r}"
+            )
         return "\n".join(lines)
 
     def _method_line(self, exhausted: str) -> str:
@@ -171,39 +196,61 @@ class Explanation:
             spans = f" over spans of {self.span_tokens} positions" if self.span_tokens else ""
             return f"method {self.method}{source}{spans}: {self.cost()}"
         references = describe_references(self.reference, self.alignment)
-        return (f"references {references}; estimator {self.method} on {self.path} paths: error bound "
-                f"{self.error_bound:.3g}, {self.cost()}{exhausted}; path roughness (total variation / net "
-                f"change) {self.roughness:.3g}")  # fmt: skip
+        return (
+            f"references {references}; estimator {self.method} on {self.path} paths: error bound "
+            f"{self.error_bound:.3g}, {self.cost()}{exhausted}; path roughness (total variation / net "
+            f"change) {self.roughness:.3g}"
+        )
 
     def to_view(self, residual_max: float | None = None, other: Explanation | None = None) -> ExplanationView:
         """The report's page model of this explanation (same page as the pipeline's HTML report); with
         ``residual_max`` the completeness check carries the report's threshold and verdict; with ``other``
         (another method's explanation of the same answer) both methods side by side."""
-        label = "Completeness residual R (Eq. 9)"
-        if not self.has_residual:
-            checks: tuple[CheckRow, ...] = ()
-        elif residual_max is None:
-            checks = (CheckRow(RESIDUAL_CHECK, label, self.residual),)
-        else:
-            passed = self.residual <= residual_max
-            checks = (CheckRow(RESIDUAL_CHECK, label, self.residual, residual_max, "<=", passed),)
-        extra = (("seed", str(self.seed)),) + ((("model", self.model),) if self.model else ())
         return ExplanationView(
-            record_id=self.record_id, question=self.prompt, options=tuple(self.options),
-            tokens=tuple(self.tokens), signed=tuple(self.token_signed), magnitude=tuple(self.token_magnitude),
-            sections=tuple(self.sections), eligible=tuple(self.eligible), explained=self.target,
+            record_id=self.record_id,
+            question=self.prompt,
+            options=tuple(self.options),
+            tokens=tuple(self.tokens),
+            signed=tuple(self.token_signed),
+            magnitude=tuple(self.token_magnitude),
+            sections=tuple(self.sections),
+            eligible=tuple(self.eligible),
+            explained=self.target,
             explained_rule="argmax BetP" if self.target == self.predicted else "chosen option",
-            bel=tuple(self.belief), pl=tuple(self.plausibility), betp=tuple(self.betp),
-            masses=tuple(self.masses), checks=checks, token_scheme="plain", gold=self.correct,
+            bel=tuple(self.belief),
+            pl=tuple(self.plausibility),
+            betp=tuple(self.betp),
+            masses=tuple(self.masses),
+            checks=self.checks(residual_max),
+            token_scheme="plain",
+            gold=self.correct,
             methods=() if other is None else (self.method_scores(), other.method_scores()),
             reference_width=self.width_input - self.width_difference,
-            provenance=ReportProvenance(
-                experiment=f"xurs explain ({self.experiment})" if self.experiment else "xurs explain",
-                config_hash="", method=f"{self.method.upper()}, {self.precision}",
-                references=describe_references(self.reference, self.alignment), samples=self.grad_evals,
-                extra=extra,
-            ),
-        )  # fmt: skip
+            provenance=self.provenance(),
+        )
+
+    def checks(self, residual_max: float | None) -> tuple[CheckRow, ...]:
+        """The page's completeness check (none without a residual), with the report's threshold and
+        verdict when ``residual_max`` is given."""
+        label = "Completeness residual R (Eq. 9)"
+        if not self.has_residual:
+            return ()
+        if residual_max is None:
+            return (CheckRow(RESIDUAL_CHECK, label, self.residual),)
+        passed = self.residual <= residual_max
+        return (CheckRow(RESIDUAL_CHECK, label, self.residual, residual_max, "<=", passed),)
+
+    def provenance(self) -> ReportProvenance:
+        """What the page says made it: the experiment, method and precision, references, samples, seed."""
+        extra = (("seed", str(self.seed)),) + ((("model", self.model),) if self.model else ())
+        return ReportProvenance(
+            experiment=f"xurs explain ({self.experiment})" if self.experiment else "xurs explain",
+            config_hash="",
+            method=f"{self.method.upper()}, {self.precision}",
+            references=describe_references(self.reference, self.alignment),
+            samples=self.grad_evals,
+            extra=extra,
+        )
 
     def method_scores(self) -> MethodScores:
         """This explanation's magnitudes with its method's swap-control finding (a page's comparison)."""
@@ -251,8 +298,10 @@ def inline_prompts(
 
 def _token_texts(row: pd.Series, tokenizer: Any) -> list[str]:
     pieces = tokenizer.convert_ids_to_tokens([int(i) for i in row["input_ids"]])
-    return [row["prompt"][s:e] if e > s else piece
-            for s, e, piece in zip(row["token_start"], row["token_end"], pieces, strict=True)]  # fmt: skip
+    return [
+        row["prompt"][s:e] if e > s else piece
+        for s, e, piece in zip(row["token_start"], row["token_end"], pieces, strict=True)
+    ]
 
 
 def _input_masses(model: WidthModel, input_ids: tuple[int, ...]) -> torch.Tensor:
@@ -282,37 +331,47 @@ def explain_row(
     cfg = AttributionConfig(**{**asdict(config), "record_ids": [record_id], "progress": False})
     (question,) = select_questions(prompts, cfg, max_positions)
     question_budgets([question], cfg)  # refused before any work if above attribution.max_grad_evals
-    pool = None
-    if cfg.reads_training_references:
-        pool = ReferencePool(*reference_pool(prompts, cfg, max_positions))
-        device = model_device(model)  # type: ignore[arg-type]
-        pool.natural = [
-            natural_widths(model, ids, cfg.eval_batch_size, device, cfg.target_fn) for ids in pool.token_ids
-        ]
-    result = attribute_question(model, question, pool, cfg, tokenizer.pad_token_id,
-                                targets=None if option is None else (option,))  # fmt: skip
+    pool = natural_pool(model, prompts, cfg, max_positions)
+    result = attribute_question(
+        model, question, pool, cfg, tokenizer.pad_token_id, targets=None if option is None else (option,)
+    )
     if result.failure is not None:
         raise NonFiniteError(result.failure.message())
     (row,) = result.rows
     masses = _input_masses(model, question.input_ids)
     record = prompts.set_index("record_id", drop=False).loc[record_id]
+    fields_of_row = {k: getattr(row, k) for k in ROW_FIELDS}
+    question_fields = _question_fields(record, tokenizer)
+    answer = _credal_fields(masses)
+    spans = span_width(cfg, len(row.token_signed)) if cfg.method in METHOD_KEYS["span_tokens"] else 0
     return Explanation(
-        record_id=record_id, prompt=str(record["prompt"]), options=[str(o) for o in record["options"]],
-        tokens=_token_texts(record, tokenizer), sections=[str(s) for s in record["sections"]],
-        eligible=[bool(v) for v in record["eligible"]], target=row.target, predicted=row.predicted,
-        belief=belief(masses, validate=False)[0].tolist(),
-        plausibility=plausibility(masses, validate=False)[0].tolist(),
-        width=credal_width(masses, validate=False)[0].tolist(),
-        betp=pignistic(masses, validate=False)[0].tolist(),
-        masses=masses[0].tolist(), correct=int(record["answer_idx"]),
-        token_signed=row.token_signed, token_magnitude=row.token_magnitude, width_input=row.width_input,
-        width_difference=row.width_difference, signed_sum=row.signed_sum, residual=row.residual,
-        method=row.method, reference=row.reference, precision=row.precision, grad_evals=row.grad_evals,
-        seed=row.seed, error_bound=row.error_bound, budget_exhausted=row.budget_exhausted,
-        roughness=row.roughness, path=row.path, alignment=cfg.reference_alignment,
-        forward_evals=row.forward_evals,
-        span_tokens=span_width(cfg, len(row.token_signed)) if cfg.method in METHOD_KEYS["span_tokens"] else 0,
-    )  # fmt: skip
+        **question_fields, **answer, **fields_of_row, alignment=cfg.reference_alignment, span_tokens=spans
+    )
+
+
+def _question_fields(record: pd.Series, tokenizer: Any) -> dict[str, Any]:
+    """The explanation's question: text, options, tokens with their sections and eligibility, the correct
+    option."""
+    return {
+        "record_id": str(record["record_id"]),
+        "prompt": str(record["prompt"]),
+        "options": [str(o) for o in record["options"]],
+        "tokens": _token_texts(record, tokenizer),
+        "sections": [str(s) for s in record["sections"]],
+        "eligible": [bool(v) for v in record["eligible"]],
+        "correct": int(record["answer_idx"]),
+    }
+
+
+def _credal_fields(masses: torch.Tensor) -> dict[str, list[float]]:
+    """Bel, Pl, W and BetP per option (Eq. 1, 2) and the 15 masses, from the prompt's masses (1, 15)."""
+    return {
+        "belief": belief(masses, validate=False)[0].tolist(),
+        "plausibility": plausibility(masses, validate=False)[0].tolist(),
+        "width": credal_width(masses, validate=False)[0].tolist(),
+        "betp": pignistic(masses, validate=False)[0].tolist(),
+        "masses": masses[0].tolist(),
+    }
 
 
 def with_settings(cfg: AttributionConfig, settings: dict[str, Any]) -> AttributionConfig:

@@ -1,6 +1,6 @@
 """Attribute a saved classifier's questions from the pipeline's prepared prompts into a folder: what the
 ``attribute``, ``attribute_repeats``, ``attribute_targets`` and ``attribute_swap`` stages run (each builds
-its ``AttributionRun`` with :func:`xurs_pipeline.runs.attribution_run`).
+its :class:`AttributionRun` with :func:`attribution_run`).
 
 Several processes (``torchrun --nproc_per_node N -m stages attribute``) split the questions; process 0
 merges (:func:`xurs_pipeline.attribution.runner.run_attribution`).
@@ -10,19 +10,59 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.model import DTYPES, chosen_device, set_precision
 from xurs_pipeline.attribution.runner import RunOutput, Shard, input_hashes, run_attribution, shard_seconds
+from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
+from xurs_pipeline.contracts import artifact, prompts_hash
 from xurs_pipeline.data.schema import read_prompts
 from xurs_pipeline.io import write_json
 from xurs_pipeline.models.checkpoint import load_classifier
 from xurs_pipeline.processes import process_group
-from xurs_pipeline.runs import AttributionRun
 
 log = logging.getLogger("xurs")
+
+
+@dataclass(frozen=True)
+class AttributionRun:
+    """One attribution run from saved artifacts.
+
+    classifier_dir / classifier_hash: the classifier and the provenance hash it must carry;
+    prompts_path / prompts_hash: the prepared prompts and theirs; attribution: the settings;
+    fingerprint / question_fingerprint: the merged table's key and a finished question's
+    (``RunOutput``); modify: applied to the loaded classifier (the swap control's re-initialised heads),
+    with ``variant`` keying its parts apart.
+    """
+
+    classifier_dir: Path
+    classifier_hash: str
+    prompts_path: Path
+    prompts_hash: str
+    attribution: AttributionConfig
+    fingerprint: str
+    question_fingerprint: str
+    modify: Callable[[Any], None] | None = None
+    variant: str = ""
+
+
+def attribution_run(cfg: RootConfig, classifier_dir: Path | None = None, **options: Any) -> AttributionRun:
+    """The attribution run ``cfg`` describes, of the train stage's classifier (or the one in
+    ``classifier_dir``) on the prompts under ``cfg.paths``; ``options``: ``modify``, ``variant``."""
+    return AttributionRun(
+        classifier_dir or artifact("classifier").at(cfg.paths),
+        train_run_hash(cfg),
+        artifact("prompts").at(cfg.paths),
+        prompts_hash(cfg.data),
+        cfg.attribution,
+        attribution_fingerprint(cfg),
+        attribution_fingerprint(cfg, per_question=True),
+        **options,
+    )
 
 
 def attribute_into(run: AttributionRun, out_dir: Path) -> dict | None:
@@ -43,10 +83,14 @@ def attribute_into(run: AttributionRun, out_dir: Path) -> dict | None:
         {"variant": run.variant} if run.variant else {}
     )
     metrics = run_attribution(
-        classifier, prompts, at, pad_id=tokenizer.pad_token_id, max_positions=max_positions,
+        classifier,
+        prompts,
+        at,
+        pad_id=tokenizer.pad_token_id,
+        max_positions=max_positions,
         out=RunOutput(out_dir, run.fingerprint, run.question_fingerprint, inputs),
         shard=Shard(state.process_index, state.num_processes, state.wait_for_everyone),
-    )  # fmt: skip
+    )
     if metrics is not None:
         log.info("attribute: %s", metrics)
     return metrics
@@ -63,8 +107,10 @@ def attribute_variants(out: Path, runs: Mapping[str, AttributionRun], what: str)
         attribute_into(run, out / name)
         seconds[name] = shard_seconds(out / name)
         shutil.rmtree(out / name / "parts", ignore_errors=True)
-    index = {n: {"seed": r.attribution.seed, "target_fn": r.attribution.target_fn, **_budget(r.attribution)}
-             for n, r in runs.items()}  # fmt: skip
+    index = {
+        n: {"seed": r.attribution.seed, "target_fn": r.attribution.target_fn, **_budget(r.attribution)}
+        for n, r in runs.items()
+    }
     write_json({what: index}, out / "index.json")
     return seconds
 
