@@ -26,7 +26,7 @@ import os
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,13 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from xurs_pipeline.attribution.config import AttributionConfig, check_gradient_budget, with_method
+from xurs_pipeline.attribution.config import (
+    NO_RESULT_KEYS,
+    AttributionConfig,
+    check_gradient_budget,
+    unread_keys,
+    with_method,
+)
 from xurs_pipeline.contracts import prompts_hash
 from xurs_pipeline.data.config import DataConfig
 from xurs_pipeline.errors import XursError
@@ -152,6 +158,9 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
     nonfinite = _first_nonfinite(data)
     if nonfinite:
         raise ConfigError(f"{source}: {nonfinite}: must be a finite number")
+    empty = next((where for where, value in walk(data) if value is None), None)
+    if empty:  # no setting is optional: OmegaConf's own message would be several lines
+        raise ConfigError(f"{source}: {empty} is empty (null): every setting takes a value; give it one")
     unsafe = first_unsafe_text(data)
     if unsafe:
         raise ConfigError(f"{source}: {unsafe}")
@@ -164,8 +173,9 @@ def validate(raw: DictConfig | dict[str, Any], source: str = "config") -> RootCo
         return cfg
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None)
+        message = str(err.msg if hasattr(err, "msg") else err).strip().splitlines()
         raise ConfigError(
-            f"{source}: invalid config at key {key!r}: {err.msg if hasattr(err, 'msg') else err}"
+            f"{source}: invalid config at key {key!r}: {message[0] if message else err}"
         ) from err
     except ValueError as err:
         raise ConfigError(f"{source}: {err}") from err
@@ -338,6 +348,14 @@ def check_inside(cfg: RootConfig, root: str | os.PathLike[str], source: str = "c
             )
 
 
+def result_config(cfg: RootConfig) -> dict[str, Any]:
+    """The config as a dict (``asdict``) without the keys that change no result (``NO_RESULT_KEYS``): what
+    the tables and the report hash and stamp."""
+    composed = asdict(cfg)
+    composed["attribution"] = {k: v for k, v in composed["attribution"].items() if k not in NO_RESULT_KEYS}
+    return composed
+
+
 def configuration_label(cfg: RootConfig) -> str:
     """Row label of a configuration in tables (e.g. ``smoke/tiny/head_only/seed7``)."""
     return f"{cfg.experiment_name}/{model_name(cfg.model)}/{cfg.train.adaptation}/seed{cfg.train.seed}"
@@ -361,12 +379,18 @@ QUESTION_SELECTION = ("split", "max_questions", "record_ids", "result_filter")
 
 def attribution_fingerprint(cfg: RootConfig, *, per_question: bool = False) -> str:
     """Identity of an attribution run: everything its result depends on: the attribution section (the
-    progress display, the ``max_grad_evals`` limit excluded) and the classifier's run (:func:`train_run_hash`,
-    which holds the prompts'). The merged table carries it.
+    progress display, the ``max_grad_evals`` limit and the keys only other methods read excluded) and the
+    classifier's run (:func:`train_run_hash`, which holds the prompts'). The merged table carries it.
     ``per_question``: without :data:`QUESTION_SELECTION`, the key of one finished question (the resume
     parts carry it), so a run widened from 8 questions to 24 recomputes only the 16 new ones."""
-    dropped = {"progress", "max_grad_evals", *(QUESTION_SELECTION if per_question else ())}
-    attribution = {k: v for k, v in asdict(cfg.attribution).items() if k not in dropped}
+    at = cfg.attribution
+    dropped = {
+        *NO_RESULT_KEYS,
+        "max_grad_evals",
+        *unread_keys(at.method),
+        *(QUESTION_SELECTION if per_question else ()),
+    }
+    attribution = {f.name: getattr(at, f.name) for f in fields(at) if f.name not in dropped}
     return config_hash({"attribution": attribution, "classifier": train_run_hash(cfg)})
 
 
@@ -401,6 +425,13 @@ def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
             certified_vector_tolerance=at.certified_vector_tolerance / 2,
         )
         return replace(cfg, attribution=certified)
+    if at.method != "eg":  # a token method draws no samples: the seed alone
+        if seed == at.seed:
+            raise ConfigError(
+                f"evaluation.repeat_seeds contains attribution.seed={seed}: that repeat would equal the main "
+                "run; choose another seed"
+            )
+        return replace(cfg, attribution=replace(at, seed=seed))
     n_samples = ev.repeat_n_samples or at.n_samples
     if seed == at.seed and n_samples == at.n_samples:
         raise ConfigError(

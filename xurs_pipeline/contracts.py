@@ -3,8 +3,9 @@
 
 ``dvc.yaml`` is generated from these declarations (``xurs dvc-yaml``, see :mod:`xurs_pipeline.dvc_yaml`);
 writers and readers take paths, schema names and column lists from here instead of repeating them.
-This module is a leaf: it imports nothing of the project but :mod:`xurs_pipeline.io`, so every package
-can use it without an import circle.
+This module is a leaf: it imports nothing of the project but :mod:`xurs_pipeline.io` and the key tables of
+:mod:`xurs_pipeline.attribution.config` (which imports nothing), so every package can use it without an
+import circle.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import asdict, dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from xurs_pipeline.attribution.config import NO_RESULT_KEYS, unread_keys
 from xurs_pipeline.io import Provenance, config_hash
 
 Root = Literal["artifacts", "results"]
@@ -204,13 +206,26 @@ PLOTS = (
 
 ALL = "*"  # a params entry: every key of the composed config (stages stamping the whole config's hash)
 PREPARED = "data.<source>"  # a params entry: the data keys of the config's data.source (data_keys)
+# a params entry: the attribution keys the configured method reads (all but those only other methods read,
+# attribution.config.unread_keys), for the stages that run that method alone
+METHOD_READS = "attribution.<method>"
+# keys that change no result (a progress bar): expanded by no entry, ALL and section.* included
+NO_RESULT = tuple(f"attribution.{key}" for key in NO_RESULT_KEYS)
 _DATA_KEYS = ("source", "max_tokens", "seed", "require_paired_lengths")
 DATA_KEYS: dict[str, tuple[str, ...]] = {
     # The data keys the prepared prompts depend on: MedQA's, or the synthetic generators' (one list for all
     # of them, so a sweep across synthetic sources needs no other dvc.yaml). The prepare stage's params and
     # all that the prompts' provenance hash covers (prompts_hash): a MedQA key reruns no synthetic work.
     "medqa": (*_DATA_KEYS, "medqa_path", "medqa_files", "medqa_hub", "medqa_carve", "medqa_train_fraction"),
-    "synthetic": (*_DATA_KEYS, "families", "cases_per_family", "v1_flaws", "pair_every", "cue2_first"),
+    "synthetic": (
+        *_DATA_KEYS,
+        "families",
+        "cases_per_family",
+        "v1_flaws",
+        "pair_every",
+        "cue2_first",
+        "swap_order",
+    ),
 }
 
 
@@ -272,12 +287,15 @@ class Stage:
     artifact of another stage, whose hash that artifact carries, is that stage's): dotted keys
     (``section.key``), ``section.*`` for every key of a section (stages that hash or pass on the whole
     section), :data:`PREPARED` (the data keys of the configured source) or :data:`ALL`; checked by
-    ``tests/params_reads.py``. comment: a line above the stage in ``dvc.yaml``."""
+    ``tests/params_reads.py``. comment: a line above the stage in ``dvc.yaml``. whole_file: ``dvc.yaml`` lists
+    the params file itself, so that any edit of it, a key unknown to the schema included, reruns the stage
+    (the check, which validates every key); otherwise the keys, none of :data:`NO_RESULT`."""
 
     name: str
     reads: tuple[str, ...]
     params: tuple[str, ...]
     comment: str = ""
+    whole_file: bool = False
 
     @property
     def task(self) -> str:
@@ -294,12 +312,15 @@ class Stage:
         return tuple(a for a in _ARTIFACTS if a.writer == self.name)
 
 
+_READ = (METHOD_READS,)  # the attribution keys of the configured method (the stages running it alone)
+
 _STAGES = (
     Stage(
         "check",
         (),
         (ALL,),
         "Validates the whole config first: a bad key fails here, before any stage deletes an output.",
+        whole_file=True,
     ),
     Stage("backbone", ("config_check",), tuple(f"model.{k}" for k in _BACKBONE_KEYS)),
     Stage(
@@ -334,19 +355,19 @@ _STAGES = (
     Stage(
         "attribute",
         ("classifier", "prompts"),
-        ("attribution.*",),
+        _READ,
         "Several processes or GPUs: torchrun --nproc_per_node N -m stages attribute (or accelerate launch).",
     ),
     Stage(
         "attribute_repeats",
         ("classifier", "prompts"),
-        ("attribution.*", "evaluation.repeat_seeds", "evaluation.repeat_n_samples"),
+        (*_READ, "evaluation.repeat_seeds", "evaluation.repeat_n_samples"),
         "App. B.3, Tables 2 and 7: the main attribution repeated with each evaluation.repeat_seeds seed.",
     ),
     Stage(
         "attribute_targets",
         ("classifier", "prompts"),
-        ("attribution.*", "evaluation.targets"),
+        (*_READ, "evaluation.targets"),
         "The comparison targets (predictive entropy, BetP) attributed with the main run's engine and budget.",
     ),
     Stage(
@@ -358,12 +379,12 @@ _STAGES = (
     Stage(
         "mask_eval",
         ("classifier", "prompts", "attributions", "target_runs"),
-        (*(f"evaluation.{k}" for k in _MASK_KEYS), "attribution.*"),
+        (*(f"evaluation.{k}" for k in _MASK_KEYS), *_READ),
     ),
     Stage(
         "checks",
         ("classifier", "prompts", "attributions", "coords", "repeats"),
-        (*(f"evaluation.{k}" for k in _CHECK_KEYS), "attribution.*"),
+        (*(f"evaluation.{k}" for k in _CHECK_KEYS), *_READ),
         "Also reads ${paths.artifacts}/<run> for each evaluation.comparison_runs entry.",
     ),
     Stage(
@@ -418,7 +439,7 @@ _STAGES = (
             "target_runs",
         ),
         (ALL,),
-        "Tables carry the hash of the whole composed config, hence every key as a param.",
+        "Tables carry the hash of the whole composed config: every key is a param (a progress bar's aside).",
     ),
     Stage(
         "report",
@@ -438,7 +459,7 @@ _STAGES = (
             "compare_runs",
         ),
         (ALL,),
-        "The report carries the hash of the whole composed config, hence every key as a param.",
+        "The report carries the hash of the whole config: every key is a param (a progress bar's aside).",
     ),
 )
 STAGES: dict[str, Stage] = {s.name: s for s in _STAGES}
@@ -455,7 +476,8 @@ def artifact(name: str) -> Artifact:
 def param_keys(stage: str, composed: Mapping[str, Any]) -> list[str]:
     """The dotted params keys ``stage`` reads, expanded against a composed config (``section.*`` and
     :data:`ALL` become every key of the section / config, in the config's order; :data:`PREPARED` the data
-    keys of its ``data.source``)."""
+    keys of its ``data.source``; :data:`METHOD_READS` the attribution keys its ``attribution.method`` reads),
+    none of :data:`NO_RESULT`."""
     keys: list[str] = []
     for entry in STAGES[stage].params:
         if entry == ALL:
@@ -463,12 +485,15 @@ def param_keys(stage: str, composed: Mapping[str, Any]) -> list[str]:
                 keys += [f"{section}.{k}" for k in value] if isinstance(value, Mapping) else [section]
         elif entry == PREPARED:
             keys += [f"data.{k}" for k in data_keys(composed["data"]["source"])]
+        elif entry == METHOD_READS:
+            unread = set(unread_keys(composed["attribution"]["method"]))
+            keys += [f"attribution.{k}" for k in composed["attribution"] if k not in unread]
         elif entry.endswith(".*"):
             section = entry[:-2]
             keys += [f"{section}.{k}" for k in composed[section]]
         else:
             keys.append(entry)
-    return keys
+    return [key for key in keys if key not in NO_RESULT]
 
 
 def stage_inputs(stage: str, composed: Mapping[str, Any]) -> list[str]:

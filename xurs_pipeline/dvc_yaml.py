@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from xurs_pipeline.contracts import ALL, ARTIFACTS, PLOTS, STAGES, param_keys, stage_inputs
+from xurs_pipeline.contracts import ARTIFACTS, PLOTS, STAGES, param_keys, stage_inputs
 
 PACKAGES = ("stages", "xurs_pipeline")
 ENTRY = "stages.__main__"  # every stage's command; it imports the stage's task module by name
@@ -152,7 +152,7 @@ def render(composed: Mapping[str, Any], root: Path | None = None) -> str:
         lines += [f"  {name}:", f"    cmd: {stage.command}", "    deps:"]
         lines += [f"      - {dep}" for dep in stage_deps(name, composed, root)]
         lines.append("    params:")
-        if ALL in stage.params:  # the whole file: a key added by hand (misspelt, unknown) reruns the stage
+        if stage.whole_file:  # the whole file: a key added by hand (misspelt, unknown) reruns the stage
             lines.append(f"      - {PARAMS_FILE}:")
         else:
             lines += [f"      - {key}" for key in param_keys(name, composed)]

@@ -23,7 +23,13 @@ from typing import Any
 import pandas as pd
 import torch
 
-from xurs_pipeline.attribution.config import PATH_METHODS, AttributionConfig, describe_references, with_method
+from xurs_pipeline.attribution.config import (
+    METHOD_KEYS,
+    PATH_METHODS,
+    AttributionConfig,
+    describe_references,
+    with_method,
+)
 from xurs_pipeline.attribution.endpoints import prompt_of
 from xurs_pipeline.attribution.inputs import (
     AttributionInputError,
@@ -32,6 +38,7 @@ from xurs_pipeline.attribution.inputs import (
     select_questions,
 )
 from xurs_pipeline.attribution.methods import attribute_question
+from xurs_pipeline.attribution.methods.token_question import span_width
 from xurs_pipeline.attribution.model import (
     DTYPES,
     WidthModel,
@@ -129,6 +136,7 @@ class Explanation:
     alignment: str = "position"  # how training prompts were fitted to the question (references.py)
     experiment: str = ""
     model: str = ""
+    span_tokens: int = 0  # positions per span of a span method (token_question.span_width), else 0
 
     def top_tokens(self, k: int = 10, eligible_only: bool = True) -> list[TokenScore]:
         """The ``k`` tokens with the largest magnitude a_i (eligible tokens only by default, Sec. 5.2)."""
@@ -185,7 +193,8 @@ class Explanation:
     def _method_line(self, exhausted: str) -> str:
         if self.method not in PATH_METHODS:
             source = "" if self.reference == "none" else f" from the first {self.reference} reference"
-            return f"method {self.method}{source}: {self.cost()}"
+            spans = f" over spans of {self.span_tokens} positions" if self.span_tokens else ""
+            return f"method {self.method}{source}{spans}: {self.cost()}"
         references = describe_references(self.reference, self.alignment)
         return (
             f"references {references}; estimator {self.method} on {self.path} paths: error bound "
@@ -334,7 +343,10 @@ def explain_row(
     fields_of_row = {k: getattr(row, k) for k in ROW_FIELDS}
     question_fields = _question_fields(record, tokenizer)
     answer = _credal_fields(masses)
-    return Explanation(**question_fields, **answer, **fields_of_row, alignment=cfg.reference_alignment)
+    spans = span_width(cfg, len(row.token_signed)) if cfg.method in METHOD_KEYS["span_tokens"] else 0
+    return Explanation(
+        **question_fields, **answer, **fields_of_row, alignment=cfg.reference_alignment, span_tokens=spans
+    )
 
 
 def _question_fields(record: pd.Series, tokenizer: Any) -> dict[str, Any]:

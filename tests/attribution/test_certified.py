@@ -140,7 +140,8 @@ def test_budget_below_the_first_pass_is_a_one_line_error_naming_the_key() -> Non
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"tolerance": 0.0}, "certified_tolerance=0.0: must be positive"),
+        ({"tolerance": 0.0}, r"certified_tolerance=0.0: must be in \(0, 1\)"),
+        ({"tolerance": 1.0}, r"certified_tolerance=1.0: must be in \(0, 1\)"),  # certified at its first pass
         ({"vector_tolerance": 1.5}, r"certified_vector_tolerance=1.5: must be in \(0, 1\]"),
         ({"first_nodes": 3}, "certified_first_nodes=3: must be a power of 2"),
         ({"first_nodes": 1}, "certified_first_nodes=1: must be a power of 2"),

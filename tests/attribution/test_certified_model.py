@@ -93,7 +93,8 @@ def test_the_certified_method_is_registered_and_refuses_block_paths() -> None:
     ("override", "message"),
     [
         ("attribution.certified_first_nodes=3", r"certified_first_nodes=3: must be a power of 2"),
-        ("attribution.certified_tolerance=0", r"attribution\.certified_tolerance=0\.0: must be positive"),
+        ("attribution.certified_tolerance=0", r"attribution\.certified_tolerance=0\.0: must be in \(0, 1\)"),
+        ("attribution.certified_tolerance=1e300", r"certified_tolerance=1e\+300: must be in \(0, 1\)"),
         ("attribution.certified_vector_tolerance=2", r"certified_vector_tolerance=2\.0: must be in"),
         ("attribution.certified_max_evals=500", r"attribution\.certified_max_evals=500: must be >= the first "
                                                 r"pass, certified_first_nodes x refs_per_collection = 512"),

@@ -48,7 +48,15 @@ def test_paper_budgets_match_table_5() -> None:
         ({"samples_per_call": 0}, "attribution.samples_per_call=0: must be >= 1"),
         ({"ig_points": 64, "ig_max_points": 32}, "attribution.ig_max_points=32: must be >= ig_points=64"),
         ({"reference": "zero"}, "attribution.reference='zero' has exactly one reference"),
-        ({"ig_tolerance": 0.0}, "attribution.ig_tolerance=0.0: must be positive"),
+        ({"ig_tolerance": 0.0}, "attribution.ig_tolerance=0.0: must be in"),
+        # a tolerance of a width at or above the largest width passes any run at its first pass
+        ({"ig_tolerance": 1.0}, "attribution.ig_tolerance=1.0: must be in"),
+        ({"kronrod_tolerance": 1e300}, r"attribution.kronrod_tolerance=1e\+300: must be in"),
+        ({"method": "certified", "certified_tolerance": 2.0}, "certified_tolerance=2.0: must be in"),
+        # a budget is bounded whichever method reads it (kronrod's under EG, EG's under a token method)
+        ({"kronrod_max_evals": 2**23}, "attribution.kronrod_max_evals=8388608: must be <= 4194304"),
+        ({"method": "grad_l2", "n_samples": 2**30}, "attribution.n_samples=1073741824: must be <= 4194304"),
+        ({"certified_max_evals": 10**12}, "certified_max_evals=1000000000000: must be <= 4194304"),
         ({"record_ids": ["a", "a"]}, "attribution.record_ids: duplicates"),
         ({"precision": "int8"}, "attribution.precision='int8'"),
         ({"reference_alignment": "diff"}, "attribution.reference_alignment='diff': must be one of"),

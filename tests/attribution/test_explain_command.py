@@ -352,12 +352,27 @@ def test_kronrod_stopping_rule_from_the_command_line(project, monkeypatch, capsy
     [
         (["--answer", "B"], "--answer: only for an inline --question"),
         (["--option", "x", "--answer", "C"], "--answer and --option: only for an inline --question"),
-        (["--reference", "zero", "--refs", "5"], "--refs: only for training references"),
+        (["--reference", "zero", "--refs", "5"], "--refs: only for the paper's estimators on training"),
+        (["--method", "occlusion_token", "--refs", "4"], "--refs: only for the paper's estimators"),
+        (["--method", "grad_l2", "--alignment", "sequence"], "--alignment: --method grad_l2 reads no"),
+        (["--method", "grad_l2", "--reference", "zero"], "--reference: --method grad_l2 reads no reference"),
+        (["--method", "ig", "--seed", "3"], "--seed: --method ig draws nothing at random"),
+        (["--method", "ig", "--samples", "8"], "--samples: a setting of eg, not of --method ig"),
+        (["--method", "eg", "--points", "8"], "--points: a setting of ig, not of --method eg"),
+        (["--method", "eg", "--stop", "residual"], "--stop: a setting of kronrod, not of --method eg"),
+        (["--method", "eg", "--replacement", "zero"], "--replacement: a setting of occlusion_token"),
+        (["--method", "grad_l2", "--samples-per-call", "2"], "--samples-per-call: a setting of eg, ig"),
+        (["--method", "ig", "--path-block", "8"], "--path-block: only with --path blocks"),
+        (["--method", "eg", "--compare", "eg"], "--compare eg: that is --method itself"),
+        (["--compare", "eg"], "--compare eg: that is --method itself"),  # the params' method (smoke: eg)
     ],
 )
 def test_flags_the_command_would_ignore_are_refused(project, monkeypatch, capsys, flags, words):
     """``--answer`` / ``--option`` with ``--record-id`` were ignored (exit 0); ``--refs`` with zero references
-    was replaced by one. Refused in one line, before any work."""
+    was replaced by one; a flag the chosen method never reads (another method's setting, references or an
+    alignment it does not read, a seed where nothing is random, a block size off block paths) changed
+    nothing, and ``--compare`` with the method itself showed one method twice. Refused in one line, before
+    any work."""
     record = _test_record(project)
     page = project / "results" / "explain" / f"{record.record_id}.html"
     page.unlink(missing_ok=True)
@@ -481,11 +496,11 @@ def test_another_methods_setting_is_refused_by_name(project, monkeypatch, capsys
     rc, _, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "grad_l2",
                       "--samples", "8")  # fmt: skip
     assert rc == 2
-    assert "--samples: a setting of the paper's estimators" in err
+    assert "--samples: a setting of eg, not of --method grad_l2" in err
     rc, _, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "layer_ig",
                       "--replacement", "mean")  # fmt: skip
     assert rc == 2
-    assert "attribution.replacement='mean' is a key of" in err
+    assert "--replacement: a setting of occlusion_token, occlusion_span, shapley_span, sequential_ig" in err
     with pytest.raises(ValueError, match=r"attribution\.method='lime'"):
         explain(project / "data" / "train" / "classifier", record_id=record.record_id, method="lime",
                 prompts_path=project / "data" / "prepared" / "prompts.parquet")  # fmt: skip
@@ -508,3 +523,33 @@ def test_compare_puts_a_second_method_beside_the_first_on_the_page(project, monk
     section = page[page.index('<section id="methods">') :]
     assert "follows the model on 140 of 149 clear probes: passes" in section
     assert "<strong>eg</strong>: not compared on the swap control" in section
+
+
+@pytest.mark.slow  # 2^12 forwards of a 300-token prompt: 1-8 minutes on a loaded 2-core CPU
+def test_shapley_span_explains_a_long_prompt_with_its_defaults(project, monkeypatch, capsys) -> None:
+    """``shapley_span`` with its default 16 positions a span refused every prompt of more than 12 spans (the
+    shipped questions have 20 or more); now it widens its spans to ceil(L / 12) positions, says so, and
+    its values are still exact: one value per span, summing to F(X) - F(every span replaced)."""
+    from xurs_pipeline.models.checkpoint import load_classifier
+
+    record = _test_record(project)
+    length = len(record.input_ids)
+    assert length > 12 * 16  # the default spans would be more than 12
+    flags = ["--record-id", record.record_id, "--method", "shapley_span", "--save", "shapley.json"]
+    rc, out, err = _run(project, monkeypatch, capsys, *flags)
+    assert rc == 0, err
+    width = -(-length // 12)
+    assert f"method shapley_span over spans of {width} positions: {2**12 + 1} forwards" in out
+    expl = Explanation.load(project / "shapley.json")
+    spans = [expl.token_signed[s : s + width] for s in range(0, length, width)]
+    assert len(spans) == 12
+    assert all(len(set(span)) == 1 for span in spans)  # one value a span
+    model, _ = load_classifier(project / "data" / "train" / "classifier")
+    ids = torch.tensor([list(map(int, record.input_ids))])
+    mask, positions = torch.ones_like(ids), torch.arange(length)[None]
+    with torch.no_grad():  # efficiency: the span values sum to the width of the input less the all-zero one
+        x = model.embed(ids)
+        widths = [
+            credal_width(model(e, mask, positions).masses)[0, expl.target] for e in (x, torch.zeros_like(x))
+        ]
+    assert sum(span[0] for span in spans) == pytest.approx(float(widths[0] - widths[1]), abs=1e-4)

@@ -15,11 +15,11 @@ import torch
 from captum.attr import ShapleyValues
 from torch import nn
 
-from xurs_pipeline.attribution.config import METHODS, AttributionConfig
+from xurs_pipeline.attribution.config import METHODS, SHAPLEY_MAX_SPANS, AttributionConfig
 from xurs_pipeline.attribution.masked import classifier_mass_fn
 from xurs_pipeline.attribution.methods import REGISTRY, TokenMethod, TokenProblem, method_for
 from xurs_pipeline.attribution.methods.gradient import middle_block
-from xurs_pipeline.attribution.methods.token_question import spans_of
+from xurs_pipeline.attribution.methods.token_question import span_width, spans_of
 from xurs_pipeline.credal import credal_width
 
 SEQ, HIDDEN = 7, 4
@@ -191,6 +191,27 @@ def test_span_shapley_refuses_more_spans_than_it_can_enumerate(toy) -> None:
                         spans=spans_of(13, 1))  # fmt: skip
     with pytest.raises(ValueError, match=r"attribution\.span_tokens=1: 13 spans"):
         _method("shapley_span", span_tokens=1).scores(many)
+
+
+@pytest.mark.parametrize(
+    ("method", "span_tokens", "length", "width"),
+    [
+        ("shapley_span", 16, 12 * 16, 16),
+        ("shapley_span", 16, 12 * 16 + 1, 17),
+        ("shapley_span", 16, 340, 29),
+        ("shapley_span", 1, 13, 2),
+        ("occlusion_span", 16, 340, 16),
+    ],
+)
+def test_shapley_span_widens_its_spans_to_at_most_twelve(method, span_tokens, length, width) -> None:
+    """With its default 16 positions a span, shapley_span refused every prompt over 192 tokens (the shipped
+    questions have 20 spans or more): its spans widen to ceil(L / 12) positions there, never narrow, and
+    cover the prompt in at most 12 spans; occlusion_span, which enumerates nothing, keeps span_tokens."""
+    cfg = AttributionConfig(method=method, span_tokens=span_tokens)
+    assert span_width(cfg, length) == width
+    spans = spans_of(length, width)
+    assert [p for span in spans for p in span] == list(range(length))
+    assert len(spans) <= SHAPLEY_MAX_SPANS or method != "shapley_span"
 
 
 def test_layer_ig_equals_ig_computed_by_hand_through_the_block(toy) -> None:

@@ -68,6 +68,11 @@ def test_smoke_yaml_only_shrinks_the_budget():
         (lambda: NumericsThresholds(topk=0), "evaluation.numerics.topk"),
         (lambda: GateThresholds(accuracy_min=1.5), "evaluation.gates.accuracy_min"),
         (lambda: GateThresholds(width_error_max=-0.1), "evaluation.gates.width_error_max"),
+        # a tolerance of a width difference at or above 1 (of a mass vector's at or above 2) passes any run
+        (lambda: GateThresholds(width_error_max=1.0), r"gates.width_error_max=1.0: must be in \[0, 1\)"),
+        (lambda: GateThresholds(mass_error_max=2.0), r"gates.mass_error_max=2.0: must be in \[0, 2\)"),
+        (lambda: NumericsThresholds(max_residual_max=1e300), "evaluation.numerics.max_residual_max=1e\\+300"),
+        (lambda: EvaluationConfig(reference_shift_warning=5.0), "evaluation.reference_shift_warning=5.0"),
     ],
 )
 def test_bad_values_name_the_key(build, key):

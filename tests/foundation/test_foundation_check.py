@@ -88,3 +88,17 @@ def test_max_questions_with_record_ids_is_refused_naming_both_keys(tmp_path, cap
     assert "attribution.max_questions=1 with attribution.record_ids" in capsys.readouterr().err
     alone = _params(tmp_path, lambda p: p["attribution"].update(max_questions=1))
     assert main(["check", "--params", str(alone)]) == 0
+
+
+def test_an_empty_key_is_one_line_naming_it(tmp_path, capsys):
+    """``seed:`` left empty (YAML null) printed OmegaConf's several-line dump; now one line naming the key,
+    a list item's too."""
+    for edit, key in (
+        (lambda p: p["attribution"].update(seed=None), "attribution.seed"),
+        (lambda p: p["evaluation"].update(repeat_seeds=[17, None]), "evaluation.repeat_seeds[1]"),
+        (lambda p: p.update(experiment_name=None), "experiment_name"),
+    ):
+        bad = _params(tmp_path, edit)
+        assert main(["check", "--params", str(bad)]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert f"{key} is empty (null): every setting takes a value" in line

@@ -66,7 +66,7 @@ def test_the_part_key_ignores_only_the_question_selection():
     depend on everything else, e.g. the estimator's budget."""
     base = validate(compose(conf_dir=CONF))
     widened = validate(compose(["attribution.max_questions=24", "attribution.split=dev"], conf_dir=CONF))
-    costlier = validate(compose(["attribution.n_samples=128"], conf_dir=CONF))
+    costlier = validate(compose(["attribution.ig_points=128"], conf_dir=CONF))  # the default IG's budget
     part_key = partial(attribution_fingerprint, per_question=True)
     assert attribution_fingerprint(base) != attribution_fingerprint(widened)
     assert part_key(base) == part_key(widened)

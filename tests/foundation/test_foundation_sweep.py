@@ -146,6 +146,20 @@ def test_a_name_dvc_cannot_take_is_refused_before_any_point_runs(project, monkey
     assert f"--name {name!r}: not an experiment name" in line
 
 
+def test_a_name_longer_than_a_git_ref_is_refused_in_a_dry_run(project, monkeypatch, capsys) -> None:
+    """A point's experiment name (``<name>-<point>``) is a git ref's last part, at most 255 bytes: one longer
+    passed ``--dry-run`` and failed in ``dvc exp run``; now refused before any point, dry run or not."""
+    monkeypatch.chdir(project)
+    fits = "a" * 253  # its last point, a-1, is 255 bytes
+    assert xurs(["sweep", "--dry-run", f"--name={fits}", "experiment=smoke", "train.seed=7,17"]) == 0
+    capsys.readouterr()
+    assert xurs(["sweep", "--dry-run", f"--name={fits}a", "experiment=smoke", "train.seed=7,17"]) == 2
+    out, err = capsys.readouterr()
+    assert " exp run " not in out
+    (line,) = err.strip().splitlines()
+    assert "point 1's name would be 256 bytes, above a git ref's 255" in line
+
+
 def test_a_point_given_twice_is_refused(project, monkeypatch, capsys) -> None:
     """``train.seed=7,7`` ran the same experiment twice; so did ``train=smoke,smoke`` (the same option)."""
     monkeypatch.chdir(project)

@@ -7,6 +7,7 @@ shrunk; every other setting is the experiment's."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -64,12 +65,17 @@ def assert_planted_values(metrics: dict) -> None:
 
 
 def test_swap_sweep_pools_the_seeds_counts(swept: Path) -> None:
-    """The table's pooled counts are the sum of each experiment's own (read back from DVC, not recomputed)."""
+    """The table's pooled counts are the sum of each experiment's own (read back from DVC, not recomputed);
+    the seeds differ in data.seed, a key that changes the result, so the sweep names it (--label)."""
+    unlabelled = [str(BIN / "xurs"), "swap-sweep", "--out", "results/unlabelled"]
+    unlabelled = subprocess.run(unlabelled, cwd=swept, capture_output=True, text=True, check=False)
+    assert unlabelled.returncode == 2
+    assert "compare them with --label data.seed" in unlabelled.stderr
     # its own directory: results/sweeps/ holds the kept tables, whose names the command will not reuse
-    out = run_ok([str(BIN / "xurs"), "swap-sweep", "--out", "results/pooled"], swept)
+    out = run_ok([str(BIN / "xurs"), "swap-sweep", "--label", "data.seed", "--out", "results/pooled"], swept)
     table = pd.read_csv(swept / "results" / "pooled" / "swap_sweep.csv").set_index("row")
     assert set(SWAP_METHODS) <= set(table.index)
-    assert {"seed-0", "seed-1"} <= set(table.columns)
+    assert {"data.seed=1", "data.seed=2"} <= set(table.columns)
     assert "| paper |" in out.stdout
     summaries = []
     for name in ("seed-0", "seed-1"):

@@ -66,7 +66,7 @@ def test_one_study_given_twice_is_refused(tmp_path, capsys):
 
 def test_projects_whose_folders_share_a_name_stay_apart(tmp_path, capsys):
     """Three clones named ``xurs``: three columns, every count pooled once (the third overwrote one)."""
-    roots = [project(tmp_path / d / "xurs", study((20 + i, 28)), seed=i) for i, d in enumerate("abc")]
+    roots = [project(tmp_path / d / "xurs", study((20 + i, 28))) for i, d in enumerate("abc")]
     code, _ = sweep(tmp_path, capsys, *(a for r in roots for a in ("--project", r)))
     assert code == 0
     got = table(tmp_path)
@@ -81,7 +81,7 @@ def test_projects_whose_folders_share_a_name_stay_apart(tmp_path, capsys):
                                             ("experiment_name", {"name": "controlled_swap_b"})])  # fmt: skip
 def test_studies_of_other_settings_pool_only_when_the_key_is_compared(tmp_path, capsys, key, other):
     a = project(tmp_path / "a", study((25, 28)))
-    b = project(tmp_path / "b", study((26, 28)), seed=2, **other)
+    b = project(tmp_path / "b", study((26, 28)), **other)
     code, line = sweep(tmp_path, capsys, "--project", a, "--project", b)
     assert code == 2
     assert f"--project {a} has {key}=" in line
@@ -171,3 +171,143 @@ def test_the_studies_kept_beside_the_table_rebuild_it(tmp_path, capsys):
     for name in ("swap_sweep.md", "swap_sweep.tex", "swap_sweep.csv", "swap_sweep.json"):
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "out" / name).read_bytes(), name
     assert "| paper | 25/28 | 26/28 |" in (tmp_path / "again" / "swap_sweep.md").read_text()
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "results" / "sweeps" / "swap_example" / "swap_sweep.inputs"
+
+
+def kept_copy(tmp: Path, edit=None, index: int = 0) -> tuple[Path, Path]:
+    """The kept example's studies copied to ``tmp/kept``, the ``index``-th edited by ``edit``; (dir, file)."""
+    kept = shutil.copytree(EXAMPLE, tmp / "kept")
+    file = sorted(kept.glob("*.json"))[index]
+    if edit is not None:
+        study = json.loads(file.read_text())
+        edit(study)
+        file.write_text(json.dumps(study))
+    return kept, file
+
+
+def _paper(study: dict) -> dict:
+    return study["summary"]["methods"]["paper"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (
+            lambda s: _paper(s).update(agreement_clear_k=30, agreement_clear_n=3),
+            "summary: methods.paper.agreement_clear: agreement_clear_k=30, agreement_clear_n=3 are not "
+            "counts",
+        ),
+        (lambda s: _paper(s).update(swap_k=-1), "summary: methods.paper.swap: swap_k=-1"),
+        (lambda s: s.pop("params"), "not a kept swap study (missing params)"),
+        (lambda s: s.update(params=["data.seed"]), "params: must map dotted keys to values"),
+        (lambda s: s.update(column=7), "column=7: must be a name"),
+        (lambda s: s["faithfulness_rows"].pop("agrees"), "faithfulness_rows: must map each of"),
+        (lambda s: s["faithfulness_rows"]["agrees"].append(1.0), "all of one length"),
+        (
+            lambda s: s["faithfulness_rows"]["agrees"].__setitem__(3, "yes"),
+            "faithfulness_rows.agrees[3]='yes': must be a number or null",
+        ),
+        (
+            lambda s: s["faithfulness_rows"]["clear"].__setitem__(0, None),
+            "faithfulness_rows.clear[0]=None: must be true/false",
+        ),
+    ],
+    ids=[
+        "k-above-n",
+        "negative",
+        "missing-key",
+        "params-list",
+        "column-number",
+        "rows-column",
+        "rows-length",
+        "rows-text",
+        "rows-null-flag",
+    ],
+)
+def test_a_kept_study_meets_the_checks_of_a_live_one(tmp_path, capsys, edit, words):
+    """``--kept`` ran none of ``--project``'s checks: a clear count hand-edited above its n (30 of 3) passed
+    the method, a negative count was pooled, malformed rows pooled as NaN, a missing key or a wrong type
+    was a traceback. Now one line naming the file."""
+    kept, file = kept_copy(tmp_path, edit)
+    code, line = sweep(tmp_path, capsys, "--kept", str(kept))
+    assert code == 2
+    assert line.startswith(f"xurs swap-sweep: error: {file}")
+    assert words in line
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (lambda s: s["params"].update({"data.swap_order": "fixed"}), "data.swap_order='fixed'"),
+        (lambda s: s["params"].update({"attribution.method": "ig"}), "attribution.method='ig'"),
+        (lambda s: s["params"].update({"experiment_name": "local"}), "experiment_name='local'"),
+        (lambda s: s["params"].update({"train.lr_head": 0.5}), "train.lr_head=0.5"),
+    ],
+    ids=["swap-order", "method", "experiment", "training"],
+)
+def test_kept_studies_of_other_settings_are_not_pooled(tmp_path, capsys, edit, words):
+    """A kept study of another cue order, method, experiment or training beside the others pooled into one
+    verdict; its columns name data.seed only, so every other key must agree."""
+    kept, file = kept_copy(tmp_path, edit, index=1)
+    code, line = sweep(tmp_path, capsys, "--kept", str(kept))
+    assert code == 2
+    assert f"{file} (experiment seed-1) {words}" in line
+    assert "studies made with other settings are not pooled" in line
+
+
+def test_a_kept_study_twice_or_a_column_twice_is_refused(tmp_path, capsys):
+    """A copy of a kept file counted one study twice; two files of one column dropped one silently."""
+    kept, first = kept_copy(tmp_path)
+    shutil.copy(first, kept / "03.json")
+    code, line = sweep(tmp_path, capsys, "--kept", str(kept))
+    assert code == 2
+    assert "are both column 'data.seed=1'" in line
+    study = json.loads(first.read_text())
+    study["column"] = "data.seed=1 (again)"
+    (kept / "03.json").write_text(json.dumps(study))
+    code, line = sweep(tmp_path, capsys, "--kept", str(kept))
+    assert code == 2
+    assert "are the same source: pooling both would count one study twice" in line
+    study["where"] = "experiment seed-9"  # the same content under another name
+    (kept / "03.json").write_text(json.dumps(study))
+    code, line = sweep(tmp_path, capsys, "--kept", str(kept))
+    assert code == 2
+    assert "hold the same content: pooling both would count one study twice" in line
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value"),
+    [
+        ("data", "swap_order", "fixed"),
+        ("model", "tiny_seed", 3),
+        ("train", "lr_head", 0.5),
+        ("evaluation", "swap_clear_margin", 0.3),
+    ],
+)
+def test_projects_of_other_data_model_or_training_are_not_replicates(tmp_path, capsys, section, key, value):
+    """``--project`` pooled studies of another cue order, model, training or evaluation as replicates; now
+    refused unless ``--label`` names the key (then each is its own column)."""
+    a = project(tmp_path / "a", study((25, 28)))
+    b = project(tmp_path / "b", study((26, 28)))
+    for root, setting in ((a, None), (b, value)):  # a at another value (the defaults' stand-in)
+        params = yaml.safe_load((Path(root) / "params.yaml").read_text())
+        params.setdefault(section, {})[key] = setting
+        (Path(root) / "params.yaml").write_text(yaml.safe_dump(params))
+    code, line = sweep(tmp_path, capsys, "--project", a, "--project", b)
+    assert code == 2
+    assert f"{section}.{key}" in line
+    assert "studies made with other settings are not pooled" in line
+    assert sweep(tmp_path, capsys, "--project", a, "--project", b, "--label", f"{section}.{key}")[0] == 0
+
+
+def test_a_copy_with_a_key_added_to_its_summary_is_the_same_study(tmp_path, capsys):
+    """The duplicate check hashed summary.json whole: a copy with one added key counted twice."""
+    q = project(tmp_path / "q", study((25, 27)))
+    shutil.copytree(q, tmp_path / "copy")
+    summary = tmp_path / "copy" / "data/swap/study/summary.json"
+    summary.write_text(json.dumps({**json.loads(summary.read_text()), "note": "copied"}))
+    code, line = sweep(tmp_path, capsys, "--project", q, "--project", str(tmp_path / "copy"))
+    assert code == 2
+    assert "hold the same content: pooling both would count one study twice" in line

@@ -178,6 +178,16 @@ def test_missing_files_are_named_in_words_not_errno(project, tmp_path, capsys):
     assert "Errno" not in err
 
 
+@pytest.mark.parametrize("command", ["gates-sweep", "swap-sweep"])
+def test_a_from_file_that_is_not_utf8_is_named(tmp_path, capsys, command):
+    """A --from file of other bytes (UTF-16, a binary) gave Python's codec message, naming no file."""
+    bad = tmp_path / "show.json"
+    bad.write_bytes("[]".encode("utf-16"))
+    assert xurs([command, "--from", str(bad), "--out", str(tmp_path)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"--from {bad}: not UTF-8 text (byte b'\\xff' at offset 0)" in line
+
+
 def test_experiments_of_another_clone_are_named_not_read(project, tmp_path, monkeypatch, capsys):
     """A --from file whose commits this repository lacks: each experiment is left out, saying so."""
     new_repo(tmp_path / "other").commit({"paths": PATHS, "experiment_name": "other"}, (), {})

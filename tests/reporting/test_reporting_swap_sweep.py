@@ -69,7 +69,9 @@ def test_projects_are_labelled_by_a_param_and_kept_apart(tmp_path) -> None:
                "c": (7, _study((25, 28), (1, 28)))}  # fmt: skip
     sources = [project_source(write_project(tmp_path / n, seed, s)) for n, (seed, s) in studies.items()]
     assert list(pooled(sources, ["data.seed"])) == ["data.seed=6", "data.seed=6 (b)", "data.seed=7"]
-    assert list(pooled(sources)) == ["a", "b", "c"]
+    assert list(pooled(sources[:2])) == ["a", "b"]  # one seed: replicates
+    with pytest.raises(ValueError, match=r"data\.seed=6, .* data\.seed=7: studies made with other settings"):
+        pooled(sources)  # another seed is another setting: named by --label
     (tmp_path / "c/out/swap/study/summary.json").unlink()
     with pytest.raises(ValueError, match=r"--project .*c: .*summary\.json not found"):
         project_source(str(tmp_path / "c"))

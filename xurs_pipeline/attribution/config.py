@@ -22,8 +22,7 @@ REDUCTIONS = ("own", "l2", "abs_sum")
 OWN_REDUCTION = {"eg": "l2", "ig": "l2", "kronrod": "l2", "certified": "l2", "grad_l2": "l2",
                  "grad_x_input": "abs_sum", "layer_ig": "abs_sum", "sequential_ig": "abs_sum"}  # fmt: skip
 # The keys only some token methods read -> those methods; set away from its default under another method,
-# a key is refused by name. (The paper estimators' keys are left out: the experiments' presets set them for
-# the estimator they choose, and a token method chosen on top ignores them.)
+# a key is refused by name. (The paper estimators' keys are named instead, ESTIMATOR_KEYS below.)
 METHOD_KEYS: dict[str, tuple[str, ...]] = {
     "replacement": ("occlusion_token", "occlusion_span", "shapley_span", "sequential_ig"),
     "span_tokens": ("occlusion_span", "shapley_span"),
@@ -31,6 +30,42 @@ METHOD_KEYS: dict[str, tuple[str, ...]] = {
     "sequential_ig_steps": ("sequential_ig",),
     "reduction": tuple(OWN_REDUCTION),
 }
+# The paper estimators' own keys -> the estimators that read them. Not refused under another method (the
+# experiments' presets set them for the estimator they choose, and a token method chosen on top ignores
+# them) but named (``AttributionConfig.ignored_keys``: ``xurs check`` and ``xurs params`` print them) and
+# left out of the params of the stages that run the configured method alone (``contracts.METHOD_READS``),
+# of its fingerprint and of Table 5, so that setting one reruns and stamps nothing.
+_IG_KEYS = ("ig_quadrature", "ig_points", "ig_adaptive", "ig_tolerance", "ig_refine_factor", "ig_max_points")
+_KRONROD_KEYS = (
+    "kronrod_tolerance",
+    "kronrod_max_evals",
+    "kronrod_intervals",
+    "kronrod_stop",
+    "kronrod_lead",
+)
+_CERTIFIED_KEYS = (
+    "certified_tolerance",
+    "certified_vector_tolerance",
+    "certified_max_evals",
+    "certified_first_nodes",
+)
+ESTIMATOR_KEYS: dict[str, tuple[str, ...]] = {
+    "n_samples": ("eg",),
+    **dict.fromkeys(_IG_KEYS, ("ig",)),
+    **dict.fromkeys(_KRONROD_KEYS, ("kronrod",)),
+    **dict.fromkeys(_CERTIFIED_KEYS, ("certified",)),
+    "samples_per_call": PATH_METHODS,
+}
+# Keys that change no result (a progress bar): in no stage's params, no fingerprint, no pooled comparison.
+NO_RESULT_KEYS = ("progress",)
+
+
+def unread_keys(method: str) -> tuple[str, ...]:
+    """The paper estimators' keys ``method`` never reads (:data:`ESTIMATOR_KEYS`; a token method's own keys,
+    :data:`METHOD_KEYS`, are refused away from their defaults under another method instead)."""
+    return tuple(key for key, methods in ESTIMATOR_KEYS.items() if method not in methods)
+
+
 SHAPLEY_MAX_SPANS = 12  # shapley_span enumerates every coalition of the spans: 2**12 forwards at most
 PATHS = ("straight", "blocks")  # attribution/paths.py
 REFERENCE_KINDS = ("train", "zero", "aligned")
@@ -75,10 +110,36 @@ def _at_least(key: str, value: float, low: float) -> None:
         raise ValueError(f"attribution.{key}={value}: must be >= {low}")
 
 
+def _tolerance(key: str, value: float) -> None:
+    """A tolerance on a width difference (a residual, an error bound): in (0, 1), since a width is at most
+    1 (Eq. 2) and a tolerance of 1 or more certifies any run at its first pass."""
+    if not 0 < value < 1:
+        raise ValueError(
+            f"attribution.{key}={value}: must be in (0, 1): a width is at most 1, so a tolerance of 1 or "
+            "more passes any run at its first pass"
+        )
+
+
+# the counts of gradient samples, points and evaluations: each at most MAX_SAMPLES_PER_QUESTION, whichever
+# method reads it (a budget another method would read is refused as soon as it is set, not when it is used)
+BUDGET_KEYS = (
+    "n_samples",
+    "samples_per_call",
+    "ig_points",
+    "ig_max_points",
+    "kronrod_max_evals",
+    "certified_max_evals",
+    "certified_first_nodes",
+    "layer_ig_steps",
+    "sequential_ig_steps",
+    "refs_per_collection",
+    "n_collections",
+)
+
+
 def check_certified(tolerance: float, vector_tolerance: float, first_nodes: int) -> None:
     """ValueError naming the ``attribution.certified_*`` key out of range (``attribution/certified.py``)."""
-    if not tolerance > 0:
-        raise ValueError(f"attribution.certified_tolerance={tolerance}: must be positive")
+    _tolerance("certified_tolerance", tolerance)
     if not 0 < vector_tolerance <= 1:
         raise ValueError(f"attribution.certified_vector_tolerance={vector_tolerance}: must be in (0, 1]")
     if first_nodes < 2 or first_nodes & (first_nodes - 1):
@@ -106,8 +167,9 @@ class AttributionConfig:
     replacement: what an occluded token's embedding row becomes (occlusion and Shapley methods; Sequential
       IG's baseline row): ``zero``
       (Eq. 8), ``mean`` (the prompt's mean row) or ``reference`` (the first prepared reference's row).
-    span_tokens: the span methods' players, consecutive blocks of this many positions (at most
-      ``SHAPLEY_MAX_SPANS`` spans for ``shapley_span``).
+    span_tokens: the span methods' players, consecutive blocks of this many positions (``shapley_span``, which
+      enumerates every coalition, widens them where a prompt would have more than ``SHAPLEY_MAX_SPANS``
+      spans to ceil(L / 12) positions, and the explanation says the width it grouped).
     layer_ig_steps: ``layer_ig``'s Gauss-Legendre points (captum ``LayerIntegratedGradients``).
     sequential_ig_steps: ``sequential_ig``'s Gauss-Legendre points per token (Sequential IG, Enguehard 2023:
       IG of one row from its ``replacement`` row to the input, the other rows at the input).
@@ -308,8 +370,7 @@ class AttributionConfig:
             raise ValueError(
                 f"attribution.ig_max_points={self.ig_max_points}: must be >= ig_points={self.ig_points}"
             )
-        if not self.kronrod_tolerance > 0:
-            raise ValueError(f"attribution.kronrod_tolerance={self.kronrod_tolerance}: must be positive")
+        _tolerance("kronrod_tolerance", self.kronrod_tolerance)
         _at_least("kronrod_intervals", self.kronrod_intervals, 1)
         _at_least("kronrod_max_evals", self.kronrod_max_evals, 1)
         first_pass = 15 * self.kronrod_intervals * self.refs_per_collection
@@ -318,8 +379,7 @@ class AttributionConfig:
                 f"attribution.kronrod_max_evals={self.kronrod_max_evals}: must be >= the first pass, 15 x "
                 f"kronrod_intervals x refs_per_collection = {first_pass}"
             )
-        if not self.ig_tolerance > 0:
-            raise ValueError(f"attribution.ig_tolerance={self.ig_tolerance}: must be positive")
+        _tolerance("ig_tolerance", self.ig_tolerance)
         self._check_certified()
 
     def _check_certified(self) -> None:
@@ -342,11 +402,12 @@ class AttributionConfig:
                 f"{self.refs_per_collection})"
             )
         _at_least("max_grad_evals", self.max_grad_evals, 1)
-        if self.max_grad_evals > MAX_SAMPLES_PER_QUESTION:
-            raise ValueError(
-                f"attribution.max_grad_evals={self.max_grad_evals}: must be <= {MAX_SAMPLES_PER_QUESTION} "
-                "(2**22: sampling plans are held in memory, and that many already take hours per question)"
-            )
+        for key in ("max_grad_evals", *BUDGET_KEYS):
+            if getattr(self, key) > MAX_SAMPLES_PER_QUESTION:
+                raise ValueError(
+                    f"attribution.{key}={getattr(self, key)}: must be <= {MAX_SAMPLES_PER_QUESTION} (2**22: "
+                    "sampling plans are held in memory, and that many already take hours per question)"
+                )
         budget = self.gradient_budget()
         if budget.per_question > MAX_SAMPLES_PER_QUESTION:
             raise ValueError(
@@ -356,6 +417,25 @@ class AttributionConfig:
             )
         if len(set(self.record_ids)) != len(self.record_ids):
             raise ValueError(f"attribution.record_ids: duplicates in {self.record_ids}")
+
+    def ignored_keys(self) -> dict[str, Any]:
+        """The keys set away from their defaults that ``method`` never reads (another estimator's,
+        :data:`ESTIMATOR_KEYS`), key -> value: named by ``xurs check`` and ``xurs params``, left out of
+        what the stages running this method list, hash and stamp."""
+        defaults = AttributionConfig.__dataclass_fields__
+        return {
+            key: getattr(self, key)
+            for key in unread_keys(self.method)
+            if getattr(self, key) != defaults[key].default
+        }
+
+    def ignored_note(self) -> str:
+        """One line naming :meth:`ignored_keys` (``""`` when there are none)."""
+        ignored = self.ignored_keys()
+        if not ignored:
+            return ""
+        named = [f"attribution.{k}={v!r} ({'/'.join(ESTIMATOR_KEYS[k])})" for k, v in ignored.items()]
+        return f"ignored: {', '.join(named)}: attribution.method={self.method!r} never reads them"
 
     @property
     def reads_one_reference(self) -> bool:

@@ -13,7 +13,9 @@ inline (--question and four --option). Settings, classifier and references are t
 the flags below override them.
 A classifier or prompts made with another config than --params (another project's, or older than
 params.yaml), prompts of another tokenizer, and flags the command would ignore (--answer or --option
-with --record-id) are refused.
+with --record-id, a flag of another method than --method's, --refs, --reference or --alignment where the
+method reads no training references or none at all, --seed where it draws nothing at random, --path-block
+without --path blocks, --compare with the method itself) are refused.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from typing import TYPE_CHECKING
 from xurs_pipeline.attribution.config import (
     METHOD_KEYS,
     METHODS,
-    PATH_METHODS,
     PATHS,
     REFERENCE_ALIGNMENTS,
     REPLACEMENTS,
@@ -36,7 +37,7 @@ from xurs_pipeline.attribution.config import (
     with_method,
 )
 from xurs_pipeline.commands.args import command, positive_int
-from xurs_pipeline.commands.explain_inputs import check
+from xurs_pipeline.commands.explain_inputs import check, refuse_ignored_flags, refuse_unread_flags
 
 if TYPE_CHECKING:
     from xurs_pipeline.explain import Explanation
@@ -184,20 +185,12 @@ def writable_file(flag: str, path: Path, example: str) -> Path:
     return path
 
 
-# the paper estimators' flags: refused under a token method (it would ignore them)
-PATH_FLAGS = {"samples": "--samples", "points": "--points", "stop": "--stop", "path": "--path",
-              "path_block": "--path-block", "samples_per_call": "--samples-per-call"}  # fmt: skip
-
-
 def chosen_method(base: AttributionConfig, args: argparse.Namespace) -> dict[str, object]:
-    """``--method`` and its own flags as config overrides; a paper estimator's flag under a token method is
-    refused by name, and the params' keys of a method not chosen go back to their defaults."""
+    """``--method`` and its own flags as config overrides; a flag of another method is refused by name
+    (``explain_inputs.refuse_unread_flags``), and the params' keys of a method not chosen go back to their
+    defaults."""
     method = args.method or base.method
-    if method not in PATH_METHODS:
-        given = [flag for key, flag in PATH_FLAGS.items() if getattr(args, key) is not None]
-        if given:
-            raise ValueError(f"{given[0]}: a setting of the paper's estimators (eg, ig, kronrod), not of "
-                             f"--method {method}")  # fmt: skip
+    refuse_unread_flags(args, method)
     reset = {key: getattr(with_method(base, method), key) for key in METHOD_KEYS}
     flags = {"replacement": args.replacement, "span_tokens": args.span_tokens,
              "layer_ig_steps": args.layer_ig_steps,
@@ -235,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = load_params(args.params)
     artifacts = Path(cfg.paths.artifacts)
     config = attribution_config(cfg.attribution, args)
+    refuse_ignored_flags(args, config)
     prompts = Path(args.prompts or artifacts / "prepared" / "prompts.parquet")
     needs_prompts = config.reference != "zero" or not inline
     if needs_prompts and not prompts.is_file():

@@ -11,6 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
+from xurs_pipeline.attribution.config import ESTIMATOR_KEYS, METHOD_KEYS, PATH_METHODS, AttributionConfig
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.errors import XursError
 
@@ -22,6 +23,65 @@ class ExplainInputError(XursError, ValueError):
     """A flag ``xurs explain`` would ignore, or inputs that do not belong together."""
 
 
+# the flags that set a key only some methods read -> that key (attribution.config's tables name the readers)
+METHOD_FLAGS = {
+    "--samples": "n_samples",
+    "--points": "ig_points",
+    "--stop": "kronrod_stop",
+    "--samples-per-call": "samples_per_call",
+    "--replacement": "replacement",
+    "--span-tokens": "span_tokens",
+    "--layer-ig-steps": "layer_ig_steps",
+    "--sequential-ig-steps": "sequential_ig_steps",
+}
+RANDOM_METHODS = ("eg", "certified")  # the methods that draw at random (--seed): EG's plans, the shifts
+
+
+def _given(args: argparse.Namespace, flag: str) -> bool:
+    return getattr(args, flag[2:].replace("-", "_")) is not None
+
+
+def refuse_unread_flags(args: argparse.Namespace, method: str) -> None:
+    """Refuse a flag that sets a key ``method`` never reads (it would be ignored), naming its readers."""
+    readers = {**METHOD_KEYS, **ESTIMATOR_KEYS}
+    for flag, key in METHOD_FLAGS.items():
+        if _given(args, flag) and method not in readers[key]:
+            raise ExplainInputError(
+                f"{flag}: a setting of {', '.join(readers[key])}, not of --method {method}: it would be "
+                "ignored"
+            )
+
+
+def refuse_ignored_flags(args: argparse.Namespace, config: AttributionConfig) -> None:
+    """Refuse the flags ``config``'s method would ignore: --refs but for the paper's estimators on training
+    references, --alignment where no training prompt is read, --reference where no reference is read at
+    all, --seed where nothing is drawn at random, --path-block off block paths, --compare with the method
+    itself."""
+    reads_references = config.method in PATH_METHODS or config.reads_one_reference
+    ignored = {
+        "--refs": (
+            config.method not in PATH_METHODS or config.reference != "train",
+            "only for the paper's estimators on training references; zero and aligned references "
+            "are one each, and a token method reads the first reference alone",
+        ),
+        "--alignment": (
+            not config.reads_training_references,
+            f"--method {config.method} reads no training prompt here to align",
+        ),
+        "--reference": (not reads_references, f"--method {config.method} reads no reference"),
+        "--seed": (
+            config.method not in RANDOM_METHODS,
+            f"--method {config.method} draws nothing at random (only {', '.join(RANDOM_METHODS)} do)",
+        ),
+        "--path-block": (config.path != "blocks", "only with --path blocks"),
+    }
+    for flag, (refused, why) in ignored.items():
+        if refused and _given(args, flag):
+            raise ExplainInputError(f"{flag}: {why}; it would be ignored")
+    if args.compare is not None and args.compare == config.method:
+        raise ExplainInputError(f"--compare {args.compare}: that is --method itself; compare with another")
+
+
 def check(args: argparse.Namespace, cfg: RootConfig, classifier: Path, prompts: Path | None) -> None:
     """Refuse ignored flags, inputs of another config than ``args.params``, prompts of another tokenizer;
     ``prompts`` None where none are read (an inline question against zero references)."""
@@ -31,8 +91,6 @@ def check(args: argparse.Namespace, cfg: RootConfig, classifier: Path, prompts: 
             f"{' and '.join(ignored)}: only for an inline --question; --record-id {args.record_id} is "
             "explained with its own options and answer from the prepared prompts"
         )
-    if args.refs is not None and (args.reference or cfg.attribution.reference) != "train":
-        raise ExplainInputError("--refs: only for training references; zero and aligned ones are one each")
     _made_with(
         f"--classifier {classifier}", classifier / CLASSIFIER_INFO, _train_hash(cfg), args.params, "train"
     )

@@ -77,7 +77,10 @@ def run(args: argparse.Namespace) -> int:
     composed = compose(args.overrides, conf_dir=args.conf)
     source = f"{args.conf}/ composed with {args.overrides or 'defaults'}"
     out = Path(args.out)
-    check_inside(validate(composed, source=source), out.parent, source=source)
+    cfg = validate(composed, source=source)
+    check_inside(cfg, out.parent, source=source)
+    if cfg.attribution.ignored_note():
+        print(f"{source}: {cfg.attribution.ignored_note()}")
     if args.check:
         current = yaml.safe_load(out.read_text()) if out.is_file() else None
         if current != composed:

@@ -101,7 +101,11 @@ def _costs(args: argparse.Namespace, cfg: Any, config: Any, prompt_tokens: int, 
 
 # The forward-only attribution methods (attribution/methods/perturbation.py) and their forwards per question,
 # L the question's tokens: the plan counts gradients, so it states these instead of 0 gradients and 0 memory.
-FORWARDS = {"occlusion_token": "L + 1", "occlusion_span": "L / span_tokens + 1", "shapley_span": "2^spans"}
+FORWARDS = {
+    "occlusion_token": "L + 1",
+    "occlusion_span": "L / span_tokens + 1",
+    "shapley_span": "2^spans, <= 2^12",
+}
 
 
 def _print_stages(stages: Any, memory_bytes: int) -> bool:

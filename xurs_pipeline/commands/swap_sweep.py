@@ -4,7 +4,7 @@ Compare the attribution methods of the two-cue swap control (docs/swap-control.m
 held-out data seeds, each a DVC experiment run up to the `swap` stage:
 
   xurs sweep --stage swap experiment=controlled_swap data.seed=5,6,7,8,9
-  xurs swap-sweep
+  xurs swap-sweep --label data.seed
 
 This command reads `dvc exp show --json` (run here, or a saved copy with --from FILE) and each experiment's
 swap study (<paths.artifacts>/swap/study/summary.json) through DVC at the experiment's revision (dvc.api),
@@ -12,19 +12,23 @@ only where the experiment ran the swap stage under its own params (one stopped b
 dvc.lock entry, which is not its result), or with --project DIR the studies of projects run elsewhere (a
 cluster, `run_pipeline`). It writes one row per method: the behavioural agreement on the clear probes per
 experiment (k/n), and pooled over the experiments the training-rule swap accuracy, the agreement on all
-decided and on the clear probes with Wilson 95% intervals (descriptions); then how often each model behaves as
-trained. The table, with the hash of what it pooled (each study's params, summary and faithfulness rows), goes
-to <out>/swap_sweep.{md,tex,csv,json} (or the first free swap_sweep_<n>.*; --overwrite replaces it) and the
-Markdown is printed. Beside the table, <out>/swap_sweep.inputs/ keeps what it pooled, one small JSON file per
-study (reporting/swap_sweep_inputs.py): `xurs swap-sweep --kept <out>/swap_sweep.inputs` rebuilds the same
-table from them with no DVC cache (the kept example: results/sweeps/swap_example/swap_sweep.inputs). The
-verdict is the analysis plan's (docs/swap-plan.md) on the pooled ledger (evaluation/swap/pooled.py): per
+decided and on the clear probes with Wilson 95% intervals (descriptions); then how often each model behaves
+as trained. The table, with the hash of what it pooled (each study's params, summary and faithfulness rows),
+goes to <out>/swap_sweep.{md,tex,csv,json} (or the first free swap_sweep_<n>.*; --overwrite replaces it) and
+the Markdown is printed. Beside the table, <out>/swap_sweep.inputs/ keeps what it pooled, one small JSON file
+per study (reporting/swap_sweep_inputs.py): `xurs swap-sweep --kept <out>/swap_sweep.inputs` rebuilds the
+same table from them with no DVC cache (the kept example: results/sweeps/swap_example/swap_sweep.inputs).
+The verdict is the analysis plan's (docs/swap-plan.md) on the pooled ledger (evaluation/swap/pooled.py): per
 method passes, fails or no verdict and its weakest (model, cue order) cell on the judging yardsticks; the
-.json holds that study in full, with every reason. Studies judged under another plan are refused. Experiments
-without a swap study of their own (queued, running or interrupted, failed, stopped before the swap stage) are
-listed on stderr. Refused: one study given twice (the same directory, or two sources with the same summary),
-studies whose experiment_name, attribution.* or evaluation.swap_* settings differ (unless --label names the
-key), counts that are not counts (k > n, text, missing). --label data.seed names each column by that param
+.json holds that study in full, with every reason. Studies judged under another plan are refused.
+Experiments without a swap study of their own (queued, running or interrupted, failed, stopped before the
+swap stage) are listed on stderr. Every study, whatever its source (an experiment, --project, --kept),
+meets the same checks (swap_sweep_checks.py), each refusal one line naming the file: one study given twice
+(the same directory, or the same counts and faithfulness rows), two kept studies of one column, studies that
+differ in a key that can change a result (experiment_name, data.* with data.swap_order, model.*, train.*,
+attribution.*, evaluation.*; not a progress bar or a device) unless --label names the key, counts that are
+not counts (k > n, negative, text, missing), faithfulness rows missing a column or of another type. --label
+data.seed names each column by that param
 (data.seed=6) instead of the experiment's or directory's name; an unknown key is refused.
 """
 
@@ -42,14 +46,13 @@ import pandas as pd
 
 from xurs_pipeline.commands.args import command
 from xurs_pipeline.commands.gates_sweep import free_stem
+from xurs_pipeline.commands.swap_sweep_checks import check_studies, read_kept, study_error
 from xurs_pipeline.contracts import swap_summary
 from xurs_pipeline.evaluation.verdicts import json_safe
 from xurs_pipeline.experiments.files import experiment_json, outputs
 from xurs_pipeline.experiments.lock import load_yaml, not_run, read_lock, writer
 from xurs_pipeline.experiments.pooling import Source, pooled, pooled_hash
 from xurs_pipeline.experiments.show import WORKSPACE, Experiment, flatten, parse_json, shown
-
-ROLES = ("A", "B")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -81,34 +84,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--overwrite", action="store_true", help="replace an existing swap_sweep.{md,tex,csv,json,inputs}"
     )
-
-
-def study_error(study: Any) -> str:
-    """Why a swap ``summary.json`` cannot be pooled (``""`` when it can): skipped, no method comparison,
-    or a count that is not one (``k`` and ``n`` integers, 0 <= k <= n; a method's measure may lack both,
-    as one without probes of a role does, but not one of them; each model's behaviour needs both)."""
-    from xurs_pipeline.reporting.swap_sweep import MEASURES
-
-    if not isinstance(study, dict):
-        return "not a JSON object"
-    if "skipped" in study:
-        return f"the swap stage skipped it ({study['skipped']})"
-    methods, behaviour = study.get("methods"), study.get("behaves_as_trained")
-    if not isinstance(methods, dict) or not methods or not isinstance(behaviour, dict):
-        return "no method comparison or behaves_as_trained (written by an older swap stage?)"
-    counts = [(f"methods.{m}.{p}", v, f"{p}_", True) for m, v in methods.items() for p in MEASURES]
-    counts += [(f"behaves_as_trained.{role}", behaviour.get(role), "", False) for role in ROLES]
-    for where, measures, prefix, optional in counts:
-        k, n = (measures.get(f"{prefix}{c}") if isinstance(measures, dict) else None for c in "kn")
-        if optional and isinstance(measures, dict) and k is None and n is None:
-            continue
-        if not (_count(k) and _count(n) and k <= n):
-            return f"{where}: {prefix}k={k!r}, {prefix}n={n!r} are not counts (integers, 0 <= k <= n)"
-    return ""
-
-
-def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def parquet_bytes(data: bytes, where: str) -> pd.DataFrame:
@@ -151,7 +126,7 @@ def project_source(project: str) -> Source:
         raise ValueError(
             f"{flag}: no params.yaml (a project directory holds the params its study was made with)"
         )
-    params = flatten(load_yaml((root / "params.yaml").read_text(encoding="utf-8")) or {})
+    params = flatten(load_yaml(_text(root / "params.yaml", flag)) or {})
     paths = {r: root / str(params.get(f"paths.{r}", "")) for r in ("artifacts", "results")}
     path = swap_summary(paths)
     if not path.is_file():
@@ -164,11 +139,19 @@ def project_source(project: str) -> Source:
             raise ValueError(
                 f"{flag}: {path} is not made with its params.yaml ({why}); run `dvc repro swap` there"
             )
-    study = parse_json(path.read_text(encoding="utf-8"), str(path))
+    study = parse_json(_text(path, flag), str(path))
     why = study_error(study)
     if why:
         raise ValueError(f"{flag}: {path}: {why}")
     return Source(root.resolve().name, flag, str(root.resolve()), params, study)
+
+
+def _text(path: Path, flag: str) -> str:
+    """A file's UTF-8 text; ValueError naming ``flag`` and the file where it is not UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{flag}: {path}: not UTF-8 text (byte offset {err.start})") from None
 
 
 def project_rows(source: Source) -> pd.DataFrame | None:
@@ -187,8 +170,9 @@ def natural_key(name: str) -> list[Any]:
 
 def gathered(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every study to pool in its kept form (``swap_sweep_inputs.kept``), columns in natural order: from
-    ``--kept``, or from the experiments and ``--project`` directories (refusing what cannot be pooled)."""
-    from xurs_pipeline.reporting.swap_sweep_inputs import kept, read_kept
+    ``--kept``, or from the experiments and ``--project`` directories; refusing, whatever the source, what
+    cannot be pooled (``swap_sweep_checks.check_studies``)."""
+    from xurs_pipeline.reporting.swap_sweep_inputs import kept
 
     if args.kept:
         if args.source or args.project or args.label or args.all_commits:
@@ -212,7 +196,9 @@ def gathered(args: argparse.Namespace) -> list[dict[str, Any]]:
             "experiment=controlled_swap data.seed=5,6`"
         )
     columns = sorted(pooled(sources, args.label).items(), key=lambda item: natural_key(item[0]))
-    return [kept(column, s.where, s.params, s.content, rows.get(s.where)) for column, s in columns]
+    studies = [kept(column, s.where, s.params, s.content, rows.get(s.where)) for column, s in columns]
+    check_studies(studies, [s.where for _, s in columns], args.label)
+    return studies
 
 
 def run(args: argparse.Namespace) -> int:

@@ -38,6 +38,7 @@ POINT_FILE = "point.json"  # each job's outcome, in its Hydra output directory
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 INTERRUPTED = "interrupted (Ctrl-C; DVC ended the run and kept nothing of it)"
 NOT_RUN = "not run (the sweep was interrupted before it)"
+REF_BYTES = 255  # a git ref's last part is a file name: at most 255 bytes (DVC keeps each experiment as one)
 WAIT_S = 30  # how long an interrupted `dvc exp run` may take to clean up before it is stopped
 
 
@@ -148,13 +149,20 @@ def check_points(points: list[list[str]], conf: Path) -> None:
         raise SweepError(f"{refused[0]}; nothing was run")
 
 
-def check_name(prefix: str) -> None:
+def check_name(prefix: str, points: int) -> None:
     """``--name`` must make DVC experiment names (a git ref's last part): letters, digits, ``_ . + -``,
-    starting with a letter or digit, no ``..``; checked before any point runs, not when each one does."""
+    starting with a letter or digit, no ``..``, the longest, ``<prefix>-<points - 1>``, at most
+    :data:`REF_BYTES` bytes; checked before any point runs (and in ``--dry-run``), not when each one does."""
     if not NAME.fullmatch(prefix) or ".." in prefix or prefix.endswith(".lock"):
         raise SweepError(
             f"--name {prefix!r}: not an experiment name; use letters, digits and _ . + - (starting with a "
             "letter or digit, no '..'), e.g. --name seeds"
+        )
+    size = len(f"{prefix}-{points - 1}".encode())
+    if size > REF_BYTES:
+        raise SweepError(
+            f"--name {prefix[:20]}... ({len(prefix.encode())} bytes): point {points - 1}'s name would be "
+            f"{size} bytes, above a git ref's {REF_BYTES}; pick a shorter prefix"
         )
 
 
@@ -171,8 +179,8 @@ def run(args: argparse.Namespace) -> int:
     project = Path.cwd()
     conf = config_dir(project, args.conf)
     check_stage(args.stage)
-    check_name(args.name)
     points = expand(args.overrides)
+    check_name(args.name, len(points))
     check_points(points, conf)
     names = [f"{args.name}-{number}" for number in range(len(points))]
     existing = existing_names(project, names)

@@ -28,6 +28,20 @@ def _check_unit(prefix: str, values: dict[str, float]) -> None:
         _require(0.0 <= value <= 1.0, f"{prefix}.{name}", value, "in [0, 1]")
 
 
+def _check_tolerances(prefix: str, values: dict[str, float], largest: float = 1.0) -> None:
+    """Tolerances on a difference of widths or residuals (at most 1: widths lie in [0, 1], Eq. 2) or, with
+    ``largest`` 2, of mass vectors (App. D.3's total absolute error E_m, at most 2): in [0, largest), since a
+    tolerance of ``largest`` or more passes any run."""
+    for name, value in values.items():
+        key = f"{prefix}.{name}" if prefix else name
+        _require(
+            0.0 <= value < largest,
+            key,
+            value,
+            f"in [0, {largest:g}): no difference exceeds {largest:g}, so {largest:g} or more passes any run",
+        )
+
+
 SWAP_RANDOMISE = ("head", "tuned")  # evaluation.swap_randomise
 # evaluation.swap_methods: the paper's estimator (the attribute runs), attribution.config.TOKEN_METHODS
 # (through attribution/methods/) and the two nulls (evaluation/swap/readings.py), in the comparison's order
@@ -51,12 +65,7 @@ class RankingThresholds:
 
     def __post_init__(self) -> None:
         _require(self.topk >= 1, "ranking.topk", self.topk, "a positive integer")
-        _require(
-            self.max_width_difference_max >= 0,
-            "ranking.max_width_difference_max",
-            self.max_width_difference_max,
-            "non-negative",
-        )
+        _check_tolerances("ranking", {"max_width_difference_max": self.max_width_difference_max})
         _check_unit(
             "ranking",
             {
@@ -94,8 +103,11 @@ class NumericsThresholds:
             "'median' or 'mean'",
         )
         _require(self.topk >= 1, f"{self._section}.topk", self.topk, "a positive integer")
-        for name in ("residual_center_max", "max_residual_max", "median_relative_distance_max"):
-            _require(getattr(self, name) >= 0, f"{self._section}.{name}", getattr(self, name), "non-negative")
+        distance = self.median_relative_distance_max
+        _require(distance >= 0, f"{self._section}.median_relative_distance_max", distance, "non-negative")
+        _check_tolerances(
+            self._section, {name: getattr(self, name) for name in ("residual_center_max", "max_residual_max")}
+        )
         _check_unit(
             self._section,
             {
@@ -129,15 +141,10 @@ class GateThresholds:
     validity_tolerance: float = 1e-6
 
     def __post_init__(self) -> None:
-        for name in (
-            "mass_error_max",
-            "width_error_max",
-            "irrelevant_mass_change_max",
-            "irrelevant_width_change_max",
-            "rearrangement_mass_change_max",
-            "validity_tolerance",
-        ):
-            _require(getattr(self, name) >= 0, f"gates.{name}", getattr(self, name), "non-negative")
+        widths = ("width_error_max", "irrelevant_width_change_max", "validity_tolerance")
+        masses = ("mass_error_max", "irrelevant_mass_change_max", "rearrangement_mass_change_max")
+        _check_tolerances("gates", {name: getattr(self, name) for name in widths})
+        _check_tolerances("gates", {name: getattr(self, name) for name in masses}, largest=2.0)
         _check_unit(
             "gates", {"accuracy_min": self.accuracy_min, "width_drop_share_min": self.width_drop_share_min}
         )
@@ -225,8 +232,7 @@ class EvaluationConfig:
         valid = all(0 <= s < 2**32 for s in seeds) and len(set(seeds)) == len(seeds)
         _require(valid, "repeat_seeds", seeds, "distinct seeds in [0, 2**32 - 1]")
         _require(self.repeat_n_samples >= 0, "repeat_n_samples", self.repeat_n_samples, ">= 0 (0 = the run)")
-        shift = self.reference_shift_warning
-        _require(shift >= 0, "reference_shift_warning", shift, "non-negative")
+        _check_tolerances("", {"reference_shift_warning": self.reference_shift_warning})
         questions, blocks = self.randomisation_questions, self.randomisation_blocks
         _require(questions >= 0, "randomisation_questions", questions, ">= 0")
         _require(blocks >= 0, "randomisation_blocks", blocks, ">= 0")

@@ -2,9 +2,10 @@
 all made with the same settings but the keys the user compares, each column named by them.
 
 Refused, in one line naming the sources: the same source twice (the same directory or commit, or two
-sources holding the same content: a copy, or the same run restored twice); sources whose experiment, method
-or estimator settings (:data:`SAME`) differ, unless ``--label`` names the key; a ``--label`` key a source
-does not have.
+sources holding the same content: a copy, or the same run restored twice); sources whose settings differ in
+a key that can change a result (:data:`SAME`: the experiment, data, model, training, attribution and
+evaluation sections, ``data.swap_order`` among them; not :data:`NO_RESULT`), unless ``--label`` names the
+key; a ``--label`` key a source does not have.
 """
 
 from __future__ import annotations
@@ -17,8 +18,18 @@ from typing import Any
 from xurs_pipeline.io import config_hash
 
 # keys every pooled source must share (prefixes end with "."), and those among them that change no result
-SAME = ("experiment_name", "attribution.", "evaluation.swap_")
-NO_RESULT = ("attribution.progress", "attribution.max_grad_evals", "attribution.device")
+# (a progress bar, a limit that refuses or passes, where a run computes, where its caches and state go)
+SAME = ("experiment_name", "data.", "model.", "train.", "attribution.", "evaluation.")
+NO_RESULT = (
+    "attribution.progress",
+    "attribution.max_grad_evals",
+    "attribution.device",
+    "evaluation.device",
+    "model.local_files_only",
+    "train.feature_cache_dir",
+    "train.resume",
+    "train.state_dir",
+)
 
 
 @dataclass(frozen=True)
@@ -37,10 +48,7 @@ class Source:
 def pooled(sources: Sequence[Source], labels: Sequence[str] = ()) -> dict[str, Source]:
     """column -> every source, refusing what cannot be pooled (module docstring); a column is ``key=value``
     of each ``labels`` key (else the source's name), made unique by the name or ``where``."""
-    _refuse_duplicates(sources)
-    for key in labels:
-        _refuse_unknown_label(sources, key)
-    _refuse_differing(sources, labels)
+    check_poolable(sources, labels)
     columns: dict[str, Source] = {}
     for source in sources:
         label = ", ".join(f"{key}={source.params[key]}" for key in labels) or source.name
@@ -49,6 +57,15 @@ def pooled(sources: Sequence[Source], labels: Sequence[str] = ()) -> dict[str, S
                 columns[column] = source
                 break
     return columns
+
+
+def check_poolable(sources: Sequence[Source], labels: Sequence[str] = ()) -> None:
+    """ValueError naming what cannot be pooled (module docstring): a source or content twice, an unknown
+    ``labels`` key, settings that differ in another key than ``labels``."""
+    _refuse_duplicates(sources)
+    for key in labels:
+        _refuse_unknown_label(sources, key)
+    _refuse_differing(sources, labels)
 
 
 def pooled_hash(columns: Mapping[str, Any]) -> str:

@@ -149,7 +149,14 @@ def read_saved(source: str) -> Any:
     if not path.is_file():
         what = "is a directory" if path.is_dir() else "not found"
         raise ValueError(f"--from {source}: {what}; save one with `dvc exp show --json > FILE`")
-    return parse_json(path.read_text(encoding="utf-8"), f"--from {source}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"--from {source}: not UTF-8 text (byte {err.object[err.start : err.start + 1]!r} at offset "
+            f"{err.start}); save it with `dvc exp show --json > FILE`"
+        ) from None
+    return parse_json(text, f"--from {source}")
 
 
 def shown(source: str | None, all_commits: bool, workspace: bool = False) -> list[Experiment]:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from xurs_pipeline.attribution.config import unread_keys
 from xurs_pipeline.data.medqa import split_deviation
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_predictions, read_prompts
 from xurs_pipeline.evaluation.evidence import localisation_by_target
@@ -33,6 +34,13 @@ ATTRIBUTION_KEYS = ["method", "reference", "reference_alignment", "result_filter
                     "ig_points", "ig_adaptive", "ig_tolerance", "ig_max_points", "kronrod_tolerance",
                     "kronrod_max_evals", "kronrod_intervals", "seed", "samples_per_call", "precision",
                     "max_questions"]  # fmt: skip
+
+
+def attribution_keys(params: Mapping[str, Any]) -> list[str]:
+    """Table 5's rows: :data:`ATTRIBUTION_KEYS` but those the configured method never reads (another
+    estimator's sample count or budget is no setting of this run)."""
+    unread = set(unread_keys(params["attribution"]["method"]))
+    return [key for key in ATTRIBUTION_KEYS if key not in unread]
 
 
 def _optional_parquet(path: Path) -> pd.DataFrame | None:
@@ -92,7 +100,10 @@ def paper_frames(i: Inputs, params: Mapping[str, Any], label: str) -> Frames:
         "effects": (tables.EFFECTS, tables.effects_frame(i.mask_metrics, label)),
         "numerics": (tables.NUMERICS, tables.numerics_frame(i.attributions, comparisons)),
         "training": (tables.TRAINING, tables.settings_frame(params["train"], TRAINING_KEYS)),
-        "attribution": (tables.ATTRIBUTION, tables.settings_frame(params["attribution"], ATTRIBUTION_KEYS)),
+        "attribution": (
+            tables.ATTRIBUTION,
+            tables.settings_frame(params["attribution"], attribution_keys(params)),
+        ),
         "correction": (
             tables.CORRECTION,
             tables.correction_frame(read_json(artifacts / "predict" / "correction_audit.json")),

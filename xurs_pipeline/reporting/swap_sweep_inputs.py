@@ -49,24 +49,6 @@ def write_kept(directory: Path, studies: list[dict[str, Any]]) -> Path:
     return directory
 
 
-def read_kept(directory: str | Path) -> list[dict[str, Any]]:
-    """The kept studies of ``directory``, in file order; ValueError naming the file that is not one."""
-    files = sorted(Path(directory).glob("*.json"))
-    if not files:
-        raise ValueError(f"--kept {directory}: no kept study (*.json) there")
-    studies = []
-    for file in files:
-        try:
-            study = json.loads(file.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise ValueError(f"{file}: not JSON ({err})") from err
-        missing = [k for k in KEYS if not isinstance(study, dict) or k not in study]
-        if missing:
-            raise ValueError(f"{file}: not a kept swap study (missing {', '.join(missing)})")
-        studies.append(study)
-    return studies
-
-
 def faithfulness_inputs(studies: list[dict[str, Any]]) -> dict[str, tuple[pd.DataFrame, dict[str, Any]]]:
     """Column -> (its faithfulness rows, its summary's ``faithfulness`` section), for
     ``evaluation.swap.pooled.pooled_faithfulness``; empty where any study lacks either (an older swap

@@ -122,4 +122,4 @@ def _budget(at: AttributionConfig) -> dict[str, int]:
         return {"kronrod_intervals": at.kronrod_intervals, "kronrod_max_evals": at.kronrod_max_evals}
     if at.method == "certified":
         return {"certified_max_evals": at.certified_max_evals}
-    return {"n_samples": at.n_samples}
+    return {"n_samples": at.n_samples} if at.method == "eg" else {}  # a token method draws no samples

@@ -45,6 +45,8 @@ def check_params(params: Path, stamp: Path | None) -> RootConfig:
     check_selected_records(cfg)
     check_swap_references(cfg)
     print(f"{params}: valid (experiment {cfg.experiment_name}, config {config_hash(asdict(cfg))})")
+    if cfg.attribution.ignored_note():
+        print(f"{params}: {cfg.attribution.ignored_note()}")
     if stamp is not None:
         write_json({"valid": True}, stamp)
     return cfg

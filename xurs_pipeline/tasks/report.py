@@ -5,13 +5,12 @@ by width attribution, with intervals, masses, section shares and checks; plus ``
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
 
 from xurs_pipeline.attribution.config import describe_references
-from xurs_pipeline.config import RootConfig
+from xurs_pipeline.config import RootConfig, result_config
 from xurs_pipeline.contracts import artifact, check_detail, compare_dir, swap_summary
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_predictions, read_prompts
 from xurs_pipeline.io import config_hash, read_json, read_parquet
@@ -47,7 +46,7 @@ def run(cfg: RootConfig) -> None:
     ids = prompts.set_index("record_id")["input_ids"]
     provenance = ReportProvenance(
         experiment=cfg.experiment_name,
-        config_hash=config_hash(asdict(cfg)),
+        config_hash=config_hash(result_config(cfg)),
         method=f"{a.method.upper()} {a.route} route, {a.precision}",
         references=references(cfg),
         samples={"eg": a.n_samples, "ig": a.ig_points, "kronrod": a.kronrod_max_evals}.get(
@@ -136,7 +135,7 @@ def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, 
         experiment=cfg.experiment_name,
         model=f"{model_name(cfg.model)} ({cfg.train.adaptation}, {cfg.model.head} head)",
         data=data,
-        config_hash=config_hash(asdict(cfg)),
+        config_hash=config_hash(result_config(cfg)),
         accuracy=accuracy,
         effects=effects,
         checks=tuple(

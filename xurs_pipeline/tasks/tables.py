@@ -5,10 +5,9 @@ hash of the composed config (``params.yaml``) that produced it. Same as ``xurs t
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
-from xurs_pipeline.config import RootConfig, configuration_label
+from xurs_pipeline.config import RootConfig, configuration_label, result_config
 
 
 def run(cfg: RootConfig) -> None:
@@ -16,7 +15,7 @@ def run(cfg: RootConfig) -> None:
     from xurs_pipeline.reporting.build_tables import build_tables  # imports torch: not at stage start-up
 
     index = build_tables(
-        Path(cfg.paths.artifacts), Path(cfg.paths.results), asdict(cfg), configuration_label(cfg)
+        Path(cfg.paths.artifacts), Path(cfg.paths.results), result_config(cfg), configuration_label(cfg)
     )
     print(f"tables: {', '.join(sorted(index['tables']))} -> {cfg.paths.results}/tables")
     for name, why in sorted(index["skipped"].items()):

@@ -4,8 +4,9 @@
 The problem's reference (``layer_ig``, ``replacement='reference'``) is the first reference the paper's
 estimators would use: the first training prompt of the first collection fitted to the question
 (``attribution.reference_alignment``), or the zero embeddings (``reference='zero'``). Its spans are
-consecutive blocks of ``attribution.span_tokens`` positions. Columns a token method has no value for (the
-quadrature, the per-reference lists, path roughness) are empty or NaN; ``residual`` is the method's own
+consecutive blocks of ``attribution.span_tokens`` positions (``shapley_span``: wider where a prompt would
+have more than ``SHAPLEY_MAX_SPANS`` of them, :func:`span_width`). Columns a token method has no value for
+(the quadrature, the per-reference lists, path roughness) are empty or NaN; ``residual`` is the method's own
 completeness residual where it has one (``layer_ig``), NaN otherwise; ``forward_evals`` counts the input's
 own forward with the method's.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from xurs_pipeline.attribution.config import AttributionConfig
+from xurs_pipeline.attribution.config import SHAPLEY_MAX_SPANS, AttributionConfig
 from xurs_pipeline.attribution.endpoints import input_width, prompt_of
 from xurs_pipeline.attribution.masked import classifier_mass_fn
 from xurs_pipeline.attribution.methods.base import QuestionInputs, TokenMethod, TokenProblem, TokenScores
@@ -26,6 +27,16 @@ from xurs_pipeline.attribution.records import TargetAttribution, coords_name
 from xurs_pipeline.attribution.references import prepare_training, prepare_zero
 
 NAN = float("nan")
+
+
+def span_width(cfg: AttributionConfig, length: int) -> int:
+    """Positions per span of ``cfg``'s span method on a prompt of ``length`` positions: ``span_tokens``; for
+    ``shapley_span``, which enumerates every coalition of the spans, widened where that would give more than
+    ``SHAPLEY_MAX_SPANS`` spans to the fewest positions that give at most as many, ceil(length / 12), so
+    that every prompt is explained (the explanation says the width it grouped)."""
+    if cfg.method != "shapley_span":
+        return cfg.span_tokens
+    return max(cfg.span_tokens, -(-length // SHAPLEY_MAX_SPANS))
 
 
 def spans_of(length: int, span_tokens: int) -> tuple[tuple[int, ...], ...]:
@@ -53,7 +64,7 @@ def problem_of(method: TokenMethod, inputs: QuestionInputs, prompt: Prompt, targ
     reference = first_reference(inputs, prompt.embeds)[0] if cfg.reads_one_reference else None
     return TokenProblem(
         classifier_mass_fn(model), prompt.embeds, target, cfg.target_fn, prompt.attention_mask,
-        prompt.position_ids, reference, spans_of(prompt.length, cfg.span_tokens),
+        prompt.position_ids, reference, spans_of(prompt.length, span_width(cfg, prompt.length)),
         middle_block(model) if method.name == "layer_ig" else None,  # type: ignore[arg-type]
         cfg.eval_batch_size, cfg.reuse_prefix,
     )  # fmt: skip
