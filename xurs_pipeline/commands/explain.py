@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from xurs_pipeline.attribution.config import (
     METHOD_KEYS,
     METHODS,
+    PATH_METHODS,
     PATHS,
     REFERENCE_ALIGNMENTS,
     REPLACEMENTS,
