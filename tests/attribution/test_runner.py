@@ -368,5 +368,6 @@ def test_metrics_name_each_question_whose_budget_ran_out_with_the_r_it_reached(t
     assert (table.groupby("record_id")["residual"].nunique() > 1).all()  # the largest of several answers
     assert attribute_headline(starved)["exhausted"] == 2
     met = _run(model, frame, tmp_path / "met")  # EG's fixed draws: never out of budget
-    assert met["budget_exhausted"] == [] and met["budget_exhausted_residual"] == {}
+    assert met["budget_exhausted"] == []
+    assert met["budget_exhausted_residual"] == {}
     assert attribute_headline(met)["exhausted"] == 0

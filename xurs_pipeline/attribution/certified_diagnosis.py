@@ -1,4 +1,4 @@
-"""Where the ``certified`` rule's error sits: per reference and per path segment (``attribution/certified.py``).
+"""Where the ``certified`` rule's error sits: per reference and per path segment (``certified.py``).
 
 ``Recorder.wrap(evaluate)`` wraps the rule's ``evaluate`` callback and keeps every node it asks for with its
 slopes (dF_t/dα, (n, T)); ``per_reference`` and ``per_segment`` read them back after

@@ -108,7 +108,7 @@ class AttributionError:
     error_bound_max: float
     grad_evals_per_question: float
     budget_ran_out: tuple[str, ...]
-    ran_out_residual: tuple[float, ...] = ()  # the R each of ``budget_ran_out`` reached (its answers' largest)
+    ran_out_residual: tuple[float, ...] = ()  # the R each of ``budget_ran_out`` reached (largest answer's)
 
     @property
     def ran_out(self) -> tuple[tuple[str, float], ...]:

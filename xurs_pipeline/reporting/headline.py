@@ -74,7 +74,7 @@ def rerun_headline(checks: Sequence[Any], reruns: Sequence[str]) -> dict[str, fl
     if not picked["median_cosine"]:
         return {}
     cos, dist = picked["median_cosine"], picked["median_relative_distance"]
-    undefined = any(math.isnan(v) for v in cos + dist)  # an undefined figure (a failed check): null, not hidden
+    undefined = any(math.isnan(v) for v in cos + dist)  # undefined (a failed check): null, never hidden
     return {"cos_rerun": None if undefined else min(cos), "dist_rerun": None if undefined else max(dist)}
 
 
