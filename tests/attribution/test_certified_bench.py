@@ -1,6 +1,6 @@
 """``bench/bench_certified.py``'s table (docs/certification.md quotes its kept copy): medians per method and
-M, App. B.4's verdict, each question whose budget ran out named with the R it reached, and the kept tables under
-results/certification/ exactly what the bench makes of their records."""
+M, App. B.4's verdict, each question whose budget ran out named with the R it reached, and the kept tables
+under results/certification/ exactly what the bench makes of their records."""
 
 from __future__ import annotations
 
