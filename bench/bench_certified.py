@@ -1,7 +1,7 @@
 """App. B.4 at M training references within a budget: `certified` beside residual-led `kronrod` and EG.
 
     nice -n 10 python bench/bench_certified.py --experiment local --override KEY=VALUE ... \
-        [--questions 4] [--refs 16 64 256] [--budgets 512 1024 2048] [--methods certified kronrod eg] \
+        [--questions 4] [--skip 0] [--refs 16 64 256] [--budgets 512 1024 2048] [--methods certified kronrod eg] \
         [--out results/bench/certified.jsonl] [--table]
 
 For each of the first ``--questions`` questions the ``attribute`` stage explains (against training
@@ -143,6 +143,7 @@ def run(args) -> None:
                 _write(out, {"method": method, "refs": refs, "budget": budget, **note})
             else:
                 questions, pool = explained_questions(model, prompts, mcfg.attribution, args.questions)
+                questions = questions[args.skip :]
             for q in questions:
                 record = measure(model, q, pool, mcfg, pad_id, budget)
                 about = {
@@ -229,6 +230,7 @@ def main() -> None:
     parser.add_argument("--budgets", type=int, nargs="+", default=[512, 1024, 2048])
     parser.add_argument("--methods", nargs="+", default=["certified", "kronrod", "eg"])
     parser.add_argument("--out", default="results/bench/certified.jsonl")
+    parser.add_argument("--skip", type=int, default=0, help="leave out the first SKIP of the questions")
     parser.add_argument("--table", action="store_true")
     parser.add_argument("--kept", help="with --table: write the table here, headed by --command")
     parser.add_argument("--command", default="", help="with --kept: the command that made the records")
