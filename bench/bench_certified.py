@@ -1,8 +1,8 @@
 """App. B.4 at M training references within a budget: `certified` beside residual-led `kronrod` and EG.
 
     nice -n 10 python bench/bench_certified.py --experiment local --override KEY=VALUE ... \
-        [--questions 4] [--skip 0] [--refs 16 64 256] [--budgets 512 1024 2048] [--methods certified kronrod eg] \
-        [--out results/bench/certified.jsonl] [--table]
+        [--questions 4] [--skip 0] [--refs 16 64 256] [--budgets 512 1024 2048] \
+        [--methods certified kronrod eg] [--out results/bench/certified.jsonl] [--table]
 
 For each of the first ``--questions`` questions the ``attribute`` stage explains (against training
 references) and each M in ``--refs`` with the budget at the same place in ``--budgets``, each method runs
