@@ -1,8 +1,8 @@
 """App. B.4 at M training references within a budget: `certified` beside residual-led `kronrod` and EG.
 
     nice -n 10 python bench/bench_certified.py --experiment local --override KEY=VALUE ... \
-        [--questions 4] [--refs 16 64 256] [--budgets 512 1024 2048] [--methods certified kronrod eg] \
-        [--out results/bench/certified.jsonl] [--table]
+        [--questions 4] [--skip 0] [--refs 16 64 256] [--budgets 512 1024 2048] \
+        [--methods certified kronrod eg] [--out results/bench/certified.jsonl] [--table]
 
 For each of the first ``--questions`` questions the ``attribute`` stage explains (against training
 references) and each M in ``--refs`` with the budget at the same place in ``--budgets``, each method runs
@@ -14,7 +14,10 @@ top-3 overlap). `kronrod` runs residual-led (``kronrod_stop=residual``, App. B.4
 0.01); where its first pass (15 x M) is above the budget it cannot run, and the record says so. From
 `certified`'s trace: the evaluations at which the exact averaged residual alone first held, and at which
 its whole rule held. Each (method, question, M) is one JSON line appended to ``--out`` as it ends, with
-the load average; ``--table`` prints the records as a table (medians per method and M, App. B.4's verdict).
+the load average; ``--table`` prints the records as a table (medians per method and M, App. B.4's verdict,
+each question whose budget ran out named with the R it reached), and ``--kept FILE --command CMD`` also
+writes it to FILE headed by the command that made the records (results/certification/). Each `certified`
+record says which references hold the error (``where_references_err``).
 Needs the trained model of ``--experiment`` (`dvc repro train`, or its ``paths.artifacts`` override).
 """
 
@@ -111,7 +114,20 @@ def measure(model, q, pool, cfg, pad_id: int, budget: int) -> dict:
         at = cfg.attribution
         record.update(first_held(main.traces[0], at.certified_tolerance, at.certified_vector_tolerance))
         record["final_measures"] = main.traces[0][-1, 1:4].tolist()
+        record.update(where_references_err(a.reference_residual, a.reference_points))
     return record
+
+
+def where_references_err(residuals, points) -> dict[str, float | int]:
+    """Which references hold certified's error (``certified_diagnosis`` per reference, from the row): the
+    largest share of Σ_r rho_r^2 one reference holds (1/M when they share it evenly), the share the top
+    eighth of the references hold, and the points a reference got (median, most)."""
+    rho2 = np.sort(np.asarray(residuals, dtype=np.float64) ** 2)[::-1]
+    total = max(float(rho2.sum()), 1e-300)
+    eighth = max(1, len(rho2) // 8)
+    return {"rho2_top_share": float(rho2[0] / total),
+            "rho2_top_eighth_share": float(rho2[:eighth].sum() / total),
+            "points_median": float(np.median(points)), "points_max": int(np.max(points))}  # fmt: skip
 
 
 def run(args) -> None:
@@ -127,6 +143,7 @@ def run(args) -> None:
                 _write(out, {"method": method, "refs": refs, "budget": budget, **note})
             else:
                 questions, pool = explained_questions(model, prompts, mcfg.attribution, args.questions)
+                questions = questions[args.skip :]
             for q in questions:
                 record = measure(model, q, pool, mcfg, pad_id, budget)
                 about = {
@@ -148,38 +165,63 @@ def _write(out: Path, record: dict) -> None:
     print(json.dumps(record), flush=True)
 
 
-def table(path: Path) -> None:
-    """Medians per (experiment, method, M) and App. B.4's verdict over the questions."""
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+HEADER = (
+    "| experiment | method | M | budget | questions | evaluations (median) | median R | max R | cosine "
+    "| rel. distance | Spearman | top-3 | App. B.4 | budget ran out (R reached) "
+    "| certified: R alone / rule at |"
+)
+
+
+def table(rows: list[dict]) -> list[str]:
+    """Markdown lines: medians per (experiment, method, M, budget) over the questions, App. B.4's verdict,
+    and each question whose budget ran out named with the R it reached."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r.get("experiment", "-"), r["method"], r["refs"], r["budget"]), []).append(r)
-    print(
-        "| experiment | method | M | budget | questions | evaluations (median) | median R | max R | "
-        "cosine | rel. distance | Spearman | top-3 | App. B.4 | exhausted | certified: R alone / rule at |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for (exp, method, refs, budget), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2])):
+    lines = [HEADER, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (exp, method, refs, budget), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], *kv[0][2:])):
         done = [r for r in rs if "residual" in r]
-        if not done:
-            print(f"| {exp} | {method} | {refs} | {budget} | 0 | {rs[0].get('note', '-')} |||||||||")
-            continue
-        keys = ("grad_evals", "residual", "cosine", "distance", "spearman", "top3")
-        med = {k: float(np.median([r[k] for r in done])) for k in keys}
-        rmax = max(r["residual"] for r in done)
-        ok = (med["residual"] <= 0.01 and rmax <= 0.05 and med["cosine"] >= 0.99 and med["distance"] <= 0.10
-              and med["spearman"] >= 0.95 and med["top3"] >= 0.8)  # fmt: skip
-        held = "-"
-        if method == "certified":
-            alone = [r["evals_residual_only"] for r in done if r.get("evals_residual_only") is not None]
-            rule = [r["evals_rule"] for r in done if r.get("evals_rule") is not None]
-            held = (f"{np.median(alone):.0f} ({len(alone)} q) / " if alone else "never / ") + (
-                f"{np.median(rule):.0f} ({len(rule)} q)" if rule else "never"
-            )
-        print(f"| {exp} | {method} | {refs} | {budget} | {len(done)} | {med['grad_evals']:.0f} | "
-              f"{med['residual']:.4f} | {rmax:.4f} | {med['cosine']:.4f} | {med['distance']:.3f} | "
-              f"{med['spearman']:.3f} | {med['top3']:.2f} | {'holds' if ok else 'misses'} | "
-              f"{sum(r['budget_exhausted'] for r in done)} | {held} |")  # fmt: skip
+        note = f"| {exp} | {method} | {refs} | {budget} | 0 | {rs[0].get('note', '-')} |||||||||"
+        lines.append(_row(exp, method, refs, budget, done) if done else note)
+    return lines
+
+
+def _row(exp: str, method: str, refs: int, budget: int, done: list[dict]) -> str:
+    """One group's table row."""
+    keys = ("grad_evals", "residual", "cosine", "distance", "spearman", "top3")
+    med = {k: float(np.median([r[k] for r in done])) for k in keys}
+    rmax = max(r["residual"] for r in done)
+    ok = all(med[k] <= v for k, v in (("residual", 0.01), ("distance", 0.10))) and rmax <= 0.05 and all(
+        med[k] >= v for k, v in (("cosine", 0.99), ("spearman", 0.95), ("top3", 0.8)))  # fmt: skip
+    ran_out = ", ".join(f"{r['question']} ({r['residual']:.3f})" for r in done if r["budget_exhausted"])
+    held = "-"
+    if method == "certified":
+        alone = [r["evals_residual_only"] for r in done if r.get("evals_residual_only") is not None]
+        rule = [r["evals_rule"] for r in done if r.get("evals_rule") is not None]
+        held = (f"{np.median(alone):.0f} ({len(alone)} q) / " if alone else "never / ") + (
+            f"{np.median(rule):.0f} ({len(rule)} q)" if rule else "never"
+        )
+    return (f"| {exp} | {method} | {refs} | {budget} | {len(done)} | {med['grad_evals']:.0f} | "
+            f"{med['residual']:.4f} | {rmax:.4f} | {med['cosine']:.4f} | {med['distance']:.3f} | "
+            f"{med['spearman']:.3f} | {med['top3']:.2f} | {'holds' if ok else 'misses'} | "
+            f"{ran_out or 'none'} | {held} |")  # fmt: skip
+
+
+def read_records(path: Path) -> list[dict]:
+    """The bench's JSON lines."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def kept_table(records: Path, command: str, root: Path = Path()) -> str:
+    """The kept Markdown file: the records' file (relative to ``root``) and the command that made them,
+    then the table."""
+    return (f"Made by `python bench/bench_certified.py --out {records} --table --kept <this file>` from the "
+            f"records of `{command}`.\n\n" + "\n".join(table(read_records(root / records))) + "\n")
+
+
+def command_of(kept: str) -> str:
+    """The command a kept table's first line says made its records."""
+    return kept.splitlines()[0].split("records of `", 1)[1].rsplit("`.", 1)[0]
 
 
 def main() -> None:
@@ -188,11 +230,16 @@ def main() -> None:
     parser.add_argument("--budgets", type=int, nargs="+", default=[512, 1024, 2048])
     parser.add_argument("--methods", nargs="+", default=["certified", "kronrod", "eg"])
     parser.add_argument("--out", default="results/bench/certified.jsonl")
+    parser.add_argument("--skip", type=int, default=0, help="leave out the first SKIP of the questions")
     parser.add_argument("--table", action="store_true")
+    parser.add_argument("--kept", help="with --table: write the table here, headed by --command")
+    parser.add_argument("--command", default="", help="with --kept: the command that made the records")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
     if args.table:
-        table(Path(args.out))
+        print("\n".join(table(read_records(Path(args.out)))))
+        if args.kept:
+            Path(args.kept).write_text(kept_table(Path(args.out), args.command))
         return
     run(args)
 

@@ -17,6 +17,7 @@ from xurs_pipeline.attribution.inputs import AttributionInputError
 from xurs_pipeline.attribution.runner import ATTRIBUTIONS_FILE, COORDS_DIR, RunOutput, Shard, run_attribution
 from xurs_pipeline.credal import credal_width
 from xurs_pipeline.io import read_json, read_parquet
+from xurs_pipeline.reporting.headline import attribute_headline
 
 
 class Interrupt(RuntimeError):
@@ -350,3 +351,23 @@ def test_aligned_reference_uses_the_paired_prompt(tmp_path: Path) -> None:
         assert abs(r.width_reference_natural[0] - float(natural[r.target])) < 1e-6
         assert abs(r.width_reference_prepared[0] - float(prepared[r.target])) < 1e-6
     assert (natural - prepared).abs().max() > 1e-3  # preparation changed the reference's width
+
+
+def test_metrics_name_each_question_whose_budget_ran_out_with_the_r_it_reached(tmp_path: Path) -> None:
+    """``metrics.json`` names every question whose estimator ran out of budget, each with the largest R
+    (Eq. 9) over its explained answers (recomputed from the table), and the headline counts them; a run
+    that never runs out names none."""
+    model, frame = TinyBeliefClassifier(vocab=40), prompts_frame(n_test=2)
+    starved = _run(model, frame, tmp_path / "starved", method="certified", certified_tolerance=1e-9,
+                   certified_max_evals=6)  # fmt: skip
+    table = pd.read_parquet(tmp_path / "starved" / "attributions.parquet")
+    assert table["budget_exhausted"].all()
+    reached = table.groupby("record_id")["residual"].max()
+    assert starved["budget_exhausted"] == sorted(reached.index)
+    assert starved["budget_exhausted_residual"] == pytest.approx(reached.to_dict())
+    assert (table.groupby("record_id")["residual"].nunique() > 1).all()  # the largest of several answers
+    assert attribute_headline(starved)["exhausted"] == 2
+    met = _run(model, frame, tmp_path / "met")  # EG's fixed draws: never out of budget
+    assert met["budget_exhausted"] == []
+    assert met["budget_exhausted_residual"] == {}
+    assert attribute_headline(met)["exhausted"] == 0

@@ -172,10 +172,17 @@ def test_repeated_runs_are_made_in_the_pipeline_and_fill_table2(artifacts: Path)
     assert json.loads((artifacts / "repeats" / "index.json").read_text())["repeats"] == {
         "seed17": {"seed": 17, "n_samples": 8, "target_fn": "width"}
     }
-    checks_stage.run(cfg)
+    headline = checks_stage.run(cfg)
     table = read_parquet(artifacts / "checks" / "checks.parquet")
     assert {"values_main_vs_seed17", "ranking_main_vs_seed17"} <= set(table["group"])
     details = read_parquet(artifacts / "checks" / "details" / "compare_seed17.parquet")
+    # App. B.4's vector figure against the rerun in `dvc metrics show`: the per-question comparison's median
+    # cosine and relative distance, recomputed here, with the verdict the checks give the same numbers
+    vector = table[table["group"] == "values_main_vs_seed17"].set_index("name")
+    assert headline["cos_rerun"] == pytest.approx(details["cosine"].median())
+    assert headline["dist_rerun"] == pytest.approx(details["relative_distance"].median())
+    assert bool(vector.loc["median_cosine", "passed"]) == (headline["cos_rerun"] >= 0.99)
+    assert bool(vector.loc["median_relative_distance", "passed"]) == (headline["dist_rerun"] <= 0.10)
     row = numerics_frame(main, details).iloc[0]
     assert np.isfinite(row["spearman"])
     assert np.isfinite(row["relative_distance"])

@@ -137,13 +137,15 @@ def _attributions(exhausted: list[bool]) -> pd.DataFrame:
 def test_the_front_page_names_every_question_whose_budget_ran_out() -> None:
     error = AttributionError.of(_attributions([False, True, False, True]))
     assert error.budget_ran_out == ("q1", "q3")
+    assert error.ran_out == (("q1", pytest.approx(0.004)), ("q3", pytest.approx(0.008)))  # the R each reached
     assert error.residual_max == pytest.approx(0.008)
     assert error.residual_median == pytest.approx(0.005)
     assert error.error_bound_max == pytest.approx(0.016)
     assert error.grad_evals_per_question == pytest.approx(75.0)
     text = " ".join(_parse(str(render_front(replace(PAGE, error=error)))).text)
     assert "budget ran out before the tolerance on 2" in " ".join(text.split())
-    assert "q1, q3" in text
+    assert "q1 (R 0.004), q3 (R 0.008)" in " ".join(text.split())
+    assert "reaching R up to 0.008" in " ".join(text.split())  # the verdict line's detail
     met = replace(PAGE, error=AttributionError.of(_attributions([False])))
     clean = " ".join(_parse(str(render_front(met))).text)
     assert "Every question reached its estimator's tolerance" in clean
@@ -215,7 +217,7 @@ def test_the_verdict_line_answers_three_questions_and_each_can_say_no() -> None:
         clue=(replace(CLUE, ci_low=-1.0),),  # the interval reaches zero
     )
     assert set(_verdicts(bad).values()) == {"no"}
-    assert _verdicts(replace(good, error=replace(error, budget_ran_out=("q3",))))[
+    assert _verdicts(replace(good, error=replace(error, budget_ran_out=("q3",), ran_out_residual=(0.002,))))[
         "Attribution error within tolerance?"] == "no"  # fmt: skip
     assert _verdicts(replace(good, error=replace(error, residual_max=0.06)))[
         "Attribution error within tolerance?"] == "no"  # fmt: skip
@@ -290,3 +292,26 @@ def test_reference_endpoints_are_a_diagnostic_apart_from_the_checks() -> None:
     assert "FAIL" not in section
     assert 'class="fail"' not in section
     assert 'id="endpoints"' not in str(render_front(PAGE))  # no section without aligned references
+
+
+def test_the_vector_figure_against_each_rerun_is_on_the_front_page_and_can_fail() -> None:
+    """App. B.4's vector criteria against a rerun (``attribute_repeats``) beside the residual: passing,
+    failing, and said to be unmeasured without a rerun; another configuration's run is not a rerun."""
+
+    def vector(run: str, cosine: float, distance: float) -> tuple[CheckLine, ...]:
+        group = f"values_main_vs_{run}"
+        cos = CheckLine(group, "median_cosine", cosine, ">= 0.99", cosine >= 0.99)
+        return cos, CheckLine(group, "median_relative_distance", distance, "<= 0.1", distance <= 0.10)
+
+    error = AttributionError.of(_attributions([False]))
+    checks = PAGE.checks + vector("seed17", 0.9991, 0.021) + vector("seed23", 0.95, 0.31)
+    page = replace(PAGE, error=error, checks=checks + vector("attribute_other", 0.1, 0.9))
+    assert page.rerun_vectors == (("seed17", 0.9991, 0.021), ("seed23", 0.95, 0.31))
+    html = str(render_front(page))
+    text = " ".join(" ".join(_parse(html).text).split())
+    assert "Against the rerun seed17 (App. B.4's vector criteria): median cosine 0.999" in text
+    assert "median relative distance 0.310" in text
+    assert re.search(r'class="pass">Against the rerun seed17', html)
+    assert re.search(r'class="fail">Against the rerun seed23', html)  # cosine 0.95 < 0.99: must fail
+    alone = " ".join(_parse(str(render_front(replace(PAGE, error=error)))).text)
+    assert "No rerun: the vector criteria" in " ".join(alone.split())

@@ -225,8 +225,10 @@ def _copy_coords(store: PartStore, names: pd.Series, out: Path) -> None:
 
 def _metrics(table: pd.DataFrame, questions: int, failures: int) -> dict[str, float | int | list[str] | None]:
     """The run's headline numbers: residuals (Eq. 9), gradient evaluations, error bounds, roughness, and
-    the questions whose estimator ran out of budget before its tolerance (named, never averaged away)."""
+    the questions whose estimator ran out of budget before its tolerance (named, never averaged away, each
+    with the R it reached)."""
     per_question = table.drop_duplicates("record_id")["grad_evals"] if len(table) else pd.Series([0])
+    exhausted = _exhausted_residuals(table)
 
     def stat(column: str, how: str) -> float | None:
         """``how`` (median, max) of a column over the rows; 0 without rows, None where the method has no
@@ -244,10 +246,19 @@ def _metrics(table: pd.DataFrame, questions: int, failures: int) -> dict[str, fl
         "grad_evals_median": float(per_question.median()),  # a question's evaluations (App. B.4's budget)
         "error_bound_max": stat("error_bound", "max"),
         "roughness_median": stat("roughness", "median"),
-        "budget_exhausted": sorted(set(table.loc[table["budget_exhausted"].astype(bool), "record_id"]))
-        if len(table)
-        else [],
+        "budget_exhausted": sorted(exhausted),
+        "budget_exhausted_residual": exhausted,  # each such question's largest R over its answers
     }
+
+
+def _exhausted_residuals(table: pd.DataFrame) -> dict[str, float]:
+    """Each question whose estimator ran out of budget, with the R (Eq. 9) it reached: the largest over its
+    explained answers (sorted by record id)."""
+    if not len(table):
+        return {}
+    flagged = table.loc[table["budget_exhausted"].astype(bool)]
+    reached = flagged.groupby("record_id", sort=True)["residual"].max()
+    return {str(k): float(v) for k, v in reached.items()}
 
 
 def merge(

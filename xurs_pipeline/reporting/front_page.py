@@ -108,13 +108,20 @@ class AttributionError:
     error_bound_max: float
     grad_evals_per_question: float
     budget_ran_out: tuple[str, ...]
+    ran_out_residual: tuple[float, ...] = ()  # the R each of ``budget_ran_out`` reached (largest answer's)
+
+    @property
+    def ran_out(self) -> tuple[tuple[str, float], ...]:
+        """(record id, the R it reached) of each question whose budget ran out."""
+        return tuple(zip(self.budget_ran_out, self.ran_out_residual, strict=True))
 
     @classmethod
     def of(cls, attributions: pd.DataFrame) -> AttributionError | None:
         """From the attributions table (``attribution.records.COLUMNS``); None when nothing was explained."""
         if attributions.empty:
             return None
-        flagged = attributions.loc[attributions["budget_exhausted"].astype(bool), "record_id"]
+        flagged = attributions.loc[attributions["budget_exhausted"].astype(bool)]
+        reached = flagged.groupby("record_id", sort=True)["residual"].max()
         return cls(
             method="/".join(sorted(set(attributions["method"]))),
             answers=len(attributions),
@@ -122,7 +129,8 @@ class AttributionError:
             residual_max=float(attributions["residual"].max()),
             error_bound_max=float(attributions["error_bound"].max()),
             grad_evals_per_question=float(attributions.drop_duplicates("record_id")["grad_evals"].mean()),
-            budget_ran_out=tuple(sorted(set(flagged))),
+            budget_ran_out=tuple(str(r) for r in reached.index),
+            ran_out_residual=tuple(float(v) for v in reached),
         )
 
 
@@ -205,6 +213,17 @@ class FrontPage:
         return tuple(c for c in self.checks if not is_gate(c))
 
     @property
+    def rerun_vectors(self) -> tuple[tuple[str, float, float], ...]:
+        """App. B.4's vector figures against each rerun (``attribute_repeats``): (run, median cosine, median
+        relative distance) from the checks ``values_main_vs_seed<seed>``; () without a rerun."""
+        found: dict[str, dict[str, float]] = {}
+        for c in self.checks:
+            if c.group.startswith("values_main_vs_seed"):
+                found.setdefault(c.group.removeprefix("values_main_vs_"), {})[c.name] = c.value
+        return tuple((run, v["median_cosine"], v["median_relative_distance"]) for run, v in found.items()
+                     if {"median_cosine", "median_relative_distance"} <= v.keys())  # fmt: skip
+
+    @property
     def gates(self) -> tuple[CheckLine, ...]:
         """The controlled-model gates (App. D.3): tests of the trained model, not of the attribution."""
         return tuple(c for c in self.checks if is_gate(c))
@@ -268,7 +287,8 @@ def error_verdict(error: AttributionError | None, tolerance: tuple[float, float]
         f"(<= {tolerance[1]:g})"
     )
     if error.budget_ran_out:
-        detail += f"; budget ran out on {len(error.budget_ran_out)} question(s)"
+        detail += (f"; budget ran out on {len(error.budget_ran_out)} question(s), reaching R up to "
+                   f"{max(error.ran_out_residual):.2g}")  # fmt: skip
     return Verdict(question, "yes" if ok else "no", "pass" if ok else "fail", detail)
 
 
@@ -385,9 +405,17 @@ median {{ g(p.error.residual_median) }}, max {{ g(p.error.residual_max) }}; the 
 error bound {{ g(p.error.error_bound_max) }}.</p>
 {% if p.error.budget_ran_out %}
 <p class="fail">The budget ran out before the tolerance on {{ p.error.budget_ran_out | length }}
-question(s): {{ p.error.budget_ran_out | join(", ") }}. Their attributions carry a larger error
-(table attribution_error).</p>
+question(s), each with the R it reached:
+{% for q, r in p.error.ran_out %}{{ q }} (R {{ g(r) }}){{ ", " if not loop.last }}{% endfor %}.
+Their attributions carry a larger error (table attribution_error).</p>
 {% else %}<p class="pass">Every question reached its estimator's tolerance within the budget.</p>{% endif %}
+{% for name, cos, dist in p.rerun_vectors %}
+<p class="{{ 'pass' if cos >= 0.99 and dist <= 0.10 else 'fail' }}">Against the rerun {{ name }}
+(App. B.4's vector criteria): median cosine {{ f3(cos) }} (&ge; 0.99), median relative distance
+{{ f3(dist) }} (&le; 0.10).</p>
+{% else %}<p class="note">No rerun: the vector criteria (cosine, relative distance) were not measured
+(evaluation.repeat_seeds).</p>
+{% endfor %}
 {% else %}<p class="note">Nothing was attributed.</p>{% endif %}
 </section>
 

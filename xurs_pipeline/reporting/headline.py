@@ -8,6 +8,7 @@ characters on the default experiment and ``dvc exp show --keep`` can name each c
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -50,8 +51,27 @@ def train_headline(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 def attribute_headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """The completeness residual R (Eq. 9) over the explained questions, largest and median (App. B.4 bounds
-    both; questions whose estimator ran out of budget are named in the detail file and the report)."""
-    return {"R_max": metrics["residual_max"], "R_median": metrics["residual_median"]}
+    both), and how many questions' estimators ran out of budget before their tolerance (each named, with
+    the R it reached, in the detail file and the report)."""
+    exhausted = len(metrics.get("budget_exhausted", []))
+    return {"R_max": metrics["residual_max"], "R_median": metrics["residual_median"], "exhausted": exhausted}
+
+
+def rerun_headline(checks: Sequence[Any], reruns: Sequence[str]) -> dict[str, float | None]:
+    """App. B.4's vector criteria against a rerun (the ``attribute_repeats`` stage's runs named ``reruns``),
+    from the ``checks`` stage's checks (``evaluation.verdicts.Check``): the smallest median cosine
+    (``cos_rerun``, App. B.4: >= 0.99) and the largest median relative distance (``dist_rerun``, <= 0.10)
+    over the reruns; {} without a rerun (nothing compared: no figure rather than a perfect one)."""
+    groups = {f"values_main_vs_{name}" for name in reruns}
+    picked: dict[str, list[float]] = {"median_cosine": [], "median_relative_distance": []}
+    for check in checks:
+        if check.group in groups and check.name in picked:
+            picked[check.name].append(float(check.value))
+    if not picked["median_cosine"]:
+        return {}
+    cos, dist = picked["median_cosine"], picked["median_relative_distance"]
+    undefined = any(math.isnan(v) for v in cos + dist)  # undefined (a failed check): null, never hidden
+    return {"cos_rerun": None if undefined else min(cos), "dist_rerun": None if undefined else max(dist)}
 
 
 def mask_headline(targets: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

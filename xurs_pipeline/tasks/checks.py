@@ -5,7 +5,8 @@
   and with ``evaluation.comparison_runs`` (Tables 2, 6, 7), leave-one-collection-out
   (Table 6); every one of them fails only on a defect of the attribution (the headline's
   ``checks_failed``). The controlled-model gates (App. D.3) are the ``gates`` stage's, which needs no
-  attributions;
+  attributions. With repeats the headline also carries App. B.4's vector figures against them
+  (``cos_rerun``, ``dist_rerun``: ``reporting.headline.rerun_headline``);
 - the reference endpoints (Eq. 10, Table 3) are a diagnostic, not a check: per question, which width
   difference the explanation concerns (natural or prepared reference; ``checks.json``'s ``endpoints``);
 - ``details/``: per-question comparisons, endpoints (Table 3), clue localisation (Table 9) and the
@@ -43,7 +44,7 @@ from xurs_pipeline.evaluation.run_checks import (
 from xurs_pipeline.evaluation.verdicts import checks_frame, checks_summary, json_safe
 from xurs_pipeline.io import write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
-from xurs_pipeline.reporting.headline import verdict_headline
+from xurs_pipeline.reporting.headline import rerun_headline, verdict_headline
 from xurs_pipeline.tasks.runner import log
 
 
@@ -138,7 +139,8 @@ def run(cfg: RootConfig) -> dict[str, Any]:
         log.warning(
             "check failed: %s/%s = %.6g (threshold %s %g)", c.group, c.name, c.value, c.direction, c.threshold
         )
-    return verdict_headline("checks", [c.passed for c in checks])
+    reruns = [repeat_dir(cfg.paths, seed).name for seed in ev.repeat_seeds]
+    return {**verdict_headline("checks", [c.passed for c in checks]), **rerun_headline(checks, reruns)}
 
 
 def _other_runs(cfg: RootConfig) -> list[Run]:

@@ -1,0 +1,66 @@
+"""``bench/bench_certified.py``'s table (docs/certification.md quotes its kept copy): medians per method and
+M, App. B.4's verdict, each question whose budget ran out named with the R it reached, and the kept tables
+under results/certification/ exactly what the bench makes of their records."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from bench_scripts import load_bench_script
+
+ROOT = Path(__file__).resolve().parents[2]
+KEPT = sorted((ROOT / "results" / "certification").glob("cost_curve*.md"))
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_bench_script("bench_certified")
+
+
+def _record(question: str, evals: int, residual: float, exhausted: bool, cosine: float = 0.999) -> dict:
+    return {"experiment": "local", "method": "certified", "question": question, "refs": 4, "budget": 512,
+            "grad_evals": evals, "residual": residual, "budget_exhausted": exhausted, "cosine": cosine,
+            "distance": 0.02, "spearman": 0.99, "top3": 1.0, "evals_residual_only": evals / 2,
+            "evals_rule": None if exhausted else evals}  # fmt: skip
+
+
+def test_the_table_gives_medians_the_verdict_and_names_each_exhausted_question_with_its_r(bench) -> None:
+    rows = [_record("q1", 100, 0.004, False), _record("q2", 300, 0.002, False)]
+    rows.append(_record("q3", 512, 0.03, True))
+    note = {"experiment": "local", "method": "kronrod", "refs": 64, "budget": 512, "note": "first pass above"}
+    lines = bench.table([*rows, note])
+    assert lines[0] == bench.HEADER
+    assert lines[1].count("|") == lines[0].count("|")
+    (certified,) = [line for line in lines if "| certified |" in line]
+    cells = [c.strip() for c in certified.strip("|").split("|")]
+    assert cells[4:8] == ["3", "300", "0.0040", "0.0300"]  # questions, median evaluations, median R, max R
+    assert cells[12] == "holds"
+    assert cells[13] == "q3 (0.030)"  # ran out, with the R it reached
+    assert cells[14] == "150 (3 q) / 200 (2 q)"
+    (kronrod,) = [line for line in lines if "| kronrod |" in line]
+    assert "first pass above" in kronrod
+    failing = bench.table([_record("q1", 100, 0.004, False, cosine=0.95)])[2]
+    assert "| misses |" in failing  # the median cosine below 0.99: App. B.4 is not met
+    assert "| none |" in failing
+
+
+def test_which_references_hold_the_error(bench) -> None:
+    """One reference of eight holding all of it, against eight sharing it evenly."""
+    alone = bench.where_references_err([0.0] * 7 + [0.5], [2] * 7 + [64])
+    assert alone == {"rho2_top_share": 1.0, "rho2_top_eighth_share": 1.0, "points_median": 2.0,
+                     "points_max": 64}  # fmt: skip
+    even = bench.where_references_err([0.1] * 8, [4] * 8)
+    assert even["rho2_top_share"] == pytest.approx(1 / 8)
+
+
+@pytest.mark.parametrize("kept", KEPT, ids=[k.name for k in KEPT])
+def test_each_kept_table_is_the_bench_table_of_its_records(bench, kept: Path) -> None:
+    """A kept table is what ``--table --kept`` writes from the records its first line names, with the
+    command that made them: a figure typed or edited by hand in it fails here."""
+    text = kept.read_text()
+    records = re.search(r"--out (\S+) --table", text.splitlines()[0])
+    assert records, f"{kept}: its first line names no records file"
+    assert bench.command_of(text).startswith("nice -n 10 python bench/bench_certified.py ")
+    assert text == bench.kept_table(Path(records.group(1)), bench.command_of(text), ROOT)
