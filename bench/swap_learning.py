@@ -82,12 +82,20 @@ def behaviour_by_order(cfg, prompts: pd.DataFrame, loaded, role: str) -> dict[st
     return out
 
 
-def measure(cfg, out: Path) -> dict[str, dict]:
+def trained_role(role: str, out: Path) -> dict | None:
+    """The fit summary an earlier run of this script saved for ``role`` in ``out`` (None if it has none)."""
+    saved = out / Path(artifact("train_metrics").path).name
+    return {**json.loads(saved.read_text()), "train_s": float("nan")} if saved.exists() else None
+
+
+def measure(cfg, out: Path, evaluate_only: bool) -> dict[str, dict]:
     """Per role: training, accuracy where its cue resolves the question, behaviour on the probes."""
     prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
     results = {}
     for role in ROLES:
-        fit = train_role(cfg, role, out / role)
+        fit = trained_role(role, out / role) if evaluate_only else train_role(cfg, role, out / role)
+        if fit is None:
+            continue
         loaded = load_classifier(out / role / "classifier", config_hash=train_run_hash(cfg))
         loaded[0].eval().requires_grad_(False)
         best = next((e for e in fit["history"] if e["epoch"] == fit["best_epoch"]), {})
@@ -117,12 +125,13 @@ def main() -> None:
     parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides of its `xurs params`")
     parser.add_argument("--out", type=Path, default=C.ROOT / ".cache" / "xurs" / "swap_learning")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--evaluate-only", action="store_true", help="read the models an earlier run trained")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")  # the epochs as they end
     cfg = validate(compose([f"experiment={args.experiment}", *args.override], conf_dir=C.ROOT / "conf"))
     load_before = os.getloadavg()
     start = time.perf_counter()
-    results = measure(cfg, args.out)
+    results = measure(cfg, args.out, args.evaluate_only)
     print(f"overrides: {' '.join(args.override) or '(none)'}")
     report(results)
     print(f"total {time.perf_counter() - start:.0f} s; load average {load_before[0]:.2f} -> "
