@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xurs_pipeline.attribution.config import METHODS, TARGET_NAMES
+from xurs_pipeline.attribution.config import MAX_SAMPLES_PER_QUESTION, METHODS, TARGET_NAMES
 from xurs_pipeline.attribution.variants import check_entries, variant_name
 
 
@@ -212,10 +212,12 @@ class EvaluationConfig:
     def _check_masking(self) -> None:
         """Zero-masking and its bootstrap (Eq. 8, Table 1): seed, counts, confidence, device, precision."""
         _require(0 <= self.seed < 2**32, "seed", self.seed, "in [0, 2**32 - 1]")
-        _require(self.n_random >= 1, "n_random", self.n_random, "a positive integer")
+        _require(1 <= self.n_random <= MAX_SAMPLES_PER_QUESTION, "n_random", self.n_random,
+                 f"in [1, {MAX_SAMPLES_PER_QUESTION}]")
         _require(self.top_k_max >= 1, "top_k_max", self.top_k_max, "a positive integer")
         _require(self.mask_batch_size >= 1, "mask_batch_size", self.mask_batch_size, "a positive integer")
-        _require(self.bootstrap_resamples >= 100, "bootstrap_resamples", self.bootstrap_resamples, ">= 100")
+        _require(100 <= self.bootstrap_resamples <= MAX_SAMPLES_PER_QUESTION, "bootstrap_resamples",
+                 self.bootstrap_resamples, f"in [100, {MAX_SAMPLES_PER_QUESTION}]")
         _require(0.0 < self.confidence < 1.0, "confidence", self.confidence, "in (0, 1)")
         _one_of("bootstrap_method", self.bootstrap_method, ("percentile", "BCa"))
         _one_of("device", self.device, ("auto", "cpu", "cuda"))
@@ -244,7 +246,8 @@ class EvaluationConfig:
         each computation named once) and clear margin."""
         scope = self.swap_randomise
         _require(scope in SWAP_RANDOMISE, "swap_randomise", scope, f"one of {list(SWAP_RANDOMISE)}")
-        _require(self.swap_layer_ig_steps >= 2, "swap_layer_ig_steps", self.swap_layer_ig_steps, ">= 2")
+        _require(2 <= self.swap_layer_ig_steps <= MAX_SAMPLES_PER_QUESTION, "swap_layer_ig_steps",
+                 self.swap_layer_ig_steps, f"in [2, {MAX_SAMPLES_PER_QUESTION}]")
         methods = self.swap_methods
         names = {variant_name(m) for m in methods}
         valid = bool(methods) and names <= set(SWAP_CHOICES) and len(set(methods)) == len(methods)
