@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from typing import Any
 
-from xurs_pipeline.contracts import ALL, ARTIFACTS, STAGES, param_keys
+from xurs_pipeline.contracts import ALL, ARTIFACTS, NO_RESULT, STAGES, param_keys
 from xurs_pipeline.tasks import runner
 
 Reads = dict[str, set[str]]  # stage -> dotted keys its task read
@@ -89,7 +89,8 @@ def listed(stage: str, composed: Mapping[str, Any]) -> set[str]:
 def unlisted_reads(reads: Reads, composed: Mapping[str, Any]) -> dict[str, list[str]]:
     """Per stage, the keys its task read that neither it nor a writer of what it reads lists (``paths.*``
     aside: the artifact paths in ``dvc.yaml`` are templated from them). Stages listing the whole file
-    (:data:`~xurs_pipeline.contracts.ALL`) read what they like."""
+    (:data:`~xurs_pipeline.contracts.ALL`) read what they like; keys that change no result
+    (:data:`~xurs_pipeline.contracts.NO_RESULT`, a progress bar) are in no stage's params by design."""
     unlisted = {}
     for stage, keys in reads.items():
         if ALL in STAGES[stage].params:
@@ -97,7 +98,8 @@ def unlisted_reads(reads: Reads, composed: Mapping[str, Any]) -> dict[str, list[
         allowed = listed(stage, composed)
         missing = sorted(
             k for k in keys
-            if not k.startswith("paths.") and not any(k == a or k.startswith(f"{a}.") for a in allowed)
+            if not k.startswith("paths.") and k not in NO_RESULT
+            and not any(k == a or k.startswith(f"{a}.") for a in allowed)
         )  # fmt: skip
         if missing:
             unlisted[stage] = missing

@@ -27,8 +27,8 @@ from xurs_pipeline.dvc_yaml import stage_code
 WHOLE_CONFIG = {"check", "tables", "report"}  # validate the whole config, or stamp its hash into their pages
 BEFORE_ATTRIBUTION = {"backbone", "prepare", "train_head", "train", "predict", "gates", "train_swap"}
 DOWNSTREAM_OF_ATTRIBUTE = {"check", "attribute", "attribute_repeats", "attribute_targets",
-                           "attribute_compare", "mask_eval", "checks", "tables", "report", "attribute_swap",
-                           "swap"}  # fmt: skip
+                           "attribute_compare", "mask_eval", "checks", "tables", "report", "attribute_swap"}
+# the swap stage reads the attribution settings through the attributions it reads, not as params
 
 
 _run = run_ok
@@ -64,7 +64,9 @@ def test_every_stage_leaves_its_outputs_and_a_second_repro_runs_nothing(project:
     for link in links:  # every table, plot and explanation page the front page links exists
         assert (project / "results/html" / link).is_file(), link
     shown = _run([str(BIN / "dvc"), "metrics", "show"], project).stdout  # headline metrics only
-    assert max(len(line) for line in shown.splitlines()) <= 200, shown
+    # one row a headline file, every column a headline key: it fits a 240-column terminal with App. B.4's
+    # vector figure against a rerun (cos_rerun, dist_rerun) and the exhausted budgets among them
+    assert max(len(line) for line in shown.splitlines()) <= 240, shown
     assert {"accuracy", "chance", "advantage", "checks_failed", "gates_failed"} <= set(shown.split())
     again = _run([str(BIN / "dvc"), "repro"], project).stdout
     assert "Running stage" not in again
