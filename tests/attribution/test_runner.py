@@ -173,7 +173,8 @@ class RecordingBar:
     ("overrides", "stops_early"),
     [
         (
-            {"method": "kronrod", "kronrod_tolerance": 0.99, "kronrod_max_evals": 105, "samples_per_call": 15},
+            {"method": "kronrod", "kronrod_tolerance": 0.99, "kronrod_max_evals": 105,
+             "samples_per_call": 15},
             True,
         ),
         (
