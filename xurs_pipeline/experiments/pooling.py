@@ -4,7 +4,7 @@ all made with the same settings but the keys the user compares, each column name
 Refused, in one line naming the sources: the same source twice (the same directory or commit, or two
 sources holding the same content: a copy, or the same run restored twice); sources whose settings differ in
 a key that can change a result (:data:`SAME`: the experiment, data, model, training, attribution and
-evaluation sections, ``data.swap_order`` among them; not :data:`NO_RESULT`), unless ``--label`` names the
+evaluation sections, ``data.swap_order`` among them; not :data:`MAY_DIFFER`), unless ``--label`` names the
 key; a ``--label`` key a source does not have.
 """
 
@@ -20,7 +20,7 @@ from xurs_pipeline.io import config_hash
 # keys every pooled source must share (prefixes end with "."), and those among them that change no result
 # (a progress bar, a limit that refuses or passes, where a run computes, where its caches and state go)
 SAME = ("experiment_name", "data.", "model.", "train.", "attribution.", "evaluation.")
-NO_RESULT = (
+MAY_DIFFER = (
     "attribution.progress",
     "attribution.max_grad_evals",
     "attribution.device",
@@ -109,4 +109,4 @@ def _refuse_differing(sources: Sequence[Source], labels: Sequence[str]) -> None:
 
 def _shared(key: str) -> bool:
     matches = any(key == p or (p.endswith(".") and key.startswith(p)) for p in SAME)
-    return matches and key not in NO_RESULT
+    return matches and key not in MAY_DIFFER
