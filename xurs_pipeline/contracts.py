@@ -473,11 +473,13 @@ def artifact(name: str) -> Artifact:
         raise KeyError(f"no artifact {name!r}; declared: {sorted(ARTIFACTS)}") from None
 
 
-def param_keys(stage: str, composed: Mapping[str, Any]) -> list[str]:
+def param_keys(stage: str, composed: Mapping[str, Any], every_method: bool = False) -> list[str]:
     """The dotted params keys ``stage`` reads, expanded against a composed config (``section.*`` and
     :data:`ALL` become every key of the section / config, in the config's order; :data:`PREPARED` the data
-    keys of its ``data.source``; :data:`METHOD_READS` the attribution keys its ``attribution.method`` reads),
-    none of :data:`NO_RESULT`."""
+    keys of its ``data.source``; :data:`METHOD_READS` the attribution keys its ``attribution.method`` reads,
+    or with ``every_method`` every attribution key: what ``dvc.yaml`` lists, so that an experiment that
+    changes the method, ``dvc exp run -S attribution.method=...``, finds its keys there), none of
+    :data:`NO_RESULT`."""
     keys: list[str] = []
     for entry in STAGES[stage].params:
         if entry == ALL:
@@ -486,7 +488,7 @@ def param_keys(stage: str, composed: Mapping[str, Any]) -> list[str]:
         elif entry == PREPARED:
             keys += [f"data.{k}" for k in data_keys(composed["data"]["source"])]
         elif entry == METHOD_READS:
-            unread = set(unread_keys(composed["attribution"]["method"]))
+            unread = set() if every_method else set(unread_keys(composed["attribution"]["method"]))
             keys += [f"attribution.{k}" for k in composed["attribution"] if k not in unread]
         elif entry.endswith(".*"):
             section = entry[:-2]

@@ -155,7 +155,7 @@ def render(composed: Mapping[str, Any], root: Path | None = None) -> str:
         if stage.whole_file:  # the whole file: a key added by hand (misspelt, unknown) reruns the stage
             lines.append(f"      - {PARAMS_FILE}:")
         else:
-            lines += [f"      - {key}" for key in param_keys(name, composed)]
+            lines += [f"      - {key}" for key in param_keys(name, composed, every_method=True)]
         # Every output, metrics included, is cached by DVC (data/ is git-ignored): an experiment's commit
         # holds dvc.lock's hashes and DVC reads each file back from its cache at that revision.
         outs = [a for a in stage.writes if a.kind in ("out", "detail")]

@@ -163,3 +163,15 @@ def test_the_first_stages_of_each_experiment_list_every_key_they_read(experiment
     assert unlisted_reads(reads, asdict(cfg)) == {}
     if experiment == "controlled_swap":
         assert "data.swap_order" in reads["prepare"]
+
+
+def test_dvc_yaml_lists_every_methods_keys_so_an_experiment_may_change_the_method() -> None:
+    """``dvc.yaml`` is written for one experiment, and ``dvc exp run -S experiment=controlled_swap`` (kronrod)
+    runs under it: the attribute stage lists every estimator's keys there, while its hash and the start
+    check read only the method's (``param_keys``)."""
+    smoke = _composed("experiment=smoke")
+    listed = yaml.safe_load(render(smoke, ROOT))["stages"]["attribute"]["params"]
+    swap = _composed("experiment=controlled_swap")
+    assert "attribution.kronrod_max_evals" in param_keys("attribute", swap)
+    assert "attribution.kronrod_max_evals" not in param_keys("attribute", smoke)  # smoke's method reads none
+    assert set(param_keys("attribute", swap)) <= set(listed)
