@@ -105,7 +105,10 @@ class _Accumulator:
         self.split = torch.zeros((n_refs, *self.e.shape), device=device) if split else None  # (M, K, L, d)
 
     @torch.no_grad()
-    def add(self, part: slice, idx: torch.Tensor, w: torch.Tensor, rows: slice, columns: list) -> None:
+    def add(
+        self, part: slice, idx: torch.Tensor, w: torch.Tensor, rows: slice,
+        columns: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
+    ) -> None:
         """One batch's columns (:func:`_batch_sums`) for plan entries ``part`` with references ``idx`` and
         weights ``w``: each sample's (b, L - p, d) product summed by reference only when split."""
         for k, (weighted, sample_sum, out_k) in enumerate(columns):

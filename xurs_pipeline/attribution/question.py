@@ -43,7 +43,8 @@ class ReferencePool:
         """The pool with each collection's natural widths F(B) (M_k, 4) under ``cfg.target_fn`` (Eq. 10's
         endpoint), ``cfg.eval_batch_size`` references per call on the model's device: the one place a
         pool's widths are measured."""
-        device, batch = model_device(model), cfg.eval_batch_size
+        device = model_device(model) if isinstance(model, torch.nn.Module) else torch.device("cpu")
+        batch = cfg.eval_batch_size
         natural = [natural_widths(model, ids, batch, device, cfg.target_fn) for ids in self.token_ids]
         return ReferencePool(self.record_ids, self.token_ids, natural)
 
