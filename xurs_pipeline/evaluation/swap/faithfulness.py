@@ -59,14 +59,15 @@ class FaithfulnessInputs:
 
 def baseline_readings(record_ids: list[str]) -> pd.DataFrame:
     """The label rankers' readings under each trained run (``readings.COLUMNS``)."""
+    training_rule, constant = plan.LABEL_RANKERS
     rows = []
     for name, run in RUNS.items():
         if run.randomised:
             continue
         rule = (1.0, 0.0) if run.role.cue == 1 else (0.0, 1.0)
         for rid in record_ids:
-            rows.append(CueReading(rule, rule).row("training_rule", name, rid))
-            rows.append(CueReading((1.0, 0.0), (1.0, 0.0)).row("constant", name, rid))
+            rows.append(CueReading(rule, rule).row(training_rule, name, rid))
+            rows.append(CueReading((1.0, 0.0), (1.0, 0.0)).row(constant, name, rid))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
@@ -199,7 +200,8 @@ def label_ranker_failures(part: pd.DataFrame) -> dict[str, dict[str, int]]:
     training rule: behaviour departs; the constant: the model depends on cue 2), how often the method agrees
     (k of n)."""
     clear = part[part["clear"]]
-    where = {"training_rule": clear["departs"].astype(bool), "constant": clear["depends_on"] == 2}
+    training_rule, constant = plan.LABEL_RANKERS
+    where = {training_rule: clear["departs"].astype(bool), constant: clear["depends_on"] == 2}
     return {b: {"k": int(clear.loc[w, "agrees"].astype(bool).sum()), "n": int(w.sum())}
             for b, w in where.items()}
 
