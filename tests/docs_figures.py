@@ -23,7 +23,7 @@ from pathlib import Path
 from docs_checks import ROOT, Sources, _given, _numbers, figures, prose, table_rows
 
 CITED_SECTIONS = re.compile(
-    r"BENCHMARKS(?:\.md)?\]?(?:\([^)]*\))?,? sections? (\d+)((?:(?:,| and|, and) \d+)*)"
+    r"BENCHMARKS(?:\.md)?\]?(?:\([^)]*\))?,?\s+sections?\s(\d+)((?:(?:,| and|, and)\s\d+)*)"
 )
 CITED_FILES = re.compile(r"(?<![\w/])(results/[\w./-]+\.(?:md|csv)|conf/[\w./-]+\.yaml|pyproject\.toml)\b")
 LINKED_PAGES = re.compile(r"\]\((?!https?:)([\w./-]+\.md)(?:#[\w-]*)?\)")

@@ -225,14 +225,12 @@ def test_a_figure_is_compared_with_the_source_it_cites():
 
 
 def test_a_conf_comment_figure_is_compared_with_its_cited_section():
-    path = ROOT / "conf" / "experiment" / "controlled_swap.yaml"
+    path = ROOT / "conf" / "attribution" / "default.yaml"
     text = _text(path)
-    assert "0.356-0.622" in text
+    assert "2.0-2.5x" in text
     assert CHECKS["figures"](yaml_comments(text), path) == []
-    stale = yaml_comments(text.replace("0.356-0.622", "0.46-0.62"))
-    assert CHECKS["figures"](stale, path) == [
-        "'0.46-0.62': not in the source it cites (BENCHMARKS.md section 13, conf/data/synthetic_swap.yaml)"
-    ]
+    stale = yaml_comments(text.replace("2.0-2.5x", "2.0-2.7x"))
+    assert CHECKS["figures"](stale, path) == ["'2.0-2.7x': not in the source it cites (BENCHMARKS.md section 9)"]
 
 
 def test_citations_sources_and_definitions_are_read():
@@ -304,7 +302,7 @@ def test_a_results_file_without_its_command_or_with_a_stray_figure_is_caught(tmp
 
 def test_a_status_figure_its_page_does_not_give_is_caught():
     readme = _text(ROOT / "README.md")
-    assert check_status(readme.replace("8 of 8 questions", "9 of 9 questions")) == [
+    assert check_status(readme.replace("first on 8 of 8", "first on 9 of 9", 1)) == [
         "status: '9 of 9' is not on docs/positive-control.md"
     ]
     assert check_status("# XU-RS\n\nno status\n") == ["README: no '## Status and limits' section"]
