@@ -1,13 +1,14 @@
 """Measured figures in prose compared with the source they cite (``tests/docs_checks.py`` runs this as the
 ``figures`` check of README.md, docs/, ARCHITECTURE.md, CONTRIBUTING.md and the comments of conf/).
 
-A figure (:func:`docs_checks.figures`: a number with a unit, ``k of n``, a decimal range, a decimal of three
-places or more) is read against the sources its own paragraph or list item cites: ``BENCHMARKS.md section N``
+A figure (:func:`docs_checks.figures`: a number with a unit, ``k of n``, a decimal range; a list of decimals
+such as per-seed accuracies; a decimal of three places or more) is read against the sources its own paragraph or list item cites: ``BENCHMARKS.md section N``
 (the table rows of that section), a kept ``results/...`` file (its lines), a linked page (its lines) or a conf
 file or pyproject.toml (its values). A paragraph that cites nothing is read against what its section (``##``
 or ``###``) cites and the section's own tables; a figure with neither has no source and fails. A figure passes
 when one row of the cited sources holds all its numbers (a decimal may be the row's number rounded; a range's
-ends may come from two rows of one cited BENCHMARKS.md section or of one column of a cited results file).
+ends and a list's members may come from two rows of one cited BENCHMARKS.md section or of one column of a
+cited results file).
 Worded times ("about ten minutes", "half an hour") are refused: they cannot be compared with anything, so the
 prose states the measured figure and cites it. Definitions that look like figures (a 95% interval, chance's
 25%) are not measurements.
@@ -129,15 +130,23 @@ def units(text: str) -> list[str]:
     return [u for u in re.split(r"\n\s*\n|\n(?=\s*(?:[-*]|\d+\.) )", prose(text)) if u.strip()]
 
 
-BARE_DECIMAL = re.compile(r"(?<![\w.^/=-])(?<!= )\d+\.\d{3,}(?![\w.%-]| ?- ?\d)")  # "largest R 0.0085"
+BARE_DECIMAL = re.compile(r"(?<![\w.^/=-])(?<!= )\d+\.\d{3,}(?![\w%-]|\.\d| ?- ?\d)")  # "largest R 0.0085."
+DECIMAL = r"\d+\.\d{2,}"
+DECIMAL_LIST = re.compile(
+    rf"(?<![\w.^/=-]){DECIMAL}(?:(?:,? and |, | / ){DECIMAL})+(?![\w%-]|\.\d| ?- ?\d)"
+)  # "model A 1.00, 0.98, 0.93 and 0.90": one figure, all its numbers from one source row or column
 
 
 def measured(unit: str) -> list[str]:
-    """The figures of ``unit`` that are measurements: :func:`docs_checks.figures` and decimals of three
-    places or more, in order (definitions such as a 95% interval left out)."""
+    """The figures of ``unit`` that are measurements: :func:`docs_checks.figures`, lists of decimals
+    (:data:`DECIMAL_LIST`, unitless accuracies and shares) and decimals of three places or more, in order
+    (definitions such as a 95% interval left out)."""
     unit = DEFINITIONS.sub("", unit)
-    bare = [m.group(0) for m in BARE_DECIMAL.finditer(prose(unit))]
-    return figures(unit) + [b for b in bare if not any(b in f for f in figures(unit))]
+    found = figures(unit)
+    for pattern in (DECIMAL_LIST, BARE_DECIMAL):
+        more = [m.group(0) for m in pattern.finditer(prose(unit))]
+        found += [m for m in more if not any(m in f for f in found)]  # a list's decimal is part of it
+    return found
 
 
 def check_cited_figures(
@@ -170,7 +179,8 @@ def _missing(found: Iterable[str], sources: Sources) -> list[str]:
     missing = []
     for figure in found:
         numbers = _numbers(figure)
-        groups = sources.rows + (sources.tables if re.search(r"\d ?- ?\d", figure) else ())
+        spans = re.search(r"\d ?- ?\d", figure) or DECIMAL_LIST.fullmatch(figure)
+        groups = sources.rows + (sources.tables if spans else ())
         if not any(all(_given(n, group) for n in numbers) for group in groups):
             missing.append(figure)
     return missing

@@ -220,8 +220,43 @@ def test_a_figure_is_compared_with_the_source_it_cites():
     assert _readme_figures(unsourced) == [
         "'9.87 GiB': cites no source (a BENCHMARKS.md section, a results/ or conf/ file, or a page)"
     ]
-    worded = README_TEXT.replace("in 501 s ([BENCHMARKS.md]", "in about ten minutes ([BENCHMARKS.md]")
-    assert _readme_figures(worded) == ["'ten minutes': a worded time; state the measured figure and cite it"]
+
+
+@pytest.mark.parametrize(
+    ("time", "caught"),
+    [
+        ("about ten minutes", "ten minutes"),
+        ("a few minutes", "a few minutes"),
+        ("about half an hour", "half an hour"),
+    ],
+)
+def test_a_worded_time_fails_where_a_measured_figure_stood(time, caught):
+    """A time in words cannot be compared with its source: the check refuses it in place of the figure."""
+    worded = README_TEXT.replace("in 501 s ([BENCHMARKS.md]", f"in {time} ([BENCHMARKS.md]")
+    assert worded != README_TEXT
+    assert _readme_figures(worded) == [f"{caught!r}: a worded time; state the measured figure and cite it"]
+
+
+SWAP_PAGE = ROOT / "docs" / "swap-control.md"
+SWAP_ANCHOR = "There agreement and training-rule swap accuracy part, and the agreement follows the model."
+
+
+def test_a_list_of_unitless_figures_is_one_figure_from_one_source():
+    """Per-seed accuracies with no unit ("model A 1.00, 0.98, 0.93, 0.90 and 1.00") are read as one figure:
+    all of its numbers from one row of a cited source or one column of a cited results file, so a list that
+    no kept file gives fails even where each number alone occurs somewhere in the cited table."""
+    listed = measured("model A 1.00, 0.98, 0.93, 0.90 and 1.00. R 0.0085.")
+    assert listed == ["1.00, 0.98, 0.93, 0.90 and 1.00", "0.0085"]
+    text = _text(SWAP_PAGE)
+    assert SWAP_ANCHOR in text
+    assert check_cited_figures(text, SWAP_PAGE.parent) == []
+    seeds = " Both learned their cues: model A 1.00, 0.98, 0.93, 0.90 and 1.00 on seeds 5 to 9."
+    planted = text.replace(SWAP_ANCHOR, SWAP_ANCHOR + seeds)
+    assert check_cited_figures(planted, SWAP_PAGE.parent) == [
+        "'1.00, 0.98, 0.93, 0.90 and 1.00': not in the source it cites (results/sweeps/swap_sweep.md)"
+    ]
+    kept = " Model A agreed on 77 of 80 probes and model B on 69 of 80 (0.96 and 0.86)."
+    assert check_cited_figures(text.replace(SWAP_ANCHOR, SWAP_ANCHOR + kept), SWAP_PAGE.parent) == []
 
 
 def test_a_conf_comment_figure_is_compared_with_its_cited_section():
@@ -230,7 +265,8 @@ def test_a_conf_comment_figure_is_compared_with_its_cited_section():
     assert "2.0-2.5x" in text
     assert CHECKS["figures"](yaml_comments(text), path) == []
     stale = yaml_comments(text.replace("2.0-2.5x", "2.0-2.7x"))
-    assert CHECKS["figures"](stale, path) == ["'2.0-2.7x': not in the source it cites (BENCHMARKS.md section 9)"]
+    expected = "'2.0-2.7x': not in the source it cites (BENCHMARKS.md section 9)"
+    assert CHECKS["figures"](stale, path) == [expected]
 
 
 def test_citations_sources_and_definitions_are_read():
