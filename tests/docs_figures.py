@@ -2,16 +2,15 @@
 ``figures`` check of README.md, docs/, ARCHITECTURE.md, CONTRIBUTING.md and the comments of conf/).
 
 A figure (:func:`docs_checks.figures`: a number with a unit, ``k of n``, a decimal range; a list of decimals
-such as per-seed accuracies; a decimal of three places or more) is read against the sources its own paragraph or list item cites: ``BENCHMARKS.md section N``
-(the table rows of that section), a kept ``results/...`` file (its lines), a linked page (its lines) or a conf
-file or pyproject.toml (its values). A paragraph that cites nothing is read against what its section (``##``
-or ``###``) cites and the section's own tables; a figure with neither has no source and fails. A figure passes
-when one row of the cited sources holds all its numbers (a decimal may be the row's number rounded; a range's
-ends and a list's members may come from two rows of one cited BENCHMARKS.md section or of one column of a
-cited results file).
-Worded times ("about ten minutes", "half an hour") are refused: they cannot be compared with anything, so the
-prose states the measured figure and cites it. Definitions that look like figures (a 95% interval, chance's
-25%) are not measurements.
+such as per-seed accuracies; a decimal of three places or more) is read against the sources its own paragraph
+or list item cites: ``BENCHMARKS.md section N`` (the table rows of that section), a kept ``results/...`` file
+(its lines), a linked page (its lines) or a conf file or pyproject.toml (its values). A paragraph that cites
+nothing is read against what its section (``##`` or ``###``) cites and the section's own tables; a figure with
+neither has no source and fails. A figure passes when one row of the cited sources holds all its numbers (a
+decimal may be the row's number rounded; a range's ends and a list's members may come from two rows of one
+cited BENCHMARKS.md section or of one column of a cited results file). Worded times ("about ten minutes",
+"half an hour") are refused: they cannot be compared with anything, so the prose states the measured figure
+and cites it. Definitions that look like figures (a 95% interval, chance's 25%) are not measurements.
 """
 
 from __future__ import annotations
