@@ -152,23 +152,62 @@ def check_cited_figures(
     text: str, base: Path, root: Path = ROOT, values: tuple[frozenset[str], ...] = ()
 ) -> list[str]:
     """Every measured figure is given by the sources its paragraph cites, else by its section's sources and
-    tables (and ``values``: a conf file's own values); one with no source at all fails; no worded times."""
+    tables (and ``values``: a conf file's own values); a table's figures by the sources their row or section
+    cites (:func:`check_table_figures`); one with no source at all fails; no worded times."""
     worded = WORDED_TIME.finditer(prose(text))
     problems = [f"{m.group(0)!r}: a worded time; state the measured figure and cite it" for m in worded]
     for section in sections(text):
         around = citations(section)
         own = values + tuple(_numbers(row) for row in table_rows(section))
         for unit in units(section):
-            found = measured(unit)
-            cited = citations(unit) or around
-            if found and not (cited or own):
-                why = "cites no source (a BENCHMARKS.md section, a results/ or conf/ file, or a page)"
-                problems += [f"{f!r}: {why}" for f in found]
-                continue
-            sources = cited_sources(cited, base, root)
-            given = Sources(sources.rows + own, sources.tables)
-            where = str(cited) or "its section's tables or the file's own values"
-            problems += [f"{f!r}: not in the source it cites ({where})" for f in _missing(found, given)]
+            problems += _unsourced(measured(unit), citations(unit) or around, own, base, root)
+        problems += check_table_figures(section, around, base, root)
+    return problems
+
+
+def _unsourced(
+    found: list[str], cited: Citations, own: tuple[frozenset[str], ...], base: Path, root: Path
+) -> list[str]:
+    """The figures of ``found`` that neither the sources ``cited`` names nor the rows ``own`` give."""
+    if found and not (cited or own):
+        why = "cites no source (a BENCHMARKS.md section, a results/ or conf/ file, or a page)"
+        return [f"{f!r}: {why}" for f in found]
+    sources = cited_sources(cited, base, root)
+    given = Sources(sources.rows + own, sources.tables)
+    where = str(cited) or "its section's tables or the file's own values"
+    return [f"{f!r}: not in the source it cites ({where})" for f in _missing(found, given)]
+
+
+def tables(section: str) -> list[list[str]]:
+    """Each Markdown table of ``section`` as its lines, header first."""
+    found, current = [], []
+    for line in [*section.splitlines(), ""]:
+        if line.lstrip().startswith("|"):
+            current.append(line)
+        elif current:
+            found, current = [*found, current], []
+    return found
+
+
+def row_citations(row: str, header: str) -> Citations:
+    """What a table row cites; under a header naming BENCHMARKS.md, a bare ``section N`` is its section."""
+    cited = citations(row)
+    if "BENCHMARKS.md" in header:
+        named = frozenset(re.findall(r"\bsections? (\d+)", row))
+        cited = Citations(cited.sections | named, cited.files, cited.pages)
+    return cited
+
+
+def check_table_figures(section: str, around: Citations, base: Path = ROOT, root: Path = ROOT) -> list[str]:
+    """A page's tables are not their own source: each row's figures come from what the row cites, else
+    from what its section cites (its prose, never its tables); a worded time in a cell fails as in prose."""
+    problems = []
+    for table in tables(section):
+        for row in table[2:]:
+            cells = " ; ".join(c.strip() for c in row.strip().strip("|").split("|"))
+            worded = [m.group(0) for m in WORDED_TIME.finditer(cells)]
+            problems += [f"{w!r}: a worded time; state the measured figure and cite it" for w in worded]
+            problems += _unsourced(measured(cells), row_citations(row, table[0]) or around, (), base, root)
     return problems
 
 

@@ -51,6 +51,7 @@ from docs_figures import (
     benchmark_rows,
     check_cited_figures,
     check_cost_column,
+    check_table_figures,
     citations,
     measured,
 )
@@ -465,3 +466,35 @@ def test_a_range_spans_one_column_of_a_results_file(tmp_path):
     assert check_cited_figures("Accuracy 0.23-1.58 (`results/t.md`).", tmp_path, tmp_path) == [
         "'0.23-1.58': not in the source it cites (results/t.md)"
     ]
+
+
+TABLE = """## Cost
+
+The smoke run, [BENCHMARKS.md](../BENCHMARKS.md) section 5:
+
+| experiment | time |
+|---|---|
+| `smoke` | 64.9 s |
+"""
+
+
+def test_a_page_table_is_checked_against_what_it_cites_not_against_itself():
+    """A page's own table is no source for its figures: a wrong or unsourced cell fails, as in prose."""
+    docs = ROOT / "docs"
+    assert check_cited_figures(TABLE, docs) == []
+    assert check_cited_figures(TABLE.replace("64.9 s", "61.9 s"), docs) == [
+        "'61.9 s': not in the source it cites (BENCHMARKS.md section 5)"
+    ]
+    unsourced = TABLE.replace(", [BENCHMARKS.md](../BENCHMARKS.md) section 5", "")
+    assert check_cited_figures(unsourced, docs) == [
+        "'64.9 s': cites no source (a BENCHMARKS.md section, a results/ or conf/ file, or a page)"
+    ]
+    in_row = unsourced.replace("| 64.9 s |", "| 64.9 s (BENCHMARKS.md section 5) |")
+    assert check_cited_figures(in_row, docs) == []  # a row may cite its own source
+    assert check_cited_figures(TABLE.replace("64.9 s", "about a minute"), docs) == [
+        "'about a minute': a worded time; state the measured figure and cite it"
+    ]
+    header = TABLE.replace(", [BENCHMARKS.md](../BENCHMARKS.md) section 5", "").replace(
+        "| time |", "| time (BENCHMARKS.md) |"
+    )
+    assert check_table_figures(header.replace("| 64.9 s |", "| 64.9 s (section 5) |"), citations("")) == []
