@@ -6,7 +6,8 @@ such as per-seed accuracies; a decimal of three places or more) is read against 
 or list item cites: ``BENCHMARKS.md section N`` (the table rows of that section), a kept ``results/...`` file
 (its lines), a linked page (its lines) or a conf file or pyproject.toml (its values). A paragraph that cites
 nothing is read against what its section (``##`` or ``###``) cites and the section's own tables; a figure with
-neither has no source and fails. A figure passes when one row of the cited sources holds all its numbers (a
+neither has no source and fails. A page's tables are read row by row against what the row or its section
+cites, never as their own source. A figure passes when one row of the cited sources holds all its numbers (a
 decimal may be the row's number rounded; a range's ends and a list's members may come from two rows of one
 cited BENCHMARKS.md section or of one column of a cited results file). Worded times ("about ten minutes",
 "half an hour") are refused: they cannot be compared with anything, so the prose states the measured figure
