@@ -498,3 +498,17 @@ def test_a_page_table_is_checked_against_what_it_cites_not_against_itself():
         "| time |", "| time (BENCHMARKS.md) |"
     )
     assert check_table_figures(header.replace("| 64.9 s |", "| 64.9 s (section 5) |"), citations("")) == []
+
+
+def test_counts_of_evaluations_draws_and_forwards_are_figures():
+    """A count of gradient evaluations, draws or forwards is a measurement to source (a bound, "<= 4,096", is
+    not); a planted one in a conf comment fails against the sections it cites."""
+    text = "~290 evaluations; 1,200 gradient evaluations, 80.5 forwards; a median <= 4,096 evaluations"
+    assert figures(text) == ["290 evaluations", "1,200 gradient evaluations", "80.5 forwards"]
+    path = ROOT / "conf" / "attribution" / "local.yaml"
+    comments = yaml_comments(_text(path))
+    assert CHECKS["figures"](comments, path) == []
+    planted = comments.replace("and the checks report it", "and adaptive IG takes ~290 evaluations")
+    assert planted != comments
+    (problem,) = CHECKS["figures"](planted, path)
+    assert problem.startswith("'290 evaluations': not in the source it cites (BENCHMARKS.md section 2, ")
