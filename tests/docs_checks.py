@@ -308,10 +308,10 @@ def check_versions(text: str) -> list[str]:
 # "<= 4,096", is not a measurement). Each must be given by the source it cites (tests/docs_figures.py); a
 # ledger or results file's own prose, by its own table rows.
 NUM = r"\d[\d,]*(?:\.\d+)?"
-UNIT = r" ?(?:ms|s|min|minutes|hours?|GiB|MiB|GB|tests|(?:gradient )?evaluations|draws|forwards)\b|%|x\b"
+UNIT = r"\s?(?:ms|s|min|minutes|hours?|GiB|MiB|GB|tests|(?:gradient\s)?evaluations|draws|forwards)\b|%|x\b"
 FIGURE = re.compile(
     rf"(?<![\w.,^/=-])(?<!= )({NUM}(?: ?- ?{NUM})?)(?:{UNIT}|"
-    rf" of ({NUM})\b(?! (?:blocks|layers|tokens|the|its|which)\b))"
+    rf"\sof\s({NUM})\b(?!\s(?:blocks|layers|tokens|the|its|which)\b))"
 )
 DECIMAL_RANGE = re.compile(
     rf"(?<![\w.^/=-])\d+\.\d+ ?- ?\d+\.\d+(?![\w.%-])(?!{UNIT})"

@@ -505,6 +505,7 @@ def test_counts_of_evaluations_draws_and_forwards_are_figures():
     not); a planted one in a conf comment fails against the sections it cites."""
     text = "~290 evaluations; 1,200 gradient evaluations, 80.5 forwards; a median <= 4,096 evaluations"
     assert figures(text) == ["290 evaluations", "1,200 gradient evaluations", "80.5 forwards"]
+    assert figures("about 90\nevaluations a reference, 8 of\n8 questions") == ["90\nevaluations", "8 of\n8"]
     path = ROOT / "conf" / "attribution" / "local.yaml"
     comments = yaml_comments(_text(path))
     assert CHECKS["figures"](comments, path) == []
