@@ -28,8 +28,9 @@ def project(
     """A project run elsewhere: params.yaml and its swap study where paths.artifacts says."""
     (root / "data/swap/study").mkdir(parents=True)
     attribution = {"method": method, "progress": seed % 2 == 0}
+    evaluation = {"swap_randomise": "head" if seed == 1 else "none"}  # one seed carries the sanity runs
     params = {"experiment_name": name, "paths": {"artifacts": "data", "results": "results"},
-              "data": {"seed": seed}, "attribution": attribution}  # fmt: skip
+              "data": {"seed": seed}, "attribution": attribution, "evaluation": evaluation}  # fmt: skip
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     (root / "data/swap/study/summary.json").write_text(json.dumps(summary))
     return str(root)
@@ -92,7 +93,8 @@ def test_studies_of_other_settings_pool_only_when_the_key_is_compared(tmp_path, 
 
 
 def test_settings_that_change_no_result_may_differ(tmp_path, capsys):
-    """attribution.progress differs between seed 1 and seed 2 (the progress bar): pooled."""
+    """attribution.progress (the progress bar) and evaluation.swap_randomise (the randomised sanity runs,
+    carried by seed 1 only) differ between seed 1 and seed 2: pooled."""
     a, b = project(tmp_path / "a", study((25, 28))), project(tmp_path / "b", study((26, 28)), seed=2)
     assert sweep(tmp_path, capsys, "--project", a, "--project", b, "--label", "data.seed")[0] == 0
     assert {"data.seed=1", "data.seed=2"} <= set(table(tmp_path).columns)

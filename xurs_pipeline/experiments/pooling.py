@@ -18,13 +18,15 @@ from typing import Any
 from xurs_pipeline.io import config_hash
 
 # keys every pooled source must share (prefixes end with "."), and those among them that change no result
-# (a progress bar, a limit that refuses or passes, where a run computes, where its caches and state go)
+# (a progress bar, a limit that refuses or passes, where a run computes, where its caches and state go, a
+# sanity run that one seed of a sweep carries)
 SAME = ("experiment_name", "data.", "model.", "train.", "attribution.", "evaluation.")
 MAY_DIFFER = (
     "attribution.progress",
     "attribution.max_grad_evals",
     "attribution.device",
     "evaluation.device",
+    "evaluation.swap_randomise",  # the swap study's randomised sanity runs: no pooled table reads them
     "model.local_files_only",
     "train.feature_cache_dir",
     "train.resume",
