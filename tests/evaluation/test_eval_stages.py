@@ -38,16 +38,33 @@ from xurs_pipeline.tasks import mask_eval as mask_stage
 
 
 def make_cfg(artifacts: Path, **evaluation: object) -> RootConfig:
-    return validate({
-        "paths": {"artifacts": str(artifacts)},
-        "data": {"source": "synthetic_v2", "families": [1, 1, 1], "cases_per_family": 1},
-        "model": {"backbone": "tiny", "tiny_hidden_size": 32, "tiny_layers": 2},
-        "attribution": {"method": "eg", "reference": "zero", "n_collections": 1, "refs_per_collection": 1,
-                        "n_samples": 8, "samples_per_call": 8, "max_questions": 3, "split": "test",
-                        "progress": False},
-        "evaluation": {"bootstrap_resamples": 200, "top_k_max": 3, "randomisation_questions": 1,
-                       "randomisation_blocks": 1, "device": "cpu", "repeat_seeds": [], **evaluation},
-    })  # fmt: skip
+    return validate(
+        {
+            "paths": {"artifacts": str(artifacts)},
+            "data": {"source": "synthetic_v2", "families": [1, 1, 1], "cases_per_family": 1},
+            "model": {"backbone": "tiny", "tiny_hidden_size": 32, "tiny_layers": 2},
+            "attribution": {
+                "method": "eg",
+                "reference": "zero",
+                "n_collections": 1,
+                "refs_per_collection": 1,
+                "n_samples": 8,
+                "samples_per_call": 8,
+                "max_questions": 3,
+                "split": "test",
+                "progress": False,
+            },
+            "evaluation": {
+                "bootstrap_resamples": 200,
+                "top_k_max": 3,
+                "randomisation_questions": 1,
+                "randomisation_blocks": 1,
+                "device": "cpu",
+                "repeat_seeds": [],
+                **evaluation,
+            },
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +78,14 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     save_classifier(classifier, root / "train" / "classifier", config_hash=train_run_hash(cfg))
     model, tokenizer = load_classifier(root / "train" / "classifier")
     prompts = read_parquet(root / "prepared" / "prompts.parquet")
-    run_attribution(model, prompts, cfg.attribution, pad_id=tokenizer.pad_token_id, max_positions=1024,
-                    out=RunOutput(root / "attribute", attribution_fingerprint(cfg)))  # fmt: skip
+    run_attribution(
+        model,
+        prompts,
+        cfg.attribution,
+        pad_id=tokenizer.pad_token_id,
+        max_positions=1024,
+        out=RunOutput(root / "attribute", attribution_fingerprint(cfg)),
+    )
     return root
 
 
@@ -254,8 +277,14 @@ def test_reference_endpoints_are_a_diagnostic_not_failed_checks(artifacts: Path,
     cfg = dataclasses.replace(cfg, attribution=a)
     model, tokenizer = load_classifier(tmp_path / "train" / "classifier")
     prompts = read_parquet(tmp_path / "prepared" / "prompts.parquet")
-    run_attribution(model, prompts, cfg.attribution, pad_id=tokenizer.pad_token_id, max_positions=1024,
-                    out=RunOutput(tmp_path / "attribute", attribution_fingerprint(cfg)))  # fmt: skip
+    run_attribution(
+        model,
+        prompts,
+        cfg.attribution,
+        pad_id=tokenizer.pad_token_id,
+        max_positions=1024,
+        out=RunOutput(tmp_path / "attribute", attribution_fingerprint(cfg)),
+    )
     headline = checks_stage.run(cfg)
     table = read_parquet(tmp_path / "checks" / "checks.parquet")
     endpoints = read_parquet(tmp_path / "checks" / "details" / "endpoints.parquet")

@@ -20,9 +20,14 @@ def _one_step(classifier, backbone, data, adaptation: Adaptation, tmp_path) -> d
     """Train one optimizer step; return {name: changed} for every parameter that existed before."""
     before = {name: (p, p.detach().clone()) for name, p in classifier.named_parameters()}
     outcome = train_classifier(
-        classifier, data[0], data[1], backbone.tokenizer.pad_token_id, adaptation, ONE_STEP,
+        classifier,
+        data[0],
+        data[1],
+        backbone.tokenizer.pad_token_id,
+        adaptation,
+        ONE_STEP,
         feature_cache_dir=tmp_path / "features",
-    )  # fmt: skip
+    )
     assert outcome.fit.optimizer_steps == 1
     return {name: not torch.equal(p.detach(), old) for name, (p, old) in before.items()}
 
@@ -68,8 +73,14 @@ def test_missing_lora_target_names_the_setting(tiny_backbone_dir) -> None:
     assert "q_proj" in str(err.value)  # the message lists what exists
     assert not isinstance(classifier.backbone, PeftModel)
     assert linear_module_names(classifier.backbone) == [
-        "down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj",
-    ]  # fmt: skip
+        "down_proj",
+        "gate_proj",
+        "k_proj",
+        "o_proj",
+        "q_proj",
+        "up_proj",
+        "v_proj",
+    ]
 
 
 def test_partial_layers_beyond_depth_and_unknown_mode_fail(tiny_backbone_dir) -> None:

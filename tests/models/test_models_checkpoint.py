@@ -41,8 +41,15 @@ def test_save_and_reload_give_identical_predictions(
         train = type(train)(train.inputs, train.labels, uniform)
         dev = type(dev)(dev.inputs, dev.labels, uniform[: len(dev.labels)])
     classifier, backbone = fresh_classifier(tiny_backbone_dir, **head)
-    train_classifier(classifier, train, dev, backbone.tokenizer.pad_token_id, adaptation, SHORT,
-                     feature_cache_dir=tmp_path / "features")  # fmt: skip
+    train_classifier(
+        classifier,
+        train,
+        dev,
+        backbone.tokenizer.pad_token_id,
+        adaptation,
+        SHORT,
+        feature_cache_dir=tmp_path / "features",
+    )
     save_classifier(classifier, tmp_path / "clf", backbone.tokenizer)
     loaded, tokenizer = load_classifier(tmp_path / "clf")
     a, b = _outputs(classifier, backbone.tokenizer, dev.inputs), _outputs(loaded, tokenizer, dev.inputs)
@@ -93,8 +100,15 @@ def lora_checkpoint(tiny_backbone_dir, tmp_path_factory):
     train, dev = make_prompts(backbone.tokenizer, 48), make_prompts(backbone.tokenizer, 16, start=48)
     directory = tmp_path_factory.mktemp("lora")
     adaptation = Adaptation("lora", lora=LoraSpec(rank=4, alpha=8.0, dropout=0.0))
-    train_classifier(classifier, train, dev, backbone.tokenizer.pad_token_id, adaptation, SHORT,
-                     feature_cache_dir=directory / "features")  # fmt: skip
+    train_classifier(
+        classifier,
+        train,
+        dev,
+        backbone.tokenizer.pad_token_id,
+        adaptation,
+        SHORT,
+        feature_cache_dir=directory / "features",
+    )
     save_classifier(classifier, directory / "clf", backbone.tokenizer)
     return directory / "clf", dev
 

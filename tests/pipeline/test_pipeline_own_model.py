@@ -34,10 +34,15 @@ def write_questions(folder: Path) -> None:
     """MedQA-format lines: dev (carved into train and dev) and test."""
     folder.mkdir(parents=True)
     for split, n in (("dev", 24), ("test", 4)):
-        rows = [{"question": f"A {split} patient {i} has had fever for {i + 2} days and a rash on the arms. "
-                             "Which of the following is the most likely diagnosis?",
-                 "options": {k: f"{k} disease {i}" for k in "ABCD"}, "answer_idx": "ABCD"[i % 4]}
-                for i in range(n)]  # fmt: skip
+        rows = [
+            {
+                "question": f"A {split} patient {i} has had fever for {i + 2} days and a rash on the arms. "
+                "Which of the following is the most likely diagnosis?",
+                "options": {k: f"{k} disease {i}" for k in "ABCD"},
+                "answer_idx": "ABCD"[i % 4],
+            }
+            for i in range(n)
+        ]
         (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
@@ -49,8 +54,16 @@ def test_the_readme_worked_command_runs_your_model_and_data_to_a_report(tmp_path
     write_questions(work / "data" / "medqa")
     model, params, repro = commands
     run_ok([str(BIN / "python"), *shlex.split(model)[1:]], work)
-    run_ok([str(BIN / "xurs"), *shlex.split(params)[1:], "attribution.max_questions=2",
-            "evaluation.bootstrap_resamples=100", "evaluation.n_random=2"], work)  # fmt: skip
+    run_ok(
+        [
+            str(BIN / "xurs"),
+            *shlex.split(params)[1:],
+            "attribution.max_questions=2",
+            "evaluation.bootstrap_resamples=100",
+            "evaluation.n_random=2",
+        ],
+        work,
+    )
     assert repro.startswith("dvc repro")
     monkeypatch.chdir(work)
     for stage in STAGES:

@@ -270,6 +270,15 @@ def integrate(
     payload = [_summed_payload(ls) for ls in leaves]
     variation = np.stack([sum(i.variation for i in ls) for ls in leaves])
     return KronrodReport(
-        integral, residual, estimate, bound, variation, np.array([len(ls) for ls in leaves]), payload,
-        evals, exhausted, np.array(trace, dtype=np.float64), leaves,
-    )  # fmt: skip
+        integral,
+        residual,
+        estimate,
+        bound,
+        variation,
+        np.array([len(ls) for ls in leaves]),
+        payload,
+        evals,
+        exhausted,
+        np.array(trace, dtype=np.float64),
+        leaves,
+    )

@@ -38,24 +38,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--train-seconds", type=positive_float, help="stated seconds per training example (forward+backward)"
     )
     p.add_argument(
-        "--prompt-tokens", type=positive_int,
+        "--prompt-tokens",
+        type=positive_int,
         help="prompt length (default: the prepared prompts of this data config, else data.max_tokens)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--train-examples", type=positive_int,
+        "--train-examples",
+        type=positive_int,
         help="training examples (default: the prepared prompts of this data config / MedQA file)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--questions", type=non_negative_int,
+        "--questions",
+        type=non_negative_int,
         help="explained questions; 0 = every question of the split, as attribution.max_questions=0 "
         "(default: attribution.max_questions)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--processes", type=positive_int, default=1,
+        "--processes",
+        type=positive_int,
+        default=1,
         help="processes of a torchrun / accelerate launch, one device each (default 1: dvc repro); training "
         "splits each optimiser step over them (train.global_batch = batch_size x processes x accumulation), "
         "attribution splits the questions",
-    )  # fmt: skip
+    )
 
 
 def _gib(n: int) -> str:
@@ -79,8 +84,10 @@ def _print_processes(t: TrainConfig, processes: int) -> bool:
     except ValueError as err:
         print(f"processes: {processes}; NO: {err}")
         return False
-    print(f"processes: {processes}; training's global batch {t.global_batch} = {t.batch_size} per process x "
-          f"{processes} x {steps} accumulation steps (times: the busiest process's share)")  # fmt: skip
+    print(
+        f"processes: {processes}; training's global batch {t.global_batch} = {t.batch_size} per process x "
+        f"{processes} x {steps} accumulation steps (times: the busiest process's share)"
+    )
     return True
 
 
@@ -149,17 +156,22 @@ def run(args: argparse.Namespace) -> int:
         f"{shape.hidden}), device {device.name} ({_gib(device.memory_bytes)}; process "
         f"{_gib(device.process_bytes)})"
     )
-    print(f"parameters: {counts.total:,} (backbone {counts.backbone:,}); trainable {counts.trainable:,} "
-          f"(head {counts.head:,}, {cfg.train.adaptation} {counts.adapter:,})")  # fmt: skip
-    print(f"workload: {work.prompt_tokens} prompt tokens, {work.train_examples} training examples, "
-          f"{work.questions} explained questions")  # fmt: skip
+    print(
+        f"parameters: {counts.total:,} (backbone {counts.backbone:,}); trainable {counts.trainable:,} "
+        f"(head {counts.head:,}, {cfg.train.adaptation} {counts.adapter:,})"
+    )
+    print(
+        f"workload: {work.prompt_tokens} prompt tokens, {work.train_examples} training examples, "
+        f"{work.questions} explained questions"
+    )
     if costs.gradient_sample is not None:
         train = f", {1e3 * costs.train_example:.1f} ms per training example" if costs.train_example else ""
         load = f", {costs.load_model:.1f} s to load the backbone" if costs.load_model is not None else ""
         print(f"cost: {1e3 * costs.gradient_sample:.1f} ms per gradient sample{train}{load}")
     refused = not _print_processes(cfg.train, args.processes)
-    refused |= not _print_stages(plan_stages(cfg, counts, shape, device, work, costs, args.processes),
-                                 device.memory_bytes)  # fmt: skip
+    refused |= not _print_stages(
+        plan_stages(cfg, counts, shape, device, work, costs, args.processes), device.memory_bytes
+    )
     a = cfg.attribution
     if a.method in ("kronrod", "certified") or (a.method == "ig" and a.ig_adaptive):
         print(f"gradients and time are ceilings: {a.method} stops where it meets its tolerance, often sooner")

@@ -11,10 +11,15 @@ from pathlib import Path
 PAPER_MODEL_LAYERS = {"smollm3": 4, "llama": 2}
 ARCHITECTURE = {"paper_smollm3": "smollm3", "paper_llama2": "llama"}
 SIZES = [
-    "data.medqa_path=medqa", "train.max_epochs=1", "train.head_first_epochs=2", "attribution.max_questions=2",
-    "attribution.refs_per_collection=4", "evaluation.bootstrap_resamples=200", "evaluation.n_random=4",
+    "data.medqa_path=medqa",
+    "train.max_epochs=1",
+    "train.head_first_epochs=2",
+    "attribution.max_questions=2",
+    "attribution.refs_per_collection=4",
+    "evaluation.bootstrap_resamples=200",
+    "evaluation.n_random=4",
     "evaluation.randomisation_questions=0",
-]  # fmt: skip
+]
 SAMPLES = {"paper_smollm3": "attribution.n_samples=8", "paper_llama2": "attribution.n_samples=4"}
 MEDQA_FILES = Path("US/4_options")
 MEDQA_SIZES = {"train": 32, "dev": 4, "test": 4}

@@ -281,9 +281,14 @@ def plan_stages(
         per_epoch = costs.train_example * share(work.train_examples) + dev_pass
         train_seconds = start + per_epoch * t.max_epochs + save
     plans.append(
-        StagePlan("train", training_bytes(cfg, counts, shape, device, tokens), 0, train_seconds,
-                  advice_training(cfg, counts, shape, device, tokens))
-    )  # fmt: skip
+        StagePlan(
+            "train",
+            training_bytes(cfg, counts, shape, device, tokens),
+            0,
+            train_seconds,
+            advice_training(cfg, counts, shape, device, tokens),
+        )
+    )
     plans.append(StagePlan("predict", head_pass, 0, None))
     attribution_peak = attribution_bytes(cfg, counts, shape, device, tokens, cfg.attribution.samples_per_call)
     advice = advice_attribution(cfg, counts, shape, device, tokens)

@@ -51,8 +51,13 @@ def ranking_frame(measured: pd.DataFrame) -> pd.DataFrame:
     learned_share, cue1_share; ``paper`` under each run by its ranking, and ``input_only``."""
     paper = measured[measured["method"] == "paper"]
     inputs = measured[measured["method"] == "input_only"]
-    frame = pd.concat([paper.assign(ranking=paper["run"].map(lambda r: RUNS[r].ranking)),
-                       inputs.assign(ranking="input_only")], ignore_index=True)  # fmt: skip
+    frame = pd.concat(
+        [
+            paper.assign(ranking=paper["run"].map(lambda r: RUNS[r].ranking)),
+            inputs.assign(ranking="input_only"),
+        ],
+        ignore_index=True,
+    )
     return frame[["ranking", "role", "record_id", "learned_first", "learned_share", "cue1_share"]]
 
 
@@ -85,22 +90,35 @@ def swap_summary(
         raise ValueError(f"no scores for ranking {ranking!r}")
     pooled = wilson(part["learned_first"].tolist(), confidence)
     out: dict[str, float | int] = {
-        "swap_accuracy": pooled.value, "swap_ci_low": pooled.low, "swap_ci_high": pooled.high,
-        "n": pooled.n, "learned_share": float(part["learned_share"].mean()),
-    }  # fmt: skip
+        "swap_accuracy": pooled.value,
+        "swap_ci_low": pooled.low,
+        "swap_ci_high": pooled.high,
+        "n": pooled.n,
+        "learned_share": float(part["learned_share"].mean()),
+    }
     for role in ROLES:
         mine = part[part["role"] == role]
         if not mine.empty:
             p = wilson(mine["learned_first"].tolist(), confidence)
-            out.update({f"swap_accuracy_{role}": p.value, f"swap_ci_low_{role}": p.low,
-                        f"swap_ci_high_{role}": p.high, f"n_{role}": p.n})  # fmt: skip
+            out.update(
+                {
+                    f"swap_accuracy_{role}": p.value,
+                    f"swap_ci_low_{role}": p.low,
+                    f"swap_ci_high_{role}": p.high,
+                    f"n_{role}": p.n,
+                }
+            )
     wide = part.pivot(index="record_id", columns="role", values="cue1_share").dropna()
     if set(ROLES) <= set(wide.columns) and len(wide):
         interval = mean_advantage_interval(
             wide["A"].to_numpy(), wide["B"].to_numpy(), resamples, confidence, seed=seed
         )
-        out.update(share_difference=interval.mean, share_ci_low=interval.low, share_ci_high=interval.high,
-                   n_paired=interval.n)  # fmt: skip
+        out.update(
+            share_difference=interval.mean,
+            share_ci_low=interval.low,
+            share_ci_high=interval.high,
+            n_paired=interval.n,
+        )
     return out
 
 
