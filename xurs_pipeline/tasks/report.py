@@ -39,14 +39,18 @@ def run(cfg: RootConfig) -> None:
     """Build the report of ``cfg``'s experiment (errors raise)."""
     from transformers import AutoTokenizer  # torch and transformers: not at stage start-up
 
-    from xurs_pipeline.reporting.build_report import build_report, explanation_views, with_comparison
+    from xurs_pipeline.reporting.build_report import (
+        PageContext,
+        build_report,
+        explanation_views,
+        with_comparison,
+    )
 
     a = cfg.attribution
     prompts = read_prompts(artifact("prompts").at(cfg.paths))
     attributions = read_attributions(artifact("attributions").at(cfg.paths).parent)
     tokenizer = AutoTokenizer.from_pretrained(str(artifact("backbone").at(cfg.paths)), local_files_only=True)
     ids = prompts.set_index("record_id")["input_ids"]
-    provenance = _provenance(cfg)
     views = explanation_views(
         prompts,
         read_predictions(artifact("predictions").at(cfg.paths)),
@@ -56,9 +60,7 @@ def run(cfg: RootConfig) -> None:
             rid: tokenizer.convert_ids_to_tokens([int(i) for i in ids[rid]])
             for rid in attributions["record_id"]
         },
-        provenance,
-        residual_max=cfg.evaluation.numerics.max_residual_max,
-        target_rule=a.target,
+        PageContext(_provenance(cfg), cfg.evaluation.numerics.max_residual_max, a.target),
     )
     other = next(iter(cfg.evaluation.compare_methods), None)
     if other:  # the attribute_compare stage's first run of the same questions (docs/attribution-methods.md)
