@@ -10,6 +10,7 @@ residuals (Eq. 9).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,6 +158,15 @@ def readings(inputs: StudyInputs, probes: ProbeSet) -> pd.DataFrame:
     return with_cue_measures(pd.concat(frames, ignore_index=True))
 
 
+def _trained_readings(measured: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
+    """The trained runs' readings of the compared ``methods``, by role and then in the listed method order."""
+    trained = measured[~measured["run"].map(lambda r: RUNS[r].randomised) & measured["method"].isin(methods)]
+    order = {m: i for i, m in enumerate(methods)}
+    return trained.sort_values(
+        ["role", "method"], key=lambda c: c.map(order) if c.name == "method" else c, kind="stable"
+    )
+
+
 def run_study(inputs: StudyInputs) -> StudyResult:
     cfg, ev = inputs.cfg, inputs.cfg.evaluation
     probes = probe_set(inputs)
@@ -167,13 +177,7 @@ def run_study(inputs: StudyInputs) -> StudyResult:
         result["follows_training_rule"] = follows_learned_cue(result)
     studies["randomised"]["scope"] = ev.swap_randomise  # re-initialised: the head, or it and the tuned blocks
     behaviour = model_behaviour(inputs)
-    trained = measured[
-        ~measured["run"].map(lambda r: RUNS[r].randomised) & measured["method"].isin(ev.swap_methods)
-    ]
-    order = {m: i for i, m in enumerate(ev.swap_methods)}
-    trained = trained.sort_values(
-        ["role", "method"], key=lambda c: c.map(order) if c.name == "method" else c, kind="stable"
-    )
+    trained = _trained_readings(measured, ev.swap_methods)
     methods = scored(trained, behaviour, ev.swap_clear_margin)
     accuracy = {
         name: role_test_accuracy(cfg, inputs.prompts, inputs.models[name], role.cue)
