@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import math
 
-from xurs_pipeline.reporting.front_page import ClueRow, FrontPage, clue_verdict, render_front
+from reporting_html_cases import bare_front
+
+from xurs_pipeline.reporting.front_page import ClueRow, clue_verdict, render_front
 
 # checks.json's localisation as the `local` experiment writes it (every live position is a clue position)
 NO_WINDOWS = {
@@ -30,20 +32,7 @@ def test_missing_windows_render_as_dashes_and_the_verdict_says_why() -> None:
     verdict = clue_verdict(rows, by_construction=True)
     assert verdict.answer == "no"
     assert "no clue-free control window" in verdict.detail
-    page = FrontPage(
-        experiment="local",
-        model="m",
-        data="d",
-        config_hash="h",
-        accuracy=(),
-        effects=(),
-        checks=(),
-        tables=(),
-        skipped=(),
-        plots=(),
-        clue=rows,
-        clue_by_construction=True,
-    )
+    page = bare_front(experiment="local", clue=rows, clue_by_construction=True)
     html = str(render_front(page))
     assert "[—, —]" in html
     assert "nan" not in html.lower().replace("nan ", "")  # no raw NaN printed

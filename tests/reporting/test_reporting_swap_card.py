@@ -5,27 +5,12 @@ from __future__ import annotations
 import copy
 
 import pytest
+from reporting_html_cases import bare_front
 
 from xurs_pipeline.evaluation.swap.agreement import proportion
 from xurs_pipeline.evaluation.swap.faithfulness import meets_marks
-from xurs_pipeline.reporting.front_page import FrontPage, render_front
+from xurs_pipeline.reporting.front_page import render_front
 from xurs_pipeline.reporting.swap_card import SwapStudy, render_swap_card, swap_verdict
-
-
-def front(**fields) -> FrontPage:
-    return FrontPage(
-        experiment="e",
-        model="m",
-        data="d",
-        config_hash="h",
-        accuracy=(),
-        effects=(),
-        checks=(),
-        tables=(),
-        skipped=(),
-        plots=(),
-        **fields,
-    )
 
 
 def study(trained: float = 0.95, low: float = 0.8, randomised=(0.5, 0.3, 0.7), own=(1.0, 0.85)) -> dict:
@@ -181,14 +166,14 @@ FAILING = {**PASSING, "A_order2": (9, 20)}
     [(_with_faithfulness(PASSING, "passes"), "yes"), (_with_faithfulness(FAILING, "fails"), "no")],
 )
 def test_on_swap_data_the_front_pages_last_verdict_is_the_swap_control(summary: dict, answer: str) -> None:
-    page = front(swap=SwapStudy.of(summary))
+    page = bare_front(swap=SwapStudy.of(summary))
     last = page.verdicts[-1]
     assert (last.question, last.answer) == ("Follows what each model learned?", answer)
     html = str(render_front(page))
     assert 'id="swap"' in html
     assert 'id="clue"' not in html  # the swap card replaces the clue card (cue 1 is only model A's clue)
     assert "Follows what each model learned?" in html
-    plain = front()
+    plain = bare_front()
     assert plain.verdicts[-1].question == "Clue found?"
     assert 'id="swap"' not in str(render_front(plain))
 
