@@ -12,7 +12,7 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +127,23 @@ def median_ratio(times: dict[str, list[float]], num: str, den: str) -> float:
 def spread(values: Sequence[float]) -> str:
     """``min..max`` of a list, to show how much the shared machine moved during the run."""
     return f"{min(values):.3g}..{max(values):.3g}"
+
+
+def cost_rows(
+    names: Iterable[str], wall: Mapping[str, Sequence[float]], rows: Mapping[str, Sequence[Any]]
+) -> list[list[object]]:
+    """Per name: the median seconds per question and their spread (``wall``), and the median forward and
+    gradient evaluations of its attribution ``rows`` (``forward_evals``, ``grad_evals``)."""
+    return [
+        [
+            name,
+            float(np.median(wall[name])),
+            spread(wall[name]),
+            float(np.median([r.forward_evals for r in rows[name]])),
+            float(np.median([r.grad_evals for r in rows[name]])),
+        ]
+        for name in names
+    ]
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

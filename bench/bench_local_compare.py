@@ -13,7 +13,6 @@ import time
 from dataclasses import replace
 
 import _common as C
-import numpy as np
 import pandas as pd
 
 from xurs_pipeline.attribution.config import AttributionConfig
@@ -66,16 +65,7 @@ def main() -> None:
             rows[name].append(method_for(cfg).explain(QuestionInputs(model, q, refs, cfg, pad_id)).rows[0])
             wall[name].append(time.perf_counter() - start)
     print(f"questions: {len(questions)}, tokens {[len(q.input_ids) for q in questions]}\n")
-    table = [
-        [
-            name,
-            float(np.median(wall[name])),
-            C.spread(wall[name]),
-            float(np.median([r.forward_evals for r in rows[name]])),
-            float(np.median([r.grad_evals for r in rows[name]])),
-        ]
-        for name in configs
-    ]
+    table = C.cost_rows(configs, wall, rows)
     print(C.markdown_table(["method", "s / question (median)", "range", "forwards", "gradients"], table))
     print(f"\nocclusion_token / IG: {C.median_ratio(wall, 'occlusion_token', 'IG, 36 points'):.2f}x")
     C.print_footer(started)

@@ -91,16 +91,7 @@ def main() -> None:
     questions = select_questions(prompts, replace(eg, record_ids=list(chosen["record_id"])), None)
     wall, rows = timed(model, pad_id, questions, pool, configs, (args.rounds, args.warmup))
     print(f"questions: {len(questions)}, tokens {sorted(len(q.input_ids) for q in questions)}\n")
-    table = [
-        [
-            name,
-            float(np.median(wall[name])),
-            C.spread(wall[name]),
-            float(np.median([r.forward_evals for r in rows[name]])),
-            float(np.median([r.grad_evals for r in rows[name]])),
-        ]
-        for name in configs
-    ]
+    table = C.cost_rows(configs, wall, rows)
     headers = ["variant", "s / question (median)", "range", "forwards", "gradient evaluations"]
     print(C.markdown_table(headers, table))
     pairs = zip(rows["occlusion, cache"], rows["occlusion, full"], strict=True)

@@ -84,29 +84,11 @@ LLAMA2 = LlamaConfig(  # meta-llama/Llama-2-7b-hf config.json
     num_key_value_heads=32,
 )
 RUNS = (  # Table 5 budgets, Table 4 LoRA ranks
-    Run(
-        "SmolLM3-3B",
-        SMOLLM3,
-        tied=True,
-        lora_rank=16,
-        n_collections=1,
-        refs=256,
-        samples=512,
-        per_call=8,
-        dtype="fp16",
-    ),
-    Run(
-        "Llama-2-7B",
-        LLAMA2,
-        tied=False,
-        lora_rank=8,
-        n_collections=3,
-        refs=1024,
-        samples=1024,
-        per_call=2,
-        dtype="bf16",
-    ),
-)
+    Run("SmolLM3-3B", SMOLLM3, tied=True, lora_rank=16, n_collections=1, refs=256, samples=512, per_call=8,
+        dtype="fp16"),
+    Run("Llama-2-7B", LLAMA2, tied=False, lora_rank=8, n_collections=3, refs=1024, samples=1024, per_call=2,
+        dtype="bf16"),
+)  # fmt: skip
 EVAL_BATCH = 16
 CONTEXT_GIB = 1.0
 
