@@ -67,15 +67,8 @@ def make_cfg(artifacts: Path, **evaluation: object) -> RootConfig:
     )
 
 
-@pytest.fixture(scope="module")
-def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("artifacts")
-    cfg = make_cfg(root)
-    materialize_backbone(root / "backbone", "tiny", tiny=TinySpec(512, 32, 2, 4, 0))
-    backbone = load_backbone_dir(root / "backbone")
-    prepare_dataset(cfg.data, backbone.tokenizer, root / "prepared", data_config_hash(cfg.data))
-    classifier = build_classifier(backbone, output_kind="mass15", seed=1)  # softmax: non-zero widths
-    save_classifier(classifier, root / "train" / "classifier", config_hash=train_run_hash(cfg))
+def attribute_saved(cfg: RootConfig, root: Path) -> None:
+    """The attribute stage's run of ``cfg`` on the classifier and prompts saved under ``root``."""
     model, tokenizer = load_classifier(root / "train" / "classifier")
     prompts = read_parquet(root / "prepared" / "prompts.parquet")
     run_attribution(
@@ -86,6 +79,18 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
         max_positions=1024,
         out=RunOutput(root / "attribute", attribution_fingerprint(cfg)),
     )
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("artifacts")
+    cfg = make_cfg(root)
+    materialize_backbone(root / "backbone", "tiny", tiny=TinySpec(512, 32, 2, 4, 0))
+    backbone = load_backbone_dir(root / "backbone")
+    prepare_dataset(cfg.data, backbone.tokenizer, root / "prepared", data_config_hash(cfg.data))
+    classifier = build_classifier(backbone, output_kind="mass15", seed=1)  # softmax: non-zero widths
+    save_classifier(classifier, root / "train" / "classifier", config_hash=train_run_hash(cfg))
+    attribute_saved(cfg, root)
     return root
 
 
@@ -275,16 +280,7 @@ def test_reference_endpoints_are_a_diagnostic_not_failed_checks(artifacts: Path,
     cfg = make_cfg(tmp_path, reference_shift_warning=0.0, randomisation_questions=0)
     a = dataclasses.replace(cfg.attribution, reference="aligned", result_filter="without_result")
     cfg = dataclasses.replace(cfg, attribution=a)
-    model, tokenizer = load_classifier(tmp_path / "train" / "classifier")
-    prompts = read_parquet(tmp_path / "prepared" / "prompts.parquet")
-    run_attribution(
-        model,
-        prompts,
-        cfg.attribution,
-        pad_id=tokenizer.pad_token_id,
-        max_positions=1024,
-        out=RunOutput(tmp_path / "attribute", attribution_fingerprint(cfg)),
-    )
+    attribute_saved(cfg, tmp_path)
     headline = checks_stage.run(cfg)
     table = read_parquet(tmp_path / "checks" / "checks.parquet")
     endpoints = read_parquet(tmp_path / "checks" / "details" / "endpoints.parquet")

@@ -53,26 +53,7 @@ def project(smoke_project: Path) -> Path:
 @pytest.mark.slow
 def test_every_stage_leaves_its_outputs_and_a_second_repro_runs_nothing(project: Path) -> None:
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
-    assert set(stages) == {
-        "check",
-        "backbone",
-        "prepare",
-        "train_head",
-        "train",
-        "predict",
-        "gates",
-        "attribute",
-        "attribute_repeats",
-        "attribute_targets",
-        "attribute_compare",
-        "mask_eval",
-        "checks",
-        "tables",
-        "report",
-        "train_swap",
-        "attribute_swap",
-        "swap",
-    }
+    assert set(stages) == BEFORE_ATTRIBUTION | DOWNSTREAM_OF_ATTRIBUTE | {"swap"}
     for path in (
         "data/backbone/model.safetensors",
         "data/prepared/prompts.parquet",

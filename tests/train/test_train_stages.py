@@ -130,20 +130,16 @@ def _as_dict(cfg: RootConfig) -> dict:
     return asdict(cfg)
 
 
+# a partial run whose learning rates keep the head it starts from
+FROZEN_PARTIAL = dict(
+    adaptation="partial", partial_layers=1, global_batch=8, max_epochs=1, lr_head=1e-12, lr_adapter=1e-12
+)
+
+
 def test_head_first_trains_the_head_only_model_first_and_starts_from_it(tmp_path) -> None:
     """App. B.1: the adapted run's head starts from the train_head stage's head-only model. With learning
     rates of 1e-12 the partial run keeps its starting head, so it must equal the head-only one."""
-    cfg = _config(
-        tmp_path,
-        adaptation="partial",
-        partial_layers=1,
-        global_batch=8,
-        max_epochs=1,
-        lr_head=1e-12,
-        lr_adapter=1e-12,
-        head_first=True,
-        head_first_epochs=2,
-    )
+    cfg = _config(tmp_path, **FROZEN_PARTIAL, head_first=True, head_first_epochs=2)
     data = Path(cfg.paths.artifacts)
     backbone_stage.run(cfg)
     _write_prompts(cfg)
@@ -159,16 +155,7 @@ def test_head_first_trains_the_head_only_model_first_and_starts_from_it(tmp_path
     for name, weights in start.items():
         np.testing.assert_allclose(end[name].numpy(), weights.numpy(), atol=1e-6)
     # without head_first the stage only says it was skipped, and the run starts from a fresh head
-    cold = _config(
-        tmp_path,
-        adaptation="partial",
-        partial_layers=1,
-        global_batch=8,
-        max_epochs=1,
-        lr_head=1e-12,
-        lr_adapter=1e-12,
-        seed=8,
-    )
+    cold = _config(tmp_path, **FROZEN_PARTIAL, seed=8)
     train_head_stage.run(cold)
     assert "skipped" in read_json(data / "train_head" / "train_metrics.json")
     train_stage.run(cold)
