@@ -7,7 +7,6 @@ generated dvc.yaml as ``python -m stages <name>`` checks them."""
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import asdict
@@ -19,6 +18,7 @@ from smoke_project import BIN, ROOT, copy_sources, run_ok
 
 from xurs_pipeline.config import load_params
 from xurs_pipeline.contracts import STAGES
+from xurs_pipeline.models.tiny_paper import medqa_lines
 from xurs_pipeline.tasks.pipeline import run_pipeline
 from xurs_pipeline.tasks.runner import check_declared_inputs
 
@@ -34,16 +34,7 @@ def write_questions(folder: Path) -> None:
     """MedQA-format lines: dev (carved into train and dev) and test."""
     folder.mkdir(parents=True)
     for split, n in (("dev", 24), ("test", 4)):
-        rows = [
-            {
-                "question": f"A {split} patient {i} has had fever for {i + 2} days and a rash on the arms. "
-                "Which of the following is the most likely diagnosis?",
-                "options": {k: f"{k} disease {i}" for k in "ABCD"},
-                "answer_idx": "ABCD"[i % 4],
-            }
-            for i in range(n)
-        ]
-        (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (folder / f"{split}.jsonl").write_text(medqa_lines(split, n))
 
 
 @pytest.mark.slow

@@ -36,15 +36,19 @@ def write_medqa(directory: Path, sizes: dict[str, int]) -> Path:
     files = directory / MEDQA_FILES
     files.mkdir(parents=True)
     for split, n in sizes.items():
-        rows = [
-            {
-                "question": f"A {split} patient {i} has had fever for {i + 2} days and a rash on the arms. "
-                "Which of the following is the most likely diagnosis?",
-                "options": {k: f"{k} disease {i}" for k in "ABCD"},
-                "answer_idx": "ABCD"[i % 4],
-            }
-            for i in range(n)
-        ]
-        text = "".join(json.dumps(row) + "\n" for row in rows)
-        (files / f"phrases_no_exclude_{split}.jsonl").write_text(text)
+        (files / f"phrases_no_exclude_{split}.jsonl").write_text(medqa_lines(split, n))
     return directory
+
+
+def medqa_lines(split: str, n: int) -> str:
+    """``n`` synthetic questions of ``split`` as MedQA jsonl lines (question, options A-D, answer_idx)."""
+    rows = [
+        {
+            "question": f"A {split} patient {i} has had fever for {i + 2} days and a rash on the arms. "
+            "Which of the following is the most likely diagnosis?",
+            "options": {k: f"{k} disease {i}" for k in "ABCD"},
+            "answer_idx": "ABCD"[i % 4],
+        }
+        for i in range(n)
+    ]
+    return "".join(json.dumps(row) + "\n" for row in rows)
