@@ -168,7 +168,7 @@ def smollm2() -> tuple[Any, int, object]:
     if not (directory / BACKBONE_INFO).is_file():
         materialize_backbone(directory, "gguf", "", gguf_file=GGUF_FILE, pad_token="<|im_end|>")
     backbone = load_backbone_dir(directory)
-    model = build_classifier(backbone, "belief14", seed=0).eval().requires_grad_(False)
+    model = build_classifier(backbone, seed=0).eval().requires_grad_(False)
     return model, int(backbone.tokenizer.pad_token_id), backbone.tokenizer
 
 

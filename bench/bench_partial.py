@@ -68,7 +68,7 @@ def main() -> None:
     def classifier():
         """A fresh classifier on a freshly loaded backbone: adaptations (peft's LoRA wrappers, partial
         tuning's requires_grad) modify the backbone in place, so variants must not share one."""
-        return build_classifier(load_backbone_dir(directory), "belief14", seed=0)
+        return build_classifier(load_backbone_dir(directory), seed=0)
 
     with tempfile.TemporaryDirectory() as tmp:
         fill = time.perf_counter()

@@ -30,6 +30,7 @@ from xurs_pipeline.evaluation.artifacts import read_attributions
 from xurs_pipeline.io import ArtifactError, read_parquet
 from xurs_pipeline.models.backbone import TinySpec, load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.checkpoint import build_classifier, load_classifier, save_classifier
+from xurs_pipeline.models.config import ModelConfig
 from xurs_pipeline.reporting.tables import effects_frame, numerics_frame, targets_frame
 from xurs_pipeline.tasks import attribute_repeats as repeats_stage
 from xurs_pipeline.tasks import attribute_targets as targets_stage
@@ -88,7 +89,9 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     materialize_backbone(root / "backbone", "tiny", tiny=TinySpec(512, 32, 2, 4, 0))
     backbone = load_backbone_dir(root / "backbone")
     prepare_dataset(cfg.data, backbone.tokenizer, root / "prepared", data_config_hash(cfg.data))
-    classifier = build_classifier(backbone, output_kind="mass15", seed=1)  # softmax: non-zero widths
+    classifier = build_classifier(
+        backbone, ModelConfig(output_kind="mass15"), seed=1
+    )  # softmax: non-zero widths
     save_classifier(classifier, root / "train" / "classifier", config_hash=train_run_hash(cfg))
     attribute_saved(cfg, root)
     return root

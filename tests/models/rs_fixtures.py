@@ -11,6 +11,7 @@ import transformers
 from xurs_pipeline.models.backbone import Backbone, load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.checkpoint import build_classifier
 from xurs_pipeline.models.classifier import RandomSetClassifier
+from xurs_pipeline.models.config import ModelConfig
 from xurs_pipeline.train.data import LabelledSet
 
 transformers.utils.logging.disable_progress_bar()
@@ -26,10 +27,13 @@ def tiny_backbone_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def fresh_classifier(backbone_dir: Path, **head: object) -> tuple[RandomSetClassifier, Backbone]:
-    """A new classifier (own copy of the backbone weights) on the tiny backbone directory."""
+def fresh_classifier(
+    backbone_dir: Path, seed: int = 0, **model: object
+) -> tuple[RandomSetClassifier, Backbone]:
+    """A new classifier (own copy of the backbone weights) on the tiny backbone directory, its head seeded
+    with ``seed`` and described by the ``model.*`` keys ``model`` (the defaults of ``ModelConfig`` else)."""
     backbone = load_backbone_dir(backbone_dir)
-    return build_classifier(backbone, **head), backbone  # type: ignore[arg-type]
+    return build_classifier(backbone, ModelConfig(**model), seed), backbone  # type: ignore[arg-type]
 
 
 def make_prompts(tokenizer: object, n: int, start: int = 0) -> LabelledSet:

@@ -39,7 +39,7 @@ def test_head_only_changes_only_the_head(tiny_backbone_dir, labelled_prompts, tm
 
 
 def test_partial_changes_last_blocks_norm_and_head(tiny_backbone_dir, labelled_prompts, tmp_path) -> None:
-    classifier, backbone = fresh_classifier(tiny_backbone_dir, head_kind="mlp")
+    classifier, backbone = fresh_classifier(tiny_backbone_dir, head="mlp")
     changed = _one_step(
         classifier, backbone, labelled_prompts, Adaptation("partial", partial_layers=1), tmp_path
     )

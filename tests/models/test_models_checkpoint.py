@@ -27,7 +27,7 @@ def _outputs(classifier, tokenizer, prompts) -> ClassifierOutput:
 @pytest.mark.parametrize(
     ("adaptation", "head"),
     [
-        (Adaptation("head_only"), {"head_kind": "mlp", "output_kind": "mass15"}),
+        (Adaptation("head_only"), {"head": "mlp", "output_kind": "mass15"}),
         (Adaptation("lora", lora=LoraSpec(rank=4, alpha=8.0, dropout=0.1)), {}),
         (Adaptation("partial", partial_layers=1), {}),
     ],
@@ -80,7 +80,7 @@ def test_warm_start_copies_the_saved_head(tiny_backbone_dir, tmp_path) -> None:
     assert not torch.equal(fresh.head.net.weight, trained.head.net.weight)
     warm_start_head(fresh, tmp_path / "clf")
     torch.testing.assert_close(fresh.head.net.weight, trained.head.net.weight, atol=0, rtol=0)
-    mlp, _ = fresh_classifier(tiny_backbone_dir, head_kind="mlp")
+    mlp, _ = fresh_classifier(tiny_backbone_dir, head="mlp")
     with pytest.raises(ArtifactError, match="checkpoint from another model or head"):
         warm_start_head(mlp, tmp_path / "clf")
 

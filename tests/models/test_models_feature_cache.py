@@ -34,7 +34,7 @@ def test_second_run_hits_cache_and_never_runs_backbone(tiny_backbone_dir, labell
     )
     assert outcome.feature_cache_hits == [False, False]
     assert calls[0] == 5 + 2  # ceil(24 / 5) + ceil(8 / 5) batches, once; epochs reuse the features
-    second, _ = fresh_classifier(tiny_backbone_dir, seed=2, head_kind="mlp")
+    second, _ = fresh_classifier(tiny_backbone_dir, seed=2, head="mlp")
     calls = _count_backbone_calls(second)
     settings = TrainConfig(max_epochs=1, global_batch=8, seed=17)
     outcome = train_classifier(

@@ -113,8 +113,8 @@ def test_head_width_depth_and_dropout_follow_the_config(tiny_backbone_dir, label
         tiny_backbone_dir,
         feature_layers=[0, -1],
         pooling="last_mean",
-        head_kind="mlp",
-        hidden_units=16,
+        head="mlp",
+        head_hidden=16,
         head_depth=3,
         head_dropout=0.5,
         output_kind="mass15",
@@ -172,8 +172,8 @@ def test_checkpoint_rebuilds_the_feature_choice_and_head(
         tiny_backbone_dir,
         feature_layers=[1, -1],
         pooling="last_mean",
-        head_kind="mlp",
-        hidden_units=16,
+        head="mlp",
+        head_hidden=16,
         head_depth=2,
         head_dropout=0.2,
         seed=4,
@@ -190,7 +190,7 @@ def test_checkpoint_rebuilds_the_feature_choice_and_head(
 
 
 def test_classifier_saved_before_feature_choices_loads_with_the_defaults(tiny_backbone_dir, tmp_path) -> None:
-    classifier, _ = fresh_classifier(tiny_backbone_dir, head_kind="mlp", hidden_units=16)
+    classifier, _ = fresh_classifier(tiny_backbone_dir, head="mlp", head_hidden=16)
     save_classifier(classifier, tmp_path / "clf")
     info_path = tmp_path / "clf" / "classifier.json"
     info = json.loads(info_path.read_text())

@@ -47,7 +47,9 @@ def test_counts_equal_the_instantiated_classifier(
     )
     train_cfg = TrainConfig(adaptation=adaptation, lora_rank=4, partial_layers=1)
     materialize_backbone(tmp_path / "bb", "hf", str(paper_models[arch]), pad_token=pad)
-    classifier = build_classifier(load_backbone_dir(tmp_path / "bb"), head_kind="mlp", pooling="last_mean")
+    classifier = build_classifier(
+        load_backbone_dir(tmp_path / "bb"), ModelConfig(head="mlp", pooling="last_mean")
+    )
     lora = LoraSpec(train_cfg.lora_rank, train_cfg.lora_alpha, train_cfg.lora_dropout, train_cfg.lora_targets)
     apply_adaptation(classifier, adaptation, train_cfg.partial_layers, lora)
     counts = count_parameters(backbone_config(model_cfg), model_cfg, train_cfg)

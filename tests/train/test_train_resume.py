@@ -29,7 +29,7 @@ class Interrupted(RuntimeError):
 
 
 def _run(backbone_dir, data, state_dir, resume=False, stop_after=None):
-    classifier, backbone = fresh_classifier(backbone_dir, head_kind="mlp", seed=5)
+    classifier, backbone = fresh_classifier(backbone_dir, head="mlp", seed=5)
 
     def interrupt(record) -> None:
         if stop_after is not None and record.epoch == stop_after:
