@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 from peft import PeftModel
-from rs_fixtures import fresh_classifier
+from rs_fixtures import fresh_classifier, train_on
 
 from xurs_pipeline.models.adapters import LoraSpec, apply_adaptation, linear_module_names, trainable_groups
 from xurs_pipeline.train.config import TrainConfig
-from xurs_pipeline.train.runner import Adaptation, train_classifier
+from xurs_pipeline.train.runner import Adaptation
 
 ONE_STEP = TrainConfig(
     max_epochs=1, batch_size=64, global_batch=64, lr_head=1e-2, lr_adapter=1e-2, warmup_fraction=0.0
@@ -19,15 +19,7 @@ ONE_STEP = TrainConfig(
 def _one_step(classifier, backbone, data, adaptation: Adaptation, tmp_path) -> dict[str, bool]:
     """Train one optimizer step; return {name: changed} for every parameter that existed before."""
     before = {name: (p, p.detach().clone()) for name, p in classifier.named_parameters()}
-    outcome = train_classifier(
-        classifier,
-        data[0],
-        data[1],
-        backbone.tokenizer.pad_token_id,
-        adaptation,
-        ONE_STEP,
-        feature_cache_dir=tmp_path / "features",
-    )
+    outcome = train_on(classifier, backbone, (data[0], data[1]), adaptation, ONE_STEP, tmp_path / "features")
     assert outcome.fit.optimizer_steps == 1
     return {name: not torch.equal(p.detach(), old) for name, (p, old) in before.items()}
 
