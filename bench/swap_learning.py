@@ -26,7 +26,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
 import pandas as pd
-from xurs_pipeline.train.from_artifacts import fit_into
 
 from xurs_pipeline.attribution.model import model_device
 from xurs_pipeline.config import compose, train_run_hash, validate
@@ -38,7 +37,7 @@ from xurs_pipeline.evaluation.swap.behaviour import cue_dependence, edit_widths,
 from xurs_pipeline.evaluation.swap.inputs import role_accuracy, role_test_records
 from xurs_pipeline.evaluation.swap.roles import ROLES
 from xurs_pipeline.models.checkpoint import load_classifier
-from xurs_pipeline.runs import training_run
+from xurs_pipeline.runs.training import fit_into, training_run
 from xurs_pipeline.train.predict import classifier_outputs
 
 

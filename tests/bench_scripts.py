@@ -38,8 +38,28 @@ def imported_modules(source: str) -> set[str]:
 def rule_breaks(source: str, scripts: set[str]) -> list[str]:
     """What in one bench script's ``source`` breaks bench/'s rules: an import of another script of
     ``scripts`` (bench/*.py names without ``.py``; the ``_`` plumbing modules are allowed) or of a patching
-    module (:data:`PATCHING`)."""
+    module (:data:`PATCHING`), or of a library module that does not exist (a module moved under it)."""
     modules = imported_modules(source)
     tops = {module.split(".")[0] for module in modules}
     breaks = [f"imports the bench script {top}" for top in sorted(tops & scripts) if not top.startswith("_")]
+    breaks += [f"imports {module} (no such library module)" for module in sorted(_missing_library(modules))]
     return breaks + [f"imports {module} (patches the library)" for module in sorted(modules & set(PATCHING))]
+
+
+def _missing_library(modules: set[str]) -> set[str]:
+    """The ``xurs_pipeline`` names of ``modules`` that are neither a module nor a name in their parent."""
+    missing = set()
+    for module in (m for m in modules if m.startswith("xurs_pipeline.")):
+        parent, _, name = module.rpartition(".")
+        if not _is_module(parent):
+            missing.add(parent)
+        elif not _is_module(module) and not hasattr(importlib.import_module(parent), name):
+            missing.add(module)
+    return missing
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a package above it is missing
+        return False

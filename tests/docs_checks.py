@@ -354,14 +354,15 @@ def check_versions(text: str) -> list[str]:
 
 
 # Measured figures: a number (or range) with a unit of time, memory, speed-up or share, a count of tests,
-# or "k of n" (one computed in place, "= 90%", is not a measurement). Each must be given by the source it
-# cites (tests/docs_figures.py); a ledger or results file's own prose, by its own table rows.
+# gradient evaluations, draws or forwards, or "k of n" (one computed in place, "= 90%", or a bound,
+# "<= 4,096", is not a measurement). Each must be given by the source it cites (tests/docs_figures.py); a
+# ledger or results file's own prose, by its own table rows.
 NUM = r"\d[\d,]*(?:\.\d+)?"
+UNIT = r"\s?(?:ms|s|min|minutes|hours?|GiB|MiB|GB|tests|(?:gradient\s)?evaluations|draws|forwards)\b|%|x\b"
 FIGURE = re.compile(
-    rf"(?<![\w.^/=-])(?<!= )({NUM}(?: ?- ?{NUM})?)(?: ?(?:ms|s|min|minutes|hours?|GiB|MiB|GB|tests)\b|%|x\b|"
-    rf" of ({NUM})\b(?! (?:blocks|layers|tokens|the|its|which)\b))"
+    rf"(?<![\w.,^/=-])(?<!= )({NUM}(?: ?- ?{NUM})?)(?:{UNIT}|"
+    rf"\sof\s({NUM})\b(?!\s(?:blocks|layers|tokens|the|its|which)\b))"
 )
-UNIT = r" ?(?:ms|s|min|minutes|hours?|GiB|MiB|GB|tests)\b|%|x\b"
 DECIMAL_RANGE = re.compile(
     rf"(?<![\w.^/=-])\d+\.\d+ ?- ?\d+\.\d+(?![\w.%-])(?!{UNIT})"
 )  # "accuracy 0.82-0.86"

@@ -1,16 +1,17 @@
 """Measured figures in prose compared with the source they cite (``tests/docs_checks.py`` runs this as the
 ``figures`` check of README.md, docs/, ARCHITECTURE.md, CONTRIBUTING.md and the comments of conf/).
 
-A figure (:func:`docs_checks.figures`: a number with a unit, ``k of n``, a decimal range, a decimal of three
-places or more) is read against the sources its own paragraph or list item cites: ``BENCHMARKS.md section N``
-(the table rows of that section), a kept ``results/...`` file (its lines), a linked page (its lines) or a conf
-file or pyproject.toml (its values). A paragraph that cites nothing is read against what its section (``##``
-or ``###``) cites and the section's own tables; a figure with neither has no source and fails. A figure passes
-when one row of the cited sources holds all its numbers (a decimal may be the row's number rounded; a range's
-ends may come from two rows of one cited BENCHMARKS.md section or of one column of a cited results file).
-Worded times ("about ten minutes", "half an hour") are refused: they cannot be compared with anything, so the
-prose states the measured figure and cites it. Definitions that look like figures (a 95% interval, chance's
-25%) are not measurements.
+A figure (:func:`docs_checks.figures`: a number with a unit, ``k of n``, a decimal range; a list of decimals
+such as per-seed accuracies; a decimal of three places or more) is read against the sources its own paragraph
+or list item cites: ``BENCHMARKS.md section N`` (the table rows of that section), a kept ``results/...`` file
+(its lines), a linked page (its lines) or a conf file or pyproject.toml (its values). A paragraph that cites
+nothing is read against what its section (``##`` or ``###``) cites and the section's own tables; a figure with
+neither has no source and fails. A page's tables are read row by row against what the row or its section
+cites, never as their own source. A figure passes when one row of the cited sources holds all its numbers (a
+decimal may be the row's number rounded; a range's ends and a list's members may come from two rows of one
+cited BENCHMARKS.md section or of one column of a cited results file). Worded times ("about ten minutes",
+"half an hour") are refused: they cannot be compared with anything, so the prose states the measured figure
+and cites it. Definitions that look like figures (a 95% interval, chance's 25%) are not measurements.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from docs_checks import ROOT, Sources, _given, _numbers, figures, prose, table_rows
 
 CITED_SECTIONS = re.compile(
-    r"BENCHMARKS(?:\.md)?\]?(?:\([^)]*\))?,? sections? (\d+)((?:(?:,| and|, and) \d+)*)"
+    r"BENCHMARKS(?:\.md)?\]?(?:\([^)]*\))?,?\s+sections?\s(\d+)((?:(?:,| and|, and)\s\d+)*)"
 )
 CITED_FILES = re.compile(r"(?<![\w/])(results/[\w./-]+\.(?:md|csv)|conf/[\w./-]+\.yaml|pyproject\.toml)\b")
 LINKED_PAGES = re.compile(r"\]\((?!https?:)([\w./-]+\.md)(?:#[\w-]*)?\)")
@@ -129,38 +130,85 @@ def units(text: str) -> list[str]:
     return [u for u in re.split(r"\n\s*\n|\n(?=\s*(?:[-*]|\d+\.) )", prose(text)) if u.strip()]
 
 
-BARE_DECIMAL = re.compile(r"(?<![\w.^/=-])(?<!= )\d+\.\d{3,}(?![\w.%-]| ?- ?\d)")  # "largest R 0.0085"
+BARE_DECIMAL = re.compile(r"(?<![\w.^/=-])(?<!= )\d+\.\d{3,}(?![\w%-]|\.\d| ?- ?\d)")  # "largest R 0.0085."
+DECIMAL = r"\d+\.\d{2,}"
+DECIMAL_LIST = re.compile(
+    rf"(?<![\w.^/=-]){DECIMAL}(?:(?:,? and |, | / ){DECIMAL})+(?![\w%-]|\.\d| ?- ?\d)"
+)  # "model A 1.00, 0.98, 0.93 and 0.90": one figure, all its numbers from one source row or column
 
 
 def measured(unit: str) -> list[str]:
-    """The figures of ``unit`` that are measurements: :func:`docs_checks.figures` and decimals of three
-    places or more, in order (definitions such as a 95% interval left out)."""
+    """The figures of ``unit`` that are measurements: :func:`docs_checks.figures`, lists of decimals
+    (:data:`DECIMAL_LIST`, unitless accuracies and shares) and decimals of three places or more, in order
+    (definitions such as a 95% interval left out)."""
     unit = DEFINITIONS.sub("", unit)
-    bare = [m.group(0) for m in BARE_DECIMAL.finditer(prose(unit))]
-    return figures(unit) + [b for b in bare if not any(b in f for f in figures(unit))]
+    found = figures(unit)
+    for pattern in (DECIMAL_LIST, BARE_DECIMAL):
+        more = [m.group(0) for m in pattern.finditer(prose(unit))]
+        found += [m for m in more if not any(m in f for f in found)]  # a list's decimal is part of it
+    return found
 
 
 def check_cited_figures(
     text: str, base: Path, root: Path = ROOT, values: tuple[frozenset[str], ...] = ()
 ) -> list[str]:
     """Every measured figure is given by the sources its paragraph cites, else by its section's sources and
-    tables (and ``values``: a conf file's own values); one with no source at all fails; no worded times."""
+    tables (and ``values``: a conf file's own values); a table's figures by the sources their row or section
+    cites (:func:`check_table_figures`); one with no source at all fails; no worded times."""
     worded = WORDED_TIME.finditer(prose(text))
     problems = [f"{m.group(0)!r}: a worded time; state the measured figure and cite it" for m in worded]
     for section in sections(text):
         around = citations(section)
         own = values + tuple(_numbers(row) for row in table_rows(section))
         for unit in units(section):
-            found = measured(unit)
-            cited = citations(unit) or around
-            if found and not (cited or own):
-                why = "cites no source (a BENCHMARKS.md section, a results/ or conf/ file, or a page)"
-                problems += [f"{f!r}: {why}" for f in found]
-                continue
-            sources = cited_sources(cited, base, root)
-            given = Sources(sources.rows + own, sources.tables)
-            where = str(cited) or "its section's tables or the file's own values"
-            problems += [f"{f!r}: not in the source it cites ({where})" for f in _missing(found, given)]
+            problems += _unsourced(measured(unit), citations(unit) or around, own, base, root)
+        problems += check_table_figures(section, around, base, root)
+    return problems
+
+
+def _unsourced(
+    found: list[str], cited: Citations, own: tuple[frozenset[str], ...], base: Path, root: Path
+) -> list[str]:
+    """The figures of ``found`` that neither the sources ``cited`` names nor the rows ``own`` give."""
+    if found and not (cited or own):
+        why = "cites no source (a BENCHMARKS.md section, a results/ or conf/ file, or a page)"
+        return [f"{f!r}: {why}" for f in found]
+    sources = cited_sources(cited, base, root)
+    given = Sources(sources.rows + own, sources.tables)
+    where = str(cited) or "its section's tables or the file's own values"
+    return [f"{f!r}: not in the source it cites ({where})" for f in _missing(found, given)]
+
+
+def tables(section: str) -> list[list[str]]:
+    """Each Markdown table of ``section`` as its lines, header first."""
+    found, current = [], []
+    for line in [*section.splitlines(), ""]:
+        if line.lstrip().startswith("|"):
+            current.append(line)
+        elif current:
+            found, current = [*found, current], []
+    return found
+
+
+def row_citations(row: str, header: str) -> Citations:
+    """What a table row cites; under a header naming BENCHMARKS.md, a bare ``section N`` is its section."""
+    cited = citations(row)
+    if "BENCHMARKS.md" in header:
+        named = frozenset(re.findall(r"\bsections? (\d+)", row))
+        cited = Citations(cited.sections | named, cited.files, cited.pages)
+    return cited
+
+
+def check_table_figures(section: str, around: Citations, base: Path = ROOT, root: Path = ROOT) -> list[str]:
+    """A page's tables are not their own source: each row's figures come from what the row cites, else
+    from what its section cites (its prose, never its tables); a worded time in a cell fails as in prose."""
+    problems = []
+    for table in tables(section):
+        for row in table[2:]:
+            cells = " ; ".join(c.strip() for c in row.strip().strip("|").split("|"))
+            worded = [m.group(0) for m in WORDED_TIME.finditer(cells)]
+            problems += [f"{w!r}: a worded time; state the measured figure and cite it" for w in worded]
+            problems += _unsourced(measured(cells), row_citations(row, table[0]) or around, (), base, root)
     return problems
 
 
@@ -170,7 +218,8 @@ def _missing(found: Iterable[str], sources: Sources) -> list[str]:
     missing = []
     for figure in found:
         numbers = _numbers(figure)
-        groups = sources.rows + (sources.tables if re.search(r"\d ?- ?\d", figure) else ())
+        spans = re.search(r"\d ?- ?\d", figure) or DECIMAL_LIST.fullmatch(figure)
+        groups = sources.rows + (sources.tables if spans else ())
         if not any(all(_given(n, group) for n in numbers) for group in groups):
             missing.append(figure)
     return missing

@@ -125,7 +125,8 @@ def _rows(
 
 
 def test_the_verdict_fails_when_a_null_finds_the_clue_as_often():
-    """Today's clue study: the randomised head 8/8, input only 7/8, base rate 57%: not beaten."""
+    """A randomised head that finds the clue as often as the trained model does is not beaten; nor is an
+    input-only ranking that matches it, or a base rate the trained model does not exceed."""
     today = clue_verdict(_rows((1.0, 81.0), (1.0, 81.1), (0.875, 62.0)), "case_text")
     assert not today.beats_nulls
     assert len(today.reasons) == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import types
 
+import pandas as pd
 import pytest
 import torch
 from torch import nn
@@ -12,6 +13,8 @@ from torch import nn
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation.config import EvaluationConfig
 from xurs_pipeline.evaluation.randomisation import reinitialise
+from xurs_pipeline.evaluation.swap.roles import study_runs
+from xurs_pipeline.evaluation.swap.study import headline
 from xurs_pipeline.tasks.attribute_swap import _randomise, randomised_blocks
 
 
@@ -73,3 +76,24 @@ def test_tuned_scope_counts_the_tuned_blocks_and_needs_partial_training() -> Non
 def test_an_unknown_scope_names_the_key() -> None:
     with pytest.raises(ValueError, match=r"evaluation.swap_randomise='blocks': must be one of"):
         EvaluationConfig(swap_randomise="blocks")
+
+
+def test_none_scope_explains_the_trained_runs_only() -> None:
+    """``evaluation.swap_randomise: none`` (a sweep's seed whose sanity runs another seed carries): the study
+    explains A and B and no randomised model; every other scope explains all four runs."""
+    assert list(study_runs("none")) == ["A", "B"]
+    assert list(study_runs("head")) == list(study_runs("tuned")) == ["A", "B", "A_random", "B_random"]
+    assert randomised_blocks(config("none", "partial", 3)) == 0
+
+
+def test_the_headline_without_randomised_runs_says_so() -> None:
+    """No randomised study: the headline's randomised accuracy is None, the trained figures as they are."""
+    trained = {"swap_accuracy": 0.75, "swap_ci_low": 0.5, "swap_ci_high": 0.9}
+    trained |= {"share_difference": 0.2, "share_ci_low": 0.1, "share_ci_high": 0.3}
+    runs = {name: pd.DataFrame({"residual": [0.01, -0.02]}) for name in ("A", "B")}
+    out = headline({"trained": trained}, runs)
+    assert out["randomised_swap_accuracy"] is None
+    assert out["swap_accuracy"] == 0.75
+    assert out["R_max"] == 0.02
+    with_randomised = headline({"trained": trained, "randomised": {**trained, "swap_accuracy": 0.5}}, runs)
+    assert with_randomised["randomised_swap_accuracy"] == 0.5

@@ -25,6 +25,21 @@ def test_a_script_importing_another_is_caught() -> None:
     ]
 
 
+def test_a_script_importing_a_moved_library_module_is_caught() -> None:
+    """The import of a module that moved (its old path) is caught before anyone runs the script."""
+    moved = "from xurs_pipeline.train.from_artifacts import fit_into\n"
+    assert rule_breaks(moved, set()) == [
+        "imports xurs_pipeline.train.from_artifacts (no such library module)"
+    ]
+    gone = "from xurs_pipeline.runs import no_such_function\n"
+    assert rule_breaks(gone, set()) == [
+        "imports xurs_pipeline.runs.no_such_function (no such library module)"
+    ]
+    deep = "import xurs_pipeline.no_package.module\n"
+    assert rule_breaks(deep, set()) == ["imports xurs_pipeline.no_package (no such library module)"]
+    assert rule_breaks("from xurs_pipeline.runs.training import fit_into\n", set()) == []
+
+
 def test_a_script_patching_the_library_is_caught() -> None:
     planted = "from unittest import mock\nwith mock.patch.object(KronrodSpec, 'lead', f):\n    pass\n"
     assert rule_breaks(planted, set()) == ["imports unittest.mock (patches the library)"]

@@ -51,6 +51,7 @@ from docs_figures import (
     benchmark_rows,
     check_cited_figures,
     check_cost_column,
+    check_table_figures,
     citations,
     measured,
 )
@@ -226,19 +227,53 @@ def test_a_figure_is_compared_with_the_source_it_cites():
     assert _readme_figures(unsourced) == [
         "'9.87 GiB': cites no source (a BENCHMARKS.md section, a results/ or conf/ file, or a page)"
     ]
-    worded = README_TEXT.replace("in 501 s ([BENCHMARKS.md]", "in about ten minutes ([BENCHMARKS.md]")
-    assert _readme_figures(worded) == ["'ten minutes': a worded time; state the measured figure and cite it"]
+
+
+@pytest.mark.parametrize(
+    ("time", "caught"),
+    [
+        ("about ten minutes", "ten minutes"),
+        ("a few minutes", "a few minutes"),
+        ("about half an hour", "half an hour"),
+    ],
+)
+def test_a_worded_time_fails_where_a_measured_figure_stood(time, caught):
+    """A time in words cannot be compared with its source: the check refuses it in place of the figure."""
+    worded = README_TEXT.replace("in 501 s ([BENCHMARKS.md]", f"in {time} ([BENCHMARKS.md]")
+    assert worded != README_TEXT
+    assert _readme_figures(worded) == [f"{caught!r}: a worded time; state the measured figure and cite it"]
+
+
+SWAP_PAGE = ROOT / "docs" / "swap-control.md"
+SWAP_ANCHOR = "There agreement and training-rule swap accuracy part, and the agreement follows the model."
+
+
+def test_a_list_of_unitless_figures_is_one_figure_from_one_source():
+    """Per-seed accuracies with no unit ("model A 1.00, 0.98, 0.93, 0.90 and 1.00") are read as one figure:
+    all of its numbers from one row of a cited source or one column of a cited results file, so a list that
+    no kept file gives fails even where each number alone occurs somewhere in the cited table."""
+    listed = measured("model A 1.00, 0.98, 0.93, 0.90 and 1.00. R 0.0085.")
+    assert listed == ["1.00, 0.98, 0.93, 0.90 and 1.00", "0.0085"]
+    text = _text(SWAP_PAGE)
+    assert SWAP_ANCHOR in text
+    assert check_cited_figures(text, SWAP_PAGE.parent) == []
+    seeds = " Both learned their cues: model A 1.00, 0.98, 0.93, 0.90 and 1.00 on seeds 5 to 9."
+    planted = text.replace(SWAP_ANCHOR, SWAP_ANCHOR + seeds)
+    assert check_cited_figures(planted, SWAP_PAGE.parent) == [
+        "'1.00, 0.98, 0.93, 0.90 and 1.00': not in the source it cites (results/sweeps/swap_sweep.md)"
+    ]
+    kept = " Model A agreed on 77 of 80 probes and model B on 69 of 80 (0.96 and 0.86)."
+    assert check_cited_figures(text.replace(SWAP_ANCHOR, SWAP_ANCHOR + kept), SWAP_PAGE.parent) == []
 
 
 def test_a_conf_comment_figure_is_compared_with_its_cited_section():
-    path = ROOT / "conf" / "experiment" / "controlled_swap.yaml"
+    path = ROOT / "conf" / "attribution" / "default.yaml"
     text = _text(path)
-    assert "0.356-0.622" in text
+    assert "2.0-2.5x" in text
     assert CHECKS["figures"](yaml_comments(text), path) == []
-    stale = yaml_comments(text.replace("0.356-0.622", "0.46-0.62"))
-    assert CHECKS["figures"](stale, path) == [
-        "'0.46-0.62': not in the source it cites (BENCHMARKS.md section 13, conf/data/synthetic_swap.yaml)"
-    ]
+    stale = yaml_comments(text.replace("2.0-2.5x", "2.0-2.7x"))
+    expected = "'2.0-2.7x': not in the source it cites (BENCHMARKS.md section 9)"
+    assert CHECKS["figures"](stale, path) == [expected]
 
 
 def test_citations_sources_and_definitions_are_read():
@@ -310,7 +345,7 @@ def test_a_results_file_without_its_command_or_with_a_stray_figure_is_caught(tmp
 
 def test_a_status_figure_its_page_does_not_give_is_caught():
     readme = _text(ROOT / "README.md")
-    assert check_status(readme.replace("8 of 8 questions", "9 of 9 questions")) == [
+    assert check_status(readme.replace("first on 8 of 8", "first on 9 of 9", 1)) == [
         "status: '9 of 9' is not on docs/positive-control.md"
     ]
     assert check_status("# XU-RS\n\nno status\n") == ["README: no '## Status and limits' section"]
@@ -437,3 +472,50 @@ def test_a_range_spans_one_column_of_a_results_file(tmp_path):
     assert check_cited_figures("Accuracy 0.23-1.58 (`results/t.md`).", tmp_path, tmp_path) == [
         "'0.23-1.58': not in the source it cites (results/t.md)"
     ]
+
+
+TABLE = """## Cost
+
+The smoke run, [BENCHMARKS.md](../BENCHMARKS.md) section 5:
+
+| experiment | time |
+|---|---|
+| `smoke` | 64.9 s |
+"""
+
+
+def test_a_page_table_is_checked_against_what_it_cites_not_against_itself():
+    """A page's own table is no source for its figures: a wrong or unsourced cell fails, as in prose."""
+    docs = ROOT / "docs"
+    assert check_cited_figures(TABLE, docs) == []
+    assert check_cited_figures(TABLE.replace("64.9 s", "61.9 s"), docs) == [
+        "'61.9 s': not in the source it cites (BENCHMARKS.md section 5)"
+    ]
+    unsourced = TABLE.replace(", [BENCHMARKS.md](../BENCHMARKS.md) section 5", "")
+    assert check_cited_figures(unsourced, docs) == [
+        "'64.9 s': cites no source (a BENCHMARKS.md section, a results/ or conf/ file, or a page)"
+    ]
+    in_row = unsourced.replace("| 64.9 s |", "| 64.9 s (BENCHMARKS.md section 5) |")
+    assert check_cited_figures(in_row, docs) == []  # a row may cite its own source
+    assert check_cited_figures(TABLE.replace("64.9 s", "about a minute"), docs) == [
+        "'about a minute': a worded time; state the measured figure and cite it"
+    ]
+    header = TABLE.replace(", [BENCHMARKS.md](../BENCHMARKS.md) section 5", "").replace(
+        "| time |", "| time (BENCHMARKS.md) |"
+    )
+    assert check_table_figures(header.replace("| 64.9 s |", "| 64.9 s (section 5) |"), citations("")) == []
+
+
+def test_counts_of_evaluations_draws_and_forwards_are_figures():
+    """A count of gradient evaluations, draws or forwards is a measurement to source (a bound, "<= 4,096", is
+    not); a planted one in a conf comment fails against the sections it cites."""
+    text = "~290 evaluations; 1,200 gradient evaluations, 80.5 forwards; a median <= 4,096 evaluations"
+    assert figures(text) == ["290 evaluations", "1,200 gradient evaluations", "80.5 forwards"]
+    assert figures("about 90\nevaluations a reference, 8 of\n8 questions") == ["90\nevaluations", "8 of\n8"]
+    path = ROOT / "conf" / "attribution" / "local.yaml"
+    comments = yaml_comments(_text(path))
+    assert CHECKS["figures"](comments, path) == []
+    planted = comments.replace("and the checks report it", "and adaptive IG takes ~290 evaluations")
+    assert planted != comments
+    (problem,) = CHECKS["figures"](planted, path)
+    assert problem.startswith("'290 evaluations': not in the source it cites (BENCHMARKS.md section 2, ")

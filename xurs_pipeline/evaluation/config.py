@@ -42,7 +42,7 @@ def _check_tolerances(prefix: str, values: dict[str, float], largest: float = 1.
         )
 
 
-SWAP_RANDOMISE = ("head", "tuned")  # evaluation.swap_randomise
+SWAP_RANDOMISE = ("head", "tuned", "none")  # evaluation.swap_randomise
 # evaluation.swap_methods: the paper's estimator (the attribute runs), attribution.config.TOKEN_METHODS
 # (through attribution/methods/) and the two nulls (evaluation/swap/readings.py), in the comparison's order
 SWAP_METHODS = (
@@ -187,7 +187,8 @@ class EvaluationConfig:
     randomisation_questions: int = 2
     # The swap control's randomised models (stage attribute_swap): "head" re-initialises each model's head;
     # "tuned" also its tuned blocks (train.adaptation=partial: the top train.partial_layers blocks), so that
-    # A and B keep only the frozen blocks they share.
+    # A and B keep only the frozen blocks they share; "none" runs no randomised model (a seed of a sweep whose
+    # sanity runs another seed carries: it saves about half of attribute_swap's gradient evaluations).
     swap_randomise: str = "head"
     # The swap study's method comparison (evaluation/swap/readings.py, docs/swap-control.md): the methods
     # read on every probe under both models, the behavioural margin |e1 - e2| / (e1 + e2) from which a

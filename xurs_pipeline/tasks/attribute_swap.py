@@ -3,7 +3,8 @@ under ``<artifacts>/swap/attribute/<run>/``, with the main run's ``attribution.*
 same references, the same estimator):
 
 - ``B``: model B (``train_swap``, labels follow cue 2);
-- ``A_random``, ``B_random``: models A and B with the head re-initialised
+- ``A_random``, ``B_random`` (none under ``evaluation.swap_randomise: none``): models A and B with the head
+  re-initialised
   (``evaluation.randomisation.reinitialise(classifier, "head", seed)``, seed ``evaluation.seed`` for A and
   ``evaluation.seed + 1`` for B, so the two random heads are different functions); with
   ``evaluation.swap_randomise: tuned`` also the blocks that training tuned (``train.partial_layers``, top
@@ -22,7 +23,7 @@ from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation.randomisation import cascade_names, reinitialise
-from xurs_pipeline.evaluation.swap.roles import RUNS, skipped_reason
+from xurs_pipeline.evaluation.swap.roles import RUNS, skipped_reason, study_runs
 from xurs_pipeline.io import write_json
 from xurs_pipeline.runs.attribution import attribute_into, attribution_run
 from xurs_pipeline.tasks.runner import log
@@ -37,7 +38,8 @@ def run(cfg: RootConfig) -> None:
         return
     seed = cfg.evaluation.seed
     blocks = randomised_blocks(cfg)
-    metrics = {name: attribute_run(cfg, name, blocks) for name in RUNS if name != "A"}  # A: attribute's
+    names = [name for name in study_runs(cfg.evaluation.swap_randomise) if name != "A"]  # A: attribute's
+    metrics = {name: attribute_run(cfg, name, blocks) for name in names}
     if any(m is None for m in metrics.values()):
         return  # not the main process
     write_json(
@@ -73,7 +75,7 @@ def attribute_run(cfg: RootConfig, name: str, blocks: int) -> dict | None:
 
 def randomised_blocks(cfg: RootConfig) -> int:
     """Top blocks the randomised runs re-initialise besides the head (``evaluation.swap_randomise``)."""
-    if cfg.evaluation.swap_randomise == "head":
+    if cfg.evaluation.swap_randomise in ("head", "none"):
         return 0
     if cfg.train.adaptation != "partial":
         raise XursError(

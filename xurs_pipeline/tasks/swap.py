@@ -31,7 +31,7 @@ from xurs_pipeline.config import RootConfig, train_run_hash
 from xurs_pipeline.contracts import artifact, swap_summary
 from xurs_pipeline.data.dataset import data_config_hash, load_records
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_prompts
-from xurs_pipeline.evaluation.swap.roles import ROLES, RUNS, skipped_reason
+from xurs_pipeline.evaluation.swap.roles import ROLES, skipped_reason, study_runs
 from xurs_pipeline.evaluation.swap.study import StudyInputs, StudyResult, method_metrics, run_study
 from xurs_pipeline.evaluation.verdicts import json_safe
 from xurs_pipeline.io import Provenance, write_json, write_parquet
@@ -54,7 +54,8 @@ def run(cfg: RootConfig) -> dict[str, Any] | None:
 
 def study_inputs(cfg: RootConfig) -> StudyInputs:
     """What the study reads: the prompts, every run's attributions, the probes' records, both models."""
-    runs = {name: read_attributions(_run_dir(cfg, name)) for name in RUNS}
+    names = study_runs(cfg.evaluation.swap_randomise)
+    runs = {name: read_attributions(_run_dir(cfg, name)) for name in names}
     probes = set(runs["A"]["record_id"])
     return StudyInputs(
         cfg,

@@ -67,6 +67,12 @@ RUNS = {
 }
 
 
+def study_runs(swap_randomise: str) -> dict[str, Run]:
+    """The runs a study explains under ``evaluation.swap_randomise``: every run, or the trained ones when it
+    is ``none``."""
+    return {name: run for name, run in RUNS.items() if swap_randomise != "none" or not run.randomised}
+
+
 def skipped_reason(source: str) -> str | None:
     """Why the swap stages have nothing to do on ``data.source`` (None on the two-cue data)."""
     if source == SWAP_SOURCE:

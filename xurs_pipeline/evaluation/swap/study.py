@@ -172,10 +172,12 @@ def run_study(inputs: StudyInputs) -> StudyResult:
     probes = probe_set(inputs)
     measured = readings(inputs, probes)
     scores = ranking_frame(measured)
-    studies = {k: swap_summary(scores, k, ev.bootstrap_resamples, ev.confidence, ev.seed) for k in RANKINGS}
+    explained = [k for k in RANKINGS if (scores["ranking"] == k).any()]  # no randomised runs under "none"
+    studies = {k: swap_summary(scores, k, ev.bootstrap_resamples, ev.confidence, ev.seed) for k in explained}
     for result in studies.values():
         result["follows_training_rule"] = follows_learned_cue(result)
-    studies["randomised"]["scope"] = ev.swap_randomise  # re-initialised: the head, or it and the tuned blocks
+    if "randomised" in studies:  # re-initialised: the head, or it and the tuned blocks
+        studies["randomised"]["scope"] = ev.swap_randomise
     behaviour = model_behaviour(inputs)
     trained = _trained_readings(measured, ev.swap_methods)
     methods = scored(trained, behaviour, ev.swap_clear_margin)
@@ -233,13 +235,14 @@ def residuals(frame: pd.DataFrame) -> dict[str, float | int]:
 
 
 def headline(studies: dict[str, dict[str, Any]], runs: dict[str, pd.DataFrame]) -> dict[str, Any]:
-    """``headline.json``: the trained ranking's study, the randomised accuracy, the trained runs' Eq. 9."""
-    t, r = studies["trained"], studies["randomised"]
+    """``headline.json``: the trained ranking's study, the randomised accuracy (None without randomised
+    runs), the trained runs' Eq. 9."""
+    t, r = studies["trained"], studies.get("randomised", {})
     trained = pd.concat([runs[n] for n, run in RUNS.items() if not run.randomised])
     keys = ("swap_accuracy", "swap_ci_low", "swap_ci_high")
     return {
         **{k: t[k] for k in keys},
-        "randomised_swap_accuracy": r["swap_accuracy"],
+        "randomised_swap_accuracy": r.get("swap_accuracy"),
         **{k: t[k] for k in ("share_difference", "share_ci_low", "share_ci_high")},
         "R_median": float(trained["residual"].abs().median()),
         "R_max": float(trained["residual"].abs().max()),
