@@ -12,7 +12,7 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +129,23 @@ def spread(values: Sequence[float]) -> str:
     return f"{min(values):.3g}..{max(values):.3g}"
 
 
+def cost_rows(
+    names: Iterable[str], wall: Mapping[str, Sequence[float]], rows: Mapping[str, Sequence[Any]]
+) -> list[list[object]]:
+    """Per name: the median seconds per question and their spread (``wall``), and the median forward and
+    gradient evaluations of its attribution ``rows`` (``forward_evals``, ``grad_evals``)."""
+    return [
+        [
+            name,
+            float(np.median(wall[name])),
+            spread(wall[name]),
+            float(np.median([r.forward_evals for r in rows[name]])),
+            float(np.median([r.grad_evals for r in rows[name]])),
+        ]
+        for name in names
+    ]
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A GitHub Markdown table; floats are printed with 3 significant digits."""
 
@@ -151,7 +168,7 @@ def smollm2() -> tuple[Any, int, object]:
     if not (directory / BACKBONE_INFO).is_file():
         materialize_backbone(directory, "gguf", "", gguf_file=GGUF_FILE, pad_token="<|im_end|>")
     backbone = load_backbone_dir(directory)
-    model = build_classifier(backbone, "belief14", seed=0).eval().requires_grad_(False)
+    model = build_classifier(backbone, seed=0).eval().requires_grad_(False)
     return model, int(backbone.tokenizer.pad_token_id), backbone.tokenizer
 
 

@@ -52,5 +52,8 @@ def clue_measures(row, prompts) -> dict[str, float | int]:
     record = {k: v for k, v in asdict(row).items() if k != "coords"}
     loc = localisation_table(pd.DataFrame([record]), prompts).set_index("region")
     case, text = loc.loc["case_text"], loc.loc["all_text"]
-    return {"case_rank": int(case["best_rank"]), "text_rank": int(text["best_rank"]),
-            "clue_share": float(case["clue_share"])}  # fmt: skip
+    return {
+        "case_rank": int(case["best_rank"]),
+        "text_rank": int(text["best_rank"]),
+        "clue_share": float(case["clue_share"]),
+    }

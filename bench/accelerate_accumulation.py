@@ -88,8 +88,12 @@ def _xurs() -> tuple[torch.Tensor, int]:
     x, y = _data()
     model = _head()
     settings = TrainConfig(max_epochs=1, patience=0, batch_size=BATCH, global_batch=GLOBAL_BATCH, lr_head=0.5)
-    fit(Trainee(model, {"head": list(model.parameters())}, "belief14"), LabelledSet(x, y), LabelledSet(x, y),
-        settings)  # fmt: skip
+    fit(
+        Trainee(model, {"head": list(model.parameters())}, "belief14"),
+        LabelledSet(x, y),
+        LabelledSet(x, y),
+        settings,
+    )
     state = PartialState()
     steps = step_batches(list(range(N)), GLOBAL_BATCH, BATCH, state.num_processes, state.process_index)
     seen = sum(len(indices) for _, micro in steps for indices, real in micro if real)
@@ -103,8 +107,11 @@ def worker(out: Path) -> None:
 
     state = PartialState(cpu=True, backend="gloo")
     result = {}
-    for way, run in (("guide", lambda: _guide(False)), ("guide_counted", lambda: _guide(True)),
-                     ("xurs", _xurs)):  # fmt: skip
+    for way, run in (
+        ("guide", lambda: _guide(False)),
+        ("guide_counted", lambda: _guide(True)),
+        ("xurs", _xurs),
+    ):
         weights, seen = run()
         result[way] = (weights.double().tolist(), sum(gather_object([seen])))
     if state.is_main_process:
@@ -118,8 +125,17 @@ def main() -> None:
         for p in (1, 2):
             out = Path(tmp) / f"{p}.json"
             env = {**os.environ, "P": str(p), "OMP_NUM_THREADS": "1", "PYTHONPATH": str(root)}
-            cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(p),
-                   __file__, "--worker", str(out)]  # fmt: skip
+            cmd = [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                "--nproc_per_node",
+                str(p),
+                __file__,
+                "--worker",
+                str(out),
+            ]
             subprocess.run(cmd, env=env, check=True, capture_output=True)
             runs[p] = json.loads(out.read_text())
     print("| way | examples per epoch, 1 / 2 processes | max abs weight difference, 2 vs 1 process |")

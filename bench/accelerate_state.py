@@ -68,8 +68,10 @@ def main() -> None:
             unsafe = [
                 n for n in names if n.startswith("custom_checkpoint_")
             ]  # accelerate: weights_only=False
-            print(f"{name}: {size:,} bytes in {len(names)} files {names}; "
-                  f"loaded with code execution allowed: {unsafe or 'none'}")  # fmt: skip
+            print(
+                f"{name}: {size:,} bytes in {len(names)} files {names}; "
+                f"loaded with code execution allowed: {unsafe or 'none'}"
+            )
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ from xurs_pipeline.attribution.references import prepare_training
 from xurs_pipeline.credal import FOCAL_SETS
 from xurs_pipeline.models import RandomSetClassifier, build_classifier
 from xurs_pipeline.models.backbone import TinySpec, load_backbone_dir, materialize_backbone
+from xurs_pipeline.models.config import ModelConfig
 
 CPU = torch.device("cpu")
 LENGTH, N_REFS, CALL = 32, 16, 512
@@ -87,7 +88,7 @@ def build_model(output_kind: str, logit_std: float, work: Path) -> RandomSetClas
     directory = work / "backbone"
     if not directory.is_dir():
         materialize_backbone(directory, "tiny", tiny=TinySpec())
-    model = build_classifier(load_backbone_dir(directory), output_kind, seed=3)
+    model = build_classifier(load_backbone_dir(directory), ModelConfig(output_kind=output_kind), seed=3)
     linear = model.head.net
     gen = torch.Generator().manual_seed(3)
     sizes = [len(s) for s in FOCAL_SETS[: linear.out_features]]

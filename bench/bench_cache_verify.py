@@ -54,7 +54,7 @@ def main() -> None:
         spec = TinySpec(hidden_size=args.hidden, layers=args.layers, heads=args.heads)
         materialize_backbone(work / "backbone", "tiny", tiny=spec)
         backbone = load_backbone_dir(work / "backbone")
-        classifier = build_classifier(backbone, "belief14", seed=0)
+        classifier = build_classifier(backbone, seed=0)
         rng = np.random.default_rng(0)
         prompts = []
         for _ in range(args.prompts):

@@ -41,17 +41,31 @@ from xurs_pipeline.config import repeat_config, train_run_hash
 from xurs_pipeline.evaluation.agreement import cosine, relative_distance, spearman, topk_overlap
 
 REPEAT_SEED = 1_000_003
-CRITERIA = {"residual_median": 0.01, "residual_max": 0.05, "cosine": 0.99, "distance": 0.10,
-            "spearman": 0.95, "top3": 0.8}  # fmt: skip
+CRITERIA = {
+    "residual_median": 0.01,
+    "residual_max": 0.05,
+    "cosine": 0.99,
+    "distance": 0.10,
+    "spearman": 0.95,
+    "top3": 0.8,
+}
 
 
 def method_config(cfg, method: str, refs: int, budget: int):
     """The root config explaining with ``method`` against the first ``refs`` training prompts at
     ``budget``."""
     most = max(cfg.attribution.max_grad_evals, 4 * budget)
-    at = replace(cfg.attribution, reference="train", refs_per_collection=refs, n_collections=1,
-                 max_questions=0, progress=False, method=method, max_grad_evals=most,
-                 samples_per_call=16)  # fmt: skip
+    at = replace(
+        cfg.attribution,
+        reference="train",
+        refs_per_collection=refs,
+        n_collections=1,
+        max_questions=0,
+        progress=False,
+        method=method,
+        max_grad_evals=most,
+        samples_per_call=16,
+    )
     if method == "certified":
         at = replace(at, certified_max_evals=budget)
     elif method == "kronrod":
@@ -104,12 +118,20 @@ def measure(model, q, pool, cfg, pad_id: int, budget: int) -> dict:
     e, e2 = a.coords["e"].numpy(), b.coords["e"].numpy()
     m1, m2 = np.asarray(a.token_magnitude), np.asarray(b.token_magnitude)
     record = {
-        "grad_evals": int(a.grad_evals), "grad_evals_2x": int(b.grad_evals), "seconds": seconds,
-        "residual": float(a.residual), "residual_2x": float(b.residual), "error_bound": float(a.error_bound),
-        "budget_exhausted": bool(a.budget_exhausted), "forwards": int(a.forward_evals),
-        "cosine": cosine(e, e2), "distance": relative_distance(e, e2), "spearman": spearman(m1, m2),
-        "top3": topk_overlap(m1, m2, 3), "width_difference": float(a.width_difference),
-    }  # fmt: skip
+        "grad_evals": int(a.grad_evals),
+        "grad_evals_2x": int(b.grad_evals),
+        "seconds": seconds,
+        "residual": float(a.residual),
+        "residual_2x": float(b.residual),
+        "error_bound": float(a.error_bound),
+        "budget_exhausted": bool(a.budget_exhausted),
+        "forwards": int(a.forward_evals),
+        "cosine": cosine(e, e2),
+        "distance": relative_distance(e, e2),
+        "spearman": spearman(m1, m2),
+        "top3": topk_overlap(m1, m2, 3),
+        "width_difference": float(a.width_difference),
+    }
     if cfg.attribution.method == "certified":
         at = cfg.attribution
         record.update(first_held(main.traces[0], at.certified_tolerance, at.certified_vector_tolerance))
@@ -125,9 +147,12 @@ def where_references_err(residuals, points) -> dict[str, float | int]:
     rho2 = np.sort(np.asarray(residuals, dtype=np.float64) ** 2)[::-1]
     total = max(float(rho2.sum()), 1e-300)
     eighth = max(1, len(rho2) // 8)
-    return {"rho2_top_share": float(rho2[0] / total),
-            "rho2_top_eighth_share": float(rho2[:eighth].sum() / total),
-            "points_median": float(np.median(points)), "points_max": int(np.max(points))}  # fmt: skip
+    return {
+        "rho2_top_share": float(rho2[0] / total),
+        "rho2_top_eighth_share": float(rho2[:eighth].sum() / total),
+        "points_median": float(np.median(points)),
+        "points_max": int(np.max(points)),
+    }
 
 
 def run(args) -> None:
@@ -155,7 +180,7 @@ def run(args) -> None:
                     "refs": refs,
                     "budget": budget,
                 }
-                _write(out, {**about, **record})  # fmt: skip
+                _write(out, {**about, **record})
 
 
 def _write(out: Path, record: dict) -> None:
@@ -191,8 +216,11 @@ def _row(exp: str, method: str, refs: int, budget: int, done: list[dict]) -> str
     keys = ("grad_evals", "residual", "cosine", "distance", "spearman", "top3")
     med = {k: float(np.median([r[k] for r in done])) for k in keys}
     rmax = max(r["residual"] for r in done)
-    ok = all(med[k] <= v for k, v in (("residual", 0.01), ("distance", 0.10))) and rmax <= 0.05 and all(
-        med[k] >= v for k, v in (("cosine", 0.99), ("spearman", 0.95), ("top3", 0.8)))  # fmt: skip
+    ok = (
+        all(med[k] <= v for k, v in (("residual", 0.01), ("distance", 0.10)))
+        and rmax <= 0.05
+        and all(med[k] >= v for k, v in (("cosine", 0.99), ("spearman", 0.95), ("top3", 0.8)))
+    )
     ran_out = ", ".join(f"{r['question']} ({r['residual']:.3f})" for r in done if r["budget_exhausted"])
     held = "-"
     if method == "certified":
@@ -201,10 +229,12 @@ def _row(exp: str, method: str, refs: int, budget: int, done: list[dict]) -> str
         held = (f"{np.median(alone):.0f} ({len(alone)} q) / " if alone else "never / ") + (
             f"{np.median(rule):.0f} ({len(rule)} q)" if rule else "never"
         )
-    return (f"| {exp} | {method} | {refs} | {budget} | {len(done)} | {med['grad_evals']:.0f} | "
-            f"{med['residual']:.4f} | {rmax:.4f} | {med['cosine']:.4f} | {med['distance']:.3f} | "
-            f"{med['spearman']:.3f} | {med['top3']:.2f} | {'holds' if ok else 'misses'} | "
-            f"{ran_out or 'none'} | {held} |")  # fmt: skip
+    return (
+        f"| {exp} | {method} | {refs} | {budget} | {len(done)} | {med['grad_evals']:.0f} | "
+        f"{med['residual']:.4f} | {rmax:.4f} | {med['cosine']:.4f} | {med['distance']:.3f} | "
+        f"{med['spearman']:.3f} | {med['top3']:.2f} | {'holds' if ok else 'misses'} | "
+        f"{ran_out or 'none'} | {held} |"
+    )
 
 
 def read_records(path: Path) -> list[dict]:
@@ -215,8 +245,10 @@ def read_records(path: Path) -> list[dict]:
 def kept_table(records: Path, command: str, root: Path = Path()) -> str:
     """The kept Markdown file: the records' file (relative to ``root``) and the command that made them,
     then the table."""
-    return (f"Made by `python bench/bench_certified.py --out {records} --table --kept <this file>` from the "
-            f"records of `{command}`.\n\n" + "\n".join(table(read_records(root / records))) + "\n")
+    return (
+        f"Made by `python bench/bench_certified.py --out {records} --table --kept <this file>` from the "
+        f"records of `{command}`.\n\n" + "\n".join(table(read_records(root / records))) + "\n"
+    )
 
 
 def command_of(kept: str) -> str:

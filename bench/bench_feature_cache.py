@@ -71,7 +71,7 @@ class Clock:
 
 
 def run_cached(backbone, train, dev, settings, cache: Path) -> tuple[float, list[float], torch.Tensor, bool]:
-    classifier = build_classifier(backbone, "belief14", seed=settings.seed)
+    classifier = build_classifier(backbone, seed=settings.seed)
     clock, start = Clock(), time.perf_counter()
     outcome = train_classifier(
         classifier,
@@ -88,7 +88,7 @@ def run_cached(backbone, train, dev, settings, cache: Path) -> tuple[float, list
 
 
 def run_uncached(backbone, train, dev, settings) -> tuple[float, list[float], torch.Tensor]:
-    classifier = build_classifier(backbone, "belief14", seed=settings.seed)
+    classifier = build_classifier(backbone, seed=settings.seed)
     clock, start = Clock(), time.perf_counter()
     apply_adaptation(classifier, "head_only")
     collator = Collator(backbone.tokenizer.pad_token_id, classifier.padding_side)

@@ -105,8 +105,10 @@ def gradients(experiment: str, tokens: int, rounds: int, device: torch.device, t
     rng = np.random.default_rng(0)
     vocab = config.vocab_size
     ids = [1, *rng.integers(3, vocab, tokens - 1).tolist()]
-    ref_ids = [[1, *rng.integers(3, vocab, int(rng.integers(tokens // 2, tokens + 64))).tolist()]
-               for _ in range(N_REFS)]  # fmt: skip
+    ref_ids = [
+        [1, *rng.integers(3, vocab, int(rng.integers(tokens // 2, tokens + 64))).tolist()]
+        for _ in range(N_REFS)
+    ]
     refs = prepare_training(ids, ref_ids, [f"ref{i}" for i in range(N_REFS)], 0, device)
     prompt = prompt_of(model, ids, device)
     objective = Objective.build((TARGET,), "direct")
@@ -126,8 +128,9 @@ def gradients(experiment: str, tokens: int, rounds: int, device: torch.device, t
         alpha = torch.as_tensor(p.alpha, dtype=prompt.embeds.dtype, device=device)[:, None, None]
         z = (baselines[idx] + alpha * (prompt.embeds - baselines[idx])).requires_grad_(True)
         n = z.shape[0]
-        torch.autograd.grad(width(z, prompt.attention_mask.expand(n, -1), prompt.position_ids.expand(n, -1))
-                            .sum(), z)  # fmt: skip
+        torch.autograd.grad(
+            width(z, prompt.attention_mask.expand(n, -1), prompt.position_ids.expand(n, -1)).sum(), z
+        )
 
     def engine(r: int) -> None:
         attributions[f"engine{r}"] = accumulate(model, objective, prompt, refs, plan(r), batch).e[0]
@@ -135,14 +138,27 @@ def gradients(experiment: str, tokens: int, rounds: int, device: torch.device, t
     def captum(r: int) -> None:
         np.random.seed(1000 + r)  # noqa: NPY002  GradientShap draws from numpy's global RNG
         # Captum interpolates in float32 (its alphas are): the forward casts back to the model's dtype
-        attributions[f"captum{r}"] = GradientShap(lambda z, m, q: width(z.to(dtype), m, q)).attribute(
-            prompt.embeds, baselines=baselines, n_samples=batch, stdevs=0.0,
-            additional_forward_args=(prompt.attention_mask, prompt.position_ids),
-        )[0].detach().float()  # fmt: skip
+        attributions[f"captum{r}"] = (
+            GradientShap(lambda z, m, q: width(z.to(dtype), m, q))
+            .attribute(
+                prompt.embeds,
+                baselines=baselines,
+                n_samples=batch,
+                stdevs=0.0,
+                additional_forward_args=(prompt.attention_mask, prompt.position_ids),
+            )[0]
+            .detach()
+            .float()
+        )
 
     parameters = sum(p.numel() for p in model.parameters())
-    result: dict = {"experiment": experiment, "tokens": tokens, "samples_per_call": batch,
-                    "precision": cfg.attribution.precision, "parameters": parameters}  # fmt: skip
+    result: dict = {
+        "experiment": experiment,
+        "tokens": tokens,
+        "samples_per_call": batch,
+        "precision": cfg.attribution.precision,
+        "parameters": parameters,
+    }
     for name, fn in (("bare", bare), ("engine", engine), ("captum", captum)):
         result[f"{name}_ms_per_sample"] = float(np.median(time_ms(fn, device, rounds))) / batch
     ours, theirs = attributions["engine0"], attributions["captum0"]
@@ -175,16 +191,24 @@ def plan_vs_measured(experiment: str, tokens: int, measured: dict, device: torch
     stages = {s.stage: s for s in plan_stages(cfg, counts, Shape.of(config), DEVICES[name], work, costs)}
     attribute = stages["attribute"]
     return {
-        "experiment": experiment, "tokens": tokens, "plan_device": name,
+        "experiment": experiment,
+        "tokens": tokens,
+        "plan_device": name,
         "plan_measured_ms_per_sample": 1e3 * costs.gradient_sample,
         "engine_ms_per_sample": measured.get("engine_ms_per_sample"),
         "plan_train_ms_per_example": None if costs.train_example is None else 1e3 * costs.train_example,
         "plan_attribute_peak_gib": attribute.peak_bytes / GIB,
         "measured_engine_peak_gib": measured.get("engine_peak_gib"),
         "plan_attribute_hours": None if attribute.seconds is None else attribute.seconds / 3600,
-        "plan_stages": {k: {"peak_gib": s.peak_bytes / GIB, "seconds": s.seconds,
-                            "gradient_evaluations": s.gradient_evaluations} for k, s in stages.items()},
-    }  # fmt: skip
+        "plan_stages": {
+            k: {
+                "peak_gib": s.peak_bytes / GIB,
+                "seconds": s.seconds,
+                "gradient_evaluations": s.gradient_evaluations,
+            }
+            for k, s in stages.items()
+        },
+    }
 
 
 def pipeline_headlines(experiment: str, work: Path) -> dict:
@@ -212,8 +236,11 @@ def pipeline_headlines(experiment: str, work: Path) -> dict:
     assert xurs(["params", *sized_overrides(experiment, model_dir)]) == 0
     start = time.perf_counter()
     headlines = run_pipeline(load_params("params.yaml"), until="tables")
-    return {"seconds": time.perf_counter() - start, "cuda": torch.cuda.is_available(),
-            "headlines": {k: dict(v) for k, v in headlines.items() if v}}  # fmt: skip
+    return {
+        "seconds": time.perf_counter() - start,
+        "cuda": torch.cuda.is_available(),
+        "headlines": {k: dict(v) for k, v in headlines.items() if v},
+    }
 
 
 def pipelines(experiments: list[str], out: dict, save) -> dict:
@@ -226,14 +253,23 @@ def pipelines(experiments: list[str], out: dict, save) -> dict:
                 env = {**os.environ, "PYTHONPATH": path}
                 if where == "cpu":
                     env["CUDA_VISIBLE_DEVICES"] = ""
-                code = (f"import sys, json; sys.path.insert(0, {str(C.ROOT / 'bench')!r}); import bench_gpu; "
-                        f"print('JSON' + json.dumps(bench_gpu.pipeline_headlines({experiment!r}, "
-                        f"__import__('pathlib').Path({tmp!r}))))")  # fmt: skip
-                proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                                      cwd=C.ROOT, check=False)  # fmt: skip
+                code = (
+                    f"import sys, json; sys.path.insert(0, {str(C.ROOT / 'bench')!r}); import bench_gpu; "
+                    f"print('JSON' + json.dumps(bench_gpu.pipeline_headlines({experiment!r}, "
+                    f"__import__('pathlib').Path({tmp!r}))))"
+                )
+                proc = subprocess.run(
+                    [sys.executable, "-c", code],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    cwd=C.ROOT,
+                    check=False,
+                )
                 line = next((x for x in proc.stdout.splitlines() if x.startswith("JSON")), None)
-                out[f"{experiment}/{where}"] = (json.loads(line[4:]) if line else
-                                                {"error": proc.stderr[-2000:]})  # fmt: skip
+                out[f"{experiment}/{where}"] = (
+                    json.loads(line[4:]) if line else {"error": proc.stderr[-2000:]}
+                )
                 print(f"{experiment} on {where}: {'ok' if line else 'FAILED'}", flush=True)
                 save()
     return out
@@ -357,8 +393,11 @@ def main() -> None:
     started = time.perf_counter()
     C.print_header("GPU measurements at the paper's scale", " ".join(["python", *sys.argv]))
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    facts = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-             "torch": torch.__version__, "cuda": torch.version.cuda}  # fmt: skip
+    facts = {
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+    }
     import transformers
 
     facts["transformers"] = transformers.__version__

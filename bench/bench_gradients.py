@@ -69,7 +69,7 @@ def tiny_model() -> tuple[RandomSetClassifier, int]:
     from xurs_pipeline.models.tiny import build_tiny_llama
 
     llama = build_tiny_llama(512, hidden_size=512, num_layers=6, num_heads=8, seed=0)
-    return RandomSetClassifier(llama.model, RandomSetHead(512, "belief14", seed=0)), 0
+    return RandomSetClassifier(llama.model, RandomSetHead(512, seed=0)), 0
 
 
 def smollm2_model() -> tuple[RandomSetClassifier, int]:
@@ -80,7 +80,7 @@ def smollm2_model() -> tuple[RandomSetClassifier, int]:
     if not (directory / BACKBONE_INFO).is_file():
         materialize_backbone(directory, "gguf", C.SMOLLM2_GGUF, pad_token="<|im_end|>")
     backbone = load_backbone_dir(directory)
-    return build_classifier(backbone, "belief14", seed=0), int(backbone.tokenizer.pad_token_id)
+    return build_classifier(backbone, seed=0), int(backbone.tokenizer.pad_token_id)
 
 
 def make_setup(name: str, tokens: int, n_refs: int) -> Setup:

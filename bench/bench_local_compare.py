@@ -13,7 +13,6 @@ import time
 from dataclasses import replace
 
 import _common as C
-import numpy as np
 import pandas as pd
 
 from xurs_pipeline.attribution.config import AttributionConfig
@@ -39,16 +38,20 @@ def main() -> None:
     p.add_argument("--questions", type=int, default=3)
     args = p.parse_args()
     started = time.perf_counter()
-    C.print_header("local: occlusion_token vs IG per question",
-                   f"python bench/bench_local_compare.py --questions {args.questions}")  # fmt: skip
+    C.print_header(
+        "local: occlusion_token vs IG per question",
+        f"python bench/bench_local_compare.py --questions {args.questions}",
+    )
     model, pad_id, tokenizer = C.smollm2()
     model.backbone.layers = model.backbone.layers[:KEEP_LAYERS]
     model.backbone.config.num_hidden_layers = KEEP_LAYERS
     prompts = local_prompts(tokenizer)
     test = prompts[prompts["split"] == "test"]
     base = AttributionConfig(progress=False, target="predicted", reference="zero", refs_per_collection=1)
-    configs = {"occlusion_token": replace(base, method="occlusion_token"),
-               "IG, 36 points": replace(base, method="ig", ig_points=36)}  # fmt: skip
+    configs = {
+        "occlusion_token": replace(base, method="occlusion_token"),
+        "IG, 36 points": replace(base, method="ig", ig_points=36),
+    }
     ig = configs["IG, 36 points"]
     pool = natural_pool(model, prompts, ig, None)
     chosen = replace(ig, record_ids=list(test["record_id"].head(args.questions)))
@@ -62,9 +65,7 @@ def main() -> None:
             rows[name].append(method_for(cfg).explain(QuestionInputs(model, q, refs, cfg, pad_id)).rows[0])
             wall[name].append(time.perf_counter() - start)
     print(f"questions: {len(questions)}, tokens {[len(q.input_ids) for q in questions]}\n")
-    table = [[name, float(np.median(wall[name])), C.spread(wall[name]),
-              float(np.median([r.forward_evals for r in rows[name]])),
-              float(np.median([r.grad_evals for r in rows[name]]))] for name in configs]  # fmt: skip
+    table = C.cost_rows(configs, wall, rows)
     print(C.markdown_table(["method", "s / question (median)", "range", "forwards", "gradients"], table))
     print(f"\nocclusion_token / IG: {C.median_ratio(wall, 'occlusion_token', 'IG, 36 points'):.2f}x")
     C.print_footer(started)

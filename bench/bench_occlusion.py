@@ -75,9 +75,11 @@ def main() -> None:
         p.add_argument(flag, type=int, default=default)
     args = p.parse_args()
     started = time.perf_counter()
-    command = (f"python bench/bench_occlusion.py --questions {args.questions} --rounds {args.rounds} "
-               f"--warmup {args.warmup} "
-               f"--samples {args.samples} --refs {args.refs} --batch {args.batch}")  # fmt: skip
+    command = (
+        f"python bench/bench_occlusion.py --questions {args.questions} --rounds {args.rounds} "
+        f"--warmup {args.warmup} "
+        f"--samples {args.samples} --refs {args.refs} --batch {args.batch}"
+    )
     C.print_header("Occlusion per token: prefix cache vs full length vs EG", command)
     model, pad_id, tokenizer = C.smollm2()
     prompts = C.medqa_prompts(tokenizer)
@@ -89,16 +91,16 @@ def main() -> None:
     questions = select_questions(prompts, replace(eg, record_ids=list(chosen["record_id"])), None)
     wall, rows = timed(model, pad_id, questions, pool, configs, (args.rounds, args.warmup))
     print(f"questions: {len(questions)}, tokens {sorted(len(q.input_ids) for q in questions)}\n")
-    table = [[name, float(np.median(wall[name])), C.spread(wall[name]),
-              float(np.median([r.forward_evals for r in rows[name]])),
-              float(np.median([r.grad_evals for r in rows[name]]))] for name in configs]  # fmt: skip
+    table = C.cost_rows(configs, wall, rows)
     headers = ["variant", "s / question (median)", "range", "forwards", "gradient evaluations"]
     print(C.markdown_table(headers, table))
     pairs = zip(rows["occlusion, cache"], rows["occlusion, full"], strict=True)
     diff = max(float(np.abs(np.subtract(a.token_signed, b.token_signed)).max()) for a, b in pairs)
     print(f"\nmax |cached - full-length| token score: {diff:.2e}")
-    print(f"full length / cache: {C.median_ratio(wall, 'occlusion, full', 'occlusion, cache'):.2f}x; "
-          f"EG / cache: {C.median_ratio(wall, 'EG', 'occlusion, cache'):.2f}x")  # fmt: skip
+    print(
+        f"full length / cache: {C.median_ratio(wall, 'occlusion, full', 'occlusion, cache'):.2f}x; "
+        f"EG / cache: {C.median_ratio(wall, 'EG', 'occlusion, cache'):.2f}x"
+    )
     C.print_footer(started)
 
 

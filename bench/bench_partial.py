@@ -48,8 +48,9 @@ def main() -> None:
     )
     directory = C.BENCH_CACHE / f"smollm2_keep{args.keep_layers}"
     if not (directory / "xurs_backbone.json").is_file():
-        materialize_backbone(directory, "gguf", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
-                             keep_layers=args.keep_layers)  # fmt: skip
+        materialize_backbone(
+            directory, "gguf", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf", keep_layers=args.keep_layers
+        )
     backbone = load_backbone_dir(directory)
     records = [r for r in generate_direct((40, 1, 1), 4, seed=0, pair_every=4) if r.split == "train"]
     frame = prepare_records(records[: args.prompts], backbone.tokenizer, 512).frame
@@ -59,13 +60,15 @@ def main() -> None:
         max_epochs=1, batch_size=8, global_batch=8, patience=0, lr_head=1e-3, lr_adapter=1e-4
     )
     pad = backbone.tokenizer.pad_token_id
-    print(f"- prompts: {len(ids)}, mean length {sum(map(len, ids)) / len(ids):.0f} tokens, "
-          f"{args.keep_layers} blocks, partial tunes the top {args.blocks}")  # fmt: skip
+    print(
+        f"- prompts: {len(ids)}, mean length {sum(map(len, ids)) / len(ids):.0f} tokens, "
+        f"{args.keep_layers} blocks, partial tunes the top {args.blocks}"
+    )
 
     def classifier():
         """A fresh classifier on a freshly loaded backbone: adaptations (peft's LoRA wrappers, partial
         tuning's requires_grad) modify the backbone in place, so variants must not share one."""
-        return build_classifier(load_backbone_dir(directory), "belief14", seed=0)
+        return build_classifier(load_backbone_dir(directory), seed=0)
 
     with tempfile.TemporaryDirectory() as tmp:
         fill = time.perf_counter()

@@ -51,30 +51,80 @@ def main() -> None:
             row = attribute_question(model, q, pool, variant, pad_id).rows[0]
             seconds = time.perf_counter() - start
             clue = clue_measures(row, prompts)
-            rows.append({"path": label, "residual": row.residual, "bound": row.error_bound,
-                         "evals": row.grad_evals, "roughness": row.roughness, **clue})  # fmt: skip
-            table.append((
-                q.record_id, label, f"{row.residual:.5f}", f"{row.error_bound:.4f}", row.grad_evals,
-                "yes" if row.budget_exhausted else "no", f"{row.roughness:.1f}", clue["case_rank"],
-                f"{100 * clue['clue_share']:.0f}%", clue["text_rank"], f"{seconds:.0f}",
-            ))  # fmt: skip
+            rows.append(
+                {
+                    "path": label,
+                    "residual": row.residual,
+                    "bound": row.error_bound,
+                    "evals": row.grad_evals,
+                    "roughness": row.roughness,
+                    **clue,
+                }
+            )
+            table.append(
+                (
+                    q.record_id,
+                    label,
+                    f"{row.residual:.5f}",
+                    f"{row.error_bound:.4f}",
+                    row.grad_evals,
+                    "yes" if row.budget_exhausted else "no",
+                    f"{row.roughness:.1f}",
+                    clue["case_rank"],
+                    f"{100 * clue['clue_share']:.0f}%",
+                    clue["text_rank"],
+                    f"{seconds:.0f}",
+                )
+            )
         print(f"  done {q.record_id} (load {C.load_average()})", flush=True)
-    print(C.markdown_table(
-        ["question", "path", "R", "bound", "gradient evaluations", "budget out", "roughness",
-         "clue rank, case text", "clue share, case text", "clue rank, all text", "s"], table,
-    ))  # fmt: skip
+    print(
+        C.markdown_table(
+            [
+                "question",
+                "path",
+                "R",
+                "bound",
+                "gradient evaluations",
+                "budget out",
+                "roughness",
+                "clue rank, case text",
+                "clue share, case text",
+                "clue rank, all text",
+                "s",
+            ],
+            table,
+        )
+    )
     frame = pd.DataFrame(rows)
     summary = [
-        (label, f"{g.residual.median():.5f}", f"{g.residual.max():.5f}", f"{g.bound.median():.4f}",
-         f"{g.evals.median():.0f}", f"{g.roughness.median():.1f}", f"{(g.case_rank == 1).sum()} / {len(g)}",
-         f"{100 * g.clue_share.mean():.0f}%")
+        (
+            label,
+            f"{g.residual.median():.5f}",
+            f"{g.residual.max():.5f}",
+            f"{g.bound.median():.4f}",
+            f"{g.evals.median():.0f}",
+            f"{g.roughness.median():.1f}",
+            f"{(g.case_rank == 1).sum()} / {len(g)}",
+            f"{100 * g.clue_share.mean():.0f}%",
+        )
         for label, g in frame.groupby("path", sort=False)
-    ]  # fmt: skip
+    ]
     print()
-    print(C.markdown_table(
-        ["path", "median R", "max R", "median bound", "median evaluations", "median roughness",
-         "clue first in the case text", "mean clue share, case text"], summary,
-    ))  # fmt: skip
+    print(
+        C.markdown_table(
+            [
+                "path",
+                "median R",
+                "max R",
+                "median bound",
+                "median evaluations",
+                "median roughness",
+                "clue first in the case text",
+                "mean clue share, case text",
+            ],
+            summary,
+        )
+    )
     print(f"\nload average at end: {C.load_average()}; mean rank-1 share {np.mean(frame.case_rank == 1):.2f}")
 
 

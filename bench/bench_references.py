@@ -41,8 +41,13 @@ def main() -> None:
     model, prompts, cfg, pad_id = load(args.experiment, args.override)
     table, rows = [], []
     for m in args.refs:
-        at = replace(cfg.attribution, progress=False, method="kronrod", refs_per_collection=m,
-                     kronrod_max_evals=args.evals_per_ref * m)  # fmt: skip
+        at = replace(
+            cfg.attribution,
+            progress=False,
+            method="kronrod",
+            refs_per_collection=m,
+            kronrod_max_evals=args.evals_per_ref * m,
+        )
         questions, pool = explained_questions(model, prompts, at, args.skip + args.questions)
         for q in questions[args.skip :]:
             start = time.perf_counter()
@@ -50,25 +55,61 @@ def main() -> None:
             seconds = time.perf_counter() - start
             clue = clue_measures(row, prompts)
             rows.append({"refs": m, "residual": row.residual, **clue})
-            table.append((
-                q.record_id, m, f"{row.residual:.5f}", f"{row.error_bound:.4f}", row.grad_evals,
-                clue["case_rank"], f"{100 * clue['clue_share']:.0f}%", clue["text_rank"], f"{seconds:.0f}",
-            ))  # fmt: skip
+            table.append(
+                (
+                    q.record_id,
+                    m,
+                    f"{row.residual:.5f}",
+                    f"{row.error_bound:.4f}",
+                    row.grad_evals,
+                    clue["case_rank"],
+                    f"{100 * clue['clue_share']:.0f}%",
+                    clue["text_rank"],
+                    f"{seconds:.0f}",
+                )
+            )
             print(f"  {' | '.join(map(str, table[-1]))} (load {C.load_average()})", flush=True)
-    print(C.markdown_table(
-        ["question", "references", "R", "bound", "gradient evaluations", "clue rank, case text",
-         "clue share, case text", "clue rank, all text", "s"], table,
-    ))  # fmt: skip
+    print(
+        C.markdown_table(
+            [
+                "question",
+                "references",
+                "R",
+                "bound",
+                "gradient evaluations",
+                "clue rank, case text",
+                "clue share, case text",
+                "clue rank, all text",
+                "s",
+            ],
+            table,
+        )
+    )
     summary = [
-        (m, len(g), f"{g.residual.median():.5f}", f"{g.residual.max():.5f}",
-         f"{(g.case_rank == 1).sum()} / {len(g)}", f"{100 * g.clue_share.mean():.0f}%")
+        (
+            m,
+            len(g),
+            f"{g.residual.median():.5f}",
+            f"{g.residual.max():.5f}",
+            f"{(g.case_rank == 1).sum()} / {len(g)}",
+            f"{100 * g.clue_share.mean():.0f}%",
+        )
         for m, g in pd.DataFrame(rows).groupby("refs", sort=False)
-    ]  # fmt: skip
+    ]
     print()
-    print(C.markdown_table(
-        ["references", "questions", "median R", "max R", "clue first in the case text",
-         "mean clue share, case text"], summary,
-    ))  # fmt: skip
+    print(
+        C.markdown_table(
+            [
+                "references",
+                "questions",
+                "median R",
+                "max R",
+                "clue first in the case text",
+                "mean clue share, case text",
+            ],
+            summary,
+        )
+    )
     print(f"\nload average at end: {C.load_average()}")
 
 

@@ -57,7 +57,7 @@ CONFIG = {
 def prepare(work: Path, n_test: int = 12, n_train: int = 32) -> None:
     materialize_backbone(work / "backbone", "tiny", tiny=TinySpec(hidden_size=256, layers=4, heads=4))
     backbone = load_backbone_dir(work / "backbone")
-    save_classifier(build_classifier(backbone, "belief14", seed=0), work / "classifier")
+    save_classifier(build_classifier(backbone, seed=0), work / "classifier")
     vocab = backbone.model.config.vocab_size
     rng = np.random.default_rng(0)
     rows = []

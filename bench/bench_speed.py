@@ -102,9 +102,13 @@ def section_mask(model: RandomSetClassifier, prompts: pd.DataFrame, n_questions:
             with torch.inference_mode():
                 embeds = model.embed(ids)[0]
             q = MaskingQuestion(
-                str(row.record_id), embeds, torch.ones(ids.shape[1], dtype=torch.long),
-                torch.arange(ids.shape[1]), np.asarray(row.eligible, dtype=bool), 0,
-            )  # fmt: skip
+                str(row.record_id),
+                embeds,
+                torch.ones(ids.shape[1], dtype=torch.long),
+                torch.arange(ids.shape[1]),
+                np.asarray(row.eligible, dtype=bool),
+                0,
+            )
             start = time.perf_counter()
             (eff,) = zero_masking_effects(
                 classifier_mass_fn(model), q, ranking, replace(spec, reuse_prefix=reuse)
@@ -133,9 +137,19 @@ def section_mask(model: RandomSetClassifier, prompts: pd.DataFrame, n_questions:
         f"\n{len(rows)} MedQA test questions, {int(np.median(lengths))} tokens (median), "
         f"{passes} passes each\n"
     )
-    print(C.markdown_table(
-        ["variant", "s / question", "passes / s", "speed-up vs before (median)", "per question",
-         "max abs diff of F(X), D vs before"], table))  # fmt: skip
+    print(
+        C.markdown_table(
+            [
+                "variant",
+                "s / question",
+                "passes / s",
+                "speed-up vs before (median)",
+                "per question",
+                "max abs diff of F(X), D vs before",
+            ],
+            table,
+        )
+    )
 
 
 # -------------------------------------------------------------------------------------- precision
@@ -185,8 +199,21 @@ def section_precision(
         top32 = set(torch.topk(e32.norm(dim=-1), 10).indices.tolist())
         top16 = set(torch.topk(e16.norm(dim=-1), 10).indices.tolist())
         flops = gradient_sample_flops(spec, len(ids)).total
-        rows.append([qi, len(ids), t32 / 16 * 1e3, t16 / 16 * 1e3, t32 / t16, rel, len(top32 & top16) == 10,
-                     r32, r16, flops * 16 / t32 / 1e9, flops * 16 / t16 / 1e9])  # fmt: skip
+        rows.append(
+            [
+                qi,
+                len(ids),
+                t32 / 16 * 1e3,
+                t16 / 16 * 1e3,
+                t32 / t16,
+                rel,
+                len(top32 & top16) == 10,
+                r32,
+                r16,
+                flops * 16 / t32 / 1e9,
+                flops * 16 / t16 / 1e9,
+            ]
+        )
         print(
             f"question {qi}: fp32 {t32:.1f} s, bf16 {t16:.1f} s, ratio {t32 / t16:.2f}, rel L2 {rel:.4f}",
             flush=True,
@@ -194,9 +221,24 @@ def section_precision(
     _cast(model, "float32")
     arr = np.asarray([r[2:] for r in rows], dtype=float)
     print()
-    print(C.markdown_table(
-        ["question", "tokens", "fp32 ms / sample", "bf16 ms / sample", "fp32 / bf16", "rel. L2 (e)",
-         "same top-10", "R fp32", "R bf16", "fp32 GFLOP/s", "bf16 GFLOP/s"], rows))  # fmt: skip
+    print(
+        C.markdown_table(
+            [
+                "question",
+                "tokens",
+                "fp32 ms / sample",
+                "bf16 ms / sample",
+                "fp32 / bf16",
+                "rel. L2 (e)",
+                "same top-10",
+                "R fp32",
+                "R bf16",
+                "fp32 GFLOP/s",
+                "bf16 GFLOP/s",
+            ],
+            rows,
+        )
+    )
     g32, g16 = float(np.median(gemm["float32"])), float(np.median(gemm["bfloat16"]))
     print(
         f"\nmedian: fp32 / bf16 {np.median(arr[:, 2]):.2f}x (range {C.spread(arr[:, 2])}); rel. L2 "
@@ -213,8 +255,14 @@ def section_precision(
 
 
 # -------------------------------------------------------------------------------------- estimator
-def section_estimator(model: RandomSetClassifier, prompts: pd.DataFrame, pad_id: int, precision: str,
-                      n_questions: int, configs: list[str]) -> None:  # fmt: skip
+def section_estimator(
+    model: RandomSetClassifier,
+    prompts: pd.DataFrame,
+    pad_id: int,
+    precision: str,
+    n_questions: int,
+    configs: list[str],
+) -> None:
     from xurs_pipeline.attribution.runner import RunOutput, run_attribution
 
     _cast(model, precision)
@@ -230,23 +278,39 @@ def section_estimator(model: RandomSetClassifier, prompts: pd.DataFrame, pad_id:
         if method == "igA":
             kwargs.update(ig_adaptive=True, ig_tolerance=0.05, ig_refine_factor=2, ig_max_points=64)
         cfg = AttributionConfig(
-            method="eg" if method == "eg" else "ig", refs_per_collection=N_REFS, max_questions=n_questions,
-            samples_per_call=8, precision=precision, progress=False, **kwargs,
-        )  # fmt: skip
+            method="eg" if method == "eg" else "ig",
+            refs_per_collection=N_REFS,
+            max_questions=n_questions,
+            samples_per_call=8,
+            precision=precision,
+            progress=False,
+            **kwargs,
+        )
         with tempfile.TemporaryDirectory() as out:
             start = time.perf_counter()
-            run_attribution(model, frame, cfg, pad_id=pad_id,
-                            max_positions=None, out=RunOutput(out, "bench"))  # fmt: skip
+            run_attribution(model, frame, cfg, pad_id=pad_id, max_positions=None, out=RunOutput(out, "bench"))
             seconds = time.perf_counter() - start
             table = pd.read_parquet(Path(out) / "attributions.parquet")
         r = table["residual"].to_numpy(float)
-        rows.append([spec, float(table["grad_evals"].median()), seconds / n_questions, float(np.median(r)),
-                     float(r.max()), bool(np.median(r) <= 0.01 and r.max() <= 0.05)])  # fmt: skip
+        rows.append(
+            [
+                spec,
+                float(table["grad_evals"].median()),
+                seconds / n_questions,
+                float(np.median(r)),
+                float(r.max()),
+                bool(np.median(r) <= 0.01 and r.max() <= 0.05),
+            ]
+        )
         print(rows[-1], flush=True)
     _cast(model, "float32")
     print(f"\n{n_questions} MedQA test questions, {N_REFS} training references, {precision}\n")
-    print(C.markdown_table(["estimator", "gradient evals / question", "s / question", "median R", "max R",
-                            "meets App. B.4"], rows))  # fmt: skip
+    print(
+        C.markdown_table(
+            ["estimator", "gradient evals / question", "s / question", "median R", "max R", "meets App. B.4"],
+            rows,
+        )
+    )
 
 
 # ------------------------------------------------------------------------------------------ medqa
@@ -304,8 +368,17 @@ def _local_attribution() -> dict[str, object]:
         **yaml.safe_load((conf / "default.yaml").read_text()),
         **yaml.safe_load((conf / "local.yaml").read_text()),
     }
-    keys = ("method", "n_samples", "ig_points", "ig_quadrature", "ig_adaptive", "ig_tolerance",
-            "ig_refine_factor", "ig_max_points", "precision")  # fmt: skip
+    keys = (
+        "method",
+        "n_samples",
+        "ig_points",
+        "ig_quadrature",
+        "ig_adaptive",
+        "ig_tolerance",
+        "ig_refine_factor",
+        "ig_max_points",
+        "precision",
+    )
     return {k: merged[k] for k in keys}
 
 
@@ -323,8 +396,10 @@ def main() -> None:
     parser.add_argument("--estimators", default="eg:16,eg:64,ig:4,ig:8,igA:4")
     args = parser.parse_args()
     started = time.perf_counter()
-    C.print_header(f"bench_speed: {args.section}", f"python bench/bench_speed.py --section {args.section} "
-                   f"--questions {args.questions}")  # fmt: skip
+    C.print_header(
+        f"bench_speed: {args.section}",
+        f"python bench/bench_speed.py --section {args.section} --questions {args.questions}",
+    )
     model, pad_id, tokenizer = C.smollm2()
     prompts = C.medqa_prompts(tokenizer)
     if args.section == "mask":

@@ -24,8 +24,10 @@ def import_seconds(tree: Path, stage: str) -> float:
     start = time.perf_counter()
     subprocess.run(
         [sys.executable, "-c", f"import xurs_pipeline.tasks.{stage}"],
-        cwd=tree, env={"PYTHONPATH": str(tree), "PATH": ""}, check=True,
-    )  # fmt: skip
+        cwd=tree,
+        env={"PYTHONPATH": str(tree), "PATH": ""},
+        check=True,
+    )
     return time.perf_counter() - start
 
 
@@ -54,8 +56,15 @@ def main() -> None:
                 for name in list(trees) if r % 2 == 0 else list(trees)[::-1]:
                     times[name].append(import_seconds(trees[name], stage))
             ratio = np.asarray(times["baseline"]) / np.asarray(times["now"])
-            rows.append([stage, float(np.median(times["baseline"])), float(np.median(times["now"])),
-                         float(np.median(ratio)), C.spread(ratio)])  # fmt: skip
+            rows.append(
+                [
+                    stage,
+                    float(np.median(times["baseline"])),
+                    float(np.median(times["now"])),
+                    float(np.median(ratio)),
+                    C.spread(ratio),
+                ]
+            )
     print(C.markdown_table(["stage", f"{args.baseline} s", "now s", "baseline / now", "per round"], rows))
     C.print_footer(started)
 

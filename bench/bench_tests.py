@@ -38,8 +38,7 @@ def main() -> None:
     args = parser.parse_args()
     C.print_header("Test suite wall time", "python bench/bench_tests.py " + " ".join(sys.argv[1:]))
     print(f"- tests: {collected(args.extra)}")
-    command = [str(PYTEST), "-q", "-p", "no:cacheprovider",
-               f"--durations={args.durations}", *args.extra]  # fmt: skip
+    command = [str(PYTEST), "-q", "-p", "no:cacheprovider", f"--durations={args.durations}", *args.extra]
     start = time.perf_counter()
     result = subprocess.run(command, cwd=C.ROOT, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start

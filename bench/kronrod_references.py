@@ -112,12 +112,17 @@ def _record(q, cfg, row, seconds: float, lead: str, rules: dict) -> dict:
     """The fields every record has: what was run (estimator, question, M, budget, stopping rule, lead), where
     each rule first held (``rules``) and the run's end (evaluations, R, bound, seconds)."""
     return {
-        "estimator": _estimator(cfg), "question": q.record_id, "tokens": len(q.input_ids),
-        "refs": cfg.refs_per_collection, "budget": cfg.gradient_budget().per_question,
-        "stop": _stop(cfg), "lead": lead, **rules,
+        "estimator": _estimator(cfg),
+        "question": q.record_id,
+        "tokens": len(q.input_ids),
+        "refs": cfg.refs_per_collection,
+        "budget": cfg.gradient_budget().per_question,
+        "stop": _stop(cfg),
+        "lead": lead,
+        **rules,
         "exhausted": row.budget_exhausted,
         "final": {"evals": row.grad_evals, "R": row.residual, "bound": row.error_bound, "seconds": seconds},
-    }  # fmt: skip
+    }
 
 
 def eg_and_masking(model, q, pool, cfg, pad_id: int, args) -> dict:
@@ -127,10 +132,14 @@ def eg_and_masking(model, q, pool, cfg, pad_id: int, args) -> dict:
     eg = attribute_question(model, q, pool, eg_cfg, pad_id).rows[0]
     spread = eg.error_bound * np.sqrt(eg.grad_evals) / Z_95
     return {
-        "eg": {"draws": eg.grad_evals, "R": eg.residual, "s": spread,
-               "draws_for_0.01": (Z_95 * spread / TOLERANCE) ** 2},
+        "eg": {
+            "draws": eg.grad_evals,
+            "R": eg.residual,
+            "s": spread,
+            "draws_for_0.01": (Z_95 * spread / TOLERANCE) ** 2,
+        },
         "masking_seconds": masking_seconds(model, q, cfg.target_fn),
-    }  # fmt: skip
+    }
 
 
 def _config(at, m: int, estimator: str, args, lead: str = "stop"):
@@ -139,10 +148,17 @@ def _config(at, m: int, estimator: str, args, lead: str = "stop"):
     ``--ig-max-points`` (led by its own residuals); tolerance 0.01 either way."""
     cfg = replace(at, refs_per_collection=m, n_collections=1)
     if estimator == "kronrod":
-        return replace(cfg, method="kronrod", kronrod_stop=args.stop, kronrod_lead=lead,
-                       kronrod_tolerance=TOLERANCE, kronrod_max_evals=args.per_ref_budget * m)  # fmt: skip
-    return replace(cfg, method="ig", ig_adaptive=True, ig_tolerance=TOLERANCE,
-                   ig_max_points=args.ig_max_points)  # fmt: skip
+        return replace(
+            cfg,
+            method="kronrod",
+            kronrod_stop=args.stop,
+            kronrod_lead=lead,
+            kronrod_tolerance=TOLERANCE,
+            kronrod_max_evals=args.per_ref_budget * m,
+        )
+    return replace(
+        cfg, method="ig", ig_adaptive=True, ig_tolerance=TOLERANCE, ig_max_points=args.ig_max_points
+    )
 
 
 def _budget(at, m: int, estimator: str, args) -> int:
@@ -179,9 +195,15 @@ def run(args) -> None:
     for m in args.refs:
         for q, (estimator, lead) in itertools.product(questions, _runs(args)):  # a question's back to back
             run_cfg = _config(at, m, estimator, args, lead)
-            settings = {"estimator": estimator, "question": q.record_id, "refs": m, "lead": lead,
-                        "budget": _budget(at, m, estimator, args), "stop": _stop(run_cfg),
-                        "model": model_hash}  # fmt: skip
+            settings = {
+                "estimator": estimator,
+                "question": q.record_id,
+                "refs": m,
+                "lead": lead,
+                "budget": _budget(at, m, estimator, args),
+                "stop": _stop(run_cfg),
+                "model": model_hash,
+            }
             if _key(settings) in done:
                 continue
             measured = (
@@ -195,16 +217,25 @@ def run(args) -> None:
             with out.open("a") as f:
                 f.write(json.dumps(record) + "\n")
             rule = record["residual_rule"]["evals"]
-            print(f"  {q.record_id} M={m} {_label(record)}: App. B.4 at {rule}, load {C.load_average()}",
-                  flush=True)  # fmt: skip
+            print(
+                f"  {q.record_id} M={m} {_label(record)}: App. B.4 at {rule}, load {C.load_average()}",
+                flush=True,
+            )
 
 
 def _key(record: dict) -> tuple:
     """What a record was measured with: estimator (kronrod before IG was measured), question, M, budget,
     stopping rule, the rule that led its refinement (bound before the residual lead existed) and the trained
     model's config hash."""
-    return (record.get("estimator", "kronrod"), record["question"], record["refs"], record["budget"],
-            record.get("stop"), _lead(record), record.get("model"))  # fmt: skip
+    return (
+        record.get("estimator", "kronrod"),
+        record["question"],
+        record["refs"],
+        record["budget"],
+        record.get("stop"),
+        _lead(record),
+        record.get("model"),
+    )
 
 
 def _lead(record: dict) -> str:
@@ -255,16 +286,37 @@ def _median(values: list[float | None]) -> float | None:
 def table(args) -> None:
     rows = latest(records(Path(args.out)))
     per_pair = [
-        (r["question"], r["tokens"], r["refs"], _label(r), _evals(r, "residual_rule"),
-         _evals(r, "bound_rule"),
-         f"{r['final']['R']:.4f}", f"{r['final']['bound']:.4f}",
-         f"{r['final']['seconds'] / r['final']['evals']:.2f}", f"{r['eg']['draws_for_0.01']:,.0f}")
+        (
+            r["question"],
+            r["tokens"],
+            r["refs"],
+            _label(r),
+            _evals(r, "residual_rule"),
+            _evals(r, "bound_rule"),
+            f"{r['final']['R']:.4f}",
+            f"{r['final']['bound']:.4f}",
+            f"{r['final']['seconds'] / r['final']['evals']:.2f}",
+            f"{r['eg']['draws_for_0.01']:,.0f}",
+        )
         for r in rows
-    ]  # fmt: skip
-    print(C.markdown_table(["question", "tokens", "M", "estimator",
-                            "evaluations to App. B.4 (residual rule)", "to the bound", "R at end",
-                            "bound at end", "s / evaluation", "EG draws for 0.01 (projected)"],
-                           per_pair))  # fmt: skip
+    ]
+    print(
+        C.markdown_table(
+            [
+                "question",
+                "tokens",
+                "M",
+                "estimator",
+                "evaluations to App. B.4 (residual rule)",
+                "to the bound",
+                "R at end",
+                "bound at end",
+                "s / evaluation",
+                "EG draws for 0.01 (projected)",
+            ],
+            per_pair,
+        )
+    )
     print()
     summary = []
     for label in _labels(rows):
@@ -277,9 +329,22 @@ def table(args) -> None:
         projected = [(m, label, "-", "projected", _fmt(_times(unit, m))) + ("-",) * 4 for m in args.project]
         summary += projected
         print(f"projection, {label}: {_fmt(unit)} evaluations per reference (median over measured pairs) x M")
-    print(C.markdown_table(["M", "estimator", "questions", "", "median evaluations, residual rule",
-                            "bound rule", "EG draws (projected from s)", "questions / hour, residual rule",
-                            "bound rule"], summary))  # fmt: skip
+    print(
+        C.markdown_table(
+            [
+                "M",
+                "estimator",
+                "questions",
+                "",
+                "median evaluations, residual rule",
+                "bound rule",
+                "EG draws (projected from s)",
+                "questions / hour, residual rule",
+                "bound rule",
+            ],
+            summary,
+        )
+    )
     print()
     print(planning_table(rows, sorted({r["refs"] for r in rows} | set(args.project))))
 
@@ -318,8 +383,12 @@ def _labels(rows: list[dict]) -> list[str]:
 def _per_reference(rows: list[dict]) -> float | None:
     """The median evaluations to App. B.4 per reference over ``rows`` (a run that never met it counts as
     above; None if most did not)."""
-    return _median([None if r["residual_rule"]["evals"] is None else r["residual_rule"]["evals"] / r["refs"]
-                    for r in rows])  # fmt: skip
+    return _median(
+        [
+            None if r["residual_rule"]["evals"] is None else r["residual_rule"]["evals"] / r["refs"]
+            for r in rows
+        ]
+    )
 
 
 def _times(unit: float | None, m: int) -> float | None:

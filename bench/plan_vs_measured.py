@@ -35,8 +35,12 @@ def measured(project: Path, stage: str) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": str(project)}
     result = subprocess.run(
         ["/usr/bin/time", "-v", sys.executable, "-m", "stages", stage],
-        cwd=project, env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr).group(1)) * 1024
     clock = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)", result.stderr).group(1)
     seconds = sum(float(part) * 60**i for i, part in enumerate(reversed(clock.split(":"))))
@@ -57,11 +61,19 @@ def rows_for(project: Path) -> list[list[object]]:
         load = C.load_average()
         rss, seconds = measured(project, stage)
         plan = plans[stage]
-        rows.append([
-            f"{cfg.experiment_name} ({config.model_type}, {counts.total / 1e6:.1f} M)", stage,
-            f"{plan.peak_bytes / GIB:.2f}", f"{rss / GIB:.2f}", f"{rss / plan.peak_bytes:.2f}",
-            f"{plan.seconds:.1f}", f"{seconds:.1f}", f"{seconds / plan.seconds:.2f}", load,
-        ])  # fmt: skip
+        rows.append(
+            [
+                f"{cfg.experiment_name} ({config.model_type}, {counts.total / 1e6:.1f} M)",
+                stage,
+                f"{plan.peak_bytes / GIB:.2f}",
+                f"{rss / GIB:.2f}",
+                f"{rss / plan.peak_bytes:.2f}",
+                f"{plan.seconds:.1f}",
+                f"{seconds:.1f}",
+                f"{seconds / plan.seconds:.2f}",
+                load,
+            ]
+        )
     return rows
 
 
@@ -70,9 +82,12 @@ def main() -> None:
     parser.add_argument("projects", nargs="+", type=Path)
     args = parser.parse_args()
     rows = [row for project in args.projects for row in rows_for(project.resolve())]
-    print(C.markdown_table(
-        ["run", "stage", "plan GiB", "measured GiB", "ratio", "plan s", "measured s", "ratio", "load"], rows
-    ))  # fmt: skip
+    print(
+        C.markdown_table(
+            ["run", "stage", "plan GiB", "measured GiB", "ratio", "plan s", "measured s", "ratio", "load"],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

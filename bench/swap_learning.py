@@ -55,8 +55,9 @@ def accuracy_by_order(cfg, prompts: pd.DataFrame, loaded, cue: int) -> dict[str,
     model, tokenizer = loaded
     rows = role_test_records(prompts, cue)
     ids = [list(map(int, x)) for x in rows["input_ids"]]
-    masses = classifier_outputs(model, ids, tokenizer.pad_token_id, cfg.train.eval_batch_size,
-                                device=model_device(model)).masses  # fmt: skip
+    masses = classifier_outputs(
+        model, ids, tokenizer.pad_token_id, cfg.train.eval_batch_size, device=model_device(model)
+    ).masses
     order = rows["cue_positions"].map(cue_order).to_numpy()
     out = {"pooled": role_accuracy(masses, rows, cue)}
     for k in (1, 2):
@@ -71,8 +72,9 @@ def behaviour_by_order(cfg, prompts: pd.DataFrame, loaded, role: str) -> dict[st
     order = dict(zip(probe_rows["record_id"], probe_rows["cue_positions"].map(cue_order), strict=True))
     records = [r for r in load_records(cfg.data) if r.record_id in order]
     model, tokenizer = loaded
-    reader = label_widths(model, tokenizer, cfg.data.max_tokens, cfg.train.eval_batch_size,
-                          model_device(model))  # fmt: skip
+    reader = label_widths(
+        model, tokenizer, cfg.data.max_tokens, cfg.train.eval_batch_size, model_device(model)
+    )
     dep = cue_dependence(edit_widths(records, reader), role)
     dep["order"] = dep["record_id"].map(order)
     out = {"pooled": f"{int(dep['as_trained'].sum())}/{len(dep)}"}
@@ -99,11 +101,13 @@ def measure(cfg, out: Path, evaluate_only: bool) -> dict[str, dict]:
         loaded[0].eval().requires_grad_(False)
         best = next((e for e in fit["history"] if e["epoch"] == fit["best_epoch"]), {})
         results[role] = {
-            "train_s": round(fit["train_s"], 1), "best_epoch": fit["best_epoch"],
-            "epochs_run": fit["epochs_run"], "dev_accuracy": best.get("dev_accuracy"),
+            "train_s": round(fit["train_s"], 1),
+            "best_epoch": fit["best_epoch"],
+            "epochs_run": fit["epochs_run"],
+            "dev_accuracy": best.get("dev_accuracy"),
             "accuracy_own_cue": accuracy_by_order(cfg, prompts, loaded, ROLES[role].cue),
             "as_trained": behaviour_by_order(cfg, prompts, loaded, role),
-        }  # fmt: skip
+        }
     return results
 
 
@@ -111,8 +115,10 @@ def report(results: dict[str, dict]) -> None:
     for role, r in results.items():
         acc = r["accuracy_own_cue"]
         per = "  ".join(f"{k} {v['accuracy_own_cue']:.2f} (n {v['n_own_cue']})" for k, v in acc.items())
-        print(f"model {role}: train {r['train_s']:.0f} s, best epoch {r['best_epoch']}/{r['epochs_run']}, "
-              f"dev accuracy {r['dev_accuracy']}")  # fmt: skip
+        print(
+            f"model {role}: train {r['train_s']:.0f} s, best epoch {r['best_epoch']}/{r['epochs_run']}, "
+            f"dev accuracy {r['dev_accuracy']}"
+        )
         print(f"  own cue resolves it: {per}")
         print(f"  behaves as trained on probes: {r['as_trained']}")
 
@@ -133,8 +139,10 @@ def main() -> None:
     results = measure(cfg, args.out, args.evaluate_only)
     print(f"overrides: {' '.join(args.override) or '(none)'}")
     report(results)
-    print(f"total {time.perf_counter() - start:.0f} s; load average {load_before[0]:.2f} -> "
-          f"{os.getloadavg()[0]:.2f}")  # fmt: skip
+    print(
+        f"total {time.perf_counter() - start:.0f} s; load average {load_before[0]:.2f} -> "
+        f"{os.getloadavg()[0]:.2f}"
+    )
     if args.json:
         args.json.write_text(json.dumps({"overrides": args.override, "roles": results}, indent=2) + "\n")
 

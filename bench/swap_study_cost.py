@@ -51,7 +51,8 @@ def parts(cfg, inputs, probes) -> tuple[dict[str, Callable[[int], object]], dict
     for method in (m for m in ev.swap_methods if m != RUN_METHOD and m not in NULL_METHODS):
         config = method_configs([method], ev.swap_layer_ig_steps, cfg.attribution)
         calls[f"method {method}"] = lambda _, c=config: [
-            model_readings(inputs.models[role][0], name, probes, c) for name, role in trained]  # fmt: skip
+            model_readings(inputs.models[role][0], name, probes, c) for name, role in trained
+        ]
     calls["yardstick text_edits (behaviour)"] = lambda _: model_behaviour(inputs)
     evals["yardstick text_edits (behaviour)"] = "5"
     readers = width_readers(inputs)
@@ -77,25 +78,48 @@ def method_costs(inputs, probes, cfg) -> dict[str, dict[str, float]]:
         start, start_cpu = time.perf_counter(), time.process_time()
         frame = model_readings(inputs.models["A"][0], "A", probes, config)
         n = len(probes.ids)
-        out[f"method {method}"] = {"cpu": (time.process_time() - start_cpu) / n,
-                                   "wall": (time.perf_counter() - start) / n,
-                                   "forwards": float(frame["forwards"].median()),
-                                   "grad_evals": float(frame["grad_evals"].median())}  # fmt: skip
+        out[f"method {method}"] = {
+            "cpu": (time.process_time() - start_cpu) / n,
+            "wall": (time.perf_counter() - start) / n,
+            "forwards": float(frame["forwards"].median()),
+            "grad_evals": float(frame["grad_evals"].median()),
+        }
     return out
 
 
 def print_method_costs(costs: dict[str, dict[str, float]]) -> None:
-    rows = [(name.removeprefix("method "), f"{c['cpu']:.2f}", f"{c['wall']:.2f}", f"{c['forwards']:.0f}",
-             f"{c['grad_evals']:.0f}") for name, c in costs.items()]  # fmt: skip
-    print(C.markdown_table(["method", "CPU s per probe", "wall s per probe", "forwards per probe",
-                            "gradient evaluations per probe"], rows))  # fmt: skip
+    rows = [
+        (
+            name.removeprefix("method "),
+            f"{c['cpu']:.2f}",
+            f"{c['wall']:.2f}",
+            f"{c['forwards']:.0f}",
+            f"{c['grad_evals']:.0f}",
+        )
+        for name, c in costs.items()
+    ]
+    print(
+        C.markdown_table(
+            [
+                "method",
+                "CPU s per probe",
+                "wall s per probe",
+                "forwards per probe",
+                "gradient evaluations per probe",
+            ],
+            rows,
+        )
+    )
 
 
 def main() -> None:
     parser = experiment_parser(__doc__, "controlled_swap", 0)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--methods-only", action="store_true",
-                        help="only each method's cost per probe under model A, one reading, no warm-up")
+    parser.add_argument(
+        "--methods-only",
+        action="store_true",
+        help="only each method's cost per probe under model A, one reading, no warm-up",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     C.print_header("Swap study: seconds per part of one seed", " ".join(sys.argv))
@@ -112,15 +136,36 @@ def main() -> None:
     evals.update({name: f"{c['forwards'] + c['grad_evals']:.0f}" for name, c in costs.items()})
     wall, cpu = C.interleaved(calls, args.rounds)
     base = "yardstick text_edits (behaviour)"
-    rows = [(name, f"{np.median(wall[name]):.2f}", f"{np.median(cpu[name]):.2f}",
-             f"{C.median_ratio(wall, name, base):.2f}", f"{C.median_ratio(cpu, name, base):.2f}", evals[name])
-            for name in calls]  # fmt: skip
+    rows = [
+        (
+            name,
+            f"{np.median(wall[name]):.2f}",
+            f"{np.median(cpu[name]):.2f}",
+            f"{C.median_ratio(wall, name, base):.2f}",
+            f"{C.median_ratio(cpu, name, base):.2f}",
+            evals[name],
+        )
+        for name in calls
+    ]
     print(f"{len(probes.ids)} probes, 2 trained models, {args.rounds} rounds (median; order rotated)")
-    print(C.markdown_table(["part", "wall s", "CPU s", "wall / text_edits", "CPU / text_edits",
-                            "model evaluations per probe and model"], rows))  # fmt: skip
+    print(
+        C.markdown_table(
+            [
+                "part",
+                "wall s",
+                "CPU s",
+                "wall / text_edits",
+                "CPU / text_edits",
+                "model evaluations per probe and model",
+            ],
+            rows,
+        )
+    )
     whole, whole_cpu = C.interleaved({"run_study": lambda _: run_study(inputs)}, 1, warmup=0)
-    print(f"\nthe whole swap stage's study (run_study, once): {whole['run_study'][0]:.1f} s wall, "
-          f"{whole_cpu['run_study'][0]:.1f} s CPU")  # fmt: skip
+    print(
+        f"\nthe whole swap stage's study (run_study, once): {whole['run_study'][0]:.1f} s wall, "
+        f"{whole_cpu['run_study'][0]:.1f} s CPU"
+    )
     C.print_footer(started)
 
 

@@ -69,8 +69,14 @@ GROUPS = {
 }
 # the groups that take longest start first (they are the suite's critical path)
 LONG_FIRST = (
-    "user_clone", "swap_sweep", "smoke", "reliability", "paper_llama2", "paper_smollm3", "processes"
-)  # fmt: skip
+    "user_clone",
+    "swap_sweep",
+    "smoke",
+    "reliability",
+    "paper_llama2",
+    "paper_smollm3",
+    "processes",
+)
 
 
 def worker_group(nodeid: str) -> str | None:

@@ -28,8 +28,25 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 EXPERIMENT_TABLE = ROOT / "docs" / "configuration.md"  # the one table of every experiment
 SECTIONS = ("data", "model", "train", "attribution", "evaluation", "paths")
-FILE_SUFFIXES = ("gguf", "json", "jsonl", "yaml", "py", "parquet", "safetensors", "md", "html", "csv", "tex",
-                 "png", "txt", "lock", "log", "toml", "cff")  # fmt: skip
+FILE_SUFFIXES = (
+    "gguf",
+    "json",
+    "jsonl",
+    "yaml",
+    "py",
+    "parquet",
+    "safetensors",
+    "md",
+    "html",
+    "csv",
+    "tex",
+    "png",
+    "txt",
+    "lock",
+    "log",
+    "toml",
+    "cff",
+)
 PROJECT_SUFFIXES = (
     "yaml",
     "py",
@@ -43,12 +60,24 @@ PROJECT_SUFFIXES = (
 OUTPUTS = tuple(a.path for a in ARTIFACTS.values())  # a run's outputs, relative to data/ or results/
 MISSPELT = re.compile(r"did you mean|misspel|unknown key|typo", re.I)  # lines that show a refused key
 RUN_NOTES = (
-    r"load average", r"beside (another|one other|the same other) (run|pipeline|job)", r"was not kept",
-    r"stopped (after [^.]*?)?for (the session's )?time", r"time limit ended", r"lightly loaded",
-    r"heavily shared", r"\b(in|this|the next|the previous|the) session\b", r"on a shared one",
-    r"what was tried", r"\blent\b", r"a first attempt", r"ran out of (CPU|device|time)", r"\bnice(-| )\d+",
-    r"not being logged", r"was cut off", r"\bwe tried\b",
-)  # fmt: skip
+    r"load average",
+    r"beside (another|one other|the same other) (run|pipeline|job)",
+    r"was not kept",
+    r"stopped (after [^.]*?)?for (the session's )?time",
+    r"time limit ended",
+    r"lightly loaded",
+    r"heavily shared",
+    r"\b(in|this|the next|the previous|the) session\b",
+    r"on a shared one",
+    r"what was tried",
+    r"\blent\b",
+    r"a first attempt",
+    r"ran out of (CPU|device|time)",
+    r"\bnice(-| )\d+",
+    r"not being logged",
+    r"was cut off",
+    r"\bwe tried\b",
+)
 MACHINE_NOTES = (r"\bthis machine\b", r"\bXeon\b", r"\bEPYC\b")  # machines are named in BENCHMARKS.md only
 DEPENDENCIES = ("transformers", "accelerate", "dvc", "hydra-core", "torch", "peft", "captum", "PyTorch")
 
@@ -202,8 +231,9 @@ def check_issues(text: str) -> list[str]:
 def check_run_notes(text: str, patterns: Iterable[str] = RUN_NOTES + MACHINE_NOTES) -> list[str]:
     """No notes about one particular run (load, what was kept or stopped, sessions, machine names outside
     BENCHMARKS.md): BENCHMARKS.md holds measurements with their machine, the git log the story."""
-    return [f"{m.group(0)!r}: a note about a particular run" for p in patterns
-            for m in re.finditer(p, text, re.I)]  # fmt: skip
+    return [
+        f"{m.group(0)!r}: a note about a particular run" for p in patterns for m in re.finditer(p, text, re.I)
+    ]
 
 
 def table_experiments(text: str) -> list[str]:
@@ -259,9 +289,29 @@ def check_status(readme: str, root: Path = ROOT, first_lines: int = 15) -> list[
 
 
 # Counts and lists the prose states about the code: (pattern whose group 1 is the count, what it counts).
-NUMBER_NAMES = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-                "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-                "nineteen", "twenty")  # fmt: skip
+NUMBER_NAMES = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+)
 NUMBER_WORDS = {w: i for i, w in enumerate(NUMBER_NAMES)}
 COUNT_CLAIMS = (
     (r"\b(\w+) DVC stages\b", "stages"),
@@ -537,8 +587,9 @@ DOCS = (
 )
 
 
-def checkers(keys: set[str], options: Mapping[str, set[str]], stages: Iterable[str],
-             facts: Mapping[str, Any]) -> dict[str, Callable[[str, Path], list[str]]]:  # fmt: skip
+def checkers(
+    keys: set[str], options: Mapping[str, set[str]], stages: Iterable[str], facts: Mapping[str, Any]
+) -> dict[str, Callable[[str, Path], list[str]]]:
     """Each check of :data:`DOCS` by name, as ``check(text, path) -> problems``."""
     from docs_figures import figures_check  # it reads this module's figure patterns
 

@@ -64,8 +64,13 @@ class Repo:
     lock: dict[str, Any] = field(default_factory=dict)
 
     def git(self, *args: str) -> str:
-        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=self.root,
-                              check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
+        return subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=self.root,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
 
     def commit(self, tree: Mapping[str, Any], ran: tuple[str, ...], files: Mapping[str, Any]) -> str:
         """Commit ``tree`` as params.yaml with the stages ``ran`` run under it (the others keep the last

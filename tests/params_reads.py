@@ -97,10 +97,12 @@ def unlisted_reads(reads: Reads, composed: Mapping[str, Any]) -> dict[str, list[
             continue
         allowed = listed(stage, composed)
         missing = sorted(
-            k for k in keys
-            if not k.startswith("paths.") and k not in NO_RESULT
+            k
+            for k in keys
+            if not k.startswith("paths.")
+            and k not in NO_RESULT
             and not any(k == a or k.startswith(f"{a}.") for a in allowed)
-        )  # fmt: skip
+        )
         if missing:
             unlisted[stage] = missing
     return unlisted

@@ -24,8 +24,12 @@ def run_any(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     tests/conftest.py), so their outputs equal an in-process run's bit for bit."""
     import torch
 
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(cwd),
-           "OMP_NUM_THREADS": str(torch.get_num_threads())}  # fmt: skip
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(cwd),
+        "OMP_NUM_THREADS": str(torch.get_num_threads()),
+    }
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
 
 

@@ -20,8 +20,9 @@ def git_clone(work: Path, source: Path = ROOT) -> Path:
     """``git clone source work``, then the working tree's versions of tracked files ``source`` has changed
     (committed in the clone), and a git identity for ``dvc exp`` commits. Returns ``work``."""
     run_ok(["git", "clone", "-q", "--no-hardlinks", str(source), str(work)], work.parent)
-    changed = subprocess.run(["git", "diff", "--name-only", "HEAD"], cwd=source, capture_output=True,
-                             text=True, check=True).stdout.split()  # fmt: skip
+    changed = subprocess.run(
+        ["git", "diff", "--name-only", "HEAD"], cwd=source, capture_output=True, text=True, check=True
+    ).stdout.split()
     for name in changed:
         if (source / name).exists():
             (work / name).parent.mkdir(parents=True, exist_ok=True)

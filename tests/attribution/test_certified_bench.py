@@ -20,10 +20,22 @@ def bench():
 
 
 def _record(question: str, evals: int, residual: float, exhausted: bool, cosine: float = 0.999) -> dict:
-    return {"experiment": "local", "method": "certified", "question": question, "refs": 4, "budget": 512,
-            "grad_evals": evals, "residual": residual, "budget_exhausted": exhausted, "cosine": cosine,
-            "distance": 0.02, "spearman": 0.99, "top3": 1.0, "evals_residual_only": evals / 2,
-            "evals_rule": None if exhausted else evals}  # fmt: skip
+    return {
+        "experiment": "local",
+        "method": "certified",
+        "question": question,
+        "refs": 4,
+        "budget": 512,
+        "grad_evals": evals,
+        "residual": residual,
+        "budget_exhausted": exhausted,
+        "cosine": cosine,
+        "distance": 0.02,
+        "spearman": 0.99,
+        "top3": 1.0,
+        "evals_residual_only": evals / 2,
+        "evals_rule": None if exhausted else evals,
+    }
 
 
 def test_the_table_gives_medians_the_verdict_and_names_each_exhausted_question_with_its_r(bench) -> None:
@@ -49,8 +61,12 @@ def test_the_table_gives_medians_the_verdict_and_names_each_exhausted_question_w
 def test_which_references_hold_the_error(bench) -> None:
     """One reference of eight holding all of it, against eight sharing it evenly."""
     alone = bench.where_references_err([0.0] * 7 + [0.5], [2] * 7 + [64])
-    assert alone == {"rho2_top_share": 1.0, "rho2_top_eighth_share": 1.0, "points_median": 2.0,
-                     "points_max": 64}  # fmt: skip
+    assert alone == {
+        "rho2_top_share": 1.0,
+        "rho2_top_eighth_share": 1.0,
+        "points_median": 2.0,
+        "points_max": 64,
+    }
     even = bench.where_references_err([0.1] * 8, [4] * 8)
     assert even["rho2_top_share"] == pytest.approx(1 / 8)
 

@@ -26,8 +26,9 @@ class Swings:
         return self.h[ref] / (1.0 + np.exp(-(alphas - self.c[ref]) / self.w[ref]))
 
     def gap(self) -> np.ndarray:
-        return np.array([self.f(r, np.array([1.0]))[0] - self.f(r, np.array([0.0]))[0]
-                         for r in range(len(self.c))])[:, None]  # fmt: skip
+        return np.array(
+            [self.f(r, np.array([1.0]))[0] - self.f(r, np.array([0.0]))[0] for r in range(len(self.c))]
+        )[:, None]
 
     def __call__(self, nodes: list[tuple[int, np.ndarray]]) -> list[tuple[np.ndarray, torch.Tensor]]:
         out = []
@@ -63,4 +64,3 @@ def test_the_error_sits_in_the_steep_stretch_of_the_rough_reference(centre: floa
     assert segments["evaluations"].sum() == report.evals
     for share in ("evals_share", "variation_share", "error_share"):
         assert segments[share].sum() == pytest.approx(1.0)
-

@@ -96,10 +96,13 @@ def test_the_certified_method_is_registered_and_refuses_block_paths() -> None:
         ("attribution.certified_tolerance=0", r"attribution\.certified_tolerance=0\.0: must be in \(0, 1\)"),
         ("attribution.certified_tolerance=1e300", r"certified_tolerance=1e\+300: must be in \(0, 1\)"),
         ("attribution.certified_vector_tolerance=2", r"certified_vector_tolerance=2\.0: must be in"),
-        ("attribution.certified_max_evals=500", r"attribution\.certified_max_evals=500: must be >= the first "
-                                                r"pass, certified_first_nodes x refs_per_collection = 512"),
+        (
+            "attribution.certified_max_evals=500",
+            r"attribution\.certified_max_evals=500: must be >= the first "
+            r"pass, certified_first_nodes x refs_per_collection = 512",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_shipped_config_refuses_each_bad_key_in_one_line(override: str, message: str) -> None:
     """``attribution=certified`` composes (256 references, 2,048 evaluations) and each bad value is refused
     naming its key, in one line."""

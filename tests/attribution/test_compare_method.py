@@ -25,21 +25,36 @@ def _params(tmp_path: Path, *overrides: str) -> int:
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["evaluation.compare_methods=[occlusion]"],
-         "compare_methods=['occlusion']: must be distinct names from"),
-        (["evaluation.compare_methods=[grad_l2,grad_l2]"],
-         "compare_methods=['grad_l2', 'grad_l2']: must be distinct"),
-        (["evaluation.compare_methods=[grad_l2,eg]"],
-         "evaluation.compare_methods: 'eg' is attribution.method"),
-        (["attribution.method=layer_ig", "evaluation.compare_methods=[layer_ig]"],
-         "evaluation.compare_methods: 'layer_ig' is attribution.method"),
-        (["attribution.route=answer_set", "evaluation.compare_methods=[grad_l2]"],
-         "evaluation.compare_methods: 'grad_l2': attribution.route='answer_set'"),
-        (["attribution.reference=aligned", "attribution.refs_per_collection=1",
-          "evaluation.compare_methods=[grad_l2,layer_ig]"],
-         "evaluation.compare_methods: 'layer_ig': attribution.method="),
+        (
+            ["evaluation.compare_methods=[occlusion]"],
+            "compare_methods=['occlusion']: must be distinct names from",
+        ),
+        (
+            ["evaluation.compare_methods=[grad_l2,grad_l2]"],
+            "compare_methods=['grad_l2', 'grad_l2']: must be distinct",
+        ),
+        (
+            ["evaluation.compare_methods=[grad_l2,eg]"],
+            "evaluation.compare_methods: 'eg' is attribution.method",
+        ),
+        (
+            ["attribution.method=layer_ig", "evaluation.compare_methods=[layer_ig]"],
+            "evaluation.compare_methods: 'layer_ig' is attribution.method",
+        ),
+        (
+            ["attribution.route=answer_set", "evaluation.compare_methods=[grad_l2]"],
+            "evaluation.compare_methods: 'grad_l2': attribution.route='answer_set'",
+        ),
+        (
+            [
+                "attribution.reference=aligned",
+                "attribution.refs_per_collection=1",
+                "evaluation.compare_methods=[grad_l2,layer_ig]",
+            ],
+            "evaluation.compare_methods: 'layer_ig': attribution.method=",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_bad_compare_method_is_one_line_naming_the_key_and_nothing_is_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], overrides: list[str], message: str
 ) -> None:
@@ -52,8 +67,15 @@ def test_a_bad_compare_method_is_one_line_naming_the_key_and_nothing_is_written(
 def test_good_compare_methods_are_written_and_keep_the_main_runs_settings_but_the_method(
     tmp_path: Path,
 ) -> None:
-    assert _params(tmp_path, "attribution.replacement=mean", "attribution.method=occlusion_token",
-                   "evaluation.compare_methods=[kronrod,grad_l2]") == 0  # fmt: skip
+    assert (
+        _params(
+            tmp_path,
+            "attribution.replacement=mean",
+            "attribution.method=occlusion_token",
+            "evaluation.compare_methods=[kronrod,grad_l2]",
+        )
+        == 0
+    )
     written = yaml.safe_load((tmp_path / "params.yaml").read_text())
     assert written["evaluation"]["compare_methods"] == ["kronrod", "grad_l2"]
     cfg = validate(written)
@@ -74,6 +96,9 @@ def test_only_the_compare_stage_and_the_whole_config_stages_read_the_key() -> No
     two = validate(
         compose(["experiment=smoke", "evaluation.compare_methods=[grad_l2,occlusion_token]"], CONF)
     )
-    changed = {s for s in ("attribute", "attribute_compare", "mask_eval", "checks", "report")
-               if stage_hash(s, one) != stage_hash(s, two)}  # fmt: skip
+    changed = {
+        s
+        for s in ("attribute", "attribute_compare", "mask_eval", "checks", "report")
+        if stage_hash(s, one) != stage_hash(s, two)
+    }
     assert changed == {"attribute_compare", "report"}

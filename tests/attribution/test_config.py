@@ -31,14 +31,23 @@ def test_paper_budgets_match_table_5() -> None:
     smollm3, llama = _load("paper_smollm3"), _load("paper_llama2")
     assert (smollm3.n_collections, smollm3.refs_per_collection, smollm3.n_samples) == (1, 256, 512)
     assert (smollm3.samples_per_call, smollm3.precision, smollm3.seed, smollm3.reference_order) == (
-        8, "float16", 11, "first")  # fmt: skip
+        8,
+        "float16",
+        11,
+        "first",
+    )
     assert (llama.n_collections, llama.refs_per_collection, llama.n_samples) == (3, 1024, 1024)
     assert (llama.samples_per_call, llama.precision, llama.seed) == (2, "bfloat16", 11)
     assert (llama.reference_order, llama.reference_hash_seed) == ("hash", 20260804)
     assert smollm3.max_questions == llama.max_questions == 100
     ig = _load("ig_adaptive")
     assert (ig.method, ig.precision, ig.refs_per_collection, ig.ig_points, ig.ig_max_points) == (
-        "ig", "float32", 128, 512, 2048)  # fmt: skip
+        "ig",
+        "float32",
+        128,
+        512,
+        2048,
+    )
 
 
 @pytest.mark.parametrize(
@@ -61,9 +70,11 @@ def test_paper_budgets_match_table_5() -> None:
         ({"precision": "int8"}, "attribution.precision='int8'"),
         ({"reference_alignment": "diff"}, "attribution.reference_alignment='diff': must be one of"),
         ({"kronrod_lead": "median"}, "attribution.kronrod_lead='median': must be one of"),
-        ({"reference": "aligned", "refs_per_collection": 1, "reference_alignment": "sequence"},
-         "attribution.reference_alignment='sequence' fits training prompts to the question: it needs "
-         "reference='train'"),
+        (
+            {"reference": "aligned", "refs_per_collection": 1, "reference_alignment": "sequence"},
+            "attribution.reference_alignment='sequence' fits training prompts to the question: it needs "
+            "reference='train'",
+        ),
     ],
 )
 def test_bad_values_name_the_key(kwargs: dict, message: str) -> None:

@@ -117,16 +117,18 @@ def test_defaults_are_the_pipelines_and_the_page_goes_to_the_results_folder(proj
     assert saved.experiment == "smoke"
     assert saved.model == "tiny"
     # a command-line flag overrides the params
-    rc, _, _ = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--samples", "2",
-                    "--save", "e2.json")  # fmt: skip
+    rc, _, _ = _run(
+        project, monkeypatch, capsys, "--record-id", record.record_id, "--samples", "2", "--save", "e2.json"
+    )
     assert rc == 0
     assert Explanation.load(project / "e2.json").grad_evals == 2
 
 
 def test_prints_explained_predicted_and_correct_answers_and_residual_verdict(project, monkeypatch, capsys):
     record = _test_record(project)
-    rc, out, _ = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--explain", "B",
-                      "--save", "b.json")  # fmt: skip
+    rc, out, _ = _run(
+        project, monkeypatch, capsys, "--record-id", record.record_id, "--explain", "B", "--save", "b.json"
+    )
     expl = Explanation.load(project / "b.json")
     gold, predicted = "ABCD"[int(record.answer_idx)], "ABCD"[int(np.argmax(expl.betp))]
     assert rc == 0
@@ -182,8 +184,12 @@ def test_half_precision_explains(project, precision):
     """Item 5: the masses of a half-precision forward are checked with their dtype's tolerance."""
     cfg = AttributionConfig(refs_per_collection=REFS, n_samples=4, precision=precision, progress=False)
     record = _test_record(project)
-    expl = explain(project / "data" / "train" / "classifier", record_id=record.record_id,
-                   prompts_path=project / "data" / "prepared" / "prompts.parquet", config=cfg)  # fmt: skip
+    expl = explain(
+        project / "data" / "train" / "classifier",
+        record_id=record.record_id,
+        prompts_path=project / "data" / "prepared" / "prompts.parquet",
+        config=cfg,
+    )
     assert expl.precision == precision
     assert abs(sum(expl.masses) - 1) < 5e-2
     assert np.allclose(np.array(expl.plausibility) - np.array(expl.belief), expl.width, atol=1e-6)
@@ -211,9 +217,24 @@ def test_top_must_be_a_positive_integer(project, monkeypatch, capsys, top):
 
 def test_invalid_utf8_question_is_a_message_not_a_traceback(project):
     """Item 7: undecodable bytes on the command line (as a shell passes them)."""
-    argv = [sys.executable, "-m", "xurs_pipeline.cli", "explain", "--question", b"fever \xff rash",
-            "--option", "a", "--option", "b", "--option", "c", "--option", "d",
-            "--reference", "zero"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "xurs_pipeline.cli",
+        "explain",
+        "--question",
+        b"fever \xff rash",
+        "--option",
+        "a",
+        "--option",
+        "b",
+        "--option",
+        "c",
+        "--option",
+        "d",
+        "--reference",
+        "zero",
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 2
@@ -301,8 +322,9 @@ def test_block_paths_from_the_command_line(project, monkeypatch, capsys):
     blocks = -(-len(expl.tokens) // 16)
     assert expl.grad_evals % 2 == 0  # 2 points a piece
     assert expl.grad_evals < 2 * REFS * blocks  # the shared template's blocks equal the question's: skipped
-    rc, _, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "eg",
-                      "--path", "blocks")  # fmt: skip
+    rc, _, err = _run(
+        project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "eg", "--path", "blocks"
+    )
     assert rc == 2
     assert "attribution.path='blocks'" in err
 
@@ -316,8 +338,21 @@ def test_training_prompts_aligned_by_sequence_from_the_command_line(project, mon
     zeros = {}
     for alignment in ("position", "sequence"):
         save = f"{alignment}.json"
-        rc, out, _ = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "ig",
-                          "--points", "2", "--alignment", alignment, "--save", save)  # fmt: skip
+        rc, out, _ = _run(
+            project,
+            monkeypatch,
+            capsys,
+            "--record-id",
+            record.record_id,
+            "--method",
+            "ig",
+            "--points",
+            "2",
+            "--alignment",
+            alignment,
+            "--save",
+            save,
+        )
         assert rc == 0
         expl = Explanation.load(project / save)
         assert expl.alignment == alignment
@@ -325,8 +360,17 @@ def test_training_prompts_aligned_by_sequence_from_the_command_line(project, mon
         assert f"references {label}" in out
         zeros[alignment] = int((np.asarray(expl.token_magnitude) == 0).sum())
     assert zeros["sequence"] > zeros["position"] + 5
-    rc, _, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--reference", "zero",
-                      "--alignment", "sequence")  # fmt: skip
+    rc, _, err = _run(
+        project,
+        monkeypatch,
+        capsys,
+        "--record-id",
+        record.record_id,
+        "--reference",
+        "zero",
+        "--alignment",
+        "sequence",
+    )
     assert rc == 2
     assert "attribution.reference_alignment='sequence'" in err
 
@@ -433,8 +477,10 @@ def test_prompts_of_another_tokenizer_are_refused(project, monkeypatch, capsys, 
     )
     assert rc == 2
     (line,) = err.strip().splitlines()
-    assert f"--prompts {foreign}: record {record.record_id}'s token ids are not what the classifier's " \
-           "tokenizer" in line  # fmt: skip
+    assert (
+        f"--prompts {foreign}: record {record.record_id}'s token ids are not what the classifier's "
+        "tokenizer" in line
+    )
     rc, _, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--prompts", str(ours))
     assert rc == 0, err  # this project's own prompts: the same record explained
 
@@ -472,8 +518,12 @@ def test_occlusion_from_the_python_api_is_a_brute_force_zeroing_loop(project) ->
     from xurs_pipeline.models.checkpoint import load_classifier
 
     record, data = _test_record(project), project / "data"
-    expl = explain(data / "train" / "classifier", record_id=record.record_id,
-                   prompts_path=data / "prepared" / "prompts.parquet", method="occlusion_token")  # fmt: skip
+    expl = explain(
+        data / "train" / "classifier",
+        record_id=record.record_id,
+        prompts_path=data / "prepared" / "prompts.parquet",
+        method="occlusion_token",
+    )
     model, _ = load_classifier(data / "train" / "classifier")
     ids = torch.tensor([list(map(int, record.input_ids))])
     mask = torch.ones(ids.shape, dtype=torch.long)
@@ -494,28 +544,56 @@ def test_occlusion_from_the_python_api_is_a_brute_force_zeroing_loop(project) ->
 
 def test_another_methods_setting_is_refused_by_name(project, monkeypatch, capsys) -> None:
     record = _test_record(project)
-    rc, _, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "grad_l2",
-                      "--samples", "8")  # fmt: skip
+    rc, _, err = _run(
+        project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "grad_l2", "--samples", "8"
+    )
     assert rc == 2
     assert "--samples: a setting of eg, not of --method grad_l2" in err
-    rc, _, err = _run(project, monkeypatch, capsys, "--record-id", record.record_id, "--method", "layer_ig",
-                      "--replacement", "mean")  # fmt: skip
+    rc, _, err = _run(
+        project,
+        monkeypatch,
+        capsys,
+        "--record-id",
+        record.record_id,
+        "--method",
+        "layer_ig",
+        "--replacement",
+        "mean",
+    )
     assert rc == 2
     assert "--replacement: a setting of occlusion_token, occlusion_span, shapley_span, sequential_ig" in err
     with pytest.raises(ValueError, match=r"attribution\.method='lime'"):
-        explain(project / "data" / "train" / "classifier", record_id=record.record_id, method="lime",
-                prompts_path=project / "data" / "prepared" / "prompts.parquet")  # fmt: skip
+        explain(
+            project / "data" / "train" / "classifier",
+            record_id=record.record_id,
+            method="lime",
+            prompts_path=project / "data" / "prepared" / "prompts.parquet",
+        )
     with pytest.raises(ValueError, match="explain: colour: not an attribution"):
-        explain(project / "data" / "train" / "classifier", record_id=record.record_id, colour="red",
-                prompts_path=project / "data" / "prepared" / "prompts.parquet")  # fmt: skip
+        explain(
+            project / "data" / "train" / "classifier",
+            record_id=record.record_id,
+            colour="red",
+            prompts_path=project / "data" / "prepared" / "prompts.parquet",
+        )
 
 
 def test_compare_puts_a_second_method_beside_the_first_on_the_page(project, monkeypatch, capsys) -> None:
     """--compare: both methods explain the same answer; the printout lists both, the page shows them side by
     side with the swap control's finding for each."""
     record = _test_record(project)
-    flags = ["--record-id", record.record_id, "--method", "occlusion_token", "--compare", "eg", "--top", "4",
-             "--html", "compare.html"]  # fmt: skip
+    flags = [
+        "--record-id",
+        record.record_id,
+        "--method",
+        "occlusion_token",
+        "--compare",
+        "eg",
+        "--top",
+        "4",
+        "--html",
+        "compare.html",
+    ]
     rc, out, _ = _run(project, monkeypatch, capsys, *flags)
     assert rc == 0
     assert "method occlusion_token: " in out

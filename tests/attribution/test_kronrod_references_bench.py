@@ -42,12 +42,19 @@ def test_first_step_of_each_rule_matches_a_run_stopped_by_it(bench) -> None:
 
 def _record(question: str, refs: int, residual: float | None, bound: float | None) -> dict:
     rule = lambda e: {"evals": e, "seconds": None if e is None else e / 10}  # noqa: E731
-    return {"question": question, "tokens": 150, "refs": refs, "budget": 150 * refs, "stop": "bound",
-            "exhausted": bound is None,
-            "residual_rule": rule(residual), "bound_rule": rule(bound),
-            "final": {"evals": 150 * refs, "R": 0.001, "bound": 0.02, "seconds": 15.0 * refs},
-            "eg": {"draws": 64, "R": 0.05, "s": 1.0, "draws_for_0.01": 38415.0},
-            "masking_seconds": 1.0}  # fmt: skip
+    return {
+        "question": question,
+        "tokens": 150,
+        "refs": refs,
+        "budget": 150 * refs,
+        "stop": "bound",
+        "exhausted": bound is None,
+        "residual_rule": rule(residual),
+        "bound_rule": rule(bound),
+        "final": {"evals": 150 * refs, "R": 0.001, "bound": 0.02, "seconds": 15.0 * refs},
+        "eg": {"draws": 64, "R": 0.05, "s": 1.0, "draws_for_0.01": 38415.0},
+        "masking_seconds": 1.0,
+    }
 
 
 def test_median_counts_runs_above_the_budget_as_larger(bench) -> None:
@@ -114,16 +121,34 @@ def test_each_lead_is_its_runs_config_key(bench) -> None:
 def test_adaptive_ig_runs_after_kronrod_and_has_its_own_row(bench, tmp_path, capsys) -> None:
     """``--estimators kronrod ig_adaptive`` measures each question under kronrod's leads, then adaptive IG;
     an IG run that ended with a reference above 0.01 at its last level counts as above its whole schedule."""
-    args = type("Args", (), {"lead": ["bound", "residual"], "estimators": ["kronrod", "ig_adaptive"],
-                             "ig_max_points": 256, "per_ref_budget": 300, "stop": "residual"})  # fmt: skip
+    args = type(
+        "Args",
+        (),
+        {
+            "lead": ["bound", "residual"],
+            "estimators": ["kronrod", "ig_adaptive"],
+            "ig_max_points": 256,
+            "per_ref_budget": 300,
+            "stop": "residual",
+        },
+    )
     assert bench._runs(args) == [("kronrod", "bound"), ("kronrod", "residual"), ("ig_adaptive", "residual")]
     args.estimators = ["ig_adaptive"]
     assert bench._runs(args) == [("ig_adaptive", "residual")]
     at = AttributionConfig(ig_points=64, ig_refine_factor=4)
     assert bench._budget(at, 4, "ig_adaptive", args) == 4 * (64 + 256)  # every level recomputed
     assert bench._budget(at, 4, "kronrod", args) == 1200
-    ig = lambda q, e: {**_record(q, 4, e, None), "estimator": "ig_adaptive", "stop": "residual",  # noqa: E731
-                       "lead": "residual", "exhausted": e is None, "budget": 1280}  # fmt: skip
+
+    def ig(q: str, e: int | None) -> dict:
+        return {
+            **_record(q, 4, e, None),
+            "estimator": "ig_adaptive",
+            "stop": "residual",
+            "lead": "residual",
+            "exhausted": e is None,
+            "budget": 1280,
+        }
+
     out = tmp_path / "r.jsonl"
     rows = [ig("q1", 320), ig("q2", None), ig("q3", 1280), _record("q1", 4, 240, 600)]
     out.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -138,8 +163,14 @@ def test_adaptive_ig_runs_after_kronrod_and_has_its_own_row(bench, tmp_path, cap
 def test_planning_table_labels_each_cell_measured_or_projected(bench) -> None:
     """Estimator x reference count: medians where run (runs above the budget counted as larger), the median
     per reference x M elsewhere; EG from one run per question (its records repeat under each estimator)."""
-    ig = {**_record("q1", 4, None, None), "estimator": "ig_adaptive", "stop": "residual", "lead": "residual",
-          "exhausted": True, "budget": 1280}  # fmt: skip
+    ig = {
+        **_record("q1", 4, None, None),
+        "estimator": "ig_adaptive",
+        "stop": "residual",
+        "lead": "residual",
+        "exhausted": True,
+        "budget": 1280,
+    }
     eg_q2 = {"draws": 64, "R": 0.05, "s": 0.5, "draws_for_0.01": 10_000.0}
     rows = [
         _record("q1", 4, 240, None),

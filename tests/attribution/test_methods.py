@@ -51,8 +51,15 @@ def toy() -> tuple[Toy, TokenProblem]:
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(1, SEQ, HIDDEN, generator=gen, dtype=torch.float64)
     ref = torch.randn(1, SEQ, HIDDEN, generator=gen, dtype=torch.float64) * 0.3
-    problem = TokenProblem(classifier_mass_fn(model), x, target=2, reference=ref, spans=SPANS,
-                           layer=model.blocks[0], batch_size=3)  # fmt: skip
+    problem = TokenProblem(
+        classifier_mass_fn(model),
+        x,
+        target=2,
+        reference=ref,
+        spans=SPANS,
+        layer=model.blocks[0],
+        batch_size=3,
+    )
     return model, problem
 
 
@@ -187,8 +194,9 @@ def test_span_shapley_equals_shapley_by_enumeration_and_captum(toy) -> None:
 
 def test_span_shapley_refuses_more_spans_than_it_can_enumerate(toy) -> None:
     _, problem = toy
-    many = TokenProblem(problem.masses, torch.zeros(1, 13, HIDDEN, dtype=torch.float64), 0,
-                        spans=spans_of(13, 1))  # fmt: skip
+    many = TokenProblem(
+        problem.masses, torch.zeros(1, 13, HIDDEN, dtype=torch.float64), 0, spans=spans_of(13, 1)
+    )
     with pytest.raises(ValueError, match=r"attribution\.span_tokens=1: 13 spans"):
         _method("shapley_span", span_tokens=1).scores(many)
 
@@ -275,8 +283,9 @@ def test_every_gradient_method_reduces_over_hidden_as_configured(toy, reduction:
     own = {"grad_l2": "l2", "grad_x_input": "abs_sum", "layer_ig": "abs_sum", "sequential_ig": "abs_sum"}
     for name, shipped in own.items():
         default = _method(name, **({"sequential_ig_steps": 2} if name == "sequential_ig" else {}))
-        explicit = _method(name, reduction=shipped, **({"sequential_ig_steps": 2} if name == "sequential_ig"
-                                                        else {}))  # fmt: skip
+        explicit = _method(
+            name, reduction=shipped, **({"sequential_ig_steps": 2} if name == "sequential_ig" else {})
+        )
         np.testing.assert_array_equal(default.scores(problem).magnitude, explicit.scores(problem).magnitude)
     other = {"l2": "abs_sum", "abs_sum": "l2"}[reduction]
     assert not np.allclose(_method("grad_x_input", reduction=other).scores(problem).magnitude, gxi.magnitude)

@@ -71,21 +71,37 @@ def test_a_constant_ranking_has_no_rho_and_the_summary_says_how_many_are_defined
     assert math.isnan(rho)
     assert overlap == 5 - 3  # the constant one's top 5 are positions 0..4 (ties: earlier first); 7..3 vs 0..4
     frame = pd.DataFrame(
-        [("q1", 0, "eg", "grad_l2", float("nan"), 2), ("q2", 0, "eg", "grad_l2", 0.5, 4),
-         ("q3", 1, "eg", "grad_l2", 0.7, 5)],
+        [
+            ("q1", 0, "eg", "grad_l2", float("nan"), 2),
+            ("q2", 0, "eg", "grad_l2", 0.5, 4),
+            ("q3", 1, "eg", "grad_l2", 0.7, 5),
+        ],
         columns=["record_id", "target", "method_a", "method_b", "spearman", "top_overlap"],
-    )  # fmt: skip
+    )
     assert summarise_agreement(frame) == {
-        "eg vs grad_l2": {"answers": 3, "spearman_median": pytest.approx(0.6), "spearman_defined": 2,
-                          "top_overlap_median": 4.0}
-    }  # fmt: skip
+        "eg vs grad_l2": {
+            "answers": 3,
+            "spearman_median": pytest.approx(0.6),
+            "spearman_defined": 2,
+            "top_overlap_median": 4.0,
+        }
+    }
 
 
 def _rows(method: str, magnitudes: dict[tuple[str, int], list[float]]) -> pd.DataFrame:
     return pd.DataFrame(
-        [{"record_id": r, "target": t, "method": method, "token_magnitude": m, "forward_evals": 7,
-          "grad_evals": 3} for (r, t), m in magnitudes.items()]
-    )  # fmt: skip
+        [
+            {
+                "record_id": r,
+                "target": t,
+                "method": method,
+                "token_magnitude": m,
+                "forward_evals": 7,
+                "grad_evals": 3,
+            }
+            for (r, t), m in magnitudes.items()
+        ]
+    )
 
 
 def test_the_frame_pairs_every_method_in_order_on_the_answers_all_of_them_explained() -> None:
@@ -99,15 +115,23 @@ def test_the_frame_pairs_every_method_in_order_on_the_answers_all_of_them_explai
     runs = {m: _rows(m, v) for m, v in mags.items()}
     frame = agreement_frame(runs, prompts)
     assert list(zip(frame.method_a, frame.method_b, strict=True)) == [
-        ("eg", "occlusion_token"), ("eg", "grad_l2"), ("occlusion_token", "grad_l2")
-    ]  # fmt: skip
+        ("eg", "occlusion_token"),
+        ("eg", "grad_l2"),
+        ("occlusion_token", "grad_l2"),
+    ]
     assert set(frame.record_id) == {"q1"}
     for row in frame.itertuples(index=False):
         a, b = (np.asarray(mags[m][("q1", 0)]) for m in (row.method_a, row.method_b))
-        assert (row.spearman, row.top_overlap) == (pytest.approx(_by_hand(a, b, np.ones(9, bool))[0]),
-                                                   _by_hand(a, b, np.ones(9, bool))[1])  # fmt: skip
-    assert method_costs(runs["eg"], 2.5) == {"questions": 2, "forwards_median": 7.0, "grad_evals_median": 3.0,
-                                             "seconds_per_question": 2.5}  # fmt: skip
+        assert (row.spearman, row.top_overlap) == (
+            pytest.approx(_by_hand(a, b, np.ones(9, bool))[0]),
+            _by_hand(a, b, np.ones(9, bool))[1],
+        )
+    assert method_costs(runs["eg"], 2.5) == {
+        "questions": 2,
+        "forwards_median": 7.0,
+        "grad_evals_median": 3.0,
+        "seconds_per_question": 2.5,
+    }
 
 
 class _Linear(torch.nn.Module):
@@ -179,8 +203,12 @@ def test_occlusions_ranking_has_the_largest_single_token_masking_effect_by_const
     occlusion = method_for(AttributionConfig(method="occlusion_token")).scores(problem).magnitude
     prompts = pd.DataFrame({"record_id": ["q"], "input_ids": [ids], "eligible": [eligible]})
     other = np.roll(occlusion, 1)
-    rows = pd.concat([_rows("occlusion_token", {("q", 2): occlusion.tolist()}),
-                      _rows("grad_l2", {("q", 2): other.tolist()})])  # fmt: skip
+    rows = pd.concat(
+        [
+            _rows("occlusion_token", {("q", 2): occlusion.tolist()}),
+            _rows("grad_l2", {("q", 2): other.tolist()}),
+        ]
+    )
     spec = MaskingSpec(n_random=4, k_max=1, seed=0, batch_size=8, reuse_prefix=False)
     cpu = torch.device("cpu")
     first, second = mask_run(masses, lambda t: table[t], prompts, rows, spec, cpu, by="method")

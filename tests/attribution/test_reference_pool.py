@@ -23,8 +23,11 @@ def by_hand(model: AffineMassModel, ids: list[int], fn: str) -> torch.Tensor:
     with torch.no_grad():
         masses = model(model.embed(torch.tensor([ids])), None, None).masses.double()
     p = credal.pignistic(masses)
-    return {"width": credal.credal_width(masses), "betp": p,
-            "entropy": (-(p * p.log()).sum(-1, keepdim=True)).expand(-1, 4)}[fn][0]  # fmt: skip
+    return {
+        "width": credal.credal_width(masses),
+        "betp": p,
+        "entropy": (-(p * p.log()).sum(-1, keepdim=True)).expand(-1, 4),
+    }[fn][0]
 
 
 @pytest.mark.parametrize("fn", ["width", "entropy", "betp"])

@@ -173,8 +173,12 @@ class RecordingBar:
     ("overrides", "stops_early"),
     [
         (
-            {"method": "kronrod", "kronrod_tolerance": 0.99, "kronrod_max_evals": 105,
-             "samples_per_call": 15},
+            {
+                "method": "kronrod",
+                "kronrod_tolerance": 0.99,
+                "kronrod_max_evals": 105,
+                "samples_per_call": 15,
+            },
             True,
         ),
         (
@@ -218,8 +222,14 @@ def test_ig_on_block_paths_counts_references_x_pieces_x_points(tmp_path: Path, m
     would need more than ``attribution.max_grad_evals`` is refused before any gradient, naming the key."""
     monkeypatch.setattr(runner, "tqdm", RecordingBar)
     model, frame = Counting(TinyBeliefClassifier(vocab=40)), prompts_frame(n_test=2)
-    blocks = {"method": "ig", "ig_points": 2, "path": "blocks", "path_block": 2, "samples_per_call": 8,
-              "target": "predicted"}  # fmt: skip
+    blocks = {
+        "method": "ig",
+        "ig_points": 2,
+        "path": "blocks",
+        "path_block": 2,
+        "samples_per_call": 8,
+        "target": "predicted",
+    }
     _run(model, frame, tmp_path / "a", progress=True, **blocks)
     bar = RecordingBar.opened[-1]
     lengths = [len(ids) for ids in frame.loc[frame.split == "test", "input_ids"]]
@@ -281,12 +291,26 @@ def _paired_frame(without_result: list[int], with_result: list[int]) -> pd.DataF
     frame = prompts_frame(n_test=0, n_train=1)
     pairs = pd.DataFrame(
         [
-            {"record_id": "p0-with", "split": "test", "input_ids": with_result, "answer_idx": 1,
-             "eligible": [False] + [True] * (len(with_result) - 1), "pair_id": "p0", "has_result": True},
-            {"record_id": "p0-without", "split": "test", "input_ids": without_result, "answer_idx": 1,
-             "eligible": [False] + [True] * (len(without_result) - 1), "pair_id": "p0", "has_result": False},
+            {
+                "record_id": "p0-with",
+                "split": "test",
+                "input_ids": with_result,
+                "answer_idx": 1,
+                "eligible": [False] + [True] * (len(with_result) - 1),
+                "pair_id": "p0",
+                "has_result": True,
+            },
+            {
+                "record_id": "p0-without",
+                "split": "test",
+                "input_ids": without_result,
+                "answer_idx": 1,
+                "eligible": [False] + [True] * (len(without_result) - 1),
+                "pair_id": "p0",
+                "has_result": False,
+            },
         ]
-    )  # fmt: skip
+    )
     return pd.concat([frame.assign(pair_id="", has_result=False), pairs], ignore_index=True)
 
 
@@ -359,8 +383,14 @@ def test_metrics_name_each_question_whose_budget_ran_out_with_the_r_it_reached(t
     (Eq. 9) over its explained answers (recomputed from the table), and the headline counts them; a run
     that never runs out names none."""
     model, frame = TinyBeliefClassifier(vocab=40), prompts_frame(n_test=2)
-    starved = _run(model, frame, tmp_path / "starved", method="certified", certified_tolerance=1e-9,
-                   certified_max_evals=6)  # fmt: skip
+    starved = _run(
+        model,
+        frame,
+        tmp_path / "starved",
+        method="certified",
+        certified_tolerance=1e-9,
+        certified_max_evals=6,
+    )
     table = pd.read_parquet(tmp_path / "starved" / "attributions.parquet")
     assert table["budget_exhausted"].all()
     reached = table.groupby("record_id")["residual"].max()

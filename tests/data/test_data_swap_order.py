@@ -29,7 +29,10 @@ def test_counterbalanced_states_cue_2_first_in_half_of_each_split_and_of_the_pro
     assert not any(map(urine_first, fixed))
     for before, after in zip(fixed, balanced, strict=True):  # only the sentence order changes
         assert (after.synthetic.cue_answers, after.synthetic.cue_resolved, after.answer_idx) == (
-            before.synthetic.cue_answers, before.synthetic.cue_resolved, before.answer_idx)  # fmt: skip
+            before.synthetic.cue_answers,
+            before.synthetic.cue_resolved,
+            before.answer_idx,
+        )
         assert read_swap(after) == read_swap(before)
         assert sorted(after.question) == sorted(before.question)
 

@@ -116,10 +116,15 @@ def test_the_input_only_ranking_is_the_same_under_both_models(records, tiny_toke
     ranking = {cue: ranking_of(relabel_by_cue(frame, cue), at) for cue in (1, 2)}
     assert all(np.array_equal(ranking[1][p], ranking[2][p]) for p in probes)
     cues = dict(zip(frame["record_id"], frame["cue_positions"], strict=True))
-    readings = [(role, p, token_reading(ranking[cue][p], cues[p])) for role, cue in (("A", 1), ("B", 2))
-                for p in probes]  # fmt: skip
-    rows = [{"ranking": "input_only", "role": role, "record_id": p, "top": r.top, "share_1": r.share_1}
-            for role, p, r in readings]  # fmt: skip
+    readings = [
+        (role, p, token_reading(ranking[cue][p], cues[p]))
+        for role, cue in (("A", 1), ("B", 2))
+        for p in probes
+    ]
+    rows = [
+        {"ranking": "input_only", "role": role, "record_id": p, "top": r.top, "share_1": r.share_1}
+        for role, p, r in readings
+    ]
     study = swap_summary(with_cue_measures(pd.DataFrame(rows)), "input_only", resamples=1000)
     assert study["swap_accuracy"] == 0.5
     assert study["share_difference"] == 0.0

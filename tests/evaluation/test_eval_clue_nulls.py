@@ -30,21 +30,47 @@ R2 = [1, 2, 30, 31, 54, 55, 56, 57, 33, 3]
 def _prompts() -> pd.DataFrame:
     sections = ["special", "question"] + ["case"] * 7 + ["special"]
     rows = [
-        {"record_id": "q1", "input_ids": Q1, "clue_positions": [4, 5, 6], "case_positions": list(range(2, 9)),
-         "sections": sections, "split": "test"},
-        {"record_id": "r1", "input_ids": R1, "clue_positions": [], "case_positions": [], "sections": sections,
-         "split": "train"},
-        {"record_id": "r2", "input_ids": R2, "clue_positions": [], "case_positions": [], "sections": sections,
-         "split": "train"},
-    ]  # fmt: skip
+        {
+            "record_id": "q1",
+            "input_ids": Q1,
+            "clue_positions": [4, 5, 6],
+            "case_positions": list(range(2, 9)),
+            "sections": sections,
+            "split": "test",
+        },
+        {
+            "record_id": "r1",
+            "input_ids": R1,
+            "clue_positions": [],
+            "case_positions": [],
+            "sections": sections,
+            "split": "train",
+        },
+        {
+            "record_id": "r2",
+            "input_ids": R2,
+            "clue_positions": [],
+            "case_positions": [],
+            "sections": sections,
+            "split": "train",
+        },
+    ]
     return pd.DataFrame(rows)
 
 
 def _frame(magnitude: list[float]) -> pd.DataFrame:
-    return pd.DataFrame([{
-        "record_id": "q1", "target": 2, "reference": "train", "reference_record_ids": ["r1", "r2"],
-        "prepared_input_ids": [], "token_magnitude": magnitude,
-    }])  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "record_id": "q1",
+                "target": 2,
+                "reference": "train",
+                "reference_record_ids": ["r1", "r2"],
+                "prepared_input_ids": [],
+                "token_magnitude": magnitude,
+            }
+        ]
+    )
 
 
 def test_live_positions_input_only_ranking_and_base_rate_on_a_planted_question():
@@ -122,12 +148,22 @@ def test_the_verdict_fails_when_a_null_finds_the_clue_as_often():
 
 def test_the_card_and_the_table_show_all_three_rankings_and_say_it_plainly():
     nulls = {
-        name: {"case_text": {"questions": 8, "best_rank_1_share": first, "mean_clue_share_pct": share,
-                             "base_rate_rank_1": 0.568, "median_live_positions": 15.0,
-                             "median_live_clue_positions": 8.5}}
-        for name, first, share in (("trained", 1.0, 80.5), ("randomised_head", 1.0, 81.1),
-                                   ("input_only", 0.875, 61.9))
-    }  # fmt: skip
+        name: {
+            "case_text": {
+                "questions": 8,
+                "best_rank_1_share": first,
+                "mean_clue_share_pct": share,
+                "base_rate_rank_1": 0.568,
+                "median_live_positions": 15.0,
+                "median_live_clue_positions": 8.5,
+            }
+        }
+        for name, first, share in (
+            ("trained", 1.0, 80.5),
+            ("randomised_head", 1.0, 81.1),
+            ("input_only", 0.875, 61.9),
+        )
+    }
     html = str(render_clue_card((), nulls))
     for fact in ("head re-initialised", "input only", "56.8%", "87.5%", "does not beat", "does not depend"):
         assert fact in html, fact

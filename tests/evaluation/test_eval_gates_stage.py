@@ -27,21 +27,30 @@ GATES = {"accuracy_min": 0.5, "width_error_max": 0.1}  # thresholds reach the ta
 
 
 def make_cfg(artifacts: Path, **evaluation: object) -> RootConfig:
-    return validate({
-        "paths": {"artifacts": str(artifacts)},
-        "data": {"source": "synthetic_v2", "families": [1, 2, 1], "cases_per_family": 1},
-        "evaluation": {"gates": GATES, **evaluation},
-    })  # fmt: skip
+    return validate(
+        {
+            "paths": {"artifacts": str(artifacts)},
+            "data": {"source": "synthetic_v2", "families": [1, 2, 1], "cases_per_family": 1},
+            "evaluation": {"gates": GATES, **evaluation},
+        }
+    )
 
 
 def v2_prompts() -> pd.DataFrame:
     records = generate_v2(families=(1, 2, 1), cases_per_family=1, seed=3)
     rows = [
-        {"record_id": r.record_id, "split": r.split, "source": r.source, "answer_idx": r.answer_idx,
-         "input_ids": [1, 2], "sections": ["special", "question"], "eligible": [False, True],
-         **dataclasses.asdict(r.synthetic)}
+        {
+            "record_id": r.record_id,
+            "split": r.split,
+            "source": r.source,
+            "answer_idx": r.answer_idx,
+            "input_ids": [1, 2],
+            "sections": ["special", "question"],
+            "eligible": [False, True],
+            **dataclasses.asdict(r.synthetic),
+        }
         for r in records
-    ]  # fmt: skip
+    ]
     return pd.DataFrame(rows)
 
 
@@ -84,8 +93,12 @@ def test_gate_table_and_metrics_equal_gate_checks(tmp_path: Path):
     for key, check in expected.items():
         row = got[key]
         assert (row.value, row.threshold, row.direction, row.n, row.passed) == (
-            check.value, check.threshold, check.direction, check.n, check.passed
-        ), key  # fmt: skip
+            check.value,
+            check.threshold,
+            check.direction,
+            check.n,
+            check.passed,
+        ), key
     assert table.loc[table["name"] == "accuracy_with_result", "threshold"].eq(0.5).all()
     dev = table[table["split"] == "dev"].set_index(["group", "name"])
     assert dev.loc[("all", "valid_share"), "value"] == pytest.approx(1 - 1 / 64)  # one of 64 dev rows
@@ -107,11 +120,14 @@ def test_gate_table_and_metrics_equal_gate_checks(tmp_path: Path):
 @pytest.mark.parametrize(
     ("prompts_of", "gate_splits", "reason"),
     [
-        (lambda p: p.drop(columns=["pair_id", "target_masses"]).assign(source="medqa"), ["dev", "test"],
-         "(source medqa) lack the controlled-data columns"),
+        (
+            lambda p: p.drop(columns=["pair_id", "target_masses"]).assign(source="medqa"),
+            ["dev", "test"],
+            "(source medqa) lack the controlled-data columns",
+        ),
         (lambda p: p, ["train"], "no predictions on evaluation.gate_splits=['train']"),
     ],
-)  # fmt: skip
+)
 def test_data_without_gates_writes_an_empty_table_and_the_reason(
     tmp_path: Path, prompts_of, gate_splits, reason
 ):

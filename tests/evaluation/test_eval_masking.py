@@ -134,9 +134,11 @@ def test_a_question_with_fewer_eligible_tokens_than_top_k_max_stops_its_curve_th
     np.testing.assert_allclose(eff.random_delta[:, 1], contrib[[1, 2]].sum(), atol=1e-12)  # both masked
     with pytest.raises(InsufficientEligibleError, match=r"'none'.*no eligible token"):
         zero_masking_effects(
-            LinearWidthModel(WEIGHTS), question("none", np.zeros(SEQ, dtype=bool)), {"width": WEIGHTS},
+            LinearWidthModel(WEIGHTS),
+            question("none", np.zeros(SEQ, dtype=bool)),
+            {"width": WEIGHTS},
             MaskingSpec(),
-        )  # fmt: skip
+        )
 
 
 def test_the_curve_averages_at_each_k_over_the_questions_that_reach_it():

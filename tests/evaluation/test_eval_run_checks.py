@@ -34,22 +34,38 @@ L = len(SECTIONS)
 
 def frame(**overrides: object) -> pd.DataFrame:
     base = {
-        "record_id": ["q1"], "target": [0], "method": ["eg"], "reference": ["train"],
-        "token_signed": [[0.0] * L], "token_magnitude": [[0.0, 1, 2, 3, 0.5, 0.5, 0.5, 0.1]],
-        "width_input": [0.4], "residual": [0.02], "reference_residual": [[0.001, 0.03]],
-        "width_reference_natural": [[0.9]], "width_reference_prepared": [[0.398]],
-        "prepared_input_ids": [[]], "changed_positions": [[]], "grad_evals": [64],
+        "record_id": ["q1"],
+        "target": [0],
+        "method": ["eg"],
+        "reference": ["train"],
+        "token_signed": [[0.0] * L],
+        "token_magnitude": [[0.0, 1, 2, 3, 0.5, 0.5, 0.5, 0.1]],
+        "width_input": [0.4],
+        "residual": [0.02],
+        "reference_residual": [[0.001, 0.03]],
+        "width_reference_natural": [[0.9]],
+        "width_reference_prepared": [[0.398]],
+        "prepared_input_ids": [[]],
+        "changed_positions": [[]],
+        "grad_evals": [64],
         "coords_file": ["q1.c0.safetensors"],
-    }  # fmt: skip
+    }
     base.update({k: [v] for k, v in overrides.items()})
     return pd.DataFrame(base)
 
 
-PROMPTS = pd.DataFrame({
-    "record_id": ["q1"], "split": ["test"], "input_ids": [list(range(L))], "sections": [SECTIONS],
-    "eligible": [[s in ("question", "option_A") for s in SECTIONS]], "answer_idx": [0],
-    "clue_positions": [[2]], "case_positions": [[1, 2, 3]],
-})  # fmt: skip
+PROMPTS = pd.DataFrame(
+    {
+        "record_id": ["q1"],
+        "split": ["test"],
+        "input_ids": [list(range(L))],
+        "sections": [SECTIONS],
+        "eligible": [[s in ("question", "option_A") for s in SECTIONS]],
+        "answer_idx": [0],
+        "clue_positions": [[2]],
+        "case_positions": [[1, 2, 3]],
+    }
+)
 
 
 def test_completeness_uses_rows_for_eg_and_every_reference_for_ig(tmp_path: Path):
@@ -115,10 +131,15 @@ def test_localisation_rows_and_forced_zero_from_aligned_ids():
 
 
 def _localised(clue: list[float], control: list[float], ranks: list[int]) -> pd.DataFrame:
-    return pd.DataFrame({
-        "record_id": [f"q{i}" for i in range(len(clue))], "region": "case_text",
-        "clue_share": clue, "control_mean_share": control, "best_rank": ranks,
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "record_id": [f"q{i}" for i in range(len(clue))],
+            "region": "case_text",
+            "clue_share": clue,
+            "control_mean_share": control,
+            "best_rank": ranks,
+        }
+    )
 
 
 def test_localisation_summary_is_the_mean_over_questions_with_a_bootstrap_interval():
@@ -158,8 +179,9 @@ def test_localisation_by_target_says_which_target_finds_the_clue():
     prompts = pd.concat([PROMPTS.assign(record_id=rid) for rid in ids], ignore_index=True)
     clue_first = [0.0, 1, 5, 2, 0.5, 0.5, 0.5, 0.1]
     clue_second = [0.0, 1, 2, 5, 0.5, 0.5, 0.5, 0.1]
-    width = pd.concat([frame(record_id=rid, target_fn="width", residual=0.001 * (i + 1))
-                       for i, rid in enumerate(ids)])  # fmt: skip
+    width = pd.concat(
+        [frame(record_id=rid, target_fn="width", residual=0.001 * (i + 1)) for i, rid in enumerate(ids)]
+    )
     width["token_magnitude"] = [clue_first] * n
     entropy = pd.concat([frame(record_id=rid, target_fn="entropy", residual=0.02) for rid in ids])
     entropy["token_magnitude"] = [clue_first] * 3 + [clue_second] * (n - 3)

@@ -30,6 +30,7 @@ from xurs_pipeline.evaluation.artifacts import read_attributions
 from xurs_pipeline.io import ArtifactError, read_parquet
 from xurs_pipeline.models.backbone import TinySpec, load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.checkpoint import build_classifier, load_classifier, save_classifier
+from xurs_pipeline.models.config import ModelConfig
 from xurs_pipeline.reporting.tables import effects_frame, numerics_frame, targets_frame
 from xurs_pipeline.tasks import attribute_repeats as repeats_stage
 from xurs_pipeline.tasks import attribute_targets as targets_stage
@@ -38,16 +39,47 @@ from xurs_pipeline.tasks import mask_eval as mask_stage
 
 
 def make_cfg(artifacts: Path, **evaluation: object) -> RootConfig:
-    return validate({
-        "paths": {"artifacts": str(artifacts)},
-        "data": {"source": "synthetic_v2", "families": [1, 1, 1], "cases_per_family": 1},
-        "model": {"backbone": "tiny", "tiny_hidden_size": 32, "tiny_layers": 2},
-        "attribution": {"method": "eg", "reference": "zero", "n_collections": 1, "refs_per_collection": 1,
-                        "n_samples": 8, "samples_per_call": 8, "max_questions": 3, "split": "test",
-                        "progress": False},
-        "evaluation": {"bootstrap_resamples": 200, "top_k_max": 3, "randomisation_questions": 1,
-                       "randomisation_blocks": 1, "device": "cpu", "repeat_seeds": [], **evaluation},
-    })  # fmt: skip
+    return validate(
+        {
+            "paths": {"artifacts": str(artifacts)},
+            "data": {"source": "synthetic_v2", "families": [1, 1, 1], "cases_per_family": 1},
+            "model": {"backbone": "tiny", "tiny_hidden_size": 32, "tiny_layers": 2},
+            "attribution": {
+                "method": "eg",
+                "reference": "zero",
+                "n_collections": 1,
+                "refs_per_collection": 1,
+                "n_samples": 8,
+                "samples_per_call": 8,
+                "max_questions": 3,
+                "split": "test",
+                "progress": False,
+            },
+            "evaluation": {
+                "bootstrap_resamples": 200,
+                "top_k_max": 3,
+                "randomisation_questions": 1,
+                "randomisation_blocks": 1,
+                "device": "cpu",
+                "repeat_seeds": [],
+                **evaluation,
+            },
+        }
+    )
+
+
+def attribute_saved(cfg: RootConfig, root: Path) -> None:
+    """The attribute stage's run of ``cfg`` on the classifier and prompts saved under ``root``."""
+    model, tokenizer = load_classifier(root / "train" / "classifier")
+    prompts = read_parquet(root / "prepared" / "prompts.parquet")
+    run_attribution(
+        model,
+        prompts,
+        cfg.attribution,
+        pad_id=tokenizer.pad_token_id,
+        max_positions=1024,
+        out=RunOutput(root / "attribute", attribution_fingerprint(cfg)),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,12 +89,11 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     materialize_backbone(root / "backbone", "tiny", tiny=TinySpec(512, 32, 2, 4, 0))
     backbone = load_backbone_dir(root / "backbone")
     prepare_dataset(cfg.data, backbone.tokenizer, root / "prepared", data_config_hash(cfg.data))
-    classifier = build_classifier(backbone, output_kind="mass15", seed=1)  # softmax: non-zero widths
+    classifier = build_classifier(
+        backbone, ModelConfig(output_kind="mass15"), seed=1
+    )  # softmax: non-zero widths
     save_classifier(classifier, root / "train" / "classifier", config_hash=train_run_hash(cfg))
-    model, tokenizer = load_classifier(root / "train" / "classifier")
-    prompts = read_parquet(root / "prepared" / "prompts.parquet")
-    run_attribution(model, prompts, cfg.attribution, pad_id=tokenizer.pad_token_id, max_positions=1024,
-                    out=RunOutput(root / "attribute", attribution_fingerprint(cfg)))  # fmt: skip
+    attribute_saved(cfg, root)
     return root
 
 
@@ -252,10 +283,7 @@ def test_reference_endpoints_are_a_diagnostic_not_failed_checks(artifacts: Path,
     cfg = make_cfg(tmp_path, reference_shift_warning=0.0, randomisation_questions=0)
     a = dataclasses.replace(cfg.attribution, reference="aligned", result_filter="without_result")
     cfg = dataclasses.replace(cfg, attribution=a)
-    model, tokenizer = load_classifier(tmp_path / "train" / "classifier")
-    prompts = read_parquet(tmp_path / "prepared" / "prompts.parquet")
-    run_attribution(model, prompts, cfg.attribution, pad_id=tokenizer.pad_token_id, max_positions=1024,
-                    out=RunOutput(tmp_path / "attribute", attribution_fingerprint(cfg)))  # fmt: skip
+    attribute_saved(cfg, tmp_path)
     headline = checks_stage.run(cfg)
     table = read_parquet(tmp_path / "checks" / "checks.parquet")
     endpoints = read_parquet(tmp_path / "checks" / "details" / "endpoints.parquet")

@@ -31,8 +31,15 @@ def score_frame(magnitudes: pd.DataFrame, cues: dict) -> pd.DataFrame:
     rows = []
     for row in magnitudes.itertuples(index=False):
         reading = token_reading(row.token_magnitude, cues[row.record_id])
-        rows.append({"ranking": row.ranking, "role": row.role, "record_id": row.record_id, "top": reading.top,
-                     "share_1": reading.share_1})  # fmt: skip
+        rows.append(
+            {
+                "ranking": row.ranking,
+                "role": row.role,
+                "record_id": row.record_id,
+                "top": reading.top,
+                "share_1": reading.share_1,
+            }
+        )
     return with_cue_measures(pd.DataFrame(rows))
 
 

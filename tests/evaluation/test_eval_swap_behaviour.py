@@ -98,25 +98,44 @@ def test_a_non_probe_is_refused(probes) -> None:
 
 
 def _readings(method: str, tops: dict[tuple[str, str], int]) -> pd.DataFrame:
-    return with_cue_measures(pd.DataFrame(
-        [{"method": method, "role": role, "record_id": rid, "top": top, "share_1": 1.0 if top == 1 else 0.0,
-          "evals": 1, "forwards": 1, "grad_evals": 0} for (role, rid), top in tops.items()]
-    ))  # fmt: skip
+    return with_cue_measures(
+        pd.DataFrame(
+            [
+                {
+                    "method": method,
+                    "role": role,
+                    "record_id": rid,
+                    "top": top,
+                    "share_1": 1.0 if top == 1 else 0.0,
+                    "evals": 1,
+                    "forwards": 1,
+                    "grad_evals": 0,
+                }
+                for (role, rid), top in tops.items()
+            ]
+        )
+    )
 
 
 def test_agreement_describes_a_method_that_follows_behaviour_and_model_independent_ones(probes) -> None:
     """A reads cue 1, B cue 2 (planted): the method that ranks the cue each model reads agrees everywhere;
     a ranking that does not depend on the model (always cue 1, as an input-only ranking) agrees on half.
     These are descriptions: the verdict is the analysis plan's (faithfulness.py)."""
-    behaviour = pd.concat([cue_dependence(edit_widths(probes, reading((1.0, 0.0))), "A"),
-                           cue_dependence(edit_widths(probes, reading((0.0, 1.0))), "B")])  # fmt: skip
+    behaviour = pd.concat(
+        [
+            cue_dependence(edit_widths(probes, reading((1.0, 0.0))), "A"),
+            cue_dependence(edit_widths(probes, reading((0.0, 1.0))), "B"),
+        ]
+    )
     keys = [(role, p.record_id) for role in ("A", "B") for p in probes]
     rng = np.random.default_rng(0)
-    readings = pd.concat([
-        _readings("faithful", {k: 1 if k[0] == "A" else 2 for k in keys}),
-        _readings("input_only", dict.fromkeys(keys, 1)),
-        _readings("random", {k: int(rng.integers(1, 3)) for k in keys}),
-    ])  # fmt: skip
+    readings = pd.concat(
+        [
+            _readings("faithful", {k: 1 if k[0] == "A" else 2 for k in keys}),
+            _readings("input_only", dict.fromkeys(keys, 1)),
+            _readings("random", {k: int(rng.integers(1, 3)) for k in keys}),
+        ]
+    )
     result = comparison(scored(readings, behaviour, clear_margin=0.2))
     assert result["faithful"]["agreement_clear"] == 1.0
     assert result["faithful"]["spearman"] == pytest.approx(1.0)

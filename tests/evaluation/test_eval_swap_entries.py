@@ -26,9 +26,12 @@ def refused(methods: list[str]) -> str:
 
 @pytest.mark.parametrize(
     "entry",
-    ["occlusion_token@replacement=mean,replacement=zero", "layer_ig@references=zero,references=pad",
-     "sequential_ig@sequential_ig_steps=4,references=zero,sequential_ig_steps=8"],
-)  # fmt: skip
+    [
+        "occlusion_token@replacement=mean,replacement=zero",
+        "layer_ig@references=zero,references=pad",
+        "sequential_ig@sequential_ig_steps=4,references=zero,sequential_ig_steps=8",
+    ],
+)
 def test_a_key_given_twice_is_refused_not_the_last_one_kept(entry: str) -> None:
     assert "given twice (give each key once)" in refused(["paper", entry])
     EvaluationConfig(swap_methods=["paper", entry.rpartition(",")[0]])  # once: accepted
@@ -36,22 +39,27 @@ def test_a_key_given_twice_is_refused_not_the_last_one_kept(entry: str) -> None:
 
 @pytest.mark.parametrize(
     ("first", "second"),
-    [("layer_ig", "layer_ig@references=train:1"),  # an entry without references reads train:1
-     ("occlusion_token@replacement=reference", "occlusion_token@references=train:1"),
-     ("grad_l2", "grad_l2@reduction=l2"),  # grad_l2's own reduction is L2
-     ("layer_ig", "layer_ig@layer_ig_steps=32"),  # evaluation.swap_layer_ig_steps' default
-     ("layer_ig@references=zero,layer_ig_steps=8", "layer_ig@layer_ig_steps=8,references=zero"),
-     ("paper@references=train:2", "paper@references=train:2,reduction=own")],
-)  # fmt: skip
+    [
+        ("layer_ig", "layer_ig@references=train:1"),  # an entry without references reads train:1
+        ("occlusion_token@replacement=reference", "occlusion_token@references=train:1"),
+        ("grad_l2", "grad_l2@reduction=l2"),  # grad_l2's own reduction is L2
+        ("layer_ig", "layer_ig@layer_ig_steps=32"),  # evaluation.swap_layer_ig_steps' default
+        ("layer_ig@references=zero,layer_ig_steps=8", "layer_ig@layer_ig_steps=8,references=zero"),
+        ("paper@references=train:2", "paper@references=train:2,reduction=own"),
+    ],
+)
 def test_one_computation_under_two_names_is_refused_naming_both(first: str, second: str) -> None:
     assert f"{second!r} computes what {first!r} computes" in refused(["paper", first, second])
 
 
 @pytest.mark.parametrize(
     "methods",
-    [["paper", "layer_ig", "layer_ig@references=train:2"], ["paper", "grad_l2", "grad_l2@reduction=abs_sum"],
-     ["paper", "occlusion_token", "occlusion_token@references=train:1"]],  # zero vs the first reference
-)  # fmt: skip
+    [
+        ["paper", "layer_ig", "layer_ig@references=train:2"],
+        ["paper", "grad_l2", "grad_l2@reduction=abs_sum"],
+        ["paper", "occlusion_token", "occlusion_token@references=train:1"],
+    ],  # zero vs the first reference
+)
 def test_different_computations_of_one_method_are_kept(methods: list[str]) -> None:
     assert EvaluationConfig(swap_methods=methods).swap_methods == methods
 
@@ -65,10 +73,12 @@ def test_the_layer_ig_steps_the_study_sets_decide_what_is_the_same_computation()
 
 @pytest.mark.parametrize(
     ("entry", "named"),
-    [("layer_ig@references=train:\u00b2", "references='train:²': must be zero, pad, counterfactual"),
-     ("occlusion_token@references=marginal:\u0663", "references='marginal:٣': must be zero, pad"),
-     ("sequential_ig@sequential_ig_steps=\u0663", "sequential_ig_steps must be an integer, got '٣'")],
-)  # fmt: skip
+    [
+        ("layer_ig@references=train:\u00b2", "references='train:²': must be zero, pad, counterfactual"),
+        ("occlusion_token@references=marginal:\u0663", "references='marginal:٣': must be zero, pad"),
+        ("sequential_ig@sequential_ig_steps=\u0663", "sequential_ig_steps must be an integer, got '٣'"),
+    ],
+)
 def test_digits_outside_0_to_9_get_the_grammars_message(entry: str, named: str) -> None:
     message = refused(["paper", entry])
     assert named in message

@@ -52,9 +52,13 @@ def model() -> RandomSetClassifier:
 def probes() -> ProbeSet:
     rng = np.random.default_rng(0)
     ids = {f"p{i}": [1, *rng.integers(3, VOCAB, SEQ - 1).tolist()] for i in range(3)}
-    return ProbeSet(ids=ids, cues=dict.fromkeys(ids, CUES), labels={k: i % 4 for i, k in enumerate(ids)},
-                    references={k: rng.integers(3, VOCAB, (2, SEQ)) for k in ids},
-                    input_only={k: rng.random(SEQ) for k in ids})  # fmt: skip
+    return ProbeSet(
+        ids=ids,
+        cues=dict.fromkeys(ids, CUES),
+        labels={k: i % 4 for i, k in enumerate(ids)},
+        references={k: rng.integers(3, VOCAB, (2, SEQ)) for k in ids},
+        input_only={k: rng.random(SEQ) for k in ids},
+    )
 
 
 def _before(method: str, model: RandomSetClassifier, probes: ProbeSet, rid: str) -> CueReading:
@@ -78,8 +82,9 @@ def _before(method: str, model: RandomSetClassifier, probes: ProbeSet, rid: str)
         for k, cue in enumerate(CUES):
             mask[0, cue, 0] = k
         algorithm = FeatureAblation(f) if method == "occlusion_span" else ShapleyValues(f)
-        values = algorithm.attribute(x, baselines=0.0, feature_mask=mask.expand_as(x).contiguous(),
-                                     perturbations_per_eval=8)  # fmt: skip
+        values = algorithm.attribute(
+            x, baselines=0.0, feature_mask=mask.expand_as(x).contiguous(), perturbations_per_eval=8
+        )
         span = tuple(abs(float(values[0, cue[0], 0])) for cue in CUES)
         return CueReading(span, span, rows[0])  # type: ignore[arg-type]
     if method == "grad_l2":
@@ -118,8 +123,12 @@ def test_every_token_method_reads_the_cues_as_the_study_did_before_the_interface
 
 
 def test_the_fixed_readings_are_the_runs_rows_and_the_seeded_nulls(probes) -> None:
-    runs = {"A": pd.DataFrame({"token_magnitude": [np.arange(SEQ, dtype=float)] * 3, "grad_evals": [30] * 3},
-                              index=list(probes.ids))}  # fmt: skip
+    runs = {
+        "A": pd.DataFrame(
+            {"token_magnitude": [np.arange(SEQ, dtype=float)] * 3, "grad_evals": [30] * 3},
+            index=list(probes.ids),
+        )
+    }
     frame = fixed_readings(ProbeSet(**{**probes.__dict__, "runs": runs}), seed=3)
     paper = frame[frame["method"] == RUN_METHOD]
     assert (paper["top"] == 2).all()  # the later cue has the larger magnitudes
@@ -153,8 +162,12 @@ def test_a_reading_ranks_the_cue_with_the_larger_best_token_and_a_tie_ranks_none
 def test_a_variant_entry_reads_as_its_method_under_its_keys(model, probes) -> None:
     """``name@key=value`` entries: each row named by the entry, equal to the method configured by hand with
     those keys, and different from the plain method where the key changes the reading."""
-    entries = ["occlusion_token", "occlusion_token@replacement=mean", "grad_x_input@reduction=l2",
-               "layer_ig@layer_ig_steps=4"]  # fmt: skip
+    entries = [
+        "occlusion_token",
+        "occlusion_token@replacement=mean",
+        "grad_x_input@reduction=l2",
+        "layer_ig@layer_ig_steps=4",
+    ]
     frame = model_readings(model, "A", probes, method_configs(entries, STEPS)).set_index(
         ["method", "record_id"]
     )
@@ -209,8 +222,12 @@ def test_xurs_params_takes_the_equal_terms_grid_and_refuses_a_bad_variant_writin
     conf = ["--conf", str(root / "conf"), "--out", str(out), "--no-dvc-yaml"]
     assert main(["params", *conf, "experiment=controlled_swap_equal_terms"]) == 0
     methods = yaml.safe_load(out.read_text())["evaluation"]["swap_methods"]
-    assert {"occlusion_token@replacement=mean", "grad_x_input@reduction=l2", "layer_ig@references=pad",
-            "occlusion_token@references=marginal:16"} <= set(methods)
+    assert {
+        "occlusion_token@replacement=mean",
+        "grad_x_input@reduction=l2",
+        "layer_ig@references=pad",
+        "occlusion_token@references=marginal:16",
+    } <= set(methods)
     written = out.read_text()
     capsys.readouterr()
     bad = 'evaluation.swap_methods=[paper,"occlusion_token@replacement=pad"]'

@@ -53,8 +53,9 @@ def setup():
         embedding[tokenizer.pad_token_id] = torch.randn(32, generator=torch.Generator().manual_seed(4))
     prompts = prepare_records(records, tokenizer, MAX_TOKENS).frame
     probes = [r for r in records if r.synthetic.variant == "probe"][:1]
-    source = ReferenceSource.of(prompts, AttributionConfig(reference_alignment="sequence"), tokenizer,
-                                MAX_TOKENS, SEED)  # fmt: skip
+    source = ReferenceSource.of(
+        prompts, AttributionConfig(reference_alignment="sequence"), tokenizer, MAX_TOKENS, SEED
+    )
     return classifier, prompts, probes, source
 
 
@@ -63,12 +64,20 @@ def probe_set(setup, sets=SETS) -> ProbeSet:
     by_id = prompts.set_index("record_id")
     ids = {p.record_id: list(map(int, by_id.loc[p.record_id, "input_ids"])) for p in probes}
     cues = {rid: tuple(list(map(int, c)) for c in by_id.loc[rid, "cue_positions"]) for rid in ids}
-    built = {name: {p.record_id: probe_reference_ids(reference_set(name), p, ids[p.record_id], source)
-                    for p in probes} for name in sets}  # fmt: skip
-    return ProbeSet(ids=ids, cues=cues, labels={p.record_id: p.answer_idx for p in probes},
-                    references={rid: built["train:2"][rid] for rid in ids},
-                    input_only={rid: np.zeros(len(ids[rid])) for rid in ids},
-                    reference_sets=built)  # fmt: skip
+    built = {
+        name: {
+            p.record_id: probe_reference_ids(reference_set(name), p, ids[p.record_id], source) for p in probes
+        }
+        for name in sets
+    }
+    return ProbeSet(
+        ids=ids,
+        cues=cues,
+        labels={p.record_id: p.answer_idx for p in probes},
+        references={rid: built["train:2"][rid] for rid in ids},
+        input_only={rid: np.zeros(len(ids[rid])) for rid in ids},
+        reference_sets=built,
+    )
 
 
 def readings(setup, probes: ProbeSet, entries: list[str]) -> pd.DataFrame:
@@ -95,8 +104,12 @@ def embedded(classifier, ids) -> torch.Tensor:
 def assert_reads(row: pd.Series, magnitude: np.ndarray, cues) -> None:
     expected = token_reading(magnitude, cues)
     assert row["top"] == expected.top
-    np.testing.assert_allclose([row["best_1"], row["best_2"], row["total_1"], row["total_2"]],
-                               [*expected.best, *expected.total], rtol=1e-6, atol=1e-10)  # fmt: skip
+    np.testing.assert_allclose(
+        [row["best_1"], row["best_2"], row["total_1"], row["total_2"]],
+        [*expected.best, *expected.total],
+        rtol=1e-6,
+        atol=1e-10,
+    )
 
 
 def test_marginal_occlusion_is_the_width_averaged_over_the_drawn_rows_by_an_explicit_loop(setup) -> None:
@@ -192,9 +205,11 @@ def test_layer_ig_from_a_set_is_ig_through_the_block_by_hand_averaged_over_the_s
 
 def test_no_set_is_the_first_training_reference_and_zero_is_zero_replacement(setup) -> None:
     probes = probe_set(setup)
-    pairs = [("layer_ig", "layer_ig@references=train:1"),
-             ("occlusion_token", "occlusion_token@references=zero"),
-             ("occlusion_span@replacement=reference", "occlusion_span@references=train:1")]  # fmt: skip
+    pairs = [
+        ("layer_ig", "layer_ig@references=train:1"),
+        ("occlusion_token", "occlusion_token@references=zero"),
+        ("occlusion_span@replacement=reference", "occlusion_span@references=train:1"),
+    ]
     frame = readings(setup, probes, [e for pair in pairs for e in pair])
     for plain, with_set in pairs:
         pd.testing.assert_frame_equal(frame.loc[plain], frame.loc[with_set], check_names=False)
@@ -224,8 +239,9 @@ def test_training_and_marginal_sets_come_from_the_training_split_as_declared(set
     rid = probes[0].record_id
     ids = list(map(int, prompts.set_index("record_id").loc[rid, "input_ids"]))
     two = probe_reference_ids(reference_set("train:2"), probes[0], ids, source)
-    cfg = AttributionConfig(method="kronrod", refs_per_collection=2, kronrod_max_evals=60,
-                            reference_alignment="sequence")
+    cfg = AttributionConfig(
+        method="kronrod", refs_per_collection=2, kronrod_max_evals=60, reference_alignment="sequence"
+    )
     paper = prepared_references(prompts, [rid], cfg, source.pad_id)
     np.testing.assert_array_equal(two, paper[rid])  # the paper's run reads train:2
     drawn = probe_reference_ids(reference_set("marginal:5"), probes[0], ids, source)
@@ -246,8 +262,9 @@ def test_the_papers_estimator_from_a_set_is_ig_at_the_input_by_hand_averaged_ove
     reference of R: (x - b) sum_k w_k dW/dx(b + a_k (x - b)), averaged over R, its L2 over hidden (the
     paper's magnitude) or its |sum| (``reduction=abs_sum``)."""
     classifier, probes = setup[0], probe_set(setup)
-    run = AttributionConfig(method="ig", ig_points=STEPS, refs_per_collection=2,
-                            reference_alignment="sequence")
+    run = AttributionConfig(
+        method="ig", ig_points=STEPS, refs_per_collection=2, reference_alignment="sequence"
+    )
     entries = [f"paper@references={name}", f"paper@references={name},reduction=abs_sum"]
     frame = model_readings(classifier, "A", probes, method_configs(entries, STEPS, run))
     frame = frame.set_index(["method", "record_id"])
@@ -268,14 +285,23 @@ def test_the_papers_estimator_from_a_set_is_ig_at_the_input_by_hand_averaged_ove
 
 
 def test_the_rerun_estimator_keeps_the_experiments_budget_per_reference() -> None:
-    run = AttributionConfig(method="kronrod", refs_per_collection=2, kronrod_max_evals=600, path="blocks",
-                            reference_alignment="sequence")  # fmt: skip
+    run = AttributionConfig(
+        method="kronrod",
+        refs_per_collection=2,
+        kronrod_max_evals=600,
+        path="blocks",
+        reference_alignment="sequence",
+    )
     eight = estimator_config(run, 8)
     assert (eight.refs_per_collection, eight.kronrod_max_evals, eight.reference) == (8, 2400, "train")
     assert (eight.reference_alignment, eight.path) == ("position", "blocks")  # the rows are fitted already
     zero = estimator_config(run, None)
     assert (zero.reference, zero.refs_per_collection, zero.kronrod_max_evals, zero.path) == (
-        "zero", 1, 300, "straight")  # fmt: skip
+        "zero",
+        1,
+        300,
+        "straight",
+    )
     with pytest.raises(ArtifactError, match=r"attribution\.method='layer_ig' is no path estimator"):
         estimator_config(AttributionConfig(method="layer_ig"), 2)
 
@@ -298,14 +324,18 @@ def test_an_entry_reads_its_set_and_method_keys() -> None:
         ("layer_ig@references=train", "'layer_ig@references=train': references='train': must be zero, pad"),
         ("layer_ig@references=train:0", "'layer_ig@references=train:0': references='train:0'"),
         ("layer_ig@references=pad:2", "'layer_ig@references=pad:2': references='pad:2'"),
-        ("occlusion_token@references=pad,replacement=mean",
-         "'occlusion_token@references=pad,replacement=mean': give references without replacement"),
-        ("layer_ig@references=zero,references=pad",
-         "'layer_ig@references=zero,references=pad': references given twice"),
+        (
+            "occlusion_token@references=pad,replacement=mean",
+            "'occlusion_token@references=pad,replacement=mean': give references without replacement",
+        ),
+        (
+            "layer_ig@references=zero,references=pad",
+            "'layer_ig@references=zero,references=pad': references given twice",
+        ),
         ("layer_ig@references=zero,layer_ig_steps=x", "'layer_ig@references=zero,layer_ig_steps=x': layer_"),
         ("layer_ig@references=zero,span_tokens=4", "'layer_ig@references=zero,span_tokens=4': attribution."),
     ],
-)  # fmt: skip
+)
 def test_a_bad_reference_entry_is_refused_in_one_line_naming_it(entry: str, named: str) -> None:
     with pytest.raises(ValueError, match=re.escape(f"evaluation.swap_methods: {named}")) as info:
         EvaluationConfig(swap_methods=["paper", entry])

@@ -45,8 +45,9 @@ def test_each_edit_changes_only_its_cue(probes, yardstick: str) -> None:
             assert (edit.answer_idx, edit.options) == (probe.answer_idx, probe.options)
             if yardstick == "sentence_removed":
                 assert test not in found
-                assert len(edit.question) == len(probe.question) - len(f" The {test} test is positive for "
-                                                                        f"{base[test]}.")  # fmt: skip
+                assert len(edit.question) == len(probe.question) - len(
+                    f" The {test} test is positive for {base[test]}."
+                )
             elif yardstick == "unseen_names":
                 assert found[test] == " or ".join(UNSEEN_NAMES)
                 assert cue_state(edit, k) == "unknown"
@@ -67,8 +68,12 @@ def test_the_text_edits_recover_every_planted_dependence_and_the_removals_do_not
             assert table.loc[(yardstick, planted), "recovered"]
         for planted in ("saturated", "cancelling"):  # cue 1 removed reads like the probe's cue 1: effect 0
             assert table.loc[(yardstick, planted), "k"] == 0
-    assert validated(recovered) == {"text_edits": True, "sentence_removed": False, "unseen_names": False,
-                                    "test_renamed": False}  # fmt: skip
+    assert validated(recovered) == {
+        "text_edits": True,
+        "sentence_removed": False,
+        "unseen_names": False,
+        "test_renamed": False,
+    }
 
 
 def test_the_text_edits_cannot_see_a_cue_read_only_by_its_presence(probes) -> None:
@@ -93,8 +98,12 @@ def test_a_planted_model_of_the_other_cue_is_not_recovered_as_the_first(probes) 
 
 def test_yardstick_effects_are_the_planted_width_changes(probes) -> None:
     model = PLANTED[0]  # cue 1: label -0.4, pair 0, other +0.4, absent +0.1
-    for yardstick, expected in (("text_edits", 0.4), ("sentence_removed", 0.1), ("unseen_names", 0.1),
-                                ("test_renamed", 0.1)):  # fmt: skip
+    for yardstick, expected in (
+        ("text_edits", 0.4),
+        ("sentence_removed", 0.1),
+        ("unseen_names", 0.1),
+        ("test_renamed", 0.1),
+    ):
         effects = yardstick_widths(probes, model.widths, yardstick)
         np.testing.assert_allclose(effects["probe"], 0.5)
         np.testing.assert_allclose(effects["effect_1"], expected)
@@ -104,10 +113,14 @@ def test_yardstick_effects_are_the_planted_width_changes(probes) -> None:
 # An asymmetric planted model for the behaviour: resolving a cue moves the width by (cue 1) 0.0 and
 # (cue 2) 0.3, turning it to another condition by 0.5 and 0.1. Both edits: e1 = 0.25 > e2 = 0.2 (cue 1);
 # resolve edits alone would say cue 2, other edits alone would give e1 = 0.5: dropping either edit fails.
-ASYMMETRIC = PlantedText("asymmetric", ({"label": 0.0, "pair": 0.0, "other": 0.5, "absent": 0.0,
-                                         "unknown": 0.0},
-                                        {"label": -0.3, "pair": 0.0, "other": 0.1, "absent": 0.0,
-                                         "unknown": 0.0}), truth=1)  # fmt: skip
+ASYMMETRIC = PlantedText(
+    "asymmetric",
+    (
+        {"label": 0.0, "pair": 0.0, "other": 0.5, "absent": 0.0, "unknown": 0.0},
+        {"label": -0.3, "pair": 0.0, "other": 0.1, "absent": 0.0, "unknown": 0.0},
+    ),
+    truth=1,
+)
 
 
 def test_the_behaviour_needs_both_edits_of_each_cue(probes) -> None:

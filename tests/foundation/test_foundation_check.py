@@ -47,8 +47,9 @@ def test_every_stage_runs_after_check_and_check_watches_every_section():
     (stamp,) = [next(iter(o)) if isinstance(o, dict) else o for o in check["outs"]]
     producers = {
         (next(iter(o)) if isinstance(o, dict) else o): name
-        for name, stage in stages.items() for o in stage.get("outs", []) + stage.get("metrics", [])
-    }  # fmt: skip
+        for name, stage in stages.items()
+        for o in stage.get("outs", []) + stage.get("metrics", [])
+    }
 
     def upstream(name: str) -> set[str]:
         found = set()

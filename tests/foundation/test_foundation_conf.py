@@ -15,8 +15,13 @@ from xurs_pipeline.config import RootConfig
 CONF = Path(__file__).resolve().parents[2] / "conf"
 GROUPS = ("data", "model", "train", "attribution", "evaluation")
 # Files that state the paper's settings in full on purpose, and files the default experiment's redesign owns.
-SPELLED_OUT = {"attribution/paper_llama2", "attribution/paper_smollm3", "train/lora_llama2",
-               "train/lora_smollm3", "data/synthetic_local"}  # fmt: skip
+SPELLED_OUT = {
+    "attribution/paper_llama2",
+    "attribution/paper_smollm3",
+    "train/lora_llama2",
+    "train/lora_smollm3",
+    "data/synthetic_local",
+}
 
 
 def _load(group: str, option: str) -> dict[str, Any]:

@@ -33,8 +33,12 @@ def test_dvc_yaml_is_the_generation_of_the_declarations():
 def test_every_stage_depends_on_every_project_file_it_imports():
     assert missing_code_deps(COMMITTED, ROOT) == {}
     # ...and the check finds a file left out (io.py, which every stage imports), also behind a folder dep.
-    pruned = {"stages": {n: {**s, "deps": [d for d in s["deps"] if d != "xurs_pipeline/io.py"]}
-                         for n, s in COMMITTED["stages"].items()}}  # fmt: skip
+    pruned = {
+        "stages": {
+            n: {**s, "deps": [d for d in s["deps"] if d != "xurs_pipeline/io.py"]}
+            for n, s in COMMITTED["stages"].items()
+        }
+    }
     assert set(missing_code_deps(pruned, ROOT)) == set(STAGES)
     assert all(m == ["xurs_pipeline/io.py"] for m in missing_code_deps(pruned, ROOT).values())
     pruned["stages"]["gates"]["deps"].append("xurs_pipeline")
@@ -60,8 +64,14 @@ def test_the_static_closure_covers_every_module_importing_a_stage_loads():
     """An independent computation: the project modules Python actually loads when it imports the entry
     point and each stage's task module, as ``python -m stages <name>`` does (imports inside functions run
     later, so the static closure may hold more)."""
-    result = subprocess.run([sys.executable, "-c", _LOADED, *STAGES], cwd=ROOT, capture_output=True,
-                            text=True, check=True, env={"PYTHONPATH": str(ROOT), "PATH": ""})  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", _LOADED, *STAGES],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+    )
     loaded = json.loads(result.stdout)
     for name in STAGES:
         files = {str(Path(f).resolve().relative_to(ROOT)) for f in loaded[name]}
@@ -131,8 +141,10 @@ def test_prepare_lists_only_its_sources_data_keys_and_a_stage_refuses_a_dvc_yaml
     and a dvc.yaml rendered for another source is refused by the stage it would leave stale."""
     synthetic = {**PARAMS, "data": {**PARAMS["data"], "source": "synthetic_v1"}}
     medqa = {**PARAMS, "data": {**PARAMS["data"], "source": "medqa"}}
-    listed = {name: yaml.safe_load(render(c, ROOT))["stages"]["prepare"]["params"] for name, c in
-              (("synthetic", synthetic), ("medqa", medqa))}  # fmt: skip
+    listed = {
+        name: yaml.safe_load(render(c, ROOT))["stages"]["prepare"]["params"]
+        for name, c in (("synthetic", synthetic), ("medqa", medqa))
+    }
     assert "data.medqa_path" in listed["medqa"]
     assert "data.medqa_path" not in listed["synthetic"]
     assert "data.families" in listed["synthetic"]
@@ -164,8 +176,10 @@ def test_the_prompts_and_run_hashes_cover_exactly_the_keys_the_data_reads():
     from xurs_pipeline.data.dataset import data_config_hash
 
     cfg = validate(PARAMS)  # synthetic data
-    same = {"data": {"medqa_path": "elsewhere", "medqa_files": "x/{split}.jsonl", "medqa_carve": "dev"},
-            "attribution": {"n_samples": 99, "record_ids": ["a"], "split": "dev"}}  # fmt: skip
+    same = {
+        "data": {"medqa_path": "elsewhere", "medqa_files": "x/{split}.jsonl", "medqa_carve": "dev"},
+        "attribution": {"n_samples": 99, "record_ids": ["a"], "split": "dev"},
+    }
     other = {"data": {"seed": 1, "families": [4, 1, 1]}, "train": {"lr_head": 0.5}}
 
     def moved(changes: dict) -> tuple[str, str]:
@@ -218,9 +232,16 @@ def test_every_project_error_derives_from_xurs_error():
     import xurs_pipeline.evaluation.masking as masking
     import xurs_pipeline.io as io
 
-    errors = [gradients.AttributionMemoryError, inputs.AttributionInputError, question.NonFiniteError,
-              config.ConfigError, records.DataError, comparisons.RunMismatchError,
-              masking.InsufficientEligibleError, io.ArtifactError]  # fmt: skip
+    errors = [
+        gradients.AttributionMemoryError,
+        inputs.AttributionInputError,
+        question.NonFiniteError,
+        config.ConfigError,
+        records.DataError,
+        comparisons.RunMismatchError,
+        masking.InsufficientEligibleError,
+        io.ArtifactError,
+    ]
     assert all(issubclass(e, XursError) for e in errors)
     assert not issubclass(RuntimeError, XursError)
 
@@ -246,13 +267,16 @@ def test_every_output_git_ignores_is_cached_by_dvc():
         for stage in stages.values()
         for entry in [*stage.get("outs", []), *stage.get("metrics", [])]
     }
-    paths = {name.replace("${paths.artifacts}", "data").replace("${paths.results}", "results"): entry
-             for name, entry in entries.items()}  # fmt: skip
+    paths = {
+        name.replace("${paths.artifacts}", "data").replace("${paths.results}", "results"): entry
+        for name, entry in entries.items()
+    }
     check = subprocess.run(["git", "check-ignore", *paths], cwd=ROOT, capture_output=True, text=True)
     ignored = check.stdout.split()
     assert "data/predict/headline.json" in ignored  # the metric the bug report saw missing
-    cached = {p: not isinstance(e, dict) or next(iter(e.values())).get("cache", True)
-              for p, e in paths.items()}  # fmt: skip
+    cached = {
+        p: not isinstance(e, dict) or next(iter(e.values())).get("cache", True) for p, e in paths.items()
+    }
     assert len(cached) == sum(len(stage.writes) for stage in STAGES.values())  # every declared output
     assert [p for p in ignored if not cached[p]] == []
 

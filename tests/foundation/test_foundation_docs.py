@@ -177,8 +177,14 @@ def test_a_dependency_version_is_caught():
 
 def test_a_figure_no_kept_file_gives_is_caught():
     assert figures("629 s, 1.90 GiB; 140 of 149; 3.2x; 57%; 1,650 tests; 4 of 20 blocks; R 0.82-0.86") == [
-        "629 s", "1.90 GiB", "140 of 149", "3.2x", "57%", "1,650 tests", "0.82-0.86"
-    ]  # fmt: skip
+        "629 s",
+        "1.90 GiB",
+        "140 of 149",
+        "3.2x",
+        "57%",
+        "1,650 tests",
+        "0.82-0.86",
+    ]
     assert figures("```bash\ndvc repro\n```\n| 12 s |; 0.8 + 0.2 x 0.5 = 90%") == []  # tables are sources
     assert figures("```bash\ndvc repro   # 7-11 minutes\n```") == [
         "7-11 minutes"

@@ -233,8 +233,10 @@ def test_a_point_that_never_ran_gates_shows_no_gates_of_another_run(clone: Path)
     result = run_ok([str(BIN / "xurs"), "gates-sweep", "--out", "results/early"], clone)
     assert pd.read_csv(clone / "results/early/gates_sweep.csv")["name"].tolist() == [baseline], result.stderr
     (line,) = [line for line in result.stderr.splitlines() if line.startswith("left out early-0:")]
-    assert line == ("left out early-0: data/gates/gates.json: not this experiment's (stage train ran with "
-                    f"train.seed={SEEDS['sweep-0']}, not train.seed=23)")  # fmt: skip
+    assert line == (
+        "left out early-0: data/gates/gates.json: not this experiment's (stage train ran with "
+        f"train.seed={SEEDS['sweep-0']}, not train.seed=23)"
+    )
 
 
 def test_gates_sweep_says_a_collected_output_was_collected(clone: Path) -> None:

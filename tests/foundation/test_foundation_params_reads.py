@@ -41,8 +41,13 @@ def test_keys_listed_by_the_stage_or_a_writer_of_what_it_reads_pass() -> None:
         _ = cfg.paths.artifacts  # dvc.yaml's paths are templated from paths.*
 
     reads = _reads("swap", task)
-    assert reads["swap"] == {"evaluation.swap_methods", "attribution.n_samples", "data.families",
-                             "train.lr_head", "paths.artifacts"}  # fmt: skip
+    assert reads["swap"] == {
+        "evaluation.swap_methods",
+        "attribution.n_samples",
+        "data.families",
+        "train.lr_head",
+        "paths.artifacts",
+    }
     assert unlisted_reads(reads, COMPOSED) == {}
     assert unlisted_reads({"gates": {"train.lr_head"}}, COMPOSED) == {"gates": ["train.lr_head"]}
     backbone = {"backbone": {"train.lr_head"}}  # it reads check.json, but check's output never changes

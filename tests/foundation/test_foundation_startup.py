@@ -21,8 +21,12 @@ def _imported(module: str) -> list[str]:
     return out.stdout.split()
 
 
-LIGHT = ("xurs_pipeline.config", "stages.__main__", "xurs_pipeline.tasks.tables",
-         "xurs_pipeline.tasks.report")  # fmt: skip
+LIGHT = (
+    "xurs_pipeline.config",
+    "stages.__main__",
+    "xurs_pipeline.tasks.tables",
+    "xurs_pipeline.tasks.report",
+)
 
 
 @pytest.mark.parametrize("module", LIGHT)

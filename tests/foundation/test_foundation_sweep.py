@@ -45,10 +45,15 @@ def test_the_readme_submitit_launcher_composes():
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(
             config_name="config",
-            overrides=["experiment=smoke", "hydra/launcher=submitit_slurm", "hydra.launcher.partition=gpu",
-                       "hydra.launcher.gpus_per_node=1", "hydra.launcher.timeout_min=240"],
+            overrides=[
+                "experiment=smoke",
+                "hydra/launcher=submitit_slurm",
+                "hydra.launcher.partition=gpu",
+                "hydra.launcher.gpus_per_node=1",
+                "hydra.launcher.timeout_min=240",
+            ],
             return_hydra_config=True,
-        )  # fmt: skip
+        )
     launcher = cfg.hydra.launcher
     assert launcher._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
     assert (launcher.partition, launcher.gpus_per_node, launcher.timeout_min) == ("gpu", 1, 240)
@@ -106,9 +111,12 @@ def test_a_failed_point_is_reported_and_the_others_still_run(project: Path, tmp_
     env_path = f"{fake}{os.pathsep}{os.environ['PATH']}"
     result = subprocess.run(
         [str(BIN / "xurs"), "sweep", "--stage", "check", "experiment=smoke", "train.seed=7,17"],
-        cwd=project, env={**os.environ, "PATH": env_path, "PYTHONPATH": str(project)},
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        cwd=project,
+        env={**os.environ, "PATH": env_path, "PYTHONPATH": str(project)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 2, result.stderr
     assert len((tmp_path / "calls").read_text().splitlines()) == 2  # the second point ran after the failure
     assert "  sweep-0: failed (exit 3)" in result.stdout
@@ -190,8 +198,15 @@ def test_ctrl_c_lets_dvc_clean_up_and_ends_with_one_line_per_point(project: Path
     (fake / "dvc").chmod(0o755)
     env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(project)}
     command = [str(BIN / "xurs"), "sweep", "--stage", "check", "experiment=smoke", "train.seed=7,17,23"]
-    process = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True)  # fmt: skip
+    process = subprocess.Popen(
+        command,
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
     while not (calls.is_file() and "run " in calls.read_text()) and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -18,9 +18,18 @@ ROOT = Path(__file__).resolve().parents[2]
 STRICT_PACKAGES = ("xurs_pipeline.credal",)
 STRICT_MODULES = tuple(
     f"xurs_pipeline.attribution.{name}"
-    for name in ("config", "estimators", "gradients", "paths", "plan", "prefix", "quadrature", "question",
-                 "records")
-)  # fmt: skip
+    for name in (
+        "config",
+        "estimators",
+        "gradients",
+        "paths",
+        "plan",
+        "prefix",
+        "quadrature",
+        "question",
+        "records",
+    )
+)
 
 
 def mypy(args: list[str], cache: Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,10 @@ import transformers
 from xurs_pipeline.models.backbone import Backbone, load_backbone_dir, materialize_backbone
 from xurs_pipeline.models.checkpoint import build_classifier
 from xurs_pipeline.models.classifier import RandomSetClassifier
+from xurs_pipeline.models.config import ModelConfig
+from xurs_pipeline.train.config import TrainConfig
 from xurs_pipeline.train.data import LabelledSet
+from xurs_pipeline.train.runner import Adaptation, TrainOutcome, train_classifier
 
 transformers.utils.logging.disable_progress_bar()
 
@@ -26,10 +29,31 @@ def tiny_backbone_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def fresh_classifier(backbone_dir: Path, **head: object) -> tuple[RandomSetClassifier, Backbone]:
-    """A new classifier (own copy of the backbone weights) on the tiny backbone directory."""
+def fresh_classifier(
+    backbone_dir: Path, seed: int = 0, **model: object
+) -> tuple[RandomSetClassifier, Backbone]:
+    """A new classifier (own copy of the backbone weights) on the tiny backbone directory, its head seeded
+    with ``seed`` and described by the ``model.*`` keys ``model`` (the defaults of ``ModelConfig`` else)."""
     backbone = load_backbone_dir(backbone_dir)
-    return build_classifier(backbone, **head), backbone  # type: ignore[arg-type]
+    return build_classifier(backbone, ModelConfig(**model), seed), backbone  # type: ignore[arg-type]
+
+
+def train_on(
+    classifier: RandomSetClassifier,
+    backbone: Backbone,
+    sets: tuple[LabelledSet, LabelledSet],
+    adaptation: Adaptation,
+    settings: TrainConfig,
+    cache: Path,
+    **options: object,
+) -> TrainOutcome:
+    """``train_classifier`` of ``classifier`` on the (train, dev) ``sets`` under ``adaptation`` and
+    ``settings``, padding with ``backbone``'s pad token, its features cached under ``cache``."""
+    train, dev = sets
+    pad = backbone.tokenizer.pad_token_id
+    return train_classifier(
+        classifier, train, dev, pad, adaptation, settings, feature_cache_dir=cache, **options
+    )
 
 
 def make_prompts(tokenizer: object, n: int, start: int = 0) -> LabelledSet:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 from peft import PeftModel
-from rs_fixtures import fresh_classifier
+from rs_fixtures import fresh_classifier, train_on
 
 from xurs_pipeline.models.adapters import LoraSpec, apply_adaptation, linear_module_names, trainable_groups
 from xurs_pipeline.train.config import TrainConfig
-from xurs_pipeline.train.runner import Adaptation, train_classifier
+from xurs_pipeline.train.runner import Adaptation
 
 ONE_STEP = TrainConfig(
     max_epochs=1, batch_size=64, global_batch=64, lr_head=1e-2, lr_adapter=1e-2, warmup_fraction=0.0
@@ -19,10 +19,7 @@ ONE_STEP = TrainConfig(
 def _one_step(classifier, backbone, data, adaptation: Adaptation, tmp_path) -> dict[str, bool]:
     """Train one optimizer step; return {name: changed} for every parameter that existed before."""
     before = {name: (p, p.detach().clone()) for name, p in classifier.named_parameters()}
-    outcome = train_classifier(
-        classifier, data[0], data[1], backbone.tokenizer.pad_token_id, adaptation, ONE_STEP,
-        feature_cache_dir=tmp_path / "features",
-    )  # fmt: skip
+    outcome = train_on(classifier, backbone, (data[0], data[1]), adaptation, ONE_STEP, tmp_path / "features")
     assert outcome.fit.optimizer_steps == 1
     return {name: not torch.equal(p.detach(), old) for name, (p, old) in before.items()}
 
@@ -34,7 +31,7 @@ def test_head_only_changes_only_the_head(tiny_backbone_dir, labelled_prompts, tm
 
 
 def test_partial_changes_last_blocks_norm_and_head(tiny_backbone_dir, labelled_prompts, tmp_path) -> None:
-    classifier, backbone = fresh_classifier(tiny_backbone_dir, head_kind="mlp")
+    classifier, backbone = fresh_classifier(tiny_backbone_dir, head="mlp")
     changed = _one_step(
         classifier, backbone, labelled_prompts, Adaptation("partial", partial_layers=1), tmp_path
     )
@@ -68,8 +65,14 @@ def test_missing_lora_target_names_the_setting(tiny_backbone_dir) -> None:
     assert "q_proj" in str(err.value)  # the message lists what exists
     assert not isinstance(classifier.backbone, PeftModel)
     assert linear_module_names(classifier.backbone) == [
-        "down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj",
-    ]  # fmt: skip
+        "down_proj",
+        "gate_proj",
+        "k_proj",
+        "o_proj",
+        "q_proj",
+        "up_proj",
+        "v_proj",
+    ]
 
 
 def test_partial_layers_beyond_depth_and_unknown_mode_fail(tiny_backbone_dir) -> None:

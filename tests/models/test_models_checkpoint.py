@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from rs_fixtures import fresh_classifier, make_prompts
+from rs_fixtures import fresh_classifier, make_prompts, train_on
 
 from xurs_pipeline.io import ArtifactError
 from xurs_pipeline.models.adapters import LoraSpec, apply_adaptation
@@ -13,7 +13,7 @@ from xurs_pipeline.models.checkpoint import load_classifier, save_classifier, wa
 from xurs_pipeline.models.collate import pad_batch
 from xurs_pipeline.models.heads import ClassifierOutput
 from xurs_pipeline.train.config import TrainConfig
-from xurs_pipeline.train.runner import Adaptation, train_classifier
+from xurs_pipeline.train.runner import Adaptation
 
 SHORT = TrainConfig(max_epochs=1, batch_size=8, global_batch=8, lr_head=1e-2, lr_adapter=1e-2)
 
@@ -27,7 +27,7 @@ def _outputs(classifier, tokenizer, prompts) -> ClassifierOutput:
 @pytest.mark.parametrize(
     ("adaptation", "head"),
     [
-        (Adaptation("head_only"), {"head_kind": "mlp", "output_kind": "mass15"}),
+        (Adaptation("head_only"), {"head": "mlp", "output_kind": "mass15"}),
         (Adaptation("lora", lora=LoraSpec(rank=4, alpha=8.0, dropout=0.1)), {}),
         (Adaptation("partial", partial_layers=1), {}),
     ],
@@ -41,8 +41,7 @@ def test_save_and_reload_give_identical_predictions(
         train = type(train)(train.inputs, train.labels, uniform)
         dev = type(dev)(dev.inputs, dev.labels, uniform[: len(dev.labels)])
     classifier, backbone = fresh_classifier(tiny_backbone_dir, **head)
-    train_classifier(classifier, train, dev, backbone.tokenizer.pad_token_id, adaptation, SHORT,
-                     feature_cache_dir=tmp_path / "features")  # fmt: skip
+    train_on(classifier, backbone, (train, dev), adaptation, SHORT, tmp_path / "features")
     save_classifier(classifier, tmp_path / "clf", backbone.tokenizer)
     loaded, tokenizer = load_classifier(tmp_path / "clf")
     a, b = _outputs(classifier, backbone.tokenizer, dev.inputs), _outputs(loaded, tokenizer, dev.inputs)
@@ -73,7 +72,7 @@ def test_warm_start_copies_the_saved_head(tiny_backbone_dir, tmp_path) -> None:
     assert not torch.equal(fresh.head.net.weight, trained.head.net.weight)
     warm_start_head(fresh, tmp_path / "clf")
     torch.testing.assert_close(fresh.head.net.weight, trained.head.net.weight, atol=0, rtol=0)
-    mlp, _ = fresh_classifier(tiny_backbone_dir, head_kind="mlp")
+    mlp, _ = fresh_classifier(tiny_backbone_dir, head="mlp")
     with pytest.raises(ArtifactError, match="checkpoint from another model or head"):
         warm_start_head(mlp, tmp_path / "clf")
 
@@ -93,8 +92,7 @@ def lora_checkpoint(tiny_backbone_dir, tmp_path_factory):
     train, dev = make_prompts(backbone.tokenizer, 48), make_prompts(backbone.tokenizer, 16, start=48)
     directory = tmp_path_factory.mktemp("lora")
     adaptation = Adaptation("lora", lora=LoraSpec(rank=4, alpha=8.0, dropout=0.0))
-    train_classifier(classifier, train, dev, backbone.tokenizer.pad_token_id, adaptation, SHORT,
-                     feature_cache_dir=directory / "features")  # fmt: skip
+    train_on(classifier, backbone, (train, dev), adaptation, SHORT, directory / "features")
     save_classifier(classifier, directory / "clf", backbone.tokenizer)
     return directory / "clf", dev
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import torch
-from rs_fixtures import fresh_classifier
+from rs_fixtures import fresh_classifier, train_on
 
 from xurs_pipeline.models.collate import pad_batch
 from xurs_pipeline.models.feature_cache import cached_features, feature_cache_key
 from xurs_pipeline.train.config import TrainConfig
-from xurs_pipeline.train.runner import Adaptation, train_classifier
+from xurs_pipeline.train.runner import Adaptation
 
 
 def _count_backbone_calls(classifier) -> list[int]:
@@ -22,15 +22,15 @@ def test_second_run_hits_cache_and_never_runs_backbone(tiny_backbone_dir, labell
     settings = TrainConfig(max_epochs=2, batch_size=8, global_batch=8)
     first, backbone = fresh_classifier(tiny_backbone_dir, seed=1)
     calls = _count_backbone_calls(first)
-    outcome = train_classifier(first, train, dev, backbone.tokenizer.pad_token_id, Adaptation("head_only"),
-                               settings, feature_cache_dir=tmp_path, feature_batch_size=5)  # fmt: skip
+    outcome = train_on(
+        first, backbone, (train, dev), Adaptation("head_only"), settings, tmp_path, feature_batch_size=5
+    )
     assert outcome.feature_cache_hits == [False, False]
     assert calls[0] == 5 + 2  # ceil(24 / 5) + ceil(8 / 5) batches, once; epochs reuse the features
-    second, _ = fresh_classifier(tiny_backbone_dir, seed=2, head_kind="mlp")
+    second, _ = fresh_classifier(tiny_backbone_dir, seed=2, head="mlp")
     calls = _count_backbone_calls(second)
     settings = TrainConfig(max_epochs=1, global_batch=8, seed=17)
-    outcome = train_classifier(second, train, dev, backbone.tokenizer.pad_token_id, Adaptation("head_only"),
-                               settings, feature_cache_dir=tmp_path)  # fmt: skip
+    outcome = train_on(second, backbone, (train, dev), Adaptation("head_only"), settings, tmp_path)
     assert outcome.feature_cache_hits == [True, True]
     assert calls[0] == 2  # one batch of sampled prompts per file, recomputed to verify it (no epoch runs it)
     assert len(list(tmp_path.glob("*.safetensors"))) == 2

@@ -32,9 +32,12 @@ def _reference(classifier, ids, mask, layers, pooling) -> torch.Tensor:
     """Features by hand from ``output_hidden_states``: index the last real token, average the real
     tokens, RMS-normalise (eps 1e-6) every layer but the final one, concatenate."""
     out = classifier.backbone(
-        input_ids=ids, attention_mask=mask, position_ids=position_ids_from_mask(mask),
-        output_hidden_states=True, use_cache=False,
-    )  # fmt: skip
+        input_ids=ids,
+        attention_mask=mask,
+        position_ids=position_ids_from_mask(mask),
+        output_hidden_states=True,
+        use_cache=False,
+    )
     rows = []
     for b, real in enumerate(_real_rows(mask)):
         pieces = []
@@ -59,9 +62,11 @@ def test_default_features_are_the_final_state_at_the_last_token_without_hidden_s
     with torch.no_grad():
         features = classifier.features(classifier.embed(ids), mask)
         final = classifier.backbone(
-            inputs_embeds=classifier.embed(ids), attention_mask=mask,
-            position_ids=position_ids_from_mask(mask), use_cache=False,
-        ).last_hidden_state  # fmt: skip
+            inputs_embeds=classifier.embed(ids),
+            attention_mask=mask,
+            position_ids=position_ids_from_mask(mask),
+            use_cache=False,
+        ).last_hidden_state
     assert not seen[0].get("output_hidden_states")  # the default costs no per-layer states
     last = torch.stack([final[b, real[-1]] for b, real in enumerate(_real_rows(mask))])
     assert features.shape == (5, HIDDEN)
@@ -105,9 +110,15 @@ def test_features_equal_hidden_states_pooled_and_rms_normalised(
 
 def test_head_width_depth_and_dropout_follow_the_config(tiny_backbone_dir, labelled_prompts) -> None:
     classifier, backbone = fresh_classifier(
-        tiny_backbone_dir, feature_layers=[0, -1], pooling="last_mean", head_kind="mlp", hidden_units=16,
-        head_depth=3, head_dropout=0.5, output_kind="mass15",
-    )  # fmt: skip
+        tiny_backbone_dir,
+        feature_layers=[0, -1],
+        pooling="last_mean",
+        head="mlp",
+        head_hidden=16,
+        head_depth=3,
+        head_dropout=0.5,
+        output_kind="mass15",
+    )
     linears = [m for m in classifier.head.net if isinstance(m, torch.nn.Linear)]
     assert [(m.in_features, m.out_features) for m in linears] == [
         (4 * HIDDEN, 16),
@@ -158,9 +169,15 @@ def test_checkpoint_rebuilds_the_feature_choice_and_head(
     tiny_backbone_dir, labelled_prompts, tmp_path
 ) -> None:
     classifier, backbone = fresh_classifier(
-        tiny_backbone_dir, feature_layers=[1, -1], pooling="last_mean", head_kind="mlp", hidden_units=16,
-        head_depth=2, head_dropout=0.2, seed=4,
-    )  # fmt: skip
+        tiny_backbone_dir,
+        feature_layers=[1, -1],
+        pooling="last_mean",
+        head="mlp",
+        head_hidden=16,
+        head_depth=2,
+        head_dropout=0.2,
+        seed=4,
+    )
     save_classifier(classifier, tmp_path / "clf")
     loaded, _ = load_classifier(tmp_path / "clf")
     assert (loaded.feature_layers, loaded.pooling) == ((1, -1), "last_mean")
@@ -173,7 +190,7 @@ def test_checkpoint_rebuilds_the_feature_choice_and_head(
 
 
 def test_classifier_saved_before_feature_choices_loads_with_the_defaults(tiny_backbone_dir, tmp_path) -> None:
-    classifier, _ = fresh_classifier(tiny_backbone_dir, head_kind="mlp", hidden_units=16)
+    classifier, _ = fresh_classifier(tiny_backbone_dir, head="mlp", head_hidden=16)
     save_classifier(classifier, tmp_path / "clf")
     info_path = tmp_path / "clf" / "classifier.json"
     info = json.loads(info_path.read_text())

@@ -69,7 +69,7 @@ def _hand_loss() -> float:
         )
         / 14
     )
-    return ((nll0 + 0.1 * bce0) + (nll1 + 0.1 * bce1)) / 2  # fmt: skip
+    return ((nll0 + 0.1 * bce0) + (nll1 + 0.1 * bce1)) / 2
 
 
 def test_belief_loss_equals_hand_computation() -> None:
@@ -105,8 +105,12 @@ def test_mass15_loss_is_cross_entropy_against_targets() -> None:
     logits = torch.zeros(1, 15, dtype=torch.float64)
     target = torch.zeros(1, 15, dtype=torch.float64)
     target[0, 0], target[0, 4] = 0.5, 0.5  # half on {A}, half on {A, B}
-    parts = rs_loss(ClassifierOutput(logits, masses_from_set_logits(logits)), torch.tensor([0]), "mass15",
-                    target_masses=target)  # fmt: skip
+    parts = rs_loss(
+        ClassifierOutput(logits, masses_from_set_logits(logits)),
+        torch.tensor([0]),
+        "mass15",
+        target_masses=target,
+    )
     assert parts.total.item() == pytest.approx(ln(15), abs=1e-9)  # uniform masses 1/15
     assert parts.answer_nll.item() == pytest.approx(-ln(0.25), abs=1e-9)  # BetP uniform by symmetry
 

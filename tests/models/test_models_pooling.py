@@ -54,7 +54,7 @@ def test_padded_batch_matches_each_prompt_alone(tiny_backbone_dir, labelled_prom
 
 
 def test_forward_from_embeddings_equals_classify_ids(tiny_backbone_dir, labelled_prompts) -> None:
-    classifier, backbone = fresh_classifier(tiny_backbone_dir, output_kind="mass15", head_kind="mlp")
+    classifier, backbone = fresh_classifier(tiny_backbone_dir, output_kind="mass15", head="mlp")
     ids, mask = pad_batch(labelled_prompts[0].inputs[:4], backbone.tokenizer.pad_token_id, "left")
     with torch.no_grad():
         direct = classifier(classifier.embed(ids), mask, position_ids_from_mask(mask))

@@ -37,11 +37,19 @@ from xurs_pipeline.tasks.pipeline import run_pipeline
 from xurs_pipeline.tasks.runner import check_declared_inputs
 
 PAPER_SETTINGS = (
-    "train.lora_targets", "train.lora_rank", "train.mixed_precision", "train.global_batch",
-    "train.batch_size", "train.head_first", "attribution.precision", "attribution.samples_per_call",
-    "attribution.n_collections", "attribution.reference_order", "evaluation.repeat_seeds",
+    "train.lora_targets",
+    "train.lora_rank",
+    "train.mixed_precision",
+    "train.global_batch",
+    "train.batch_size",
+    "train.head_first",
+    "attribution.precision",
+    "attribution.samples_per_call",
+    "attribution.n_collections",
+    "attribution.reference_order",
+    "evaluation.repeat_seeds",
     "evaluation.ranking.median_section_spearman_min",
-)  # fmt: skip
+)
 TO_TABLES = list(STAGES)[: list(STAGES).index("tables") + 1]
 
 
@@ -113,10 +121,15 @@ def test_paper_experiment_writes_table1_with_the_paper_settings(paper_run: Path)
 
 
 V1_SIZES = [
-    "data.families=[4,1,1]", "data.cases_per_family=2", "train.max_epochs=2", "train.patience=2",
-    "attribution.max_questions=2", "evaluation.bootstrap_resamples=200", "evaluation.n_random=4",
+    "data.families=[4,1,1]",
+    "data.cases_per_family=2",
+    "train.max_epochs=2",
+    "train.patience=2",
+    "attribution.max_questions=2",
+    "evaluation.bootstrap_resamples=200",
+    "evaluation.n_random=4",
     "evaluation.randomisation_questions=0",
-]  # fmt: skip
+]
 
 
 @pytest.mark.slow

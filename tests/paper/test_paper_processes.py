@@ -52,19 +52,38 @@ CASES = {
     # one step of 8 examples per epoch at global batch 16: the second accumulation step is a stand-in
     "head_only": (
         ["experiment=smoke", "model.tiny_layers=1", "train.max_epochs=4", "train.global_batch=16"],
-        4, ["train", "predict"], FLOAT32_ATOL,
+        4,
+        ["train", "predict"],
+        FLOAT32_ATOL,
     ),
     "partial_bf16": (
-        ["experiment=paper_llama2", "data=synthetic_smoke", "train.adaptation=partial",
-         "train.partial_layers=1", "train.head_first=false", "train.max_epochs=2", "train.global_batch=4"],
-        1, ["train", "predict"], BF16_ATOL,
+        [
+            "experiment=paper_llama2",
+            "data=synthetic_smoke",
+            "train.adaptation=partial",
+            "train.partial_layers=1",
+            "train.head_first=false",
+            "train.max_epochs=2",
+            "train.global_batch=4",
+        ],
+        1,
+        ["train", "predict"],
+        BF16_ATOL,
     ),
     "lora_bf16": (
-        ["experiment=paper_smollm3", "data=synthetic_smoke", "train.lora_dropout=0", "train.max_epochs=2",
-         "train.head_first_epochs=1", "train.global_batch=4"],
-        1, ["train_head", "train", "predict"], BF16_ATOL,
+        [
+            "experiment=paper_smollm3",
+            "data=synthetic_smoke",
+            "train.lora_dropout=0",
+            "train.max_epochs=2",
+            "train.head_first_epochs=1",
+            "train.global_batch=4",
+        ],
+        1,
+        ["train_head", "train", "predict"],
+        BF16_ATOL,
     ),
-}  # fmt: skip
+}
 ARCH = {"partial_bf16": "llama", "lora_bf16": "smollm3"}
 
 
@@ -77,8 +96,16 @@ def _project(directory: Path, overrides: list[str]) -> Path:
 
 def torchrun(*args: str, env: dict[str, str] | None = None) -> list[str]:
     """The command line of a two-process torchrun of the worker (a free port: --standalone)."""
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-            str(WORKER), *args]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        str(WORKER),
+        *args,
+    ]
 
 
 def _env() -> dict[str, str]:
@@ -187,9 +214,13 @@ def test_a_killed_process_stops_the_run_without_a_classifier(
     for artifact in ("backbone", "prepared"):
         shutil.copytree(one / "data" / artifact, project / "data" / artifact)
     launcher = subprocess.Popen(
-        torchrun(str(project), "train"), cwd=tmp_path, env=_env(), stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        torchrun(str(project), "train"),
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         progress = project / ".cache" / "xurs" / "train_state"
         deadline = time.monotonic() + 120

@@ -47,7 +47,9 @@ def test_counts_equal_the_instantiated_classifier(
     )
     train_cfg = TrainConfig(adaptation=adaptation, lora_rank=4, partial_layers=1)
     materialize_backbone(tmp_path / "bb", "hf", str(paper_models[arch]), pad_token=pad)
-    classifier = build_classifier(load_backbone_dir(tmp_path / "bb"), head_kind="mlp", pooling="last_mean")
+    classifier = build_classifier(
+        load_backbone_dir(tmp_path / "bb"), ModelConfig(head="mlp", pooling="last_mean")
+    )
     lora = LoraSpec(train_cfg.lora_rank, train_cfg.lora_alpha, train_cfg.lora_dropout, train_cfg.lora_targets)
     apply_adaptation(classifier, adaptation, train_cfg.partial_layers, lora)
     counts = count_parameters(backbone_config(model_cfg), model_cfg, train_cfg)
@@ -106,9 +108,12 @@ def test_gradient_evaluations_state_each_estimators_budget() -> None:
     budget = kronrod.attribution.kronrod_max_evals
     assert kronrod.evaluation.randomisation_blocks == 0  # a clue study's nulls: the head, re-initialised
     assert gradient_evaluations(kronrod, questions=8, tokens=512) == {
-        "attribute": 8 * budget, "attribute_repeats": 8 * budget, "attribute_targets": 8 * budget,
-        "attribute_compare": 0, "checks": 8 * budget,
-    }  # fmt: skip
+        "attribute": 8 * budget,
+        "attribute_repeats": 8 * budget,
+        "attribute_targets": 8 * budget,
+        "attribute_compare": 0,
+        "checks": 8 * budget,
+    }
     compared = _paper("controlled_direct_kronrod", "evaluation.compare_methods=[layer_ig,grad_l2]")
     steps = compared.attribution.layer_ig_steps  # each method: its own gradients per question
     assert gradient_evaluations(compared, questions=8, tokens=512)["attribute_compare"] == 8 * (steps + 1)
@@ -123,10 +128,12 @@ def test_gradient_evaluations_state_each_estimators_budget() -> None:
     assert repeats == 15 * 2 * 4  # twice the intervals
     eg = _paper("controlled_direct", "evaluation.repeat_seeds=[17,23]", "evaluation.repeat_n_samples=32")
     assert gradient_evaluations(eg, questions=3, tokens=512) == {
-        "attribute": 3 * eg.attribution.n_samples, "attribute_repeats": 2 * 3 * 32, "attribute_targets": 0,
+        "attribute": 3 * eg.attribution.n_samples,
+        "attribute_repeats": 2 * 3 * 32,
+        "attribute_targets": 0,
         "attribute_compare": 0,
         "checks": 3 * eg.attribution.n_samples,  # the head on the 3 questions (randomisation_questions 8)
-    }  # fmt: skip
+    }
 
 
 def test_plan_command_and_help(
@@ -137,22 +144,59 @@ def test_plan_command_and_help(
         xurs(["plan", "--help"])
     assert stop.value.code == 0
     assert "--device" in capsys.readouterr().out
-    code = xurs(["plan", "experiment=paper_llama2", f"--conf={ROOT / 'conf'}", "--device", "t4-16gb",
-                 "--train-examples", "10178", "--questions", "100"])  # fmt: skip
+    code = xurs(
+        [
+            "plan",
+            "experiment=paper_llama2",
+            f"--conf={ROOT / 'conf'}",
+            "--device",
+            "t4-16gb",
+            "--train-examples",
+            "10178",
+            "--questions",
+            "100",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 1  # something does not fit
     assert "NO: " in out
     assert "6,607,343,616" in out
     assert "ceilings" not in out  # EG spends exactly its samples
-    assert xurs(["plan", "experiment=controlled_direct_kronrod", f"--conf={ROOT / 'conf'}",
-                 "--train-examples", "500", "--questions", "8"]) == 0  # fmt: skip
+    assert (
+        xurs(
+            [
+                "plan",
+                "experiment=controlled_direct_kronrod",
+                f"--conf={ROOT / 'conf'}",
+                "--train-examples",
+                "500",
+                "--questions",
+                "8",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "ceilings: kronrod stops where it meets its tolerance" in out
     assert "runs forwards only" not in out  # kronrod's gradients are planned
     compared = ["experiment=smoke", "evaluation.compare_methods=[occlusion_token]"]
     # a data-sheet device: the local one is timed above
-    assert xurs(["plan", *compared, f"--conf={ROOT / 'conf'}", "--device", "t4-16gb", "--train-examples",
-                 "50", "--questions", "4"]) == 0  # fmt: skip
+    assert (
+        xurs(
+            [
+                "plan",
+                *compared,
+                f"--conf={ROOT / 'conf'}",
+                "--device",
+                "t4-16gb",
+                "--train-examples",
+                "50",
+                "--questions",
+                "4",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "evaluation.compare_methods entry occlusion_token runs forwards only (L + 1 per question" in out
     assert "attribution.method=eg runs forwards only" not in out
@@ -217,8 +261,14 @@ def test_measured_costs_time_the_attributed_classifier_where_planned() -> None:
     from xurs_pipeline.planning.measure import attributed_classifier, measure_costs, measurement_device
 
     cfg = _paper("paper_llama2", "attribution.samples_per_call=1", "train.feature_batch_size=1")
-    config = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-                         num_key_value_heads=2, vocab_size=64)  # fmt: skip
+    config = LlamaConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        vocab_size=64,
+    )
     model = attributed_classifier(config, _paper("paper_llama2", "attribution.merge_lora=false"))
     assert sum(isinstance(m, LoraLayer) for m in model.modules()) == 7  # q k v o gate up down of one layer
     merged = attributed_classifier(config, cfg)  # attribution.merge_lora: true, the default
@@ -260,8 +310,17 @@ def test_processes_split_training_and_attribution_time(
     assert all(four[s].peak_bytes == one[s].peak_bytes for s in one)
 
     monkeypatch.chdir(tmp_path)
-    common = ["plan", "experiment=paper_llama2", f"--conf={ROOT / 'conf'}", "--device", "h100-80gb",
-              "--train-examples", "10178", "--questions", "100"]  # fmt: skip
+    common = [
+        "plan",
+        "experiment=paper_llama2",
+        f"--conf={ROOT / 'conf'}",
+        "--device",
+        "h100-80gb",
+        "--train-examples",
+        "10178",
+        "--questions",
+        "100",
+    ]
     assert xurs([*common, "--processes", "8"]) == 0
     assert "global batch 32 = 1 per process x 8 x 4 accumulation steps" in capsys.readouterr().out
     assert xurs([*common, "--processes", "3"]) == 1

@@ -36,8 +36,10 @@ def test_prompts_prepared_for_another_data_config_size_nothing(tmp_path: Path) -
     llama = validate(compose(["experiment=paper_llama2"], conf_dir=ROOT / "conf"))
     other = resolve_workload(llama, tmp_path, train_examples=10178)
     assert (other.prompt_tokens, other.questions, other.dev_examples) == (
-        llama.data.max_tokens, llama.attribution.max_questions, 0
-    )  # fmt: skip
+        llama.data.max_tokens,
+        llama.attribution.max_questions,
+        0,
+    )
     changed = validate(compose(["experiment=smoke", "data.seed=5"], conf_dir=ROOT / "conf"))
     assert (
         resolve_workload(changed, tmp_path, train_examples=9, questions=3).prompt_tokens
@@ -56,10 +58,18 @@ def test_questions_zero_means_every_question_as_max_questions_zero(tmp_path: Pat
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("--questions", "-3"), ("--prompt-tokens", "-1"), ("--prompt-tokens", "0"), ("--train-examples", "-5"),
-     ("--sample-seconds", "-1"), ("--sample-seconds", "nan"), ("--sample-seconds", "inf"),
-     ("--train-seconds", "0"), ("--train-seconds", "x")],
-)  # fmt: skip
+    [
+        ("--questions", "-3"),
+        ("--prompt-tokens", "-1"),
+        ("--prompt-tokens", "0"),
+        ("--train-examples", "-5"),
+        ("--sample-seconds", "-1"),
+        ("--sample-seconds", "nan"),
+        ("--sample-seconds", "inf"),
+        ("--train-seconds", "0"),
+        ("--train-seconds", "x"),
+    ],
+)
 def test_numeric_options_are_range_checked(
     option: str,
     value: str,

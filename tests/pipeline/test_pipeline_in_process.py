@@ -31,8 +31,11 @@ def test_every_declared_stage_is_its_task_module_and_nothing_else_is_a_stage():
     for name in STAGES:
         assert callable(stage_task(name)), name
         source = (ROOT / "xurs_pipeline" / "tasks" / f"{name}.py").read_text()
-        imported = {t for t in tasks if f"xurs_pipeline.tasks.{t} import" in source or
-                    f"from xurs_pipeline.tasks import {t}" in source}  # fmt: skip
+        imported = {
+            t
+            for t in tasks
+            if f"xurs_pipeline.tasks.{t} import" in source or f"from xurs_pipeline.tasks import {t}" in source
+        }
         assert imported == set(), (name, imported)
 
 
@@ -83,8 +86,13 @@ def test_a_targets_stages_are_those_dvc_repro_of_it_runs(target: str) -> None:
     from xurs_pipeline.tasks.pipeline import upstream
 
     dvc = Path(sys.executable).parent / "dvc"
-    dot = subprocess.run([str(dvc), "dag", "--dot", target], cwd=Path(__file__).parents[2], check=True,
-                         capture_output=True, text=True).stdout  # fmt: skip
+    dot = subprocess.run(
+        [str(dvc), "dag", "--dot", target],
+        cwd=Path(__file__).parents[2],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     drawn = set(re.findall(r'"(\w+)"', dot))
     assert set(upstream(target)) == drawn
     assert upstream(target)[0] == "check"

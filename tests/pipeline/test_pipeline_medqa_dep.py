@@ -21,9 +21,14 @@ UPSTREAM = list(STAGES)[: list(STAGES).index("prepare")]  # check, backbone
 
 
 def _medqa_rows(n: int, split: str) -> str:
-    rows = [{"question": f"A {split} patient {i} has symptom {i * 7} for {i + 2} days. What is the cause?",
-             "options": {k: f"{k} cause {i}" for k in "ABCD"}, "answer_idx": "ABCD"[i % 4]}
-            for i in range(n)]  # fmt: skip
+    rows = [
+        {
+            "question": f"A {split} patient {i} has symptom {i * 7} for {i + 2} days. What is the cause?",
+            "options": {k: f"{k} cause {i}" for k in "ABCD"},
+            "answer_idx": "ABCD"[i % 4],
+        }
+        for i in range(n)
+    ]
     return "".join(json.dumps(r) + "\n" for r in rows)
 
 
@@ -36,8 +41,17 @@ def test_editing_a_medqa_question_reruns_prepare(tmp_path: Path, monkeypatch: py
     (files / "phrases_no_exclude_dev.jsonl").write_text(_medqa_rows(10, "dev"))
     (files / "phrases_no_exclude_test.jsonl").write_text(_medqa_rows(4, "test"))
     run_ok([str(BIN / "dvc"), "init", "--no-scm", "-q"], work)
-    run_ok([str(BIN / "xurs"), "params", "experiment=smoke", "data.source=medqa", "data.medqa_path=medqa",
-          "data.medqa_carve=dev"], work)  # fmt: skip
+    run_ok(
+        [
+            str(BIN / "xurs"),
+            "params",
+            "experiment=smoke",
+            "data.source=medqa",
+            "data.medqa_path=medqa",
+            "data.medqa_carve=dev",
+        ],
+        work,
+    )
     prepare = yaml.safe_load((work / "dvc.yaml").read_text())["stages"]["prepare"]
     assert "${data.medqa_path}" in prepare["deps"]
     monkeypatch.chdir(work)

@@ -35,17 +35,24 @@ from xurs_pipeline.tasks.runner import run_task, stage_task
 REPO = Path(__file__).resolve().parents[2]
 # Per method, its own budget kept small where it grows with the prompt (shapley_span: 2^spans forwards,
 # sequential_ig: L x steps gradients; IG: references x points): the counts are checked against these keys.
-OWN_KEYS = {"ig": ["attribution.ig_points=4"], "sequential_ig": ["attribution.sequential_ig_steps=1"],
-            "occlusion_span": ["attribution.span_tokens=32"],
-            "shapley_span": ["attribution.span_tokens=64"]}  # fmt: skip
+OWN_KEYS = {
+    "ig": ["attribution.ig_points=4"],
+    "sequential_ig": ["attribution.sequential_ig_steps=1"],
+    "occlusion_span": ["attribution.span_tokens=32"],
+    "shapley_span": ["attribution.span_tokens=64"],
+}
 # the methods with a completeness residual; the adaptive ones with their budget key
 RESIDUAL = ("eg", "ig", "kronrod", "certified", "layer_ig", "sequential_ig")
 ADAPTIVE = {"kronrod": "kronrod_max_evals", "certified": "certified_max_evals"}
 pytestmark = pytest.mark.slow
 # Per method, the parts of the smoke experiment that do the same for every method (repeats, comparison
 # targets, the randomisation check) are left out and two questions explained: every stage still runs.
-LEAN = ["attribution.max_questions=2", "evaluation.repeat_seeds=[]", "evaluation.targets=[width]",
-        "evaluation.randomisation_questions=0"]  # fmt: skip
+LEAN = [
+    "attribution.max_questions=2",
+    "evaluation.repeat_seeds=[]",
+    "evaluation.targets=[width]",
+    "evaluation.randomisation_questions=0",
+]
 
 
 def attribution_stages() -> list[str]:
@@ -108,9 +115,14 @@ def _expected_grad_evals(cfg: RootConfig, length: int) -> int | None:
     checked against their budgets apart)."""
     a = cfg.attribution
     refs = a.n_collections * a.refs_per_collection
-    return {"eg": a.n_samples * a.n_collections, "ig": refs * a.ig_points, "grad_l2": 1, "grad_x_input": 1,
-            "layer_ig": a.layer_ig_steps, "sequential_ig": length * a.sequential_ig_steps,
-            }.get(a.method, None if a.method in ADAPTIVE else 0)  # fmt: skip
+    return {
+        "eg": a.n_samples * a.n_collections,
+        "ig": refs * a.ig_points,
+        "grad_l2": 1,
+        "grad_x_input": 1,
+        "layer_ig": a.layer_ig_steps,
+        "sequential_ig": length * a.sequential_ig_steps,
+    }.get(a.method, None if a.method in ADAPTIVE else 0)
 
 
 def _expected_forwards(cfg: RootConfig, length: int) -> int | None:

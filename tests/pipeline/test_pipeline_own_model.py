@@ -7,7 +7,6 @@ generated dvc.yaml as ``python -m stages <name>`` checks them."""
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import asdict
@@ -19,6 +18,7 @@ from smoke_project import BIN, ROOT, copy_sources, run_ok
 
 from xurs_pipeline.config import load_params
 from xurs_pipeline.contracts import STAGES
+from xurs_pipeline.models.tiny_paper import medqa_lines
 from xurs_pipeline.tasks.pipeline import run_pipeline
 from xurs_pipeline.tasks.runner import check_declared_inputs
 
@@ -34,11 +34,7 @@ def write_questions(folder: Path) -> None:
     """MedQA-format lines: dev (carved into train and dev) and test."""
     folder.mkdir(parents=True)
     for split, n in (("dev", 24), ("test", 4)):
-        rows = [{"question": f"A {split} patient {i} has had fever for {i + 2} days and a rash on the arms. "
-                             "Which of the following is the most likely diagnosis?",
-                 "options": {k: f"{k} disease {i}" for k in "ABCD"}, "answer_idx": "ABCD"[i % 4]}
-                for i in range(n)]  # fmt: skip
-        (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (folder / f"{split}.jsonl").write_text(medqa_lines(split, n))
 
 
 @pytest.mark.slow
@@ -49,8 +45,16 @@ def test_the_readme_worked_command_runs_your_model_and_data_to_a_report(tmp_path
     write_questions(work / "data" / "medqa")
     model, params, repro = commands
     run_ok([str(BIN / "python"), *shlex.split(model)[1:]], work)
-    run_ok([str(BIN / "xurs"), *shlex.split(params)[1:], "attribution.max_questions=2",
-            "evaluation.bootstrap_resamples=100", "evaluation.n_random=2"], work)  # fmt: skip
+    run_ok(
+        [
+            str(BIN / "xurs"),
+            *shlex.split(params)[1:],
+            "attribution.max_questions=2",
+            "evaluation.bootstrap_resamples=100",
+            "evaluation.n_random=2",
+        ],
+        work,
+    )
     assert repro.startswith("dvc repro")
     monkeypatch.chdir(work)
     for stage in STAGES:

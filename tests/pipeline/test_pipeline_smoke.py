@@ -26,8 +26,18 @@ from xurs_pipeline.dvc_yaml import stage_code
 
 WHOLE_CONFIG = {"check", "tables", "report"}  # validate the whole config, or stamp its hash into their pages
 BEFORE_ATTRIBUTION = {"backbone", "prepare", "train_head", "train", "predict", "gates", "train_swap"}
-DOWNSTREAM_OF_ATTRIBUTE = {"check", "attribute", "attribute_repeats", "attribute_targets",
-                           "attribute_compare", "mask_eval", "checks", "tables", "report", "attribute_swap"}
+DOWNSTREAM_OF_ATTRIBUTE = {
+    "check",
+    "attribute",
+    "attribute_repeats",
+    "attribute_targets",
+    "attribute_compare",
+    "mask_eval",
+    "checks",
+    "tables",
+    "report",
+    "attribute_swap",
+}
 # the swap stage reads the attribution settings through the attributions it reads, not as params
 
 
@@ -43,20 +53,31 @@ def project(smoke_project: Path) -> Path:
 @pytest.mark.slow
 def test_every_stage_leaves_its_outputs_and_a_second_repro_runs_nothing(project: Path) -> None:
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
-    assert set(stages) == {"check", "backbone", "prepare", "train_head", "train", "predict", "gates",
-                           "attribute", "attribute_repeats", "attribute_targets", "attribute_compare",
-                           "mask_eval", "checks", "tables", "report", "train_swap", "attribute_swap",
-                           "swap"}  # fmt: skip
-    for path in ("data/backbone/model.safetensors", "data/prepared/prompts.parquet",
-                 "data/train/classifier/classifier.json", "data/predict/predictions.parquet",
-                 "data/gates/gates.parquet", "data/gates/gates.json",
-                 "data/attribute/attributions.parquet", "data/mask_eval/per_question.parquet",
-                 "data/checks/checks.parquet", "results/tables/table1_effects.tex",
-                 "results/plots/topk_curve.png", "results/html/index.html"):  # fmt: skip
+    assert set(stages) == BEFORE_ATTRIBUTION | DOWNSTREAM_OF_ATTRIBUTE | {"swap"}
+    for path in (
+        "data/backbone/model.safetensors",
+        "data/prepared/prompts.parquet",
+        "data/train/classifier/classifier.json",
+        "data/predict/predictions.parquet",
+        "data/gates/gates.parquet",
+        "data/gates/gates.json",
+        "data/attribute/attributions.parquet",
+        "data/mask_eval/per_question.parquet",
+        "data/checks/checks.parquet",
+        "results/tables/table1_effects.tex",
+        "results/plots/topk_curve.png",
+        "results/html/index.html",
+    ):
         assert (project / path).is_file(), path
     front = (project / "results/html/index.html").read_text()
-    for fact in ("At a glance", "Accuracy against chance", "Table 1: zero-masking advantage",
-                 "Attribution checks: ", "Controlled-model gates", "Plots"):  # fmt: skip
+    for fact in (
+        "At a glance",
+        "Accuracy against chance",
+        "Table 1: zero-masking advantage",
+        "Attribution checks: ",
+        "Controlled-model gates",
+        "Plots",
+    ):
         assert fact in front, fact
     links = re.findall(r'(?:href|src)="([^"#]+)"', front)
     assert any(link.startswith("tables/") for link in links)
@@ -129,8 +150,11 @@ def test_a_medqa_key_on_synthetic_data_stales_no_stage_that_runs_the_data(projec
     status = _status_after(project, "  medqa_path: data/medqa\n", "  medqa_path: elsewhere/medqa\n")
     assert set(status) == WHOLE_CONFIG
     assert not set(status) & {"prepare", "train", "swap", "attribute_swap", "train_swap"}
-    seed = _status_after(project, "data:\n  source: synthetic_v1\n  max_tokens: 512\n  seed: 0\n",
-                         "data:\n  source: synthetic_v1\n  max_tokens: 512\n  seed: 1\n")  # fmt: skip
+    seed = _status_after(
+        project,
+        "data:\n  source: synthetic_v1\n  max_tokens: 512\n  seed: 0\n",
+        "data:\n  source: synthetic_v1\n  max_tokens: 512\n  seed: 1\n",
+    )
     assert set(seed) == WHOLE_CONFIG | {"prepare"}  # a key the data reads: prepare reruns, the rest follows
 
 
@@ -140,10 +164,12 @@ def test_no_attribution_key_stales_backbone_prepare_or_training(project: Path) -
     estimator setting reruns the attribution stages and what reads them, never training."""
     record = pd.read_parquet(project / "data/prepared/prompts.parquet", columns=["record_id", "split"])
     test_id = record[record["split"] == "test"]["record_id"].iloc[0]
-    for old, new in (("  n_samples: 16\n", "  n_samples: 24\n"),
-                     ("  max_questions: 0\n  record_ids: []\n", "  max_questions: 2\n  record_ids: []\n"),
-                     ("  record_ids: []\n", f"  record_ids:\n  - {test_id}\n"),
-                     ("  split: test\n", "  split: dev\n")):  # fmt: skip
+    for old, new in (
+        ("  n_samples: 16\n", "  n_samples: 24\n"),
+        ("  max_questions: 0\n  record_ids: []\n", "  max_questions: 2\n  record_ids: []\n"),
+        ("  record_ids: []\n", f"  record_ids:\n  - {test_id}\n"),
+        ("  split: test\n", "  split: dev\n"),
+    ):
         status = _status_after(project, old, new)
         assert "attribute" in status, new
         assert not set(status) & BEFORE_ATTRIBUTION, (new, sorted(status))
@@ -281,9 +307,13 @@ def test_explain_uses_the_pipelines_settings_and_matches_the_report(
     ],
 )
 def test_tables_and_report_refuse_artifacts_made_under_other_settings(
-    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    overrides: list[str], why: str,
-) -> None:  # fmt: skip
+    project: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    overrides: list[str],
+    why: str,
+) -> None:
     """``xurs params ... attribution.n_samples=64 train.lr_head=0.5`` without ``dvc repro``: both commands
     labelled the old run's numbers with the new settings (Table 5 said 64 samples) and replaced the DVC
     outputs with them; now each refuses in one line, naming what moved, and writes nothing."""

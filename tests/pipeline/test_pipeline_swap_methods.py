@@ -19,8 +19,14 @@ from xurs_pipeline.evaluation.config import SWAP_METHODS
 
 PLANTED_MECHANISMS = ("linear", "saturated", "cancelling", "interaction")
 
-TINY = ["model=tiny", "data.families=[8,1,3]", "train.max_epochs=1", "train.partial_layers=1",
-        "attribution.kronrod_max_evals=60", "attribution.max_questions=3"]  # fmt: skip
+TINY = [
+    "model=tiny",
+    "data.families=[8,1,3]",
+    "train.max_epochs=1",
+    "train.partial_layers=1",
+    "attribution.kronrod_max_evals=60",
+    "attribution.max_questions=3",
+]
 pytestmark = [pytest.mark.slow, pytest.mark.second_job]  # a two-seed sweep (CI's second job: pyproject.toml)
 MEASURES = ("swap", "swap_low", "agreement", "agreement_low", "agreement_clear", "agreement_clear_low")
 
@@ -28,8 +34,17 @@ MEASURES = ("swap", "swap_low", "agreement", "agreement_low", "agreement_clear",
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = git_clone(tmp_path_factory.mktemp("swap") / "xurs")
-    sweep = [str(BIN / "xurs"), "sweep", "--stage", "swap", "--name", "seed", "experiment=controlled_swap",
-             *TINY, "data.seed=1,2"]  # fmt: skip
+    sweep = [
+        str(BIN / "xurs"),
+        "sweep",
+        "--stage",
+        "swap",
+        "--name",
+        "seed",
+        "experiment=controlled_swap",
+        *TINY,
+        "data.seed=1,2",
+    ]
     run_ok(sweep, work)
     return work
 

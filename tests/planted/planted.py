@@ -47,9 +47,14 @@ class PlantedClueModel(nn.Module):
     except that padding positions (mask 0) do not count."""
 
     def __init__(
-        self, vocab: int = 40, hidden: int = 8, answer: int = 0, strength: float = 1.0, gain: float = 1.5,
+        self,
+        vocab: int = 40,
+        hidden: int = 8,
+        answer: int = 0,
+        strength: float = 1.0,
+        gain: float = 1.5,
         seed: int = 0,
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__()
         gen = torch.Generator().manual_seed(seed)
         u = torch.zeros(hidden)
@@ -107,10 +112,16 @@ def planted_prompts(n_test: int = 8, n_train: int = 8, vocab: int = 40, seed: in
                 clues = sorted(rng.choice(np.arange(1, length), size=1 + i % 2, replace=False).tolist())
                 for position in clues:
                     ids[position] = CLUE_IDS[position % 2]
-            rows.append({
-                "record_id": f"{split}-{i}", "split": split, "input_ids": ids, "answer_idx": 0,
-                "eligible": [False] + [True] * (length - 1), "clue_positions": clues,
-                "sections": ["special"] + ["question"] * (length - 1),
-                "case_positions": list(range(1, length)),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "record_id": f"{split}-{i}",
+                    "split": split,
+                    "input_ids": ids,
+                    "answer_idx": 0,
+                    "eligible": [False] + [True] * (length - 1),
+                    "clue_positions": clues,
+                    "sections": ["special"] + ["question"] * (length - 1),
+                    "case_positions": list(range(1, length)),
+                }
+            )
     return pd.DataFrame(rows)

@@ -28,15 +28,30 @@ from xurs_pipeline.evaluation.masking import MaskingSpec
 from xurs_pipeline.evaluation.randomisation import cascade_names, randomisation_check
 from xurs_pipeline.evaluation.run_checks import Run, completeness_checks
 
-IG = {"method": "ig", "reference": "zero", "n_collections": 1, "refs_per_collection": 1, "ig_points": 32,
-      "target": "predicted", "split": "test", "progress": False, "reuse_prefix": False}  # fmt: skip
+IG = {
+    "method": "ig",
+    "reference": "zero",
+    "n_collections": 1,
+    "refs_per_collection": 1,
+    "ig_points": 32,
+    "target": "predicted",
+    "split": "test",
+    "progress": False,
+    "reuse_prefix": False,
+}
 THRESHOLDS = NumericsThresholds()  # App. B.4: residual median <= 0.01, max <= 0.05
 
 
 def attribute(model, prompts: pd.DataFrame, out: Path, **overrides) -> pd.DataFrame:
     """The attribute stage's library call, then the artifact read back as the next stages read it."""
-    run_attribution(model, prompts, AttributionConfig(**{**IG, **overrides}), pad_id=0, max_positions=64,
-                    out=RunOutput(out, "planted"))  # fmt: skip
+    run_attribution(
+        model,
+        prompts,
+        AttributionConfig(**{**IG, **overrides}),
+        pad_id=0,
+        max_positions=64,
+        out=RunOutput(out, "planted"),
+    )
     return read_attributions(out, "planted")
 
 

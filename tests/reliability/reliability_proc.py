@@ -177,8 +177,14 @@ class StageProcess:
         logs.mkdir(parents=True, exist_ok=True)
         self.log_path = logs / f"{self.stage}-{time.monotonic_ns()}.log"
         (self.project / PAUSE_MARKER).unlink(missing_ok=True)
-        args = (self.stage, str(self.project), list(self.overrides), list(self.hooks), str(self.log_path),
-                dict(self.env))  # fmt: skip
+        args = (
+            self.stage,
+            str(self.project),
+            list(self.overrides),
+            list(self.hooks),
+            str(self.log_path),
+            dict(self.env),
+        )
         self.process = context().Process(target=_child, args=args, daemon=True)
         self.process.start()
         return self

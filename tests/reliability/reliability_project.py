@@ -26,12 +26,25 @@ MINI: dict[str, Any] = {
     "data": {"families": [2, 1, 1], "cases_per_family": 2},
     "model": {"tiny_hidden_size": 32, "tiny_layers": 1, "tiny_heads": 2},
     "train": {"max_epochs": 3, "patience": 0, "batch_size": 4, "eval_batch_size": 4},
-    "attribution": {"refs_per_collection": 4, "n_samples": 4, "samples_per_call": 2, "eval_batch_size": 4,
-                    "progress": False, "device": "cpu", "split": "test", "target": "predicted"},
-}  # fmt: skip
+    "attribution": {
+        "refs_per_collection": 4,
+        "n_samples": 4,
+        "samples_per_call": 2,
+        "eval_batch_size": 4,
+        "progress": False,
+        "device": "cpu",
+        "split": "test",
+        "target": "predicted",
+    },
+}
 STAGES = ("backbone", "prepare", "train", "predict", "attribute")
-OUTPUT_DIRS = {"backbone": "backbone", "prepare": "prepared", "train": "train", "predict": "predict",
-               "attribute": "attribute"}  # fmt: skip
+OUTPUT_DIRS = {
+    "backbone": "backbone",
+    "prepare": "prepared",
+    "train": "train",
+    "predict": "predict",
+    "attribute": "attribute",
+}
 
 
 def merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

@@ -29,16 +29,34 @@ from xurs_pipeline.models.atomic_dir import atomic_directory
 BASE = smoke_params()
 # Probabilities, shares, fractions and correlations: values above 1 mean nothing.
 UNIT_KEYS = {
-    "data.medqa_train_fraction", "train.warmup_fraction", "train.lora_dropout", "model.head_dropout",
+    "data.medqa_train_fraction",
+    "train.warmup_fraction",
+    "train.lora_dropout",
+    "model.head_dropout",
     "evaluation.confidence",
-    "evaluation.ranking.median_section_spearman_min", "evaluation.ranking.top_option_agreement_min",
-    "evaluation.ranking.mean_topk_overlap_min", "evaluation.ranking.median_share_difference_max",
-    *(f"evaluation.{s}.{k}" for s in ("numerics", "ig")
-      for k in ("median_spearman_min", "median_topk_overlap_min", "median_cosine_min")),
-    "evaluation.gates.accuracy_min", "evaluation.gates.width_drop_share_min",
-}  # fmt: skip
-UNIT_WORDS = ("fraction", "dropout", "confidence", "share", "overlap", "agreement", "spearman", "cosine",
-              "accuracy")  # fmt: skip
+    "evaluation.ranking.median_section_spearman_min",
+    "evaluation.ranking.top_option_agreement_min",
+    "evaluation.ranking.mean_topk_overlap_min",
+    "evaluation.ranking.median_share_difference_max",
+    *(
+        f"evaluation.{s}.{k}"
+        for s in ("numerics", "ig")
+        for k in ("median_spearman_min", "median_topk_overlap_min", "median_cosine_min")
+    ),
+    "evaluation.gates.accuracy_min",
+    "evaluation.gates.width_drop_share_min",
+}
+UNIT_WORDS = (
+    "fraction",
+    "dropout",
+    "confidence",
+    "share",
+    "overlap",
+    "agreement",
+    "spearman",
+    "cosine",
+    "accuracy",
+)
 
 
 def _leaves(cls: type, prefix: str = "") -> list[tuple[str, Any]]:

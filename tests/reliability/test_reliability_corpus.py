@@ -155,8 +155,12 @@ def test_test_questions_seen_in_train_or_dev_are_counted(tmp_path: Path) -> None
     root = _medqa_dir({}, tmp_path / "medqa")  # the same six questions in every split: all leak
     records = load_records(DataConfig(source="medqa", medqa_path=str(root), medqa_files="{split}.jsonl"))
     test_ids = [r.record_id for r in records if r.split == "test"]
-    assert leakage(records) == {"test_in_train": 6, "test_in_dev": 6, "n_test_leaked": 6,
-                                "leaked_test_ids": sorted(test_ids)}  # fmt: skip
+    assert leakage(records) == {
+        "test_in_train": 6,
+        "test_in_dev": 6,
+        "n_test_leaked": 6,
+        "leaked_test_ids": sorted(test_ids),
+    }
     disguised = [
         replace(r, question="\u200b " + r.question.upper()) if r.split == "train" else r for r in records
     ]

@@ -47,9 +47,12 @@ def _garbage(path: Path) -> None:
 
 
 DAMAGE: dict[str, Callable[[Path], None]] = {
-    "truncated": _truncate, "tail_cut": _cut_tail, "byte_flipped": _flip, "empty": _empty,
+    "truncated": _truncate,
+    "tail_cut": _cut_tail,
+    "byte_flipped": _flip,
+    "empty": _empty,
     "garbage": _garbage,
-}  # fmt: skip
+}
 PARQUET = {
     "prepared/prompts.parquet": lambda p: read_prompts(p),
     "predict/predictions.parquet": lambda p: read_predictions(p),
@@ -153,5 +156,7 @@ def test_a_damaged_feature_cache_is_recomputed(reference: Path, tmp_path: Path) 
     log = run_ok(project, "predict")
     assert "is unreadable" in log
     assert "recomputing" in log
-    parquet_equal(project / "data" / "predict" / "predictions.parquet",
-                  reference / "data" / "predict" / "predictions.parquet")  # fmt: skip
+    parquet_equal(
+        project / "data" / "predict" / "predictions.parquet",
+        reference / "data" / "predict" / "predictions.parquet",
+    )

@@ -41,8 +41,10 @@ def test_predictions_are_reproduced_without_the_feature_cache(reference: Path, t
     assert not (reference / "data" / "predict" / "predictions.parquet").samefile(
         project / "data" / "predict" / "predictions.parquet"
     )
-    parquet_equal(project / "data" / "predict" / "predictions.parquet",
-                  reference / "data" / "predict" / "predictions.parquet")  # fmt: skip
+    parquet_equal(
+        project / "data" / "predict" / "predictions.parquet",
+        reference / "data" / "predict" / "predictions.parquet",
+    )
     assert read_json(project / "data" / "predict" / "metrics.json") == read_json(
         reference / "data" / "predict" / "metrics.json"
     )
@@ -52,11 +54,21 @@ def _two_shards(project: Path, threads: dict[str, str]) -> Path:
     """Run attribute as two processes (ranks 0 and 1, gloo); returns the output folder."""
     port = str(_free_port())
     shards = [
-        StageProcess(project, "attribute", env={
-            "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
-            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, **threads}).start()
+        StageProcess(
+            project,
+            "attribute",
+            env={
+                "RANK": str(rank),
+                "LOCAL_RANK": str(rank),
+                "WORLD_SIZE": "2",
+                "LOCAL_WORLD_SIZE": "2",
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": port,
+                **threads,
+            },
+        ).start()
         for rank in (0, 1)
-    ]  # fmt: skip
+    ]
     codes = [shard.wait() for shard in shards]
     assert codes == [0, 0], "\n".join(shard.log()[-2000:] for shard in shards)
     return project / "data" / "attribute"
@@ -99,7 +111,13 @@ def test_shards_with_fewer_threads_agree_to_float32_rounding(reference: Path, tm
 def test_fresh_interpreter_reproduces_the_attributions(reference: Path, tmp_path: Path) -> None:
     project = copy_project(reference, tmp_path / "project", "backbone", "prepare", "train")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-m", "stages", "attribute"], cwd=project, env=env,
-                            capture_output=True, text=True, check=False)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "stages", "attribute"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert_same_attribute(project / "data" / "attribute", reference / "data" / "attribute")

@@ -21,13 +21,23 @@ SUMMARY = f"{SWAP}/summary.json"
 
 
 def gates(accuracy: float) -> dict:
-    return {"dev": {"valid_share": 1.0, "familiar": {"accuracy_with_result": accuracy}, "passed": False,
-                    "n_failed": 1, "n_checks": 2}}  # fmt: skip
+    return {
+        "dev": {
+            "valid_share": 1.0,
+            "familiar": {"accuracy_with_result": accuracy},
+            "passed": False,
+            "n_failed": 1,
+            "n_checks": 2,
+        }
+    }
 
 
 def study(clear: tuple[int, int], as_trained: int = 15) -> dict:
-    counts = {f"{p}_{c}": v for p in ("swap", "agreement", "agreement_A", "agreement_B", "agreement_clear")
-              for c, v in zip("kn", clear, strict=True)}  # fmt: skip
+    counts = {
+        f"{p}_{c}": v
+        for p in ("swap", "agreement", "agreement_A", "agreement_B", "agreement_clear")
+        for c, v in zip("kn", clear, strict=True)
+    }
     return {"methods": {"paper": counts}, "behaves_as_trained": {r: {"k": as_trained, "n": 16} for r in "AB"}}
 
 
@@ -66,8 +76,10 @@ def test_an_experiment_stopped_before_gates_is_named_not_given_the_baselines_gat
     err = capsys.readouterr().err
     not_its = "data/gates/gates.json: not this experiment's"
     assert f"left out early: {not_its} (stage predict ran with train.seed=7, not train.seed=23)" in err
-    assert f"left out predict-only: {not_its} (stage gates ran on another data/predict/predictions.parquet " \
-           "than stage predict made in it)" in err  # fmt: skip
+    assert (
+        f"left out predict-only: {not_its} (stage gates ran on another data/predict/predictions.parquet "
+        "than stage predict made in it)" in err
+    )
 
 
 @pytest.mark.parametrize("state", ["running", "queued", "failed"])
@@ -90,8 +102,10 @@ def test_the_swap_sweep_never_counts_the_baselines_study_under_an_experiments_se
     table = pd.read_csv(tmp_path / "out" / "swap_sweep.csv").set_index("row")
     assert table.loc["paper", "agreement_clear_text"].endswith("(25/27)")
     assert "early" not in table.columns
-    assert "left out early: data/swap/study/summary.json: not this experiment's (stage predict ran with " \
-           "train.seed=7, not train.seed=23" in capsys.readouterr().err  # fmt: skip
+    assert (
+        "left out early: data/swap/study/summary.json: not this experiment's (stage predict ran with "
+        "train.seed=7, not train.seed=23" in capsys.readouterr().err
+    )
 
 
 def test_a_stage_is_the_experiments_only_with_its_params_and_its_inputs(tmp_path):
@@ -159,11 +173,16 @@ def test_a_constant_stamp_upstream_does_not_make_later_stages_anothers(tmp_path)
     stamp = {"path": "data/check.json", "hash": "md5", "md5": "c0"}
     lock = {
         "check": {"params": {"params.yaml": {"train": {"seed": 7}, "data": {"seed": 1}}}, "outs": [stamp]},
-        "prepare": {"params": {"params.yaml": {"data.seed": 1}}, "deps": [stamp],
-                    "outs": [{"path": "data/prepared", "md5": "p0"}]},
-        "predict": {"params": {"params.yaml": {"train.seed": 7}},
-                    "deps": [{"path": "data/prepared", "md5": "p0"}]},
-    }  # fmt: skip
+        "prepare": {
+            "params": {"params.yaml": {"data.seed": 1}},
+            "deps": [stamp],
+            "outs": [{"path": "data/prepared", "md5": "p0"}],
+        },
+        "predict": {
+            "params": {"params.yaml": {"train.seed": 7}},
+            "deps": [{"path": "data/prepared", "md5": "p0"}],
+        },
+    }
     moved = {"train.seed": 8, "data.seed": 1}
     assert not_run(lock, moved, "check") == "stage check ran with train.seed=7, not train.seed=8"
     assert not_run(lock, moved, "prepare") == ""

@@ -41,8 +41,11 @@ def test_attribute_survives_kills_at_several_points(reference: Path, tmp_path: P
     assert len(questions) == len(set(questions)) == 4
 
     # 1. A slowed run (0.5 s after each committed question) killed as soon as a part appears.
-    slow = StageProcess(project, "attribute", hooks=[Hook(
-        "xurs_pipeline.attribution.store:PartStore.write", action="delay", seconds=0.5)]).start()  # fmt: skip
+    slow = StageProcess(
+        project,
+        "attribute",
+        hooks=[Hook("xurs_pipeline.attribution.store:PartStore.write", action="delay", seconds=0.5)],
+    ).start()
     try:
         slow.wait_for(lambda: bool(_committed(parts)), "a committed part")
     finally:

@@ -45,8 +45,9 @@ class SmallDevice(nn.Module):
         return self.inner(inputs_embeds, attention_mask, position_ids)
 
 
-def _run(reference: Path, out: Path, samples_per_call: int, rows: int | None = None,
-         error: Exception | None = None) -> nn.Module:  # fmt: skip
+def _run(
+    reference: Path, out: Path, samples_per_call: int, rows: int | None = None, error: Exception | None = None
+) -> nn.Module:
     classifier, tokenizer = load_classifier(reference / "data" / "train" / "classifier")
     model = classifier if rows is None else SmallDevice(classifier, rows, error or torch.OutOfMemoryError())
     prompts = read_parquet(reference / "data" / "prepared" / "prompts.parquet")
@@ -59,10 +60,12 @@ def _run(reference: Path, out: Path, samples_per_call: int, rows: int | None = N
 
 @pytest.mark.parametrize(
     "error",
-    [torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB"),
-     RuntimeError("MPS backend out of memory (MPS allocated: 9.1 GB)")],
+    [
+        torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB"),
+        RuntimeError("MPS backend out of memory (MPS allocated: 9.1 GB)"),
+    ],
     ids=["OutOfMemoryError", "RuntimeError"],
-)  # fmt: skip
+)
 def test_out_of_memory_halves_samples_per_call(
     reference: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, error: Exception
 ) -> None:

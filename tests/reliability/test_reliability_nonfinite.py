@@ -48,8 +48,15 @@ def _frame() -> pd.DataFrame:
                 ids[SPOT] = HIGH
             if (split, i) == ("train", 2):
                 ids[SPOT] = LOW
-            rows.append({"record_id": f"{split}-{i}", "split": split, "input_ids": ids, "answer_idx": i % 4,
-                         "eligible": [False] + [True] * (LENGTH - 1)})  # fmt: skip
+            rows.append(
+                {
+                    "record_id": f"{split}-{i}",
+                    "split": split,
+                    "input_ids": ids,
+                    "answer_idx": i % 4,
+                    "eligible": [False] + [True] * (LENGTH - 1),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -64,9 +71,17 @@ def _model(reference: Path, dtype: torch.dtype) -> tuple[torch.nn.Module, int]:
 
 def _attribute(reference: Path, out: Path, dtype: torch.dtype, **cfg: object) -> dict:
     model, pad = _model(reference, dtype)
-    config = AttributionConfig(method="ig", reference="train", refs_per_collection=4, ig_points=4,
-                               samples_per_call=4, target="all", progress=False,
-                               precision=str(dtype).removeprefix("torch."), **cfg)  # fmt: skip
+    config = AttributionConfig(
+        method="ig",
+        reference="train",
+        refs_per_collection=4,
+        ig_points=4,
+        samples_per_call=4,
+        target="all",
+        progress=False,
+        precision=str(dtype).removeprefix("torch."),
+        **cfg,
+    )
     metrics = run_attribution(model, _frame(), config, pad_id=pad, max_positions=64, out=RunOutput(out, "x"))
     assert next(model.parameters()).dtype == dtype
     return metrics

@@ -17,8 +17,11 @@ from xurs_pipeline.cli import main as xurs
 
 
 def study(clear: tuple[int, int]) -> dict:
-    counts = {f"{p}_{c}": v for p in ("swap", "agreement", "agreement_A", "agreement_B", "agreement_clear")
-              for c, v in zip("kn", clear, strict=True)}  # fmt: skip
+    counts = {
+        f"{p}_{c}": v
+        for p in ("swap", "agreement", "agreement_A", "agreement_B", "agreement_clear")
+        for c, v in zip("kn", clear, strict=True)
+    }
     return {"methods": {"paper": counts}, "behaves_as_trained": {r: {"k": 15, "n": 16} for r in "AB"}}
 
 
@@ -29,8 +32,13 @@ def project(
     (root / "data/swap/study").mkdir(parents=True)
     attribution = {"method": method, "progress": seed % 2 == 0}
     evaluation = {"swap_randomise": "head" if seed == 1 else "none"}  # one seed carries the sanity runs
-    params = {"experiment_name": name, "paths": {"artifacts": "data", "results": "results"},
-              "data": {"seed": seed}, "attribution": attribution, "evaluation": evaluation}  # fmt: skip
+    params = {
+        "experiment_name": name,
+        "paths": {"artifacts": "data", "results": "results"},
+        "data": {"seed": seed},
+        "attribution": attribution,
+        "evaluation": evaluation,
+    }
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     (root / "data/swap/study/summary.json").write_text(json.dumps(summary))
     return str(root)
@@ -73,13 +81,17 @@ def test_projects_whose_folders_share_a_name_stay_apart(tmp_path, capsys):
     got = table(tmp_path)
     assert got.loc["paper", "agreement_clear_text"].endswith(f"({20 + 21 + 22}/{3 * 28})")
     assert {c for c in got.columns if c.startswith("xurs")} == {
-        "xurs", "xurs (xurs)", f"xurs (--project {roots[2]})"
-    }  # fmt: skip
+        "xurs",
+        "xurs (xurs)",
+        f"xurs (--project {roots[2]})",
+    }
     assert "swap sweep (3 experiments)" in (tmp_path / "out" / "swap_sweep.md").read_text()
 
 
-@pytest.mark.parametrize(("key", "other"), [("attribution.method", {"method": "ig"}),
-                                            ("experiment_name", {"name": "controlled_swap_b"})])  # fmt: skip
+@pytest.mark.parametrize(
+    ("key", "other"),
+    [("attribution.method", {"method": "ig"}), ("experiment_name", {"name": "controlled_swap_b"})],
+)
 def test_studies_of_other_settings_pool_only_when_the_key_is_compared(tmp_path, capsys, key, other):
     a = project(tmp_path / "a", study((25, 28)))
     b = project(tmp_path / "b", study((26, 28)), **other)
@@ -168,8 +180,18 @@ def test_the_studies_kept_beside_the_table_rebuild_it(tmp_path, capsys):
     assert code == 0
     kept = sorted((tmp_path / "out" / "swap_sweep.inputs").glob("*.json"))
     assert [json.loads(p.read_text())["column"] for p in kept] == ["data.seed=1", "data.seed=2"]
-    assert xurs(["swap-sweep", "--kept", str(tmp_path / "out" / "swap_sweep.inputs"), "--out",
-                 str(tmp_path / "again")]) == 0  # fmt: skip
+    assert (
+        xurs(
+            [
+                "swap-sweep",
+                "--kept",
+                str(tmp_path / "out" / "swap_sweep.inputs"),
+                "--out",
+                str(tmp_path / "again"),
+            ]
+        )
+        == 0
+    )
     for name in ("swap_sweep.md", "swap_sweep.tex", "swap_sweep.csv", "swap_sweep.json"):
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "out" / name).read_bytes(), name
     assert "| paper | 25/28 | 26/28 |" in (tmp_path / "again" / "swap_sweep.md").read_text()

@@ -43,16 +43,23 @@ def test_every_artifact_names_its_schema_version_and_config_hash(reference: Path
         assert len(found.config_hash) == 16, f"{path}: config hash {found.config_hash!r}"
 
 
-@pytest.mark.parametrize(("stage", "output"), [("train", "train"), ("predict", "predict"),
-                                             ("attribute", "attribute")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("stage", "output"), [("train", "train"), ("predict", "predict"), ("attribute", "attribute")]
+)
 def test_prompts_of_another_data_config_are_refused(
     reference: Path, tmp_path: Path, stage: str, output: str
 ) -> None:
     upstream = ("backbone", "prepare") if stage == "train" else ("backbone", "prepare", "train")
     project = copy_project(reference, tmp_path / "p", *upstream)
     made = read_provenance(project / "data" / "prepared" / "prompts.parquet")
-    _refused(project, stage, "data.seed=5", "prompts.parquet (prompts v1): made under config hash "
-             f"{made.config_hash}, but the current config hashes to", "dvc repro")  # fmt: skip
+    _refused(
+        project,
+        stage,
+        "data.seed=5",
+        "prompts.parquet (prompts v1): made under config hash "
+        f"{made.config_hash}, but the current config hashes to",
+        "dvc repro",
+    )
     assert not (project / "data" / output).exists()
 
 
@@ -61,8 +68,13 @@ def test_prompts_of_another_schema_version_are_refused(reference: Path, tmp_path
     path = project / "data" / "prepared" / "prompts.parquet"
     made = read_provenance(path)
     write_parquet(read_parquet(path), path, Provenance(made.schema, 2, made.config_hash))
-    _refused(project, "train", "train.seed=7", "schema 'prompts' v2, expected 'prompts' v1",
-             "Rebuild it with `dvc repro`")  # fmt: skip
+    _refused(
+        project,
+        "train",
+        "train.seed=7",
+        "schema 'prompts' v2, expected 'prompts' v1",
+        "Rebuild it with `dvc repro`",
+    )
     assert prompts_provenance().schema_version == 1
 
 
@@ -73,9 +85,14 @@ def test_a_classifier_of_another_training_config_is_refused(
     project = copy_project(reference, tmp_path / "p", "backbone", "prepare", "train")
     made = read_provenance(project / "data" / "train" / "classifier" / "classifier.json")
     # the advice forces train: DVC may count it up to date (a classifier made outside DVC, then committed)
-    _refused(project, stage, "train.seed=8", f"classifier.json (classifier v1): made under config hash "
-             f"{made.config_hash}, but the current config hashes to",
-             "`dvc repro --force --single-item train`")  # fmt: skip
+    _refused(
+        project,
+        stage,
+        "train.seed=8",
+        f"classifier.json (classifier v1): made under config hash "
+        f"{made.config_hash}, but the current config hashes to",
+        "`dvc repro --force --single-item train`",
+    )
 
 
 @pytest.mark.parametrize("stage", ["mask_eval", "checks"])
@@ -84,8 +101,13 @@ def test_attributions_of_another_config_are_refused_downstream(
 ) -> None:
     project = copy_project(reference, tmp_path / "p", "backbone", "prepare", "train", "predict", "attribute")
     made = read_provenance(project / "data" / "attribute" / "attributions.parquet")
-    _refused(project, stage, "attribution.seed=12", "attributions.parquet (attributions v1): made "
-             f"under config hash {made.config_hash}, but the current config hashes to")  # fmt: skip
+    _refused(
+        project,
+        stage,
+        "attribution.seed=12",
+        "attributions.parquet (attributions v1): made "
+        f"under config hash {made.config_hash}, but the current config hashes to",
+    )
     assert not (project / "data" / stage).exists()
 
 

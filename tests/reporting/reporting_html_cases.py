@@ -22,6 +22,7 @@ from xurs_pipeline.credal.focal_sets import FOCAL_INDEX
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.data.tokenize import tokenize_records
 from xurs_pipeline.evaluation.sections import SHARE_SECTIONS, section_shares
+from xurs_pipeline.reporting.front_page import FrontPage
 from xurs_pipeline.reporting.html import CheckRow, ExplanationView, ReportProvenance
 
 PROVENANCE = ReportProvenance(
@@ -50,6 +51,13 @@ OPTIONS = (
 CLUES = {"drug": 1.0, "murmur": 0.8, "cavitation": 0.6, "nodular": -0.5, "viridans": -0.7, "aureus": 0.9}
 
 
+def bare_front(**fields: Any) -> FrontPage:
+    """A front page with nothing measured (no accuracy, effects, checks, tables or plots) but ``fields``."""
+    empty = dict(accuracy=(), effects=(), checks=(), tables=(), skipped=(), plots=())
+    names = dict(experiment="e", model="m", data="d", config_hash="h")
+    return FrontPage(**{**names, **empty, **fields})
+
+
 def masses_of(pairs: dict[tuple[int, ...], float]) -> tuple[float, ...]:
     """A 15-vector in ``FOCAL_SETS`` order from {subset: mass}; the full set takes the rest."""
     m = [0.0] * len(FOCAL_INDEX)
@@ -71,8 +79,19 @@ PAPER_MASSES = masses_of({(1,): 0.1, (2,): 0.1, (1, 2): 0.8})  # Sec. 1: C has [
 def small_view(**changes: Any) -> ExplanationView:
     """Eleven tokens, one special, two padding, one ``<script>`` token; the paper's Sec. 1 masses."""
     tokens = ("<pad>", "<pad>", "<|bos|>", "Question", ":", "Ġ<script>", "Ġfever", "Ċ", "A", ".", "Ġcough")
-    sections = ("padding", "padding", "special", "template", "template", "question", "question", "template",
-                "option_label", "template", "option_A")
+    sections = (
+        "padding",
+        "padding",
+        "special",
+        "template",
+        "template",
+        "question",
+        "question",
+        "template",
+        "option_label",
+        "template",
+        "option_A",
+    )
     bel, pl, betp = measures(PAPER_MASSES)
     base = ExplanationView(
         record_id="rec-1",
@@ -141,8 +160,15 @@ def medqa_like_view(tokenizer: Any, seed: int = 0) -> ExplanationView:
         section_shares=tuple(zip(SHARE_SECTIONS, (float(s) for s in shares), strict=True)),
         checks=(
             CheckRow("completeness_residual", "Completeness residual R (Eq. 9)", residual, 0.01, "<=", True),
-            CheckRow("zero_masking_advantage", "Zero-masking advantage A(x) (Eq. 8)", 0.0213, 0.0, ">=", True,
-                     "top token vs 20 random eligible tokens"),
+            CheckRow(
+                "zero_masking_advantage",
+                "Zero-masking advantage A(x) (Eq. 8)",
+                0.0213,
+                0.0,
+                ">=",
+                True,
+                "top token vs 20 random eligible tokens",
+            ),
             CheckRow("reference_endpoint_gap", "|F_c(B) prepared − normal| (Eq. 10)", 0.0142),
         ),
         reference_width=width - float(signed.sum()) - residual,

@@ -38,14 +38,17 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         small_view(record_id="q3", reference_width=0.2),
     ]
     front = FrontPage(
-        experiment="fixture", model="tiny", data="synthetic", config_hash="abc",
+        experiment="fixture",
+        model="tiny",
+        data="synthetic",
+        config_hash="abc",
         accuracy=(AccuracyRow("test", 3, 0.67, 0.25, 0.33),),
         effects=(EffectRow("width", 3, 0.08, 0.01, 0.15),),
         checks=(CheckLine("completeness", "max_residual", 0.004, "<= 0.05", True),),
         tables=(Link("table1_effects", "tables/table1_effects.html", "Table 1"),),
         skipped=(),
         plots=(Link("advantage", "../plots/advantage.png", "A(x) per question"),),
-    )  # fmt: skip
+    )
     build_report(views, root / "html", "fixture", front, {"table1_effects": TABLE})
     return root / "html"
 

@@ -48,14 +48,30 @@ def test_eg_budget_has_no_quadrature() -> None:
 
 
 def test_clue_tables_come_from_the_metrics_and_are_empty_without_a_clue() -> None:
-    metrics = {"clue_masking": {"questions": 3, "mean_advantage": 0.2, "ci_low": 0.1, "ci_high": 0.3,
-                                "mean_d_clue": 0.3, "mean_d_window": 0.1}}  # fmt: skip
+    metrics = {
+        "clue_masking": {
+            "questions": 3,
+            "mean_advantage": 0.2,
+            "ci_low": 0.1,
+            "ci_high": 0.3,
+            "mean_d_clue": 0.3,
+            "mean_d_window": 0.1,
+        }
+    }
     row = clue_masking_frame(metrics, "local").iloc[0]
     assert (row["configuration"], row["questions"], row["ci"]) == ("local", 3, (0.1, 0.3))
     assert clue_masking_frame({"clue_masking": {}}, "local").empty
-    summary = {"case_text": {"questions": 3, "mean_clue_share_pct": 50.0, "mean_difference_pp": 30.0,
-                             "ci_low": 20.0, "ci_high": 40.0, "median_best_rank": 1.0,
-                             "best_rank_1_share": 1.0}}
+    summary = {
+        "case_text": {
+            "questions": 3,
+            "mean_clue_share_pct": 50.0,
+            "mean_difference_pp": 30.0,
+            "ci_low": 20.0,
+            "ci_high": 40.0,
+            "median_best_rank": 1.0,
+            "best_rank_1_share": 1.0,
+        }
+    }
     rows = localisation_summary_frame(summary)
     assert list(rows["region"]) == ["case_text"]
     assert rows["ci"].iloc[0] == (20.0, 40.0)

@@ -5,15 +5,25 @@ from __future__ import annotations
 
 import math
 
-from xurs_pipeline.reporting.front_page import ClueRow, FrontPage, clue_verdict, render_front
+from reporting_html_cases import bare_front
+
+from xurs_pipeline.reporting.front_page import ClueRow, clue_verdict, render_front
 
 # checks.json's localisation as the `local` experiment writes it (every live position is a clue position)
 NO_WINDOWS = {
-    region: {"questions": 24, "best_rank_1_share": 1.0, "median_best_rank": 1.0, "mean_clue_share_pct": 100.0,
-             "mean_difference_pp": None, "ci_low": None, "ci_high": None, "base_rate_rank_1": 1.0,
-             "questions_with_windows": 0}
+    region: {
+        "questions": 24,
+        "best_rank_1_share": 1.0,
+        "median_best_rank": 1.0,
+        "mean_clue_share_pct": 100.0,
+        "mean_difference_pp": None,
+        "ci_low": None,
+        "ci_high": None,
+        "base_rate_rank_1": 1.0,
+        "questions_with_windows": 0,
+    }
     for region in ("all_text", "case_text")
-}  # fmt: skip
+}
 
 
 def test_missing_windows_render_as_dashes_and_the_verdict_says_why() -> None:
@@ -22,9 +32,7 @@ def test_missing_windows_render_as_dashes_and_the_verdict_says_why() -> None:
     verdict = clue_verdict(rows, by_construction=True)
     assert verdict.answer == "no"
     assert "no clue-free control window" in verdict.detail
-    page = FrontPage(experiment="local", model="m", data="d", config_hash="h", accuracy=(), effects=(),
-                     checks=(), tables=(), skipped=(), plots=(), clue=rows,
-                     clue_by_construction=True)  # fmt: skip
+    page = bare_front(experiment="local", clue=rows, clue_by_construction=True)
     html = str(render_front(page))
     assert "[—, —]" in html
     assert "nan" not in html.lower().replace("nan ", "")  # no raw NaN printed

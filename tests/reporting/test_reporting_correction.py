@@ -6,8 +6,14 @@ import pytest
 
 from xurs_pipeline.reporting.tables import correction_frame
 
-BELIEF_ROW = {"configuration": "c", "n": 4, "correction_applies": True, "rescaling_pct": 25.0,
-              "mean_total_adjustment": 0.1, "negative_share": 0.5}  # fmt: skip
+BELIEF_ROW = {
+    "configuration": "c",
+    "n": 4,
+    "correction_applies": True,
+    "rescaling_pct": 25.0,
+    "mean_total_adjustment": 0.1,
+    "negative_share": 0.5,
+}
 
 
 def test_belief_head_gives_its_row() -> None:

@@ -87,9 +87,19 @@ def test_front_page_shows_accuracy_against_chance_table1_checks_and_links():
     html = render_index([entry], title="XU-RS report: local", front=render_front(PAGE))
     page = _parse(html)
     text = re.sub(r"\s+", " ", " ".join(page.text))
-    for fact in ("local", "SmolLM2-135M-Instruct.Q4_1", "96 records", "81.2%", "25.0%", "31.2%", "62.5%",
-                 "+0.0123", "[+0.0040, +0.0200]", "Attribution checks: 1 of 2 passed",
-                 "table3_endpoints: not made (the experiment has no aligned references)"):  # fmt: skip
+    for fact in (
+        "local",
+        "SmolLM2-135M-Instruct.Q4_1",
+        "96 records",
+        "81.2%",
+        "25.0%",
+        "31.2%",
+        "62.5%",
+        "+0.0123",
+        "[+0.0040, +0.0200]",
+        "Attribution checks: 1 of 2 passed",
+        "table3_endpoints: not made (the experiment has no aligned references)",
+    ):
         assert fact in text, fact
     pattern = r"<tr><td>completeness_eg_train · (\w+)</td>.*?<td class=\"(pass|fail)\">(pass|FAIL)"
     rows = re.findall(pattern, html, re.DOTALL)
@@ -122,16 +132,18 @@ def test_table_page_renders_the_markdown_table_and_escapes_html():
 def _attributions(exhausted: list[bool]) -> pd.DataFrame:
     """Rows of an attributions table (only the error columns the report reads), one per question."""
     n = len(exhausted)
-    return pd.DataFrame({
-        "record_id": [f"q{i}" for i in range(n)],
-        "target": [0] * n,
-        "method": ["kronrod"] * n,
-        "residual": [0.002 * (i + 1) for i in range(n)],
-        "error_bound": [0.004 * (i + 1) for i in range(n)],
-        "grad_evals": [30 * (i + 1) for i in range(n)],
-        "roughness": [1.0 + i for i in range(n)],
-        "budget_exhausted": exhausted,
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "record_id": [f"q{i}" for i in range(n)],
+            "target": [0] * n,
+            "method": ["kronrod"] * n,
+            "residual": [0.002 * (i + 1) for i in range(n)],
+            "error_bound": [0.004 * (i + 1) for i in range(n)],
+            "grad_evals": [30 * (i + 1) for i in range(n)],
+            "roughness": [1.0 + i for i in range(n)],
+            "budget_exhausted": exhausted,
+        }
+    )
 
 
 def test_the_front_page_names_every_question_whose_budget_ran_out() -> None:
@@ -168,12 +180,14 @@ def test_the_front_page_says_whether_the_attribution_found_the_clue() -> None:
     """App. C on the front page: per region the share of questions whose best clue token ranks first, the
     median rank, the clue's share and its difference to control windows with the bootstrap interval (an
     interval reaching zero is marked as a failure); the references are named; no section without a clue."""
-    table = pd.DataFrame({
-        "region": ["case_text"] * 4 + ["all_text"] * 4,
-        "clue_share": [0.8, 0.7, 0.9, 0.6, 0.10, 0.05, 0.20, 0.02],
-        "control_mean_share": [0.1, 0.2, 0.1, 0.1, 0.09, 0.10, 0.05, 0.06],
-        "best_rank": [1, 1, 2, 1, 3, 1, 9, 12],
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "region": ["case_text"] * 4 + ["all_text"] * 4,
+            "clue_share": [0.8, 0.7, 0.9, 0.6, 0.10, 0.05, 0.20, 0.02],
+            "control_mean_share": [0.1, 0.2, 0.1, 0.1, 0.09, 0.10, 0.05, 0.06],
+            "best_rank": [1, 1, 2, 1, 3, 1, 9, 12],
+        }
+    )
     rows = ClueRow.of(localisation_summary(table, 2_000, 0.95, "percentile", 0))
     assert [r.region for r in rows] == ["case_text", "all_text"]
     case, text = rows
@@ -185,8 +199,13 @@ def test_the_front_page_says_whether_the_attribution_found_the_clue() -> None:
     page = replace(PAGE, clue=rows, references="1 x 4 train, aligned by token sequence references")
     html = str(render_front(page))
     words = " ".join(" ".join(_parse(html).text).split())
-    for fact in ("Does the attribution find the clue?", "case text", "75.0%", "62.5",
-                 "1 x 4 train, aligned by token sequence references"):  # fmt: skip
+    for fact in (
+        "Does the attribution find the clue?",
+        "case text",
+        "75.0%",
+        "62.5",
+        "1 x 4 train, aligned by token sequence references",
+    ):
         assert fact in words, fact
     verdicts = re.findall(r'<td class="num (pass|fail)">\s*\[', html)
     assert verdicts == ["pass", "fail"]
@@ -208,7 +227,9 @@ def test_the_verdict_line_answers_three_questions_and_each_can_say_no() -> None:
     error = AttributionError("kronrod", 8, 0.0013, 0.0028, 0.009, 340.0, ())
     good = replace(PAGE, accuracy=(AccuracyRow("test", 120, 0.85, 0.25, 0.33),), error=error, clue=(CLUE,))
     assert _verdicts(good) == {
-        "Model learned?": "yes", "Attribution error within tolerance?": "yes", "Clue found?": "yes"
+        "Model learned?": "yes",
+        "Attribution error within tolerance?": "yes",
+        "Clue found?": "yes",
     }
     bad = replace(
         good,
@@ -217,10 +238,18 @@ def test_the_verdict_line_answers_three_questions_and_each_can_say_no() -> None:
         clue=(replace(CLUE, ci_low=-1.0),),  # the interval reaches zero
     )
     assert set(_verdicts(bad).values()) == {"no"}
-    assert _verdicts(replace(good, error=replace(error, budget_ran_out=("q3",), ran_out_residual=(0.002,))))[
-        "Attribution error within tolerance?"] == "no"  # fmt: skip
-    assert _verdicts(replace(good, error=replace(error, residual_max=0.06)))[
-        "Attribution error within tolerance?"] == "no"  # fmt: skip
+    assert (
+        _verdicts(replace(good, error=replace(error, budget_ran_out=("q3",), ran_out_residual=(0.002,))))[
+            "Attribution error within tolerance?"
+        ]
+        == "no"
+    )
+    assert (
+        _verdicts(replace(good, error=replace(error, residual_max=0.06)))[
+            "Attribution error within tolerance?"
+        ]
+        == "no"
+    )
     assert _verdicts(replace(good, clue=()))["Clue found?"] == "n/a"
     assert _verdicts(replace(good, error=None))["Attribution error within tolerance?"] == "n/a"
 
@@ -233,8 +262,11 @@ GATES = (
 
 
 def test_gates_stand_apart_from_the_attribution_checks_and_known_misses_are_labelled() -> None:
-    page = replace(PAGE, checks=PAGE.checks + GATES,
-                   known_misses=(("mass_error_with_result", "calibration gate, known miss"),))  # fmt: skip
+    page = replace(
+        PAGE,
+        checks=PAGE.checks + GATES,
+        known_misses=(("mass_error_with_result", "calibration gate, known miss"),),
+    )
     html = str(render_front(page))
     checks = html.split('<section id="checks">', 1)[1].split("</section>", 1)[0]
     gates = html.split('<section id="gates">', 1)[1].split("</section>", 1)[0]
@@ -271,11 +303,18 @@ def test_plots_not_drawn_are_listed_with_their_reason() -> None:
 def test_reference_endpoints_are_a_diagnostic_apart_from_the_checks() -> None:
     """Eq. 10: per explained answer, which width difference the explanation concerns; the checks' count
     ("n of m passed") does not include them, and no endpoint row reads as a failure."""
-    endpoints = pd.DataFrame({
-        "case": ["q1:c0", "q2:c1"], "delta_natural": [-0.478592, 0.2], "delta_aligned": [0.00264, 0.199],
-        "shift": [0.481232, 0.001], "residual": [1e-5, 2e-5], "warn_above": [0.01, 0.01],
-        "warning": [True, False], "concerns": ["prepared", "natural"],
-    })  # fmt: skip
+    endpoints = pd.DataFrame(
+        {
+            "case": ["q1:c0", "q2:c1"],
+            "delta_natural": [-0.478592, 0.2],
+            "delta_aligned": [0.00264, 0.199],
+            "shift": [0.481232, 0.001],
+            "residual": [1e-5, 2e-5],
+            "warn_above": [0.01, 0.01],
+            "warning": [True, False],
+            "concerns": ["prepared", "natural"],
+        }
+    )
     rows = EndpointRow.of(endpoints)
     assert [r.concerns for r in rows] == ["prepared", "natural"]
     assert EndpointRow.of(endpoints.drop(columns="concerns")) == rows  # older artifacts: by the flag

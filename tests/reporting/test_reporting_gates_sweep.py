@@ -89,8 +89,13 @@ def test_one_row_per_finished_experiment_with_the_fixtures_gate_values(show, spl
     assert sweep.gates[0] == "valid_share"
     assert sweep.left_out == {}
     unfinished = {e.name: e.unfinished for e in listed(show)}
-    assert unfinished == {"master": "", "lr05": "", "seed17": "", "seed7": "",
-                          "queued23": "experiment queued, not run yet"}  # fmt: skip
+    assert unfinished == {
+        "master": "",
+        "lr05": "",
+        "seed17": "",
+        "seed7": "",
+        "queued23": "experiment queued, not run yet",
+    }
     for row in sweep.frame.to_dict(orient="records"):
         expected = expected_row(states[row["name"]], split)
         assert {k: row[k] for k in expected} == expected
@@ -169,8 +174,10 @@ def test_missing_files_are_named_in_words_not_errno(project, tmp_path, capsys):
     """A commit whose gates never ran, and a --from file that does not exist: no raw ``[Errno 2]``."""
     assert xurs(["gates-sweep", "--from", "show.json", "--out", str(tmp_path)]) == 0
     err = capsys.readouterr().err
-    assert f"left out master: {GATES} not found (its stage did not run in this experiment, or the run " \
-           "failed before it)" in err  # fmt: skip
+    assert (
+        f"left out master: {GATES} not found (its stage did not run in this experiment, or the run "
+        "failed before it)" in err
+    )
     missing = tmp_path / "nope.json"
     assert xurs(["gates-sweep", "--from", str(missing), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err

@@ -25,20 +25,27 @@ PREDICT = {
 
 def test_each_headline_picks_its_numbers_from_the_detail_metrics():
     assert predict_headline(PREDICT, ["dev", "test"]) == {
-        "accuracy": 0.4, "chance": 0.25, "auroc_width": 0.8, "auroc_lowp": 0.9
-    }  # fmt: skip
+        "accuracy": 0.4,
+        "chance": 0.25,
+        "auroc_width": 0.8,
+        "auroc_lowp": 0.9,
+    }
     assert predict_headline({"dev": PREDICT["dev"]}, ["dev", "test"])["accuracy"] == 0.5  # no test: dev
     assert predict_headline({}, ["dev"]) == {}
-    audit = {"dev": {"correction_applies": True, "rescaling_pct": 1.0},
-             "test": {"correction_applies": True, "rescaling_pct": 12.5}}  # Table 8's column
+    audit = {
+        "dev": {"correction_applies": True, "rescaling_pct": 1.0},
+        "test": {"correction_applies": True, "rescaling_pct": 12.5},
+    }  # Table 8's column
     assert predict_headline(PREDICT, ["dev", "test"], audit)["rescaled"] == 12.5
     mass15 = {"test": {"correction_applies": False, "n": 4}}  # softmax outputs: nothing to rescale
     assert "rescaled" not in predict_headline(PREDICT, ["test"], mass15)
     assert train_headline({"best_epoch": 4, "history": [1, 2]}) == {"best_epoch": 4}
     metrics = {"residual_max": 0.03, "residual_median": 0.01, "budget_exhausted": ["q1"]}
     assert attribute_headline(metrics) == {"R_max": 0.03, "R_median": 0.01, "exhausted": 1}
-    targets = {"bel": {"mean_advantage": 9, "ci_low": 8, "ci_high": 10},
-               "width": {"mean_advantage": 0.2, "ci_low": 0.1, "ci_high": 0.3}}  # fmt: skip
+    targets = {
+        "bel": {"mean_advantage": 9, "ci_low": 8, "ci_high": 10},
+        "width": {"mean_advantage": 0.2, "ci_low": 0.1, "ci_high": 0.3},
+    }
     assert mask_headline(targets) == {"advantage": 0.2, "ci_low": 0.1, "ci_high": 0.3}  # Table 1's width row
     assert verdict_headline("checks", [True, False, False]) == {"checks": 3, "checks_failed": 2}
     assert verdict_headline("gates", []) == {"gates": 0, "gates_failed": 0}
@@ -47,12 +54,21 @@ def test_each_headline_picks_its_numbers_from_the_detail_metrics():
 def test_headline_keys_are_unique_across_stages_and_files_are_flat(tmp_path):
     """DVC puts every key of every metrics file into one table: a shared key would be path-prefixed."""
     targets = {"width": {"mean_advantage": 0.2, "ci_low": 0.1, "ci_high": 0.3}}
-    files = [predict_headline(PREDICT, ["test"]), train_headline({"best_epoch": 1}),
-             attribute_headline({"residual_max": 0.0, "residual_median": 0.0}), mask_headline(targets),
-             verdict_headline("checks", [True]), verdict_headline("gates", [True]),
-             rerun_headline([Check("values_main_vs_seed17", "median_cosine", 1.0, 0.99, ">=", 1),
-                             Check("values_main_vs_seed17", "median_relative_distance", 0.0, 0.1, "<=", 1)],
-                            ["seed17"])]  # fmt: skip
+    files = [
+        predict_headline(PREDICT, ["test"]),
+        train_headline({"best_epoch": 1}),
+        attribute_headline({"residual_max": 0.0, "residual_median": 0.0}),
+        mask_headline(targets),
+        verdict_headline("checks", [True]),
+        verdict_headline("gates", [True]),
+        rerun_headline(
+            [
+                Check("values_main_vs_seed17", "median_cosine", 1.0, 0.99, ">=", 1),
+                Check("values_main_vs_seed17", "median_relative_distance", 0.0, 0.1, "<=", 1),
+            ],
+            ["seed17"],
+        ),
+    ]
     keys = [k for f in files for k in f]
     assert len(keys) == len(set(keys))
     assert len(keys) <= 17  # `dvc exp show` at 120 columns with --drop/--keep (README)
@@ -65,9 +81,11 @@ def test_headline_keys_are_unique_across_stages_and_files_are_flat(tmp_path):
 def _vector_checks(run: str, cosine: float, distance: float) -> list[Check]:
     """The two vector checks of App. B.4 the ``checks`` stage makes for a comparison with ``run``."""
     group = f"values_main_vs_{run}"
-    return [Check(group, "median_cosine", cosine, 0.99, ">=", 3),
-            Check(group, "median_relative_distance", distance, 0.10, "<=", 3),
-            Check(group, "median_spearman", 0.2, 0.95, ">=", 3)]  # fmt: skip
+    return [
+        Check(group, "median_cosine", cosine, 0.99, ">=", 3),
+        Check(group, "median_relative_distance", distance, 0.10, "<=", 3),
+        Check(group, "median_spearman", 0.2, 0.95, ">=", 3),
+    ]
 
 
 def test_the_rerun_headline_is_the_worst_vector_figure_over_the_reruns_only():

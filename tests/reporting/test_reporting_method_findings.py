@@ -50,8 +50,10 @@ def test_a_label_names_its_scope_and_a_method_not_compared_says_so() -> None:
 def _compared():
     view = small_view()
     other = (0.0, 0.0, 0.0, 0.3, 0.0, 0.06, 0.0, 0.0, 0.2, 0.0, 0.12)  # ranks 3, 8, 10, 5 first
-    methods = (MethodScores("kronrod", finding_label("kronrod"), view.magnitude),
-               MethodScores("occlusion_token", finding_label("occlusion_token"), other))  # fmt: skip
+    methods = (
+        MethodScores("kronrod", finding_label("kronrod"), view.magnitude),
+        MethodScores("occlusion_token", finding_label("occlusion_token"), other),
+    )
     return view.__class__(**{**view.__dict__, "methods": methods})
 
 

@@ -53,8 +53,12 @@ def test_plots_have_titles_labels_integer_counts_and_spread_bins(tmp_path, monke
     plots.residual_vs_evaluations(np.full(n, 64), rng.random(n) / 10, tmp_path / "r.png")
     for name, ax in drawn.items():
         assert all((ax.get_title(), ax.get_xlabel(), ax.get_ylabel())), name
-    counted = {"w": ax_ticks(drawn["w"], "y"), "s": ax_ticks(drawn["s"], "y"),
-               "a": ax_ticks(drawn["a"], "x"), "k": ax_ticks(drawn["k"], "x")}  # fmt: skip
+    counted = {
+        "w": ax_ticks(drawn["w"], "y"),
+        "s": ax_ticks(drawn["s"], "y"),
+        "a": ax_ticks(drawn["a"], "x"),
+        "k": ax_ticks(drawn["k"], "x"),
+    }
     for name, ticks in counted.items():
         assert np.allclose(ticks, np.round(ticks)), (name, ticks)
     bars = [p.get_height() for p in drawn["w"].patches if p.get_height() > 0]
@@ -73,16 +77,19 @@ def test_a_plot_without_data_is_not_drawn_and_says_why(tmp_path):
     """A mass15 head has no Eq. 5 correction (s = NaN everywhere) and `local` masks only k = 1: an empty
     picture and a one-point curve are not drawn; NOT_DRAWN gives the front page the reason."""
     assert plots.surviving_total(np.full(12, np.nan), tmp_path / "s.png") is None
-    assert plots.topk_curve(np.array([1]), np.array([0.1]), np.array([0.0]), np.array([0.2]),
-                            tmp_path / "k.png") is None  # fmt: skip
+    assert (
+        plots.topk_curve(np.array([1]), np.array([0.1]), np.array([0.0]), np.array([0.2]), tmp_path / "k.png")
+        is None
+    )
     assert plots.residual_vs_evaluations(np.array([8.0]), np.array([np.nan]), tmp_path / "r.png") is None
     assert list(tmp_path.iterdir()) == []
     assert "mass15" in plots.NOT_DRAWN["surviving_total"]
     assert "k = 1" in plots.NOT_DRAWN["topk_curve"]
     # with data they are drawn: s partly NaN keeps the finite values, two values of k make a curve
     assert plots.surviving_total(np.array([np.nan, 1.1, 0.9]), tmp_path / "s.png").is_file()
-    assert plots.topk_curve(np.array([1, 2]), np.array([0.1, 0.2]), np.zeros(2), np.ones(2),
-                            tmp_path / "k.png").is_file()  # fmt: skip
+    assert plots.topk_curve(
+        np.array([1, 2]), np.array([0.1, 0.2]), np.zeros(2), np.ones(2), tmp_path / "k.png"
+    ).is_file()
 
 
 def _labels(fig, ax) -> dict[str, list]:
@@ -90,10 +97,13 @@ def _labels(fig, ax) -> dict[str, list]:
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     return {
-        name: [(t.get_text(), t.get_window_extent(renderer)) for t in axis.get_ticklabels(which="both")
-               if t.get_visible() and t.get_text()]
+        name: [
+            (t.get_text(), t.get_window_extent(renderer))
+            for t in axis.get_ticklabels(which="both")
+            if t.get_visible() and t.get_text()
+        ]
         for name, axis in (("x", ax.xaxis), ("y", ax.yaxis))
-    }  # fmt: skip
+    }
 
 
 def _overlapping(labels: list) -> list[tuple[str, str]]:
@@ -103,11 +113,15 @@ def _overlapping(labels: list) -> list[tuple[str, str]]:
 
 RESIDUAL_CASES = {
     "one evaluation count (fixed IG, `local`)": (np.full(24, 36.0), np.linspace(0.0005, 0.009, 24)),
-    "a narrow range of evaluations (kronrod, sequence-aligned)": (np.linspace(270, 420, 8),
-                                                                 np.linspace(0.0004, 0.0028, 8)),
-    "decades of evaluations and residuals": (np.array([8, 64, 512, 4096]),
-                                             np.array([0.2, 0.03, 0.001, 1e-5])),
-}  # fmt: skip
+    "a narrow range of evaluations (kronrod, sequence-aligned)": (
+        np.linspace(270, 420, 8),
+        np.linspace(0.0004, 0.0028, 8),
+    ),
+    "decades of evaluations and residuals": (
+        np.array([8, 64, 512, 4096]),
+        np.array([0.2, 0.03, 0.001, 1e-5]),
+    ),
+}
 
 
 @pytest.mark.parametrize("case", list(RESIDUAL_CASES))

@@ -5,16 +5,12 @@ from __future__ import annotations
 import copy
 
 import pytest
+from reporting_html_cases import bare_front
 
 from xurs_pipeline.evaluation.swap.agreement import proportion
 from xurs_pipeline.evaluation.swap.faithfulness import meets_marks
-from xurs_pipeline.reporting.front_page import FrontPage, render_front
+from xurs_pipeline.reporting.front_page import render_front
 from xurs_pipeline.reporting.swap_card import SwapStudy, render_swap_card, swap_verdict
-
-
-def front(**fields) -> FrontPage:
-    return FrontPage(experiment="e", model="m", data="d", config_hash="h", accuracy=(), effects=(), checks=(),
-                     tables=(), skipped=(), plots=(), **fields)  # fmt: skip
 
 
 def study(trained: float = 0.95, low: float = 0.8, randomised=(0.5, 0.3, 0.7), own=(1.0, 0.85)) -> dict:
@@ -22,10 +18,18 @@ def study(trained: float = 0.95, low: float = 0.8, randomised=(0.5, 0.3, 0.7), o
 
     def ranking(acc: float, lo: float, hi: float, share_low: float, passes: bool) -> dict:
         return {
-            "swap_accuracy": acc, "swap_ci_low": lo, "swap_ci_high": hi, "n": 32, "swap_accuracy_A": acc,
-            "swap_accuracy_B": acc, "learned_share": 0.7, "share_difference": 0.3, "share_ci_low": share_low,
-            "share_ci_high": 0.5, "follows_training_rule": passes,
-        }  # fmt: skip
+            "swap_accuracy": acc,
+            "swap_ci_low": lo,
+            "swap_ci_high": hi,
+            "n": 32,
+            "swap_accuracy_A": acc,
+            "swap_accuracy_B": acc,
+            "learned_share": 0.7,
+            "share_difference": 0.3,
+            "share_ci_low": share_low,
+            "share_ci_high": 0.5,
+            "follows_training_rule": passes,
+        }
 
     return {
         "studies": {
@@ -34,15 +38,24 @@ def study(trained: float = 0.95, low: float = 0.8, randomised=(0.5, 0.3, 0.7), o
             "input_only": ranking(0.5, 0.33, 0.67, 0.0, False),
         },
         "accuracy": {
-            role: dict(accuracy_own_cue=a, n_own_cue=45, accuracy_other_cue_only=0.5, n_other_cue_only=20,
-                       follows_other=0.0)
+            role: dict(
+                accuracy_own_cue=a,
+                n_own_cue=45,
+                accuracy_other_cue_only=0.5,
+                n_other_cue_only=20,
+                follows_other=0.0,
+            )
             for role, a in zip("AB", own, strict=True)
         },
     }
 
 
-def faithfulness_section(cells: dict[str, tuple[int, int]], verdict: str = "no verdict",
-                         reasons=("studies 1 < 5",), judges=("text_edits",)) -> dict:
+def faithfulness_section(
+    cells: dict[str, tuple[int, int]],
+    verdict: str = "no verdict",
+    reasons=("studies 1 < 5",),
+    judges=("text_edits",),
+) -> dict:
     """A summary's ``faithfulness`` section (``evaluation/swap/faithfulness.py``) for the run's method: its
     clear-probe counts per (model, order) cell on the text edits, each judged by ``meets_marks``."""
     judged = {}
@@ -61,8 +74,9 @@ def test_the_verdict_is_the_plans_against_behaviour_not_the_training_rule() -> N
     B with cue 2 first against what the model does, so the answer is no, with its cells and reasons."""
     summary = study()  # trained swap accuracy 0.95 [0.80, 1.00]: the training rule followed
     assert summary["studies"]["trained"]["follows_training_rule"]
-    summary["faithfulness"] = faithfulness_section({**PASSING, "B_order2": (4, 8)}, "fails",
-                                                   ["text_edits, B_order2: 4/8 (low 0.22)"])
+    summary["faithfulness"] = faithfulness_section(
+        {**PASSING, "B_order2": (4, 8)}, "fails", ["text_edits, B_order2: 4/8 (low 0.22)"]
+    )
     answer, css, detail = swap_verdict(SwapStudy.of(summary, "eg"))
     assert (answer, css) == ("no", "fail")
     assert "eg's agreement with what each model does (clear probes), by the analysis plan" in detail
@@ -97,8 +111,9 @@ def test_without_a_judging_yardstick_or_a_faithfulness_study_there_is_no_answer(
 def test_a_yardstick_that_does_not_judge_is_not_shown_as_evidence() -> None:
     summary = study()
     summary["faithfulness"] = faithfulness_section(PASSING, "passes", [])
-    summary["faithfulness"]["methods"]["paper"]["sentence_removed"] = {"cells": {"A_order1": {
-        **proportion(0, 20, "clear"), "meets_marks": False}}}
+    summary["faithfulness"]["methods"]["paper"]["sentence_removed"] = {
+        "cells": {"A_order1": {**proportion(0, 20, "clear"), "meets_marks": False}}
+    }
     answer, _, detail = swap_verdict(SwapStudy.of(summary))
     assert answer == "yes"
     assert "sentence_removed" not in detail
@@ -111,8 +126,16 @@ def test_skipped_stages_give_no_card() -> None:
 
 def test_the_card_shows_every_ranking_and_both_models() -> None:
     html = str(render_swap_card(SwapStudy.of(study())))
-    for text in ("trained models", "heads re-initialised", "input only", "A: cue 1", "B: cue 2", "0.95",
-                 "[0.80, 1.00]", "85%"):  # fmt: skip
+    for text in (
+        "trained models",
+        "heads re-initialised",
+        "input only",
+        "A: cue 1",
+        "B: cue 2",
+        "0.95",
+        "[0.80, 1.00]",
+        "85%",
+    ):
         assert text in html, text
     missing = copy.deepcopy(study())
     del missing["studies"]["trained"]["swap_accuracy_B"]  # a model without explanations: a dash, no error
@@ -138,17 +161,19 @@ def _with_faithfulness(cells: dict[str, tuple[int, int]], verdict: str) -> dict:
 FAILING = {**PASSING, "A_order2": (9, 20)}
 
 
-@pytest.mark.parametrize(("summary", "answer"), [(_with_faithfulness(PASSING, "passes"), "yes"),
-                                                 (_with_faithfulness(FAILING, "fails"), "no")])
+@pytest.mark.parametrize(
+    ("summary", "answer"),
+    [(_with_faithfulness(PASSING, "passes"), "yes"), (_with_faithfulness(FAILING, "fails"), "no")],
+)
 def test_on_swap_data_the_front_pages_last_verdict_is_the_swap_control(summary: dict, answer: str) -> None:
-    page = front(swap=SwapStudy.of(summary))
+    page = bare_front(swap=SwapStudy.of(summary))
     last = page.verdicts[-1]
     assert (last.question, last.answer) == ("Follows what each model learned?", answer)
     html = str(render_front(page))
     assert 'id="swap"' in html
     assert 'id="clue"' not in html  # the swap card replaces the clue card (cue 1 is only model A's clue)
     assert "Follows what each model learned?" in html
-    plain = front()
+    plain = bare_front()
     assert plain.verdicts[-1].question == "Clue found?"
     assert 'id="swap"' not in str(render_front(plain))
 
@@ -160,13 +185,25 @@ def test_the_method_table_shows_each_method_against_behaviour_in_the_configs_ord
     import re
 
     summary = study()
-    method = {"agreement_clear": 0.95, "agreement_clear_low": 0.83, "agreement_clear_high": 0.99,
-              "agreement_clear_k": 19, "agreement_clear_n": 20, "agreement": 0.9, "swap": 0.8,
-              "swap_low": 0.6, "swap_high": 0.9, "spearman": 0.7, "evals_median": 31.0}  # fmt: skip
+    method = {
+        "agreement_clear": 0.95,
+        "agreement_clear_low": 0.83,
+        "agreement_clear_high": 0.99,
+        "agreement_clear_k": 19,
+        "agreement_clear_n": 20,
+        "agreement": 0.9,
+        "swap": 0.8,
+        "swap_low": 0.6,
+        "swap_high": 0.9,
+        "spearman": 0.7,
+        "evals_median": 31.0,
+    }
     failing = {**method, "agreement_clear": 0.5, "agreement_clear_k": 10}
-    summary.update(methods={"random": failing, "paper": method}, clear_margin=0.2,
-                   behaves_as_trained={"A": {"k": 16, "n": 16, "share": 1.0},
-                                       "B": {"k": 12, "n": 16, "share": 0.75}})  # fmt: skip
+    summary.update(
+        methods={"random": failing, "paper": method},
+        clear_margin=0.2,
+        behaves_as_trained={"A": {"k": 16, "n": 16, "share": 1.0}, "B": {"k": 12, "n": 16, "share": 0.75}},
+    )
     text = " ".join(re.sub(r"<[^>]+>", " ", str(render_swap_card(SwapStudy.of(summary)))).split())
     assert "Model A depends on cue 1 on 16 of 16 probes, model B on cue 2 on 12 of 16" in text
     assert text.index(" paper 0.95 [0.83, 0.99] 19/20") < text.index(" random 0.50 [0.83, 0.99] 10/20")

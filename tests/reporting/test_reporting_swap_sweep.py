@@ -13,18 +13,25 @@ from xurs_pipeline.reporting.swap_sweep import rendered, sweep_table
 def _measures(clear: tuple[int, int], a: tuple[int, int], b: tuple[int, int]) -> dict[str, int]:
     both = (a[0] + b[0], a[1] + b[1])
     out: dict[str, int] = {}
-    for prefix, (k, n) in {"swap": both, "agreement": both, "agreement_clear": clear, "agreement_A": a,
-                           "agreement_B": b}.items():  # fmt: skip
+    for prefix, (k, n) in {
+        "swap": both,
+        "agreement": both,
+        "agreement_clear": clear,
+        "agreement_A": a,
+        "agreement_B": b,
+    }.items():
         out |= {f"{prefix}_k": k, f"{prefix}_n": n}
     return out
 
 
 def _study(good: tuple[int, int], bad: tuple[int, int]) -> dict:
     return {
-        "methods": {"good": _measures(good, (16, 16), (good[0] - 16 + 1, 16)),
-                    "bad": _measures(bad, (16, 16), (4, 16))},
+        "methods": {
+            "good": _measures(good, (16, 16), (good[0] - 16 + 1, 16)),
+            "bad": _measures(bad, (16, 16), (4, 16)),
+        },
         "behaves_as_trained": {"A": {"k": 16, "n": 16}, "B": {"k": 15, "n": 16}},
-    }  # fmt: skip
+    }
 
 
 def test_counts_are_pooled_per_method_and_per_model() -> None:
@@ -65,8 +72,11 @@ def test_projects_are_labelled_by_a_param_and_kept_apart(tmp_path) -> None:
     from xurs_pipeline.commands.swap_sweep import project_source
     from xurs_pipeline.experiments.pooling import pooled
 
-    studies = {"a": (6, _study((27, 28), (1, 28))), "b": (6, _study((26, 28), (1, 28))),
-               "c": (7, _study((25, 28), (1, 28)))}  # fmt: skip
+    studies = {
+        "a": (6, _study((27, 28), (1, 28))),
+        "b": (6, _study((26, 28), (1, 28))),
+        "c": (7, _study((25, 28), (1, 28))),
+    }
     sources = [project_source(write_project(tmp_path / n, seed, s)) for n, (seed, s) in studies.items()]
     assert list(pooled(sources, ["data.seed"])) == ["data.seed=6", "data.seed=6 (b)", "data.seed=7"]
     assert list(pooled(sources[:2])) == ["a", "b"]  # one seed: replicates

@@ -26,8 +26,11 @@ def rebuilt(kept: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> Path:
 
 def files(directory: Path) -> dict[str, bytes]:
     """Every file of a table directory (the kept studies too), by path relative to it."""
-    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*"))
-            if p.is_file()}  # fmt: skip
+    return {
+        p.relative_to(directory).as_posix(): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_the_kept_example_is_rebuilt_from_its_kept_studies(tmp_path, capsys) -> None:
@@ -79,8 +82,11 @@ def test_a_kept_directory_without_studies_is_refused(tmp_path, capsys) -> None:
 def test_the_docs_quote_the_kept_example() -> None:
     """docs/swap-control.md shows the kept example's table as the file holds it (every row and the footer)."""
     doc = (ROOT / "docs" / "swap-control.md").read_text(encoding="utf-8")
-    lines = [line for line in (EXAMPLE / "swap_sweep.md").read_text().splitlines()
-             if line.startswith(("|", "_experiment"))]  # fmt: skip
+    lines = [
+        line
+        for line in (EXAMPLE / "swap_sweep.md").read_text().splitlines()
+        if line.startswith(("|", "_experiment"))
+    ]
     assert len(lines) > 3
     assert "\n".join(lines) in doc
 

@@ -13,11 +13,13 @@ from xurs_pipeline.reporting.method_findings import finding_label
 def test_each_page_gets_the_other_methods_row_of_its_own_question_and_option() -> None:
     one, two = small_view(record_id="q1"), small_view(record_id="q2")
     n = len(one.tokens)
-    other = pd.DataFrame({
-        "record_id": ["q1", "q1", "q3"],
-        "target": [one.explained, (one.explained + 1) % 4, one.explained],  # q1's other option: not shown
-        "token_magnitude": [[float(i) for i in range(n)], [9.0] * n, [1.0] * n],
-    })  # fmt: skip
+    other = pd.DataFrame(
+        {
+            "record_id": ["q1", "q1", "q3"],
+            "target": [one.explained, (one.explained + 1) % 4, one.explained],  # q1's other option: not shown
+            "token_magnitude": [[float(i) for i in range(n)], [9.0] * n, [1.0] * n],
+        }
+    )
     compared, plain = with_comparison([one, two], "kronrod", "occlusion_token", other)
     assert [m.method for m in compared.methods] == ["kronrod", "occlusion_token"]
     assert compared.methods[0].magnitude == one.magnitude  # the page's own method first, its own scores

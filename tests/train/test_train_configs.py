@@ -23,8 +23,14 @@ def load_train_option(name: str) -> TrainConfig:
 
 def test_the_train_options_exist() -> None:
     assert OPTIONS == [
-        "default", "head_only", "lora_llama2", "lora_smollm3", "partial", "partial_cpu", "smoke"
-    ]  # fmt: skip
+        "default",
+        "head_only",
+        "lora_llama2",
+        "lora_smollm3",
+        "partial",
+        "partial_cpu",
+        "smoke",
+    ]
 
 
 @pytest.mark.parametrize("name", OPTIONS)

@@ -7,10 +7,16 @@ import pandas as pd
 from xurs_pipeline.train.live import CURVES, log_history
 
 HISTORY = [
-    {"epoch": e, "train_loss": 1.5 - 0.1 * e, "dev_loss": 1.6 - 0.05 * e, "dev_answer_nll": 1.4 - 0.02 * e,
-     "dev_accuracy": 0.25 + 0.1 * e, "lr_head": 1e-3 / (e + 1)}
+    {
+        "epoch": e,
+        "train_loss": 1.5 - 0.1 * e,
+        "dev_loss": 1.6 - 0.05 * e,
+        "dev_answer_nll": 1.4 - 0.02 * e,
+        "dev_accuracy": 0.25 + 0.1 * e,
+        "lr_head": 1e-3 / (e + 1),
+    }
     for e in range(4)
-]  # fmt: skip
+]
 
 
 def test_each_curve_is_a_tsv_of_the_history(tmp_path):

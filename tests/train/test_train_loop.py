@@ -43,8 +43,15 @@ def test_accumulation_clipping_and_warmup(monkeypatch) -> None:
         return original(self, parameters, max_norm, norm_type)
 
     monkeypatch.setattr(Accelerator, "clip_grad_norm_", spy)
-    settings = TrainConfig(max_epochs=3, patience=0, batch_size=4, global_batch=12, warmup_fraction=0.25,
-                           lr_head=1e-2, max_grad_norm=0.5)  # fmt: skip
+    settings = TrainConfig(
+        max_epochs=3,
+        patience=0,
+        batch_size=4,
+        global_batch=12,
+        warmup_fraction=0.25,
+        lr_head=1e-2,
+        max_grad_norm=0.5,
+    )
     result = _fit(_head(), _features(40, 0, True), _features(12, 1, True), settings)
     per_epoch = math.ceil(math.ceil(40 / 4) / 3)  # 10 batches -> 4 updates (the last one partial)
     assert result.optimizer_steps == 3 * per_epoch == len(norms)

@@ -15,8 +15,14 @@ from xurs_pipeline.train.data import step_batches
 
 @pytest.fixture
 def no_launcher(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for name in ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "MASTER_ADDR",
-                 "ACCELERATE_USE_CPU"):  # fmt: skip
+    for name in (
+        "WORLD_SIZE",
+        "PMI_SIZE",
+        "OMPI_COMM_WORLD_SIZE",
+        "MV2_COMM_WORLD_SIZE",
+        "MASTER_ADDR",
+        "ACCELERATE_USE_CPU",
+    ):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 

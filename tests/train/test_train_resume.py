@@ -12,8 +12,16 @@ from xurs_pipeline.train.runner import Adaptation, train_classifier
 
 # LoRA with dropout: the resumed run must also restore the RNG that drives dropout.
 ADAPTATION = Adaptation("lora", lora=LoraSpec(rank=4, alpha=8.0, dropout=0.2, targets=["q_proj", "v_proj"]))
-SETTINGS = TrainConfig(max_epochs=3, patience=0, batch_size=6, global_batch=12, lr_head=5e-2, lr_adapter=5e-2,
-                       warmup_fraction=0.3, seed=11)  # fmt: skip
+SETTINGS = TrainConfig(
+    max_epochs=3,
+    patience=0,
+    batch_size=6,
+    global_batch=12,
+    lr_head=5e-2,
+    lr_adapter=5e-2,
+    warmup_fraction=0.3,
+    seed=11,
+)
 
 
 class Interrupted(RuntimeError):
@@ -21,15 +29,24 @@ class Interrupted(RuntimeError):
 
 
 def _run(backbone_dir, data, state_dir, resume=False, stop_after=None):
-    classifier, backbone = fresh_classifier(backbone_dir, head_kind="mlp", seed=5)
+    classifier, backbone = fresh_classifier(backbone_dir, head="mlp", seed=5)
 
     def interrupt(record) -> None:
         if stop_after is not None and record.epoch == stop_after:
             raise Interrupted
 
     pad = backbone.tokenizer.pad_token_id
-    outcome = train_classifier(classifier, data[0], data[1], pad, ADAPTATION, SETTINGS, state_dir=state_dir,
-                               resume=resume, on_epoch_end=interrupt)  # fmt: skip
+    outcome = train_classifier(
+        classifier,
+        data[0],
+        data[1],
+        pad,
+        ADAPTATION,
+        SETTINGS,
+        state_dir=state_dir,
+        resume=resume,
+        on_epoch_end=interrupt,
+    )
     return classifier, outcome.fit
 
 

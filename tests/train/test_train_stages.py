@@ -25,13 +25,21 @@ from xurs_pipeline.train.predict import classifier_outputs
 
 
 def _config(tmp_path: Path, **train: object) -> RootConfig:
-    return validate({
-        "experiment_name": "unit",
-        "paths": {"artifacts": str(tmp_path / "data")},
-        "model": {"backbone": "tiny", "local_files_only": True},
-        "train": {"max_epochs": 2, "batch_size": 8, "lr_head": 1e-2, "state_dir": str(tmp_path / "state"),
-                  "feature_cache_dir": str(tmp_path / "features"), **train},
-    })  # fmt: skip
+    return validate(
+        {
+            "experiment_name": "unit",
+            "paths": {"artifacts": str(tmp_path / "data")},
+            "model": {"backbone": "tiny", "local_files_only": True},
+            "train": {
+                "max_epochs": 2,
+                "batch_size": 8,
+                "lr_head": 1e-2,
+                "state_dir": str(tmp_path / "state"),
+                "feature_cache_dir": str(tmp_path / "features"),
+                **train,
+            },
+        }
+    )
 
 
 def _write_prompts(cfg: RootConfig) -> None:
@@ -40,12 +48,23 @@ def _write_prompts(cfg: RootConfig) -> None:
     for split, n, start in (("train", 24, 0), ("dev", 8, 100), ("test", 12, 200)):
         data = make_prompts(tokenizer, n, start)
         for i, (ids, label) in enumerate(zip(data.inputs, data.labels.tolist(), strict=True)):
-            rows.append({
-                "record_id": f"{split}-{i}", "split": split, "source": "synthetic_v1", "question": "q",
-                "options": ["a", "b", "c", "d"], "answer_idx": label, "prompt": tokenizer.decode(ids),
-                "input_ids": ids, "token_start": [0] * len(ids), "token_end": [0] * len(ids),
-                "sections": ["question"] * len(ids), "eligible": [True] * len(ids), "truncated": False,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "record_id": f"{split}-{i}",
+                    "split": split,
+                    "source": "synthetic_v1",
+                    "question": "q",
+                    "options": ["a", "b", "c", "d"],
+                    "answer_idx": label,
+                    "prompt": tokenizer.decode(ids),
+                    "input_ids": ids,
+                    "token_start": [0] * len(ids),
+                    "token_end": [0] * len(ids),
+                    "sections": ["question"] * len(ids),
+                    "eligible": [True] * len(ids),
+                    "truncated": False,
+                }
+            )
     path = Path(cfg.paths.artifacts) / "prepared" / PROMPTS_FILE
     write_parquet(pd.DataFrame(rows), path, prompts_provenance(data_config_hash(cfg.data)))
 
@@ -111,11 +130,16 @@ def _as_dict(cfg: RootConfig) -> dict:
     return asdict(cfg)
 
 
+# a partial run whose learning rates keep the head it starts from
+FROZEN_PARTIAL = dict(
+    adaptation="partial", partial_layers=1, global_batch=8, max_epochs=1, lr_head=1e-12, lr_adapter=1e-12
+)
+
+
 def test_head_first_trains_the_head_only_model_first_and_starts_from_it(tmp_path) -> None:
     """App. B.1: the adapted run's head starts from the train_head stage's head-only model. With learning
     rates of 1e-12 the partial run keeps its starting head, so it must equal the head-only one."""
-    cfg = _config(tmp_path, adaptation="partial", partial_layers=1, global_batch=8, max_epochs=1,
-                  lr_head=1e-12, lr_adapter=1e-12, head_first=True, head_first_epochs=2)  # fmt: skip
+    cfg = _config(tmp_path, **FROZEN_PARTIAL, head_first=True, head_first_epochs=2)
     data = Path(cfg.paths.artifacts)
     backbone_stage.run(cfg)
     _write_prompts(cfg)
@@ -131,8 +155,7 @@ def test_head_first_trains_the_head_only_model_first_and_starts_from_it(tmp_path
     for name, weights in start.items():
         np.testing.assert_allclose(end[name].numpy(), weights.numpy(), atol=1e-6)
     # without head_first the stage only says it was skipped, and the run starts from a fresh head
-    cold = _config(tmp_path, adaptation="partial", partial_layers=1, global_batch=8, max_epochs=1,
-                   lr_head=1e-12, lr_adapter=1e-12, seed=8)  # fmt: skip
+    cold = _config(tmp_path, **FROZEN_PARTIAL, seed=8)
     train_head_stage.run(cold)
     assert "skipped" in read_json(data / "train_head" / "train_metrics.json")
     train_stage.run(cold)

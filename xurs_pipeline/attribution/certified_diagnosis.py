@@ -54,8 +54,9 @@ def per_reference(recorder: Recorder, gap: np.ndarray) -> pd.DataFrame:
         batches = recorder.nodes(r)
         n = sum(len(a) for a, _ in batches)
         integral = sum(s.sum(0) for _, s in batches) / n
-        rows.append({"reference": r, "points": n, "gap": float(gap[r].sum()),
-                     "rho": float((integral - gap[r]).sum())})  # fmt: skip
+        rows.append(
+            {"reference": r, "points": n, "gap": float(gap[r].sum()), "rho": float((integral - gap[r]).sum())}
+        )
     frame = pd.DataFrame(rows)
     total = float((frame["rho"] ** 2).sum())
     frame["rho2_share"] = frame["rho"] ** 2 / total if total > 0 else 0.0
@@ -79,9 +80,13 @@ def per_segment(recorder: Recorder, n_refs: int, segments: int = 8) -> pd.DataFr
         variation += np.bincount(where, weights=slopes, minlength=segments) / n
         coarse = np.bincount(where[: n - last], weights=signed[: n - last], minlength=segments) / (n - last)
         error += np.abs(np.bincount(where, weights=signed, minlength=segments) / n - coarse)
-    return pd.DataFrame({
-        "start": edges[:-1], "end": edges[1:], "evaluations": evals.astype(np.int64),
-        "evals_share": evals / max(evals.sum(), 1),
-        "variation_share": variation / max(variation.sum(), 1e-300),
-        "error_share": error / max(error.sum(), 1e-300),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "start": edges[:-1],
+            "end": edges[1:],
+            "evaluations": evals.astype(np.int64),
+            "evals_share": evals / max(evals.sum(), 1),
+            "variation_share": variation / max(variation.sum(), 1e-300),
+            "error_share": error / max(error.sum(), 1e-300),
+        }
+    )

@@ -12,15 +12,30 @@ from typing import Any
 # The paper's estimators integrate gradients from references to the input (attribution/estimators.py);
 # the token methods explain the same function by other means (attribution/methods/).
 PATH_METHODS = ("eg", "ig", "kronrod", "certified")
-TOKEN_METHODS = ("occlusion_token", "occlusion_span", "shapley_span", "grad_l2", "grad_x_input", "layer_ig",
-                 "sequential_ig")  # fmt: skip
+TOKEN_METHODS = (
+    "occlusion_token",
+    "occlusion_span",
+    "shapley_span",
+    "grad_l2",
+    "grad_x_input",
+    "layer_ig",
+    "sequential_ig",
+)
 METHODS = PATH_METHODS + TOKEN_METHODS
 REPLACEMENTS = ("zero", "mean", "reference")  # what an occluded token's embedding row becomes
 # How a gradient method's coordinates (L, d) become one magnitude per token (attribution/reduction.py);
 # ``own``: each method's own, as shipped (the paper's estimators and grad_l2 L2, the others |sum|)
 REDUCTIONS = ("own", "l2", "abs_sum")
-OWN_REDUCTION = {"eg": "l2", "ig": "l2", "kronrod": "l2", "certified": "l2", "grad_l2": "l2",
-                 "grad_x_input": "abs_sum", "layer_ig": "abs_sum", "sequential_ig": "abs_sum"}  # fmt: skip
+OWN_REDUCTION = {
+    "eg": "l2",
+    "ig": "l2",
+    "kronrod": "l2",
+    "certified": "l2",
+    "grad_l2": "l2",
+    "grad_x_input": "abs_sum",
+    "layer_ig": "abs_sum",
+    "sequential_ig": "abs_sum",
+}
 # The keys only some token methods read -> those methods; set away from its default under another method,
 # a key is refused by name. (The paper estimators' keys are named instead, ESTIMATOR_KEYS below.)
 METHOD_KEYS: dict[str, tuple[str, ...]] = {

@@ -225,16 +225,11 @@ def _summed_payload(leaves: list[Interval]) -> Any:
     return total
 
 
-def integrate(
-    evaluate: Evaluate, gap: np.ndarray, spec: KronrodSpec, integrands: str = "references", remedy: str = ""
-) -> KronrodReport:
-    """Adaptive G7/K15 quadrature of M integrands on [0, 1] whose exact integrals are ``gap`` (M, T).
-
-    A budget below the first pass is a :class:`BudgetError` that names the ``integrands`` (what the M are)
-    and ends with ``remedy``."""
-    gap = np.asarray(gap, dtype=np.float64).reshape(len(gap), -1)
-    n_refs = len(gap)
-    start = time.perf_counter()
+def _first_pass(
+    evaluate: Evaluate, n_refs: int, spec: KronrodSpec, integrands: str, remedy: str
+) -> tuple[list[list[Interval]], int]:
+    """Each of the ``n_refs`` integrands over ``spec.initial_intervals`` equal intervals of [0, 1], and the
+    evaluations spent; a budget below them is a :class:`BudgetError` (see :func:`integrate`)."""
     edges = np.linspace(0.0, 1.0, spec.initial_intervals + 1)
     cost = NODES_PER_INTERVAL * spec.initial_intervals * n_refs
     if cost > spec.max_evals:
@@ -247,7 +242,27 @@ def integrate(
         [_interval(evaluate, r, float(a), float(b)) for a, b in itertools.pairwise(edges)]
         for r in range(n_refs)
     ]
-    evals, exhausted, trace = cost, False, []
+    return leaves, cost
+
+
+def _bisect(evaluate: Evaluate, leaves: list[list[Interval]], r: int, k: int) -> None:
+    """Replace integrand ``r``'s interval ``k`` by its two halves (2 x 15 new evaluations)."""
+    parent = leaves[r].pop(k)
+    mid = (parent.a + parent.b) / 2.0
+    leaves[r].extend([_interval(evaluate, r, parent.a, mid), _interval(evaluate, r, mid, parent.b)])
+
+
+def integrate(
+    evaluate: Evaluate, gap: np.ndarray, spec: KronrodSpec, integrands: str = "references", remedy: str = ""
+) -> KronrodReport:
+    """Adaptive G7/K15 quadrature of M integrands on [0, 1] whose exact integrals are ``gap`` (M, T).
+
+    A budget below the first pass is a :class:`BudgetError` that names the ``integrands`` (what the M are)
+    and ends with ``remedy``."""
+    gap = np.asarray(gap, dtype=np.float64).reshape(len(gap), -1)
+    start = time.perf_counter()
+    leaves, evals = _first_pass(evaluate, len(gap), spec, integrands, remedy)
+    exhausted, trace = False, []
     while True:
         integral, estimate, residual, bound = _summary(leaves, gap)
         per_ref = residual.max(axis=1)
@@ -262,14 +277,12 @@ def integrate(
         if choice is None:  # every interval at the resolution limit
             exhausted = True
             break
-        r, k = choice
-        parent = leaves[r].pop(k)
-        mid = (parent.a + parent.b) / 2.0
-        leaves[r].extend([_interval(evaluate, r, parent.a, mid), _interval(evaluate, r, mid, parent.b)])
+        _bisect(evaluate, leaves, *choice)
         evals += 2 * NODES_PER_INTERVAL
     payload = [_summed_payload(ls) for ls in leaves]
     variation = np.stack([sum(i.variation for i in ls) for ls in leaves])
+    counts = np.array([len(ls) for ls in leaves])
+    steps = np.array(trace, dtype=np.float64)
     return KronrodReport(
-        integral, residual, estimate, bound, variation, np.array([len(ls) for ls in leaves]), payload,
-        evals, exhausted, np.array(trace, dtype=np.float64), leaves,
-    )  # fmt: skip
+        integral, residual, estimate, bound, variation, counts, payload, evals, exhausted, steps, leaves
+    )

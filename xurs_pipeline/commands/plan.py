@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from xurs_pipeline.config import RootConfig
     from xurs_pipeline.train.config import TrainConfig
 
 from xurs_pipeline.commands.args import command, non_negative_int, positive_float, positive_int
@@ -37,25 +38,35 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--train-seconds", type=positive_float, help="stated seconds per training example (forward+backward)"
     )
+    _add_workload(p)
     p.add_argument(
-        "--prompt-tokens", type=positive_int,
-        help="prompt length (default: the prepared prompts of this data config, else data.max_tokens)",
-    )  # fmt: skip
-    p.add_argument(
-        "--train-examples", type=positive_int,
-        help="training examples (default: the prepared prompts of this data config / MedQA file)",
-    )  # fmt: skip
-    p.add_argument(
-        "--questions", type=non_negative_int,
-        help="explained questions; 0 = every question of the split, as attribution.max_questions=0 "
-        "(default: attribution.max_questions)",
-    )  # fmt: skip
-    p.add_argument(
-        "--processes", type=positive_int, default=1,
+        "--processes",
+        type=positive_int,
+        default=1,
         help="processes of a torchrun / accelerate launch, one device each (default 1: dvc repro); training "
         "splits each optimiser step over them (train.global_batch = batch_size x processes x accumulation), "
         "attribution splits the questions",
-    )  # fmt: skip
+    )
+
+
+def _add_workload(p: argparse.ArgumentParser) -> None:
+    """The options that state the workload in place of what the data config and prepared prompts say."""
+    p.add_argument(
+        "--prompt-tokens",
+        type=positive_int,
+        help="prompt length (default: the prepared prompts of this data config, else data.max_tokens)",
+    )
+    p.add_argument(
+        "--train-examples",
+        type=positive_int,
+        help="training examples (default: the prepared prompts of this data config / MedQA file)",
+    )
+    p.add_argument(
+        "--questions",
+        type=non_negative_int,
+        help="explained questions; 0 = every question of the split, as attribution.max_questions=0 "
+        "(default: attribution.max_questions)",
+    )
 
 
 def _gib(n: int) -> str:
@@ -79,8 +90,10 @@ def _print_processes(t: TrainConfig, processes: int) -> bool:
     except ValueError as err:
         print(f"processes: {processes}; NO: {err}")
         return False
-    print(f"processes: {processes}; training's global batch {t.global_batch} = {t.batch_size} per process x "
-          f"{processes} x {steps} accumulation steps (times: the busiest process's share)")  # fmt: skip
+    print(
+        f"processes: {processes}; training's global batch {t.global_batch} = {t.batch_size} per process x "
+        f"{processes} x {steps} accumulation steps (times: the busiest process's share)"
+    )
     return True
 
 
@@ -123,8 +136,40 @@ def _print_stages(stages: Any, memory_bytes: int) -> bool:
     return every
 
 
-def run(args: argparse.Namespace) -> int:
+def _config(args: argparse.Namespace) -> RootConfig:
+    """conf/ composed with the overrides, or params.yaml when there are none."""
     from xurs_pipeline.config import compose, load_params, validate
+
+    if not args.overrides:
+        return load_params(args.params)
+    return validate(compose(args.overrides, conf_dir=args.conf), source=f"overrides {args.overrides}")
+
+
+def _print_costs(costs: Any) -> None:
+    """Print the per-sample costs the times are projected from (nothing when none is known)."""
+    if costs.gradient_sample is None:
+        return
+    train = f", {1e3 * costs.train_example:.1f} ms per training example" if costs.train_example else ""
+    load = f", {costs.load_model:.1f} s to load the backbone" if costs.load_model is not None else ""
+    print(f"cost: {1e3 * costs.gradient_sample:.1f} ms per gradient sample{train}{load}")
+
+
+def _print_method_notes(cfg: RootConfig) -> None:
+    """Say where the plan is a ceiling (methods that stop at their tolerance) and which configured methods
+    run forwards only, so that their memory and time are not planned."""
+    a = cfg.attribution
+    if a.method in ("kronrod", "certified") or (a.method == "ig" and a.ig_adaptive):
+        print(f"gradients and time are ceilings: {a.method} stops where it meets its tolerance, often sooner")
+    compared = [(f"evaluation.compare_methods entry {m}", m) for m in cfg.evaluation.compare_methods]
+    for named, method in [(f"attribution.method={a.method}", a.method), *compared]:
+        if method in FORWARDS:
+            print(
+                f"{named} runs forwards only ({FORWARDS[method]} per question, batched), no "
+                "gradients: its memory and time are not planned above"
+            )
+
+
+def run(args: argparse.Namespace) -> int:
     from xurs_pipeline.planning.devices import resolve_device
     from xurs_pipeline.planning.estimate import Shape, plan_stages
     from xurs_pipeline.planning.shapes import backbone_config, count_parameters
@@ -133,11 +178,7 @@ def run(args: argparse.Namespace) -> int:
     if args.processes < 1:
         print(f"xurs plan: --processes {args.processes}: must be at least 1", file=sys.stderr)
         return 2
-    cfg = (
-        validate(compose(args.overrides, conf_dir=args.conf), source=f"overrides {args.overrides}")
-        if args.overrides
-        else load_params(args.params)
-    )
+    cfg = _config(args)
     device = resolve_device(args.device)
     config = backbone_config(cfg.model)
     counts = count_parameters(config, cfg.model, cfg.train)
@@ -149,25 +190,18 @@ def run(args: argparse.Namespace) -> int:
         f"{shape.hidden}), device {device.name} ({_gib(device.memory_bytes)}; process "
         f"{_gib(device.process_bytes)})"
     )
-    print(f"parameters: {counts.total:,} (backbone {counts.backbone:,}); trainable {counts.trainable:,} "
-          f"(head {counts.head:,}, {cfg.train.adaptation} {counts.adapter:,})")  # fmt: skip
-    print(f"workload: {work.prompt_tokens} prompt tokens, {work.train_examples} training examples, "
-          f"{work.questions} explained questions")  # fmt: skip
-    if costs.gradient_sample is not None:
-        train = f", {1e3 * costs.train_example:.1f} ms per training example" if costs.train_example else ""
-        load = f", {costs.load_model:.1f} s to load the backbone" if costs.load_model is not None else ""
-        print(f"cost: {1e3 * costs.gradient_sample:.1f} ms per gradient sample{train}{load}")
+    print(
+        f"parameters: {counts.total:,} (backbone {counts.backbone:,}); trainable {counts.trainable:,} "
+        f"(head {counts.head:,}, {cfg.train.adaptation} {counts.adapter:,})"
+    )
+    print(
+        f"workload: {work.prompt_tokens} prompt tokens, {work.train_examples} training examples, "
+        f"{work.questions} explained questions"
+    )
+    _print_costs(costs)
     refused = not _print_processes(cfg.train, args.processes)
-    refused |= not _print_stages(plan_stages(cfg, counts, shape, device, work, costs, args.processes),
-                                 device.memory_bytes)  # fmt: skip
-    a = cfg.attribution
-    if a.method in ("kronrod", "certified") or (a.method == "ig" and a.ig_adaptive):
-        print(f"gradients and time are ceilings: {a.method} stops where it meets its tolerance, often sooner")
-    compared = [(f"evaluation.compare_methods entry {m}", m) for m in cfg.evaluation.compare_methods]
-    for named, method in [(f"attribution.method={a.method}", a.method), *compared]:
-        if method in FORWARDS:
-            print(
-                f"{named} runs forwards only ({FORWARDS[method]} per question, batched), no "
-                "gradients: its memory and time are not planned above"
-            )
+    refused |= not _print_stages(
+        plan_stages(cfg, counts, shape, device, work, costs, args.processes), device.memory_bytes
+    )
+    _print_method_notes(cfg)
     return 1 if refused else 0

@@ -170,8 +170,13 @@ def existing_names(project: Path, names: list[str]) -> set[str]:
     """Which of ``names`` are experiments of the current commit already (``dvc exp list``)."""
     if not (project / ".dvc").is_dir():
         return set()
-    listed = subprocess.run([shutil.which("dvc") or "dvc", "exp", "list", "--name-only"], cwd=project,
-                            capture_output=True, text=True, check=False)  # fmt: skip
+    listed = subprocess.run(
+        [shutil.which("dvc") or "dvc", "exp", "list", "--name-only"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return set(names) & set(listed.stdout.split())
 
 
@@ -244,9 +249,13 @@ def launch(
 
     argv = sys.argv
     sys.argv = [
-        "xurs-sweep", "-m", *args.overrides, "hydra.job.chdir=False",
-        f"hydra.sweep.dir={sweep_dir}", "hydra.sweep.subdir=${hydra.job.num}",
-    ]  # fmt: skip
+        "xurs-sweep",
+        "-m",
+        *args.overrides,
+        "hydra.job.chdir=False",
+        f"hydra.sweep.dir={sweep_dir}",
+        "hydra.sweep.subdir=${hydra.job.num}",
+    ]
     try:
         job()
     except KeyboardInterrupt:  # between two points: the launcher's own work

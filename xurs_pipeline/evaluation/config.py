@@ -45,8 +45,17 @@ def _check_tolerances(prefix: str, values: dict[str, float], largest: float = 1.
 SWAP_RANDOMISE = ("head", "tuned", "none")  # evaluation.swap_randomise
 # evaluation.swap_methods: the paper's estimator (the attribute runs), attribution.config.TOKEN_METHODS
 # (through attribution/methods/) and the two nulls (evaluation/swap/readings.py), in the comparison's order
-SWAP_METHODS = ("paper", "grad_l2", "grad_x_input", "occlusion_token", "layer_ig", "occlusion_span",
-                "shapley_span", "input_only", "random")  # fmt: skip
+SWAP_METHODS = (
+    "paper",
+    "grad_l2",
+    "grad_x_input",
+    "occlusion_token",
+    "layer_ig",
+    "occlusion_span",
+    "shapley_span",
+    "input_only",
+    "random",
+)
 # named only where asked for: sequential_ig costs prompt tokens x attribution.sequential_ig_steps gradients
 SWAP_OPT_IN = ("sequential_ig",)
 SWAP_CHOICES = SWAP_METHODS + SWAP_OPT_IN  # what evaluation.swap_methods may name (or vary: name@key=value)
@@ -213,12 +222,20 @@ class EvaluationConfig:
     def _check_masking(self) -> None:
         """Zero-masking and its bootstrap (Eq. 8, Table 1): seed, counts, confidence, device, precision."""
         _require(0 <= self.seed < 2**32, "seed", self.seed, "in [0, 2**32 - 1]")
-        _require(1 <= self.n_random <= MAX_SAMPLES_PER_QUESTION, "n_random", self.n_random,
-                 f"in [1, {MAX_SAMPLES_PER_QUESTION}]")
+        _require(
+            1 <= self.n_random <= MAX_SAMPLES_PER_QUESTION,
+            "n_random",
+            self.n_random,
+            f"in [1, {MAX_SAMPLES_PER_QUESTION}]",
+        )
         _require(self.top_k_max >= 1, "top_k_max", self.top_k_max, "a positive integer")
         _require(self.mask_batch_size >= 1, "mask_batch_size", self.mask_batch_size, "a positive integer")
-        _require(100 <= self.bootstrap_resamples <= MAX_SAMPLES_PER_QUESTION, "bootstrap_resamples",
-                 self.bootstrap_resamples, f"in [100, {MAX_SAMPLES_PER_QUESTION}]")
+        _require(
+            100 <= self.bootstrap_resamples <= MAX_SAMPLES_PER_QUESTION,
+            "bootstrap_resamples",
+            self.bootstrap_resamples,
+            f"in [100, {MAX_SAMPLES_PER_QUESTION}]",
+        )
         _require(0.0 < self.confidence < 1.0, "confidence", self.confidence, "in (0, 1)")
         _one_of("bootstrap_method", self.bootstrap_method, ("percentile", "BCa"))
         _one_of("device", self.device, ("auto", "cpu", "cuda"))
@@ -247,8 +264,12 @@ class EvaluationConfig:
         each computation named once) and clear margin."""
         scope = self.swap_randomise
         _require(scope in SWAP_RANDOMISE, "swap_randomise", scope, f"one of {list(SWAP_RANDOMISE)}")
-        _require(2 <= self.swap_layer_ig_steps <= MAX_SAMPLES_PER_QUESTION, "swap_layer_ig_steps",
-                 self.swap_layer_ig_steps, f"in [2, {MAX_SAMPLES_PER_QUESTION}]")
+        _require(
+            2 <= self.swap_layer_ig_steps <= MAX_SAMPLES_PER_QUESTION,
+            "swap_layer_ig_steps",
+            self.swap_layer_ig_steps,
+            f"in [2, {MAX_SAMPLES_PER_QUESTION}]",
+        )
         methods = self.swap_methods
         names = {variant_name(m) for m in methods}
         valid = bool(methods) and names <= set(SWAP_CHOICES) and len(set(methods)) == len(methods)

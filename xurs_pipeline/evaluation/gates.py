@@ -57,67 +57,83 @@ def _gate(group: str, name: str, value: float, n: int, threshold: float, directi
     return Check(group, name, value, threshold, direction, n)
 
 
+def _pairs_in(pairs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The (k, 2) pairs whose first row is in ``rows`` (a boolean (n,) template-group selector)."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    return pairs[rows[pairs[:, 0]]]
+
+
+def _result_gates(
+    data: ControlledPredictions, pairs: np.ndarray, th: GateThresholds, group: str
+) -> list[Check]:
+    """Adding the result narrows the selected answer's width: ``pairs`` are (with, without) rows."""
+    if not pairs.size:
+        return []
+    with_, without = pairs[:, 0], pairs[:, 1]
+    c = gm.selected(data.pred[with_])  # the answer selected on the prompt with the result
+    w = gm.widths(data.pred)
+    drops = gm.family_mean((w[with_, c] < w[without, c]).astype(float), data.family[with_])
+    return [_gate(group, "width_drop_share", drops, len(pairs), th.width_drop_share_min, ">=")]
+
+
+def _irrelevant_gates(
+    data: ControlledPredictions, pairs: np.ndarray, th: GateThresholds, group: str
+) -> list[Check]:
+    """Changing an irrelevant detail moves neither masses nor widths: ``pairs`` are (base, changed) rows."""
+    if not pairs.size:
+        return []
+    a, b = data.pred[pairs[:, 0]], data.pred[pairs[:, 1]]
+    fam = data.family[pairs[:, 0]]
+    mass = gm.family_mean(gm.mass_error(a, b), fam)
+    width = gm.family_mean(np.abs(gm.widths(a) - gm.widths(b)).mean(axis=1), fam)
+    return [
+        _gate(group, "irrelevant_mass_change", mass, len(pairs), th.irrelevant_mass_change_max, "<="),
+        _gate(group, "irrelevant_width_change", width, len(pairs), th.irrelevant_width_change_max, "<="),
+    ]
+
+
+def _arrangement_gates(
+    data: ControlledPredictions, pairs: np.ndarray, th: GateThresholds, group: str
+) -> list[Check]:
+    """Rearranging the options moves no canonical mass: ``pairs`` are (canonical, rearranged) rows."""
+    if not pairs.size:
+        return []
+    canon = gm.map_to_canonical(data.pred, data.perms)
+    change = gm.mass_error(canon[pairs[:, 0]], canon[pairs[:, 1]])
+    mean = gm.family_mean(change, data.family[pairs[:, 0]])
+    return [
+        _gate(group, "rearrangement_mass_change", mean, len(pairs), th.rearrangement_mass_change_max, "<=")
+    ]
+
+
 def _pair_gates(data: ControlledPredictions, rows: np.ndarray, th: GateThresholds, group: str) -> list[Check]:
     """Gates over pairs whose first row is in ``rows`` (a boolean (n,) template-group selector)."""
+    return [
+        *_result_gates(data, _pairs_in(data.result_pairs, rows), th, group),
+        *_irrelevant_gates(data, _pairs_in(data.irrelevant_pairs, rows), th, group),
+        *_arrangement_gates(data, _pairs_in(data.arrangement_pairs, rows), th, group),
+    ]
+
+
+def _template_gates(
+    data: ControlledPredictions, rows: np.ndarray, th: GateThresholds, group: str
+) -> list[Check]:
+    """The row gates (mass and width error, accuracy with the result) of one template group's ``rows``."""
+    err = gm.mass_error(data.pred, data.target)
+    correct = (gm.selected(data.pred) == np.asarray(data.answer)).astype(float)
+    has = np.asarray(data.has_result, dtype=bool)
+    fam = data.family
     checks = []
-    pairs = np.asarray(data.result_pairs, dtype=np.int64).reshape(-1, 2)
-    pairs = pairs[rows[pairs[:, 0]]]
-    if pairs.size:
-        with_, without = pairs[:, 0], pairs[:, 1]
-        c = gm.selected(data.pred[with_])  # the answer selected on the prompt with the result
-        w = gm.widths(data.pred)
-        drops = (w[with_, c] < w[without, c]).astype(float)
-        checks.append(
-            _gate(
-                group,
-                "width_drop_share",
-                gm.family_mean(drops, data.family[with_]),
-                len(pairs),
-                th.width_drop_share_min,
-                ">=",
-            )
-        )
-    pairs = np.asarray(data.irrelevant_pairs, dtype=np.int64).reshape(-1, 2)
-    pairs = pairs[rows[pairs[:, 0]]]
-    if pairs.size:
-        a, b = data.pred[pairs[:, 0]], data.pred[pairs[:, 1]]
-        fam = data.family[pairs[:, 0]]
-        checks.append(
-            _gate(
-                group,
-                "irrelevant_mass_change",
-                gm.family_mean(gm.mass_error(a, b), fam),
-                len(pairs),
-                th.irrelevant_mass_change_max,
-                "<=",
-            )
-        )
-        change = np.abs(gm.widths(a) - gm.widths(b)).mean(axis=1)
-        checks.append(
-            _gate(
-                group,
-                "irrelevant_width_change",
-                gm.family_mean(change, fam),
-                len(pairs),
-                th.irrelevant_width_change_max,
-                "<=",
-            )
-        )
-    pairs = np.asarray(data.arrangement_pairs, dtype=np.int64).reshape(-1, 2)
-    pairs = pairs[rows[pairs[:, 0]]]
-    if pairs.size:
-        canon = gm.map_to_canonical(data.pred, data.perms)
-        change = gm.mass_error(canon[pairs[:, 0]], canon[pairs[:, 1]])
-        checks.append(
-            _gate(
-                group,
-                "rearrangement_mass_change",
-                gm.family_mean(change, data.family[pairs[:, 0]]),
-                len(pairs),
-                th.rearrangement_mass_change_max,
-                "<=",
-            )
-        )
+    for name, sel in (("mass_error_with_result", rows & has), ("mass_error_without_result", rows & ~has)):
+        if sel.any():
+            mean = gm.family_mean(err[sel], fam[sel])
+            checks.append(_gate(group, name, mean, int(sel.sum()), th.mass_error_max, "<="))
+    width = gm.family_mean(gm.width_error(data.pred, data.target)[rows], fam[rows])
+    checks.append(_gate(group, "width_error", width, int(rows.sum()), th.width_error_max, "<="))
+    sel = rows & has
+    if sel.any():
+        accuracy = gm.family_mean(correct[sel], fam[sel])
+        checks.append(_gate(group, "accuracy_with_result", accuracy, int(sel.sum()), th.accuracy_min, ">="))
     return checks
 
 
@@ -129,54 +145,11 @@ def gate_checks(data: ControlledPredictions, th: GateThresholds, prefix: str = "
     given (an invalid prediction already fails the validity gate).
     """
     valid = gm.is_valid(data.pred, th.validity_tolerance)
-    checks = [
-        _gate(
-            prefix, "valid_share", float(valid.mean()) if valid.size else float("nan"), len(valid), 1.0, ">="
-        )
-    ]
-    err = gm.mass_error(data.pred, data.target)
-    werr = gm.width_error(data.pred, data.target)
-    correct = (gm.selected(data.pred) == np.asarray(data.answer)).astype(float)
-    has = np.asarray(data.has_result, dtype=bool)
+    share = float(valid.mean()) if valid.size else float("nan")
+    checks = [_gate(prefix, "valid_share", share, len(valid), 1.0, ">=")]
     unseen = np.asarray(data.template_unseen, dtype=bool)
     for label, rows in (("familiar", ~unseen), ("unseen", unseen)):
-        if not rows.any():
-            continue
-        group = f"{prefix}_{label}"
-        fam = data.family
-        for name, sel in (("mass_error_with_result", rows & has), ("mass_error_without_result", rows & ~has)):
-            if sel.any():
-                checks.append(
-                    _gate(
-                        group,
-                        name,
-                        gm.family_mean(err[sel], fam[sel]),
-                        int(sel.sum()),
-                        th.mass_error_max,
-                        "<=",
-                    )
-                )
-        checks.append(
-            _gate(
-                group,
-                "width_error",
-                gm.family_mean(werr[rows], fam[rows]),
-                int(rows.sum()),
-                th.width_error_max,
-                "<=",
-            )
-        )
-        sel = rows & has
-        if sel.any():
-            checks.append(
-                _gate(
-                    group,
-                    "accuracy_with_result",
-                    gm.family_mean(correct[sel], fam[sel]),
-                    int(sel.sum()),
-                    th.accuracy_min,
-                    ">=",
-                )
-            )
-        checks.extend(_pair_gates(data, rows, th, group))
+        if rows.any():
+            checks += _template_gates(data, rows, th, f"{prefix}_{label}")
+            checks += _pair_gates(data, rows, th, f"{prefix}_{label}")
     return checks

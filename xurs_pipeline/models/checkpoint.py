@@ -12,7 +12,6 @@ this config.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -37,8 +36,8 @@ from xurs_pipeline.models.backbone import (
     write_backbone_dir,
 )
 from xurs_pipeline.models.classifier import RandomSetClassifier, feature_width
-from xurs_pipeline.models.config import DEFAULT_FEATURE_LAYERS
-from xurs_pipeline.models.heads import DEFAULT_DEPTH, DEFAULT_DROPOUT, RandomSetHead, saved_head_arguments
+from xurs_pipeline.models.config import DEFAULT_FEATURE_LAYERS, ModelConfig
+from xurs_pipeline.models.heads import RandomSetHead, saved_head_arguments
 
 CLASSIFIER_INFO = "classifier.json"
 CLASSIFIER_SCHEMA = "classifier"
@@ -46,35 +45,29 @@ CLASSIFIER_PROVENANCE = Provenance(CLASSIFIER_SCHEMA, 1)
 
 
 def build_classifier(
-    backbone: Backbone,
-    output_kind: str = "belief14",
-    head_kind: str = "linear",
-    hidden_units: int = 128,
-    conversion: str = "positive_part",
-    seed: int = 0,
-    feature_layers: Sequence[int] = DEFAULT_FEATURE_LAYERS,
-    pooling: str = "last",
-    head_depth: int = DEFAULT_DEPTH,
-    head_dropout: float = DEFAULT_DROPOUT,
+    backbone: Backbone, model: ModelConfig | None = None, seed: int = 0
 ) -> RandomSetClassifier:
     """A fresh head (seeded) on a loaded backbone directory; backbone provenance goes into ``meta``.
 
-    The head's input width follows from ``feature_layers`` and ``pooling`` (``model.*`` keys of the same
-    names, see ``RandomSetClassifier.features``); ``head_depth``/``head_dropout`` shape an ``mlp`` head.
+    ``model`` (default: ``ModelConfig()``) gives the head: its input width follows from ``feature_layers`` and
+    ``pooling`` (see ``RandomSetClassifier.features``), its kind, width, depth, dropout, output and
+    conversion from ``head``, ``head_hidden``, ``head_depth``, ``head_dropout``, ``output_kind`` and
+    ``conversion``.
     """
-    width = feature_width(backbone.model.config.hidden_size, feature_layers, pooling)
+    m = model if model is not None else ModelConfig()
+    width = feature_width(backbone.model.config.hidden_size, m.feature_layers, m.pooling)
     head = RandomSetHead(
         width,
-        output_kind,
-        head_kind,
-        hidden_units,
-        conversion,
+        m.output_kind,
+        m.head,
+        m.head_hidden,
+        m.conversion,
         seed=seed,
-        depth=head_depth,
-        dropout=head_dropout,
+        depth=m.head_depth,
+        dropout=m.head_dropout,
     )
     classifier = RandomSetClassifier(
-        backbone.model, head, backbone.tokenizer.padding_side, feature_layers, pooling
+        backbone.model, head, backbone.tokenizer.padding_side, m.feature_layers, m.pooling
     )
     classifier.meta.update(
         backbone_dir=str(backbone.directory.resolve()),

@@ -47,6 +47,42 @@ class ClassifierOutput(NamedTuple):
     masses: torch.Tensor
 
 
+def _check_head(output_kind: str, kind: str, depth: int, dropout: float) -> None:
+    """Refuse a head setting out of range, naming its ``model.*`` key (ValueError)."""
+    if output_kind not in N_RAW:
+        raise ValueError(f"model.output_kind={output_kind!r}: must be one of {tuple(N_RAW)}")
+    if kind not in ("linear", "mlp"):
+        raise ValueError(f"model.head={kind!r}: must be one of ('linear', 'mlp')")
+    if depth < 1:
+        raise ValueError(f"model.head_depth={depth}: must be positive")
+    if not 0 <= dropout < 1:
+        raise ValueError(f"model.head_dropout={dropout}: must be in [0, 1)")
+
+
+def _layers(in_features: int, n_out: int, kind: str, hidden_units: int, depth: int) -> nn.Module:
+    """One linear layer (``kind="linear"``), or ``depth`` GELU layers of ``hidden_units`` then a linear
+    output layer."""
+    if kind == "linear":
+        return nn.Linear(in_features, n_out)
+    hidden: list[nn.Module] = []
+    for width in [in_features] + [hidden_units] * (depth - 1):
+        hidden += [nn.Linear(width, hidden_units), nn.GELU()]
+    return nn.Sequential(*hidden, nn.Linear(hidden_units, n_out))
+
+
+def _start_near_uniform(last: nn.Linear, output_kind: str) -> None:
+    """Scale the output layer's weights down and set its bias so that the head starts at the uniform mass."""
+    with torch.no_grad():
+        # Small (not zero) output weights: the start stays at the bias for any feature scale, and
+        # gradients still reach earlier layers, LoRA adapters and tuned blocks from the first step.
+        last.weight.mul_(INIT_WEIGHT_SCALE)
+        # belief14: start at the uniform mass's beliefs; mass15: zero logits = uniform over the 15 sets.
+        if output_kind == "belief14":
+            last.bias.copy_(torch.logit(uniform_mass_beliefs()))
+        else:
+            last.bias.zero_()
+
+
 class RandomSetHead(nn.Module):
     """Linear layer, or an MLP with ``depth`` hidden layers of ``hidden_units`` GELU units, then the credal
     mapping to masses. ``dropout`` (probability) acts before every linear layer, in training mode only
@@ -65,41 +101,19 @@ class RandomSetHead(nn.Module):
         dropout: float = DEFAULT_DROPOUT,
     ) -> None:
         super().__init__()
-        if output_kind not in N_RAW:
-            raise ValueError(f"model.output_kind={output_kind!r}: must be one of {tuple(N_RAW)}")
-        if kind not in ("linear", "mlp"):
-            raise ValueError(f"model.head={kind!r}: must be one of ('linear', 'mlp')")
-        if depth < 1:
-            raise ValueError(f"model.head_depth={depth}: must be positive")
-        if not 0 <= dropout < 1:
-            raise ValueError(f"model.head_dropout={dropout}: must be in [0, 1)")
+        _check_head(output_kind, kind, depth, dropout)
         self.output_kind = output_kind
         self.kind = kind
         self.hidden_units = hidden_units
         self.conversion = conversion
         self.depth = depth
         self.dropout = nn.Dropout(dropout)
-        n_out = N_RAW[output_kind]
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            if kind == "linear":
-                self.net: nn.Module = nn.Linear(in_features, n_out)
-            else:
-                hidden: list[nn.Module] = []
-                for width in [in_features] + [hidden_units] * (depth - 1):
-                    hidden += [nn.Linear(width, hidden_units), nn.GELU()]
-                self.net = nn.Sequential(*hidden, nn.Linear(hidden_units, n_out))
+            self.net = _layers(in_features, N_RAW[output_kind], kind, hidden_units, depth)
         last = self.net if isinstance(self.net, nn.Linear) else self.net[-1]
         assert isinstance(last, nn.Linear)
-        with torch.no_grad():
-            # Small (not zero) output weights: the start stays at the bias for any feature scale, and
-            # gradients still reach earlier layers, LoRA adapters and tuned blocks from the first step.
-            last.weight.mul_(INIT_WEIGHT_SCALE)
-            # belief14: start at the uniform mass's beliefs; mass15: zero logits = uniform over the 15 sets.
-            if output_kind == "belief14":
-                last.bias.copy_(torch.logit(uniform_mass_beliefs()))
-            else:
-                last.bias.zero_()
+        _start_near_uniform(last, output_kind)
 
     def forward(self, features: torch.Tensor) -> ClassifierOutput:
         """features (batch, in_features) -> ClassifierOutput(raw (batch, 14|15), masses (batch, 15)).

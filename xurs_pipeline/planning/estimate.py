@@ -255,46 +255,85 @@ def plan_stages(
     attribution stages split the questions; the head-only feature pass runs on the main process (the
     others wait for its cache)."""
     tokens = work.prompt_tokens
-
-    def share(n: int) -> int:
-        return -(-n // processes)  # the busiest process's share
-
     t = cfg.train
-    plans = []
     start = device.startup_seconds + (costs.load_model or 0.0)
     head_pass = (
         device.process_bytes
         + counts.backbone * DTYPE_BYTES[cfg.model.dtype]
         + feature_pass_bytes(cfg, shape, tokens)
     )
-    feature_seconds = (  # the head-only feature pass: training and dev prompts, once
-        None
-        if costs.feature_example is None
-        else start + costs.feature_example * (work.train_examples + work.dev_examples)
-    )
+    feature_seconds = _feature_seconds(start, costs, work)
+    plans = []
     if t.head_first and t.adaptation != "head_only":
         plans.append(StagePlan("train_head", head_pass, 0, feature_seconds))
-    train_seconds = feature_seconds
-    if t.adaptation != "head_only" and costs.train_example is not None:
-        dev_pass = (costs.feature_example or 0.0) * share(work.dev_examples)  # scored after every epoch
-        save = (costs.save_model or 0.0) if t.adaptation == "partial" else 0.0
-        per_epoch = costs.train_example * share(work.train_examples) + dev_pass
-        train_seconds = start + per_epoch * t.max_epochs + save
+    tuning = _tuning_seconds(cfg, costs, work, start, processes)
+    train_seconds = feature_seconds if tuning is None else tuning
+    train_peak = training_bytes(cfg, counts, shape, device, tokens)
     plans.append(
-        StagePlan("train", training_bytes(cfg, counts, shape, device, tokens), 0, train_seconds,
-                  advice_training(cfg, counts, shape, device, tokens))
-    )  # fmt: skip
+        StagePlan("train", train_peak, 0, train_seconds, advice_training(cfg, counts, shape, device, tokens))
+    )
     plans.append(StagePlan("predict", head_pass, 0, None))
-    attribution_peak = attribution_bytes(cfg, counts, shape, device, tokens, cfg.attribution.samples_per_call)
+    seconds = _attribution_seconds(cfg, work, costs, start, processes)
+    return plans + _attribution_plans(cfg, counts, shape, device, work, seconds)
+
+
+def _attribution_plans(
+    cfg: RootConfig,
+    counts: ParameterCounts,
+    shape: Shape,
+    device: Device,
+    work: Workload,
+    seconds: dict[str, float | None],
+) -> list[StagePlan]:
+    """One plan per attribution stage: its peak at ``attribution.samples_per_call``, its gradient evaluations
+    over every question and its ``seconds`` (a stage without gradient evaluations holds no backbone)."""
+    tokens = work.prompt_tokens
+    peak = attribution_bytes(cfg, counts, shape, device, tokens, cfg.attribution.samples_per_call)
     advice = advice_attribution(cfg, counts, shape, device, tokens)
-    widths = reference_width_evaluations(cfg, share(work.questions)) * (costs.feature_example or 0.0)
-    per_process = gradient_evaluations(cfg, share(work.questions), work.prompt_tokens)
-    for stage, evaluations in gradient_evaluations(cfg, work.questions, work.prompt_tokens).items():
-        seconds = None
-        if costs.gradient_sample is not None and evaluations:
-            seconds = start + costs.gradient_sample * per_process[stage] + widths
-        plans.append(StagePlan(stage, attribution_peak if evaluations else 0, evaluations, seconds, advice))
-    return plans
+    return [
+        StagePlan(stage, peak, n, seconds[stage], advice) if n else StagePlan(stage, 0, 0, None, advice)
+        for stage, n in gradient_evaluations(cfg, work.questions, tokens).items()
+    ]
+
+
+def _share(n: int, processes: int) -> int:
+    """The busiest process's share of ``n`` items split over ``processes``."""
+    return -(-n // processes)
+
+
+def _feature_seconds(start: float, costs: Costs, work: Workload) -> float | None:
+    """The head-only feature pass over the training and dev prompts, once, after the stage's ``start``
+    (None without its measured cost)."""
+    if costs.feature_example is None:
+        return None
+    return start + costs.feature_example * (work.train_examples + work.dev_examples)
+
+
+def _tuning_seconds(
+    cfg: RootConfig, costs: Costs, work: Workload, start: float, processes: int
+) -> float | None:
+    """Tuning the backbone: each epoch's share of the training examples and the dev pass scored after it,
+    plus writing a partially tuned backbone (None for head-only training or without the measured cost)."""
+    t = cfg.train
+    if t.adaptation == "head_only" or costs.train_example is None:
+        return None
+    dev_pass = (costs.feature_example or 0.0) * _share(work.dev_examples, processes)
+    save = (costs.save_model or 0.0) if t.adaptation == "partial" else 0.0
+    per_epoch = costs.train_example * _share(work.train_examples, processes) + dev_pass
+    return start + per_epoch * t.max_epochs + save
+
+
+def _attribution_seconds(
+    cfg: RootConfig, work: Workload, costs: Costs, start: float, processes: int
+) -> dict[str, float | None]:
+    """Each attribution stage's seconds: the busiest process's gradient samples and its questions' reference
+    widths, after the stage's ``start`` (None without the measured cost of a gradient sample)."""
+    questions = _share(work.questions, processes)
+    widths = reference_width_evaluations(cfg, questions) * (costs.feature_example or 0.0)
+    per_process = gradient_evaluations(cfg, questions, work.prompt_tokens)
+    if costs.gradient_sample is None:
+        return dict.fromkeys(per_process)
+    return {stage: start + costs.gradient_sample * n + widths for stage, n in per_process.items()}
 
 
 def reference_width_evaluations(cfg: RootConfig, questions: int) -> int:

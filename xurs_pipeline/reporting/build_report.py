@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -60,15 +61,75 @@ def _shares(magnitude: np.ndarray, sections: Sequence[str], record_id: str) -> t
     return tuple(zip(SHARE_SECTIONS, section_shares(magnitude, sections, record_id).tolist(), strict=True))
 
 
+@dataclass(frozen=True)
+class PageContext:
+    """What every explanation page of one run shares: where its numbers come from, the residual tolerance
+    its check applies (``evaluation.numerics.max_residual_max``) and the rule that chose the explained
+    option (``attribution.target``)."""
+
+    provenance: ReportProvenance
+    residual_max: float
+    target_rule: str
+
+
+def _checks(
+    row: Any, advantage: Mapping[tuple[str, int], float], residual_max: float
+) -> tuple[CheckRow, ...]:
+    """One attribution row's page checks: its completeness residual against ``residual_max`` (none for a
+    token method without a completeness rule) and its zero-masking advantage where mask_eval measured it."""
+    residual = float(row.residual)
+    label = "Completeness residual R (Eq. 9)"
+    checks = [CheckRow(RESIDUAL_CHECK, label, residual, residual_max, "<=", residual <= residual_max)]
+    if math.isnan(residual):  # a token method without a completeness rule (attribution/methods/)
+        checks = []
+    key = (str(row.record_id), int(row.target))
+    if key in advantage:
+        checks.append(CheckRow(ADVANTAGE_CHECK, "Zero-masking advantage A(x) (Eq. 8)", advantage[key]))
+    return tuple(checks)
+
+
+def _view(
+    row: Any,
+    prompt: pd.Series,
+    pred: pd.Series,
+    tokens: Sequence[str],
+    context: PageContext,
+    checks: tuple[CheckRow, ...],
+) -> ExplanationView:
+    """The page of one attribution ``row``: its prompt's tokens and sections, its prediction's intervals,
+    BetP and masses, its token attributions and its ``checks``."""
+    magnitude = np.asarray(row.token_magnitude, dtype=float)
+    return ExplanationView(
+        record_id=str(row.record_id),
+        question=str(prompt["question"]),
+        options=tuple(str(o) for o in prompt["options"]),
+        tokens=tuple(tokens),
+        signed=tuple(float(v) for v in row.token_signed),
+        magnitude=tuple(magnitude.tolist()),
+        sections=tuple(str(s) for s in prompt["sections"]),
+        eligible=tuple(bool(e) for e in prompt["eligible"]),
+        explained=int(row.target),
+        explained_rule=TARGET_RULES.get(context.target_rule, context.target_rule),
+        bel=tuple(float(v) for v in pred["bel"]),
+        pl=tuple(float(v) for v in pred["pl"]),
+        betp=tuple(float(v) for v in pred["betp"]),
+        masses=tuple(float(v) for v in pred["masses"]),
+        provenance=context.provenance,
+        section_shares=_shares(magnitude, list(prompt["sections"]), str(row.record_id)),
+        checks=checks,
+        reference_width=None if math.isnan(row.width_reference_mean) else float(row.width_reference_mean),
+        gold=int(prompt["answer_idx"]),
+        marks=marks_of(prompt),
+    )
+
+
 def explanation_views(
     prompts: pd.DataFrame,
     predictions: pd.DataFrame,
     attributions: pd.DataFrame,
     per_question: pd.DataFrame,
     tokens_of: Mapping[str, Sequence[str]],
-    provenance: ReportProvenance,
-    residual_max: float,
-    target_rule: str,
+    context: PageContext,
 ) -> list[ExplanationView]:
     """One view per attribution row. ``tokens_of[record_id]``: the tokenizer's pieces of the prompt."""
     prompt_by_id = prompts.set_index("record_id", drop=False)
@@ -80,46 +141,12 @@ def explanation_views(
     }
     views = []
     for row in attributions.itertuples(index=False):
-        rid, c = str(row.record_id), int(row.target)
+        rid = str(row.record_id)
         if rid not in prediction_by_id.index:
             raise KeyError(f"record {rid!r} is attributed but has no prediction; rerun `dvc repro predict`")
         prompt, pred = prompt_by_id.loc[rid], prediction_by_id.loc[rid]
-        magnitude = np.asarray(row.token_magnitude, dtype=float)
-        residual = float(row.residual)
-        label = "Completeness residual R (Eq. 9)"
-        checks = [CheckRow(RESIDUAL_CHECK, label, residual, residual_max, "<=", residual <= residual_max)]
-        if math.isnan(residual):  # a token method without a completeness rule (attribution/methods/)
-            checks = []
-        if (rid, c) in advantage:
-            checks.append(
-                CheckRow(ADVANTAGE_CHECK, "Zero-masking advantage A(x) (Eq. 8)", advantage[(rid, c)])
-            )
-        views.append(
-            ExplanationView(
-                record_id=rid,
-                question=str(prompt["question"]),
-                options=tuple(str(o) for o in prompt["options"]),
-                tokens=tuple(tokens_of[rid]),
-                signed=tuple(float(v) for v in row.token_signed),
-                magnitude=tuple(magnitude.tolist()),
-                sections=tuple(str(s) for s in prompt["sections"]),
-                eligible=tuple(bool(e) for e in prompt["eligible"]),
-                explained=c,
-                explained_rule=TARGET_RULES.get(target_rule, target_rule),
-                bel=tuple(float(v) for v in pred["bel"]),
-                pl=tuple(float(v) for v in pred["pl"]),
-                betp=tuple(float(v) for v in pred["betp"]),
-                masses=tuple(float(v) for v in pred["masses"]),
-                provenance=provenance,
-                section_shares=_shares(magnitude, list(prompt["sections"]), rid),
-                checks=tuple(checks),
-                reference_width=None
-                if math.isnan(row.width_reference_mean)
-                else float(row.width_reference_mean),
-                gold=int(prompt["answer_idx"]),
-                marks=marks_of(prompt),
-            )
-        )
+        checks = _checks(row, advantage, context.residual_max)
+        views.append(_view(row, prompt, pred, tokens_of[rid], context, checks))
     return views
 
 

@@ -26,14 +26,48 @@ from xurs_pipeline.reporting import plots, tables
 from xurs_pipeline.reporting.render import TableSpec, write_table
 
 # Table 4 and Table 5 rows: the settings the paper reports (operational keys such as cache paths left out).
-TRAINING_KEYS = ["adaptation", "lora_rank", "lora_alpha", "lora_dropout", "lr_adapter", "lr_head",
-                 "weight_decay", "warmup_fraction", "max_epochs", "patience", "seed", "batch_size",
-                 "global_batch", "max_grad_norm", "set_loss_weight", "select_by"]  # fmt: skip
-ATTRIBUTION_KEYS = ["method", "reference", "reference_alignment", "result_filter", "route", "target",
-                    "n_collections", "refs_per_collection", "reference_order", "n_samples", "ig_quadrature",
-                    "ig_points", "ig_adaptive", "ig_tolerance", "ig_max_points", "kronrod_tolerance",
-                    "kronrod_max_evals", "kronrod_intervals", "seed", "samples_per_call", "precision",
-                    "max_questions"]  # fmt: skip
+TRAINING_KEYS = [
+    "adaptation",
+    "lora_rank",
+    "lora_alpha",
+    "lora_dropout",
+    "lr_adapter",
+    "lr_head",
+    "weight_decay",
+    "warmup_fraction",
+    "max_epochs",
+    "patience",
+    "seed",
+    "batch_size",
+    "global_batch",
+    "max_grad_norm",
+    "set_loss_weight",
+    "select_by",
+]
+ATTRIBUTION_KEYS = [
+    "method",
+    "reference",
+    "reference_alignment",
+    "result_filter",
+    "route",
+    "target",
+    "n_collections",
+    "refs_per_collection",
+    "reference_order",
+    "n_samples",
+    "ig_quadrature",
+    "ig_points",
+    "ig_adaptive",
+    "ig_tolerance",
+    "ig_max_points",
+    "kronrod_tolerance",
+    "kronrod_max_evals",
+    "kronrod_intervals",
+    "seed",
+    "samples_per_call",
+    "precision",
+    "max_questions",
+]
 
 
 def attribution_keys(params: Mapping[str, Any]) -> list[str]:

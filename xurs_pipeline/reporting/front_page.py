@@ -220,8 +220,11 @@ class FrontPage:
         for c in self.checks:
             if c.group.startswith("values_main_vs_seed"):
                 found.setdefault(c.group.removeprefix("values_main_vs_"), {})[c.name] = c.value
-        return tuple((run, v["median_cosine"], v["median_relative_distance"]) for run, v in found.items()
-                     if {"median_cosine", "median_relative_distance"} <= v.keys())  # fmt: skip
+        return tuple(
+            (run, v["median_cosine"], v["median_relative_distance"])
+            for run, v in found.items()
+            if {"median_cosine", "median_relative_distance"} <= v.keys()
+        )
 
     @property
     def gates(self) -> tuple[CheckLine, ...]:
@@ -287,8 +290,10 @@ def error_verdict(error: AttributionError | None, tolerance: tuple[float, float]
         f"(<= {tolerance[1]:g})"
     )
     if error.budget_ran_out:
-        detail += (f"; budget ran out on {len(error.budget_ran_out)} question(s), reaching R up to "
-                   f"{max(error.ran_out_residual):.2g}")  # fmt: skip
+        detail += (
+            f"; budget ran out on {len(error.budget_ran_out)} question(s), reaching R up to "
+            f"{max(error.ran_out_residual):.2g}"
+        )
     return Verdict(question, "yes" if ok else "no", "pass" if ok else "fail", detail)
 
 

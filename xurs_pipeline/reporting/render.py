@@ -83,9 +83,21 @@ def _cells(frame: pd.DataFrame, spec: TableSpec) -> list[list[str]]:
 
 
 # LaTeX's special characters, replaced in one pass (so a replacement is never escaped again).
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-        "<": r"\textless{}", ">": r"\textgreater{}", "—": "---"}  # fmt: skip
+_TEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "—": "---",
+}
 _TEX_SPECIAL = re.compile("|".join(re.escape(c) for c in _TEX))
 # Markdown syntax in a text cell: raw HTML (``<`` before a tag name, ``&`` before an entity), emphasis,
 # code, links, the table's own pipes, escapes, line breaks; an underscore inside a word

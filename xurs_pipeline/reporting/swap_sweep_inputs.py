@@ -19,8 +19,19 @@ import pandas as pd
 
 from xurs_pipeline.evaluation.verdicts import json_safe
 
-ROW_COLUMNS = ("method", "yardstick", "role", "record_id", "top", "depends_on", "margin", "agrees", "clear",
-               "departs", "order")  # fmt: skip
+ROW_COLUMNS = (
+    "method",
+    "yardstick",
+    "role",
+    "record_id",
+    "top",
+    "depends_on",
+    "margin",
+    "agrees",
+    "clear",
+    "departs",
+    "order",
+)
 KEYS = ("column", "where", "params", "summary", "faithfulness_rows")
 
 

@@ -121,18 +121,7 @@ def _batches(t: TrainConfig, processes: int) -> dict[str, int]:
 
 def _new_classifier(backbone: Any, m: ModelConfig, seed: int) -> Any:
     """The untrained classifier ``model.*`` describes on ``backbone`` (head initialised with ``seed``)."""
-    return build_classifier(
-        backbone,
-        m.output_kind,
-        m.head,
-        m.head_hidden,
-        m.conversion,
-        seed=seed,
-        feature_layers=m.feature_layers,
-        pooling=m.pooling,
-        head_depth=m.head_depth,
-        head_dropout=m.head_dropout,
-    )
+    return build_classifier(backbone, m, seed)
 
 
 def _train(run: TrainingRun, classifier: Any, backbone: Any, train: Any, dev: Any) -> Any:

@@ -46,11 +46,21 @@ def proportion(k: int, n: int, prefix: str, confidence: float = 0.95) -> dict[st
     """``k`` of ``n`` as ``<prefix>``, ``_low``, ``_high`` (Wilson interval, ``measures.wilson``), ``_k``,
     ``_n``; NaN for none."""
     if n == 0:
-        return {prefix: float("nan"), f"{prefix}_low": float("nan"), f"{prefix}_high": float("nan"),
-                f"{prefix}_k": 0, f"{prefix}_n": 0}  # fmt: skip
+        return {
+            prefix: float("nan"),
+            f"{prefix}_low": float("nan"),
+            f"{prefix}_high": float("nan"),
+            f"{prefix}_k": 0,
+            f"{prefix}_n": 0,
+        }
     p = wilson([True] * k + [False] * (n - k), confidence)
-    return {prefix: p.value, f"{prefix}_low": p.low, f"{prefix}_high": p.high, f"{prefix}_k": k,
-            f"{prefix}_n": n}  # fmt: skip
+    return {
+        prefix: p.value,
+        f"{prefix}_low": p.low,
+        f"{prefix}_high": p.high,
+        f"{prefix}_k": k,
+        f"{prefix}_n": n,
+    }
 
 
 def _share(values: pd.Series, prefix: str, confidence: float) -> dict[str, float | int]:

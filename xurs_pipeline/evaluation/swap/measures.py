@@ -51,8 +51,13 @@ def ranking_frame(measured: pd.DataFrame) -> pd.DataFrame:
     learned_share, cue1_share; ``paper`` under each run by its ranking, and ``input_only``."""
     paper = measured[measured["method"] == "paper"]
     inputs = measured[measured["method"] == "input_only"]
-    frame = pd.concat([paper.assign(ranking=paper["run"].map(lambda r: RUNS[r].ranking)),
-                       inputs.assign(ranking="input_only")], ignore_index=True)  # fmt: skip
+    frame = pd.concat(
+        [
+            paper.assign(ranking=paper["run"].map(lambda r: RUNS[r].ranking)),
+            inputs.assign(ranking="input_only"),
+        ],
+        ignore_index=True,
+    )
     return frame[["ranking", "role", "record_id", "learned_first", "learned_share", "cue1_share"]]
 
 
@@ -74,6 +79,39 @@ def wilson(successes: Sequence[bool], confidence: float = 0.95) -> Proportion:
     return Proportion(k / n, float(ci.low), float(ci.high), k, n)
 
 
+def _role_accuracy(part: pd.DataFrame, role: str, confidence: float) -> dict[str, float | int]:
+    """The swap accuracy of one model's (``role``'s) questions with its Wilson interval (none without any)."""
+    mine = part[part["role"] == role]
+    if mine.empty:
+        return {}
+    p = wilson(mine["learned_first"].tolist(), confidence)
+    return {
+        f"swap_accuracy_{role}": p.value,
+        f"swap_ci_low_{role}": p.low,
+        f"swap_ci_high_{role}": p.high,
+        f"n_{role}": p.n,
+    }
+
+
+def _share_difference(
+    part: pd.DataFrame, resamples: int, confidence: float, seed: int
+) -> dict[str, float | int]:
+    """The mean between-model difference (A - B) of cue 1's share over the questions explained under both
+    models, with its bootstrap interval (none without such questions)."""
+    wide = part.pivot(index="record_id", columns="role", values="cue1_share").dropna()
+    if not set(ROLES) <= set(wide.columns) or not len(wide):
+        return {}
+    interval = mean_advantage_interval(
+        wide["A"].to_numpy(), wide["B"].to_numpy(), resamples, confidence, seed=seed
+    )
+    return {
+        "share_difference": interval.mean,
+        "share_ci_low": interval.low,
+        "share_ci_high": interval.high,
+        "n_paired": interval.n,
+    }
+
+
 def swap_summary(
     scores: pd.DataFrame, ranking: str, resamples: int = 10_000, confidence: float = 0.95, seed: int = 0
 ) -> dict[str, float | int]:
@@ -85,22 +123,15 @@ def swap_summary(
         raise ValueError(f"no scores for ranking {ranking!r}")
     pooled = wilson(part["learned_first"].tolist(), confidence)
     out: dict[str, float | int] = {
-        "swap_accuracy": pooled.value, "swap_ci_low": pooled.low, "swap_ci_high": pooled.high,
-        "n": pooled.n, "learned_share": float(part["learned_share"].mean()),
-    }  # fmt: skip
+        "swap_accuracy": pooled.value,
+        "swap_ci_low": pooled.low,
+        "swap_ci_high": pooled.high,
+        "n": pooled.n,
+        "learned_share": float(part["learned_share"].mean()),
+    }
     for role in ROLES:
-        mine = part[part["role"] == role]
-        if not mine.empty:
-            p = wilson(mine["learned_first"].tolist(), confidence)
-            out.update({f"swap_accuracy_{role}": p.value, f"swap_ci_low_{role}": p.low,
-                        f"swap_ci_high_{role}": p.high, f"n_{role}": p.n})  # fmt: skip
-    wide = part.pivot(index="record_id", columns="role", values="cue1_share").dropna()
-    if set(ROLES) <= set(wide.columns) and len(wide):
-        interval = mean_advantage_interval(
-            wide["A"].to_numpy(), wide["B"].to_numpy(), resamples, confidence, seed=seed
-        )
-        out.update(share_difference=interval.mean, share_ci_low=interval.low, share_ci_high=interval.high,
-                   n_paired=interval.n)  # fmt: skip
+        out.update(_role_accuracy(part, role, confidence))
+    out.update(_share_difference(part, resamples, confidence, seed))
     return out
 
 

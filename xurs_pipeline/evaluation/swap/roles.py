@@ -59,9 +59,12 @@ class Run:
 # by name, trained runs first: A (the attribute stage's), B, A_random, B_random (attribute_swap's)
 RUNS = {
     run.name: run
-    for run in (Run(f"{role.name}{'_random' * randomised}", role, randomised)
-                for randomised in (False, True) for role in ROLES.values())
-}  # fmt: skip
+    for run in (
+        Run(f"{role.name}{'_random' * randomised}", role, randomised)
+        for randomised in (False, True)
+        for role in ROLES.values()
+    )
+}
 
 
 def study_runs(swap_randomise: str) -> dict[str, Run]:

@@ -10,6 +10,7 @@ residuals (Eq. 9).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,23 +130,41 @@ def reference_sets(inputs: StudyInputs, ids: dict[str, list[int]]) -> dict[str, 
     cfg, ev = inputs.cfg, inputs.cfg.evaluation
     entries = [m for m in ev.swap_methods if m != RUN_METHOD and m not in NULL_METHODS]
     chosen = {v.references for v in method_configs(entries, ev.swap_layer_ig_steps).values()}
-    source = ReferenceSource.of(inputs.prompts, cfg.attribution, inputs.models["A"][1], cfg.data.max_tokens,
-                                ev.seed)  # fmt: skip
+    source = ReferenceSource.of(
+        inputs.prompts, cfg.attribution, inputs.models["A"][1], cfg.data.max_tokens, ev.seed
+    )
     records = {r.record_id: r for r in inputs.records}
-    return {c.name: {rid: probe_reference_ids(c, records[rid], ids[rid], source) for rid in ids}
-            for c in sorted(chosen, key=lambda c: c.name)}  # fmt: skip
+    return {
+        c.name: {rid: probe_reference_ids(c, records[rid], ids[rid], source) for rid in ids}
+        for c in sorted(chosen, key=lambda c: c.name)
+    }
 
 
 def readings(inputs: StudyInputs, probes: ProbeSet) -> pd.DataFrame:
     """Every reading of the study with its cue measures: the fixed ones and each trained model's methods."""
     ev = inputs.cfg.evaluation
-    methods = method_configs([m for m in ev.swap_methods if m != RUN_METHOD and m not in NULL_METHODS],
-                             ev.swap_layer_ig_steps, inputs.cfg.attribution)  # fmt: skip
+    methods = method_configs(
+        [m for m in ev.swap_methods if m != RUN_METHOD and m not in NULL_METHODS],
+        ev.swap_layer_ig_steps,
+        inputs.cfg.attribution,
+    )
     frames = [fixed_readings(probes, ev.seed)]
     if methods:
-        frames += [model_readings(inputs.models[r.role.name][0], name, probes, methods)
-                   for name, r in RUNS.items() if not r.randomised]  # fmt: skip
+        frames += [
+            model_readings(inputs.models[r.role.name][0], name, probes, methods)
+            for name, r in RUNS.items()
+            if not r.randomised
+        ]
     return with_cue_measures(pd.concat(frames, ignore_index=True))
+
+
+def _trained_readings(measured: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
+    """The trained runs' readings of the compared ``methods``, by role and then in the listed method order."""
+    trained = measured[~measured["run"].map(lambda r: RUNS[r].randomised) & measured["method"].isin(methods)]
+    order = {m: i for i, m in enumerate(methods)}
+    return trained.sort_values(
+        ["role", "method"], key=lambda c: c.map(order) if c.name == "method" else c, kind="stable"
+    )
 
 
 def run_study(inputs: StudyInputs) -> StudyResult:
@@ -160,20 +179,20 @@ def run_study(inputs: StudyInputs) -> StudyResult:
     if "randomised" in studies:  # re-initialised: the head, or it and the tuned blocks
         studies["randomised"]["scope"] = ev.swap_randomise
     behaviour = model_behaviour(inputs)
-    trained = measured[
-        ~measured["run"].map(lambda r: RUNS[r].randomised) & measured["method"].isin(ev.swap_methods)
-    ]
-    order = {m: i for i, m in enumerate(ev.swap_methods)}
-    trained = trained.sort_values(["role", "method"], key=lambda c: c.map(order) if c.name == "method" else c,
-                                  kind="stable")  # fmt: skip
+    trained = _trained_readings(measured, ev.swap_methods)
     methods = scored(trained, behaviour, ev.swap_clear_margin)
-    accuracy = {name: role_test_accuracy(cfg, inputs.prompts, inputs.models[name], role.cue)
-                for name, role in ROLES.items()}  # fmt: skip
+    accuracy = {
+        name: role_test_accuracy(cfg, inputs.prompts, inputs.models[name], role.cue)
+        for name, role in ROLES.items()
+    }
     judged, faithful = study_faithfulness(
-        FaithfulnessInputs(inputs.records, width_readers(inputs), behaviour, trained, dict(probes.cues),
-                           accuracy),
-        ev.swap_clear_margin, ev.confidence, ev.swap_layer_ig_steps,
-    )  # fmt: skip
+        FaithfulnessInputs(
+            inputs.records, width_readers(inputs), behaviour, trained, dict(probes.cues), accuracy
+        ),
+        ev.swap_clear_margin,
+        ev.confidence,
+        ev.swap_layer_ig_steps,
+    )
     summary = {
         "studies": studies,
         "methods": comparison(methods, ev.confidence),
@@ -199,14 +218,20 @@ def width_readers(inputs: StudyInputs) -> dict[str, WidthReader]:
 
 def model_behaviour(inputs: StudyInputs) -> pd.DataFrame:
     """Per (role, probe): the label's width under the text edits and the cue the model depends on."""
-    frames = [cue_dependence(edit_widths(inputs.records, reader), role)
-              for role, reader in width_readers(inputs).items()]  # fmt: skip
+    frames = [
+        cue_dependence(edit_widths(inputs.records, reader), role)
+        for role, reader in width_readers(inputs).items()
+    ]
     return pd.concat(frames, ignore_index=True)
 
 
 def residuals(frame: pd.DataFrame) -> dict[str, float | int]:
-    return {"median": float(frame["residual"].median()), "max": float(frame["residual"].abs().max()),
-            "grad_evals": int(frame["grad_evals"].sum()), "n": len(frame)}  # fmt: skip
+    return {
+        "median": float(frame["residual"].median()),
+        "max": float(frame["residual"].abs().max()),
+        "grad_evals": int(frame["grad_evals"].sum()),
+        "n": len(frame),
+    }
 
 
 def headline(studies: dict[str, dict[str, Any]], runs: dict[str, pd.DataFrame]) -> dict[str, Any]:
@@ -215,10 +240,13 @@ def headline(studies: dict[str, dict[str, Any]], runs: dict[str, pd.DataFrame]) 
     t, r = studies["trained"], studies.get("randomised", {})
     trained = pd.concat([runs[n] for n, run in RUNS.items() if not run.randomised])
     keys = ("swap_accuracy", "swap_ci_low", "swap_ci_high")
-    return {**{k: t[k] for k in keys}, "randomised_swap_accuracy": r.get("swap_accuracy"),
-            **{k: t[k] for k in ("share_difference", "share_ci_low", "share_ci_high")},
-            "R_median": float(trained["residual"].abs().median()),
-            "R_max": float(trained["residual"].abs().max())}  # fmt: skip
+    return {
+        **{k: t[k] for k in keys},
+        "randomised_swap_accuracy": r.get("swap_accuracy"),
+        **{k: t[k] for k in ("share_difference", "share_ci_low", "share_ci_high")},
+        "R_median": float(trained["residual"].abs().median()),
+        "R_max": float(trained["residual"].abs().max()),
+    }
 
 
 def method_metrics(summary: dict[str, Any]) -> dict[str, Any]:
@@ -243,7 +271,11 @@ def role_test_accuracy(
     head_only = model.meta["adaptation"] == "head_only"
     ids = [list(map(int, x)) for x in rows["input_ids"]]
     out = classifier_outputs(
-        model, ids, tokenizer.pad_token_id, cfg.train.eval_batch_size, device=model_device(model),
+        model,
+        ids,
+        tokenizer.pad_token_id,
+        cfg.train.eval_batch_size,
+        device=model_device(model),
         feature_cache_dir=cfg.train.feature_cache_dir if head_only else None,
-    )  # fmt: skip
+    )
     return role_accuracy(out.masses, rows, cue)

@@ -79,9 +79,11 @@ def text_edits(probe: QuestionRecord, k: int) -> list[QuestionRecord]:
 
 
 EDITS: dict[str, Callable[[QuestionRecord, int], list[QuestionRecord]]] = {
-    "text_edits": text_edits, "sentence_removed": removed, "unseen_names": unseen,
+    "text_edits": text_edits,
+    "sentence_removed": removed,
+    "unseen_names": unseen,
     "test_renamed": renamed_test,
-}  # fmt: skip
+}
 
 
 def yardstick_widths(probes: Sequence[QuestionRecord], widths: WidthReader, yardstick: str) -> pd.DataFrame:
@@ -116,6 +118,15 @@ def model_dependence(
     ``text_edits``: the role's rows of ``behaviour.cue_dependence`` (read once, by the behaviour)."""
     frames = [text_edits.assign(yardstick="text_edits")]
     frames += [dependence(yardstick_widths(probes, widths, y), role, y) for y in YARDSTICKS[1:]]
-    columns = ["yardstick", "role", "record_id", "effect_1", "effect_2", "share_1", "depends_on", "margin",
-               "as_trained"]  # fmt: skip
+    columns = [
+        "yardstick",
+        "role",
+        "record_id",
+        "effect_1",
+        "effect_2",
+        "share_1",
+        "depends_on",
+        "margin",
+        "as_trained",
+    ]
     return pd.concat([f[columns] for f in frames], ignore_index=True)
