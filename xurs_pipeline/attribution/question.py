@@ -14,7 +14,7 @@ import torch
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import input_width, natural_widths, prepared_widths, prompt_of
-from xurs_pipeline.attribution.estimators import CollectionResult, PathProblem, build_estimator
+from xurs_pipeline.attribution.estimators import CollectionResult, Estimator, PathProblem
 from xurs_pipeline.attribution.model import Objective, WidthModel, model_device
 from xurs_pipeline.attribution.paths import block_pieces
 from xurs_pipeline.attribution.records import NonFiniteReport, Question, QuestionRun, TargetAttribution
@@ -107,17 +107,17 @@ def nonfinite_failure(
     return report
 
 
-def _block_path(
-    problem: PathProblem, input_ids: tuple[int, ...], cfg: AttributionConfig
+def block_path(
+    problem: PathProblem, input_ids: tuple[int, ...], block: int, batch_size: int, target_fn: str
 ) -> tuple[PathProblem, int]:
-    """``problem`` on block paths (``paths.py``) with each piece's width step F(end) - F(start); the forward
-    passes it took.
+    """``problem`` on block paths of ``block`` positions (``paths.py``, ``attribution.path_block``) with each
+    piece's width step F(end) - F(start), ``batch_size`` ends per forward; the forward passes it took.
 
     Only the pieces' ends are evaluated: a path's first piece starts at its prepared reference (F known) and
     every other piece where the one before it ended, so the pieces' steps telescope exactly to F(X) - F(B).
     """
-    pieces = block_pieces(problem.refs, input_ids, cfg.path_block)
-    end = prepared_widths(problem.model, problem.prompt, pieces.ends(), cfg.eval_batch_size, cfg.target_fn)
+    pieces = block_pieces(problem.refs, input_ids, block)
+    end = prepared_widths(problem.model, problem.prompt, pieces.ends(), batch_size, target_fn)
     owner = torch.as_tensor(pieces.owner, device=end.device)
     first = torch.ones_like(owner, dtype=torch.bool)
     first[1:] = owner[1:] != owner[:-1]
@@ -145,11 +145,13 @@ def attribute_paths(
     pool: ReferencePool | None,
     cfg: AttributionConfig,
     pad_id: int,
+    estimator: Callable[[int], Estimator],
     on_batch: Callable[[int], None] | None = None,
     targets: tuple[int, ...] | None = None,
 ) -> QuestionResult:
-    """The paper's estimators (eg, ig, kronrod) on ``q``: the explained answers' widths attributed along the
-    paths from every reference; one row per target (or a failure). ``targets`` overrides ``cfg.target``."""
+    """The paper's estimators (eg, ig, kronrod, certified) on ``q``: the explained answers' widths attributed
+    along the paths from every reference, ``estimator(k)`` on collection k (the method's own,
+    ``methods/paper.py``); one row per target (or a failure). ``targets`` overrides ``cfg.target``."""
     device = model_device(model)  # type: ignore[arg-type]
     prompt = prompt_of(model, q.input_ids, device)
     w_x, betp = input_width(model, prompt, cfg.target_fn)
@@ -172,9 +174,11 @@ def attribute_paths(
             model, objective, prompt, refs, prep, w_x, cfg.samples_per_call, cfg.reuse_prefix, on_batch
         )
         if cfg.path == "blocks":
-            problem, evals = _block_path(problem, q.input_ids, cfg)
+            problem, evals = block_path(
+                problem, q.input_ids, cfg.path_block, cfg.eval_batch_size, cfg.target_fn
+            )
             forward_evals += evals
-        res = build_estimator(cfg, k).attribute(problem)
+        res = estimator(k).attribute(problem)
         if res.nonfinite_refs:
             refs_bad = [refs.record_ids[i] for i in res.nonfinite_refs]
             return QuestionResult([], nonfinite_failure(q, targets, "gradient", k, refs_bad, cfg))
