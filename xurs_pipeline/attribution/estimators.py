@@ -338,4 +338,3 @@ class CertifiedAverage(Estimator):
             plan_seed=self.seed,
             trace=report.trace,
         )
-

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.attribution.methods.base import AttributionMethod, Problem, QuestionInputs, TokenScores
+from xurs_pipeline.attribution.methods.base import AttributionMethod, Problem, TokenScores
 from xurs_pipeline.attribution.methods.gradient import GradientL2, GradientXInput, LayerIG, SequentialIG
 from xurs_pipeline.attribution.methods.paper import (
     CertifiedMethod,
@@ -27,7 +27,7 @@ from xurs_pipeline.attribution.methods.paper import (
 )
 from xurs_pipeline.attribution.methods.perturbation import OcclusionSpan, OcclusionToken, SpanShapley
 from xurs_pipeline.attribution.methods.token_question import TokenMethod
-from xurs_pipeline.attribution.question import QuestionResult
+from xurs_pipeline.attribution.question import QuestionInputs, QuestionResult
 
 # attribution.config.METHODS names these, in this order (tests/attribution/test_methods.py)
 REGISTRY: dict[str, type[AttributionMethod]] = {

@@ -29,26 +29,10 @@ from torch import nn
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.masked import MassFn
-from xurs_pipeline.attribution.model import WidthModel
-from xurs_pipeline.attribution.question import Question, QuestionResult, ReferencePool
+from xurs_pipeline.attribution.question import QuestionInputs, QuestionResult
 from xurs_pipeline.attribution.targets import option_values
 
 WidthFn = Callable[[torch.Tensor], torch.Tensor]  # embeds (b, L, d) -> F_c (b,)
-
-
-@dataclass(frozen=True)
-class QuestionInputs:
-    """What one question's explanation needs: the model (``attribution.model.WidthModel``), the question
-    (``question.Question``), the training references (``question.ReferencePool``, or None), the config,
-    the pad id, a progress callback and the explained options (None: ``attribution.target``'s rule)."""
-
-    model: WidthModel
-    question: Question
-    pool: ReferencePool | None
-    cfg: AttributionConfig
-    pad_id: int
-    on_batch: Callable[[int], None] | None = None
-    targets: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -177,7 +161,8 @@ class AttributionMethod(ABC):
     def magnitude(self, coords: torch.Tensor, signed: np.ndarray) -> np.ndarray:
         """A token's magnitude (L,) float64 from its coordinates (L, d) and signed score (L,): |signed|
         unless the method reduces coordinates (``attribution.reduction``)."""
-        return np.abs(signed)
+        magnitude: np.ndarray = np.abs(signed)
+        return magnitude
 
     def mean(self, scores: Sequence[TokenScores]) -> TokenScores:
         """The calls' scores over the references averaged (App. B.2: references averaged before
@@ -188,9 +173,8 @@ class AttributionMethod(ABC):
             return scores[0]
         signed = np.mean([s.signed for s in scores], axis=0)
         coords = torch.stack([s.coordinates for s in scores]).mean(0)
-        spans = None
-        if scores[0].span_values is not None:
-            spans = tuple(np.mean([s.span_values for s in scores], axis=0).tolist())
+        values = [s.span_values for s in scores if s.span_values is not None]
+        spans = tuple(np.mean(values, axis=0).tolist()) if values else None
         forwards, grad_evals = sum(s.forwards for s in scores), sum(s.grad_evals for s in scores)
         magnitude = self.magnitude(coords, signed)
         return TokenScores(signed, magnitude, forwards, grad_evals, span_values=spans, coords=coords)

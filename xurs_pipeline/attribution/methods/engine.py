@@ -63,15 +63,12 @@ class FunctionModel(nn.Module):
         cache = getattr(self.masses, "prompt_cache", None)
         return None if cache is None else cache(inputs_embeds, attention_mask, position_ids)
 
-    def forward_after_prefix(
-        self,
-        cache: Any,
-        inputs_embeds: torch.Tensor,
-        attention_mask: torch.Tensor,
-        position_ids: torch.Tensor,
-    ) -> Masses:
-        prefix = attention_mask.shape[1] - inputs_embeds.shape[1]
-        return Masses(self.masses.after_prefix(cache, prefix, inputs_embeds, attention_mask, position_ids))  # type: ignore[attr-defined]
+    def forward_after_prefix(self, cache: Any, *rows: torch.Tensor) -> Masses:
+        """``model.PrefixReuse``'s: rows = inputs_embeds (b, L - p, d), attention_mask (b, L), position_ids
+        (b, L - p), continued from the cache of the first p positions."""
+        embeds, mask, positions = rows
+        prefix = mask.shape[1] - embeds.shape[1]
+        return Masses(self.masses.after_prefix(cache, prefix, embeds, mask, positions))  # type: ignore[attr-defined]
 
 
 def collection(problem: Problem) -> tuple[FunctionModel, Prompt, PreparedReferences]:

@@ -25,11 +25,11 @@ from xurs_pipeline.attribution.estimators import (
     ExpectedGradients,
     IntegratedGradients,
 )
-from xurs_pipeline.attribution.methods.base import AttributionMethod, Problem, QuestionInputs, TokenScores
+from xurs_pipeline.attribution.methods.base import AttributionMethod, Problem, TokenScores
 from xurs_pipeline.attribution.methods.engine import path_scores
 from xurs_pipeline.attribution.plan import collection_seed
 from xurs_pipeline.attribution.quadrature import KronrodSpec
-from xurs_pipeline.attribution.question import QuestionResult, attribute_paths
+from xurs_pipeline.attribution.question import QuestionInputs, QuestionResult, attribute_paths
 from xurs_pipeline.attribution.reduction import reduce_tokens
 
 
@@ -76,12 +76,19 @@ class IGSettings(PathSettings):
 
     @classmethod
     def of(cls, cfg: AttributionConfig) -> IGSettings:
-        ig = (cfg.ig_quadrature, cfg.ig_points, cfg.ig_adaptive, cfg.ig_tolerance, cfg.ig_refine_factor)
-        return cls(*_path_keys(cfg), *ig, cfg.ig_max_points)
+        return cls(
+            *_path_keys(cfg),
+            rule=cfg.ig_quadrature,
+            n_points=cfg.ig_points,
+            adaptive=cfg.ig_adaptive,
+            tolerance=cfg.ig_tolerance,
+            refine_factor=cfg.ig_refine_factor,
+            max_points=cfg.ig_max_points,
+        )
 
     def estimator(self, collection: int) -> Estimator:
-        ig = (self.rule, self.n_points, self.adaptive, self.tolerance, self.refine_factor, self.max_points)
-        return IntegratedGradients(*ig)
+        keys = (self.tolerance, self.refine_factor, self.max_points)
+        return IntegratedGradients(self.rule, self.n_points, self.adaptive, *keys)
 
 
 @dataclass(frozen=True)
@@ -128,8 +135,7 @@ class PathMethod(AttributionMethod):
         return reduce_tokens(coords, self.settings.reduction).double().cpu().numpy()
 
     def explain(self, inputs: QuestionInputs) -> QuestionResult:
-        i, estimator = inputs, self.settings.estimator
-        return attribute_paths(i.model, i.question, i.pool, i.cfg, i.pad_id, estimator, i.on_batch, i.targets)
+        return attribute_paths(inputs, self.settings.estimator)
 
 
 class ExpectedGradientsMethod(PathMethod):

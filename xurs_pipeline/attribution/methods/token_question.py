@@ -20,9 +20,14 @@ from torch import nn
 from xurs_pipeline.attribution.config import SHAPLEY_MAX_SPANS, AttributionConfig
 from xurs_pipeline.attribution.endpoints import input_width, prompt_of
 from xurs_pipeline.attribution.masked import classifier_mass_fn
-from xurs_pipeline.attribution.methods.base import AttributionMethod, Problem, QuestionInputs, TokenScores
+from xurs_pipeline.attribution.methods.base import AttributionMethod, Problem, TokenScores
 from xurs_pipeline.attribution.model import Prompt, block_list_name, frozen, model_device
-from xurs_pipeline.attribution.question import QuestionResult, explained_targets, nonfinite_failure
+from xurs_pipeline.attribution.question import (
+    QuestionInputs,
+    QuestionResult,
+    explained_targets,
+    nonfinite_failure,
+)
 from xurs_pipeline.attribution.records import TargetAttribution, coords_name
 from xurs_pipeline.attribution.references import prepare_training, prepare_zero
 
