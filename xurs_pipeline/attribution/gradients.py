@@ -106,11 +106,7 @@ class _Accumulator:
 
     @torch.no_grad()
     def add(
-        self,
-        part: slice,
-        idx: torch.Tensor,
-        w: torch.Tensor,
-        rows: slice,
+        self, part: slice, idx: torch.Tensor, w: torch.Tensor, rows: slice,
         columns: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
     ) -> None:
         """One batch's columns (:func:`_batch_sums`) for plan entries ``part`` with references ``idx`` and
