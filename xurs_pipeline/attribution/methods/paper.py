@@ -65,30 +65,19 @@ class EGSettings(PathSettings):
 
 @dataclass(frozen=True)
 class IGSettings(PathSettings):
-    """``ig``: ``attribution.ig_*`` (quadrature rule, points, adaptive refinement)."""
+    """``ig``: ``attribution.ig_*`` (quadrature rule, points, adaptive refinement), held as the engine's
+    estimator, which is its own spec."""
 
-    rule: str
-    n_points: int
-    adaptive: bool
-    tolerance: float
-    refine_factor: int
-    max_points: int
+    spec: IntegratedGradients
 
     @classmethod
     def of(cls, cfg: AttributionConfig) -> IGSettings:
-        return cls(
-            *_path_keys(cfg),
-            rule=cfg.ig_quadrature,
-            n_points=cfg.ig_points,
-            adaptive=cfg.ig_adaptive,
-            tolerance=cfg.ig_tolerance,
-            refine_factor=cfg.ig_refine_factor,
-            max_points=cfg.ig_max_points,
-        )
+        rule, refinement = (cfg.ig_quadrature, cfg.ig_points), (cfg.ig_tolerance, cfg.ig_refine_factor)
+        spec = IntegratedGradients(*rule, cfg.ig_adaptive, *refinement, cfg.ig_max_points)
+        return cls(*_path_keys(cfg), spec)
 
     def estimator(self, collection: int) -> Estimator:
-        keys = (self.tolerance, self.refine_factor, self.max_points)
-        return IntegratedGradients(self.rule, self.n_points, self.adaptive, *keys)
+        return self.spec
 
 
 @dataclass(frozen=True)
