@@ -11,7 +11,7 @@ import pytest
 from bench_scripts import load_bench_script
 
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.attribution.estimators import build_estimator
+from xurs_pipeline.attribution.methods import method_for
 from xurs_pipeline.attribution.quadrature import KronrodSpec, integrate
 
 
@@ -114,7 +114,7 @@ def test_each_lead_is_its_runs_config_key(bench) -> None:
         cfg = bench._config(AttributionConfig(), 4, "kronrod", args, lead)
         assert (cfg.method, cfg.kronrod_stop, cfg.kronrod_lead) == ("kronrod", "residual", lead)
         assert (cfg.kronrod_max_evals, cfg.refs_per_collection, cfg.n_collections) == (1200, 4, 1)
-        assert build_estimator(cfg, 0).spec.lead_rule == lead
+        assert method_for(cfg).settings.estimator(0).spec.lead_rule == lead
     assert not hasattr(bench, "mock")
 
 

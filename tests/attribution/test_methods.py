@@ -17,7 +17,7 @@ from torch import nn
 
 from xurs_pipeline.attribution.config import METHODS, SHAPLEY_MAX_SPANS, AttributionConfig
 from xurs_pipeline.attribution.masked import classifier_mass_fn
-from xurs_pipeline.attribution.methods import REGISTRY, TokenMethod, TokenProblem, method_for
+from xurs_pipeline.attribution.methods import REGISTRY, Problem, TokenMethod, method_for
 from xurs_pipeline.attribution.methods.gradient import middle_block
 from xurs_pipeline.attribution.methods.token_question import span_width, spans_of
 from xurs_pipeline.credal import credal_width
@@ -46,16 +46,16 @@ class Toy(nn.Module):
 
 
 @pytest.fixture(scope="module")
-def toy() -> tuple[Toy, TokenProblem]:
+def toy() -> tuple[Toy, Problem]:
     model = Toy()
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(1, SEQ, HIDDEN, generator=gen, dtype=torch.float64)
     ref = torch.randn(1, SEQ, HIDDEN, generator=gen, dtype=torch.float64) * 0.3
-    problem = TokenProblem(
+    problem = Problem(
         classifier_mass_fn(model),
         x,
         target=2,
-        reference=ref,
+        references=ref,
         spans=SPANS,
         layer=model.blocks[0],
         batch_size=3,
@@ -112,9 +112,9 @@ def test_gradient_methods_equal_autograd(toy) -> None:
     model, problem = toy
     x = problem.embeds.clone().requires_grad_(True)
     (grad,) = torch.autograd.grad(_width(model, x).sum(), x)
-    l2 = _method("grad_l2").scores(problem)
+    l2 = _method("grad_l2").attribute(problem)
     np.testing.assert_allclose(l2.magnitude, grad[0].norm(dim=-1).numpy(), rtol=1e-12)
-    gxi = _method("grad_x_input").scores(problem)
+    gxi = _method("grad_x_input").attribute(problem)
     np.testing.assert_allclose(gxi.signed, (x * grad)[0].sum(-1).detach().numpy(), rtol=1e-12)
     np.testing.assert_allclose(gxi.magnitude, np.abs(gxi.signed))
     assert (l2.grad_evals, l2.forwards, gxi.grad_evals) == (1, 0, 1)
@@ -134,17 +134,17 @@ def test_occlusion_per_token_is_a_brute_force_replacement_loop(toy, replacement:
         changed = x.clone()
         changed[0, i] = rows[replacement][i]
         expected.append(_value(model, x) - _value(model, changed))
-    scores = _method("occlusion_token", replacement=replacement).scores(problem)
+    scores = _method("occlusion_token", replacement=replacement).attribute(problem)
     np.testing.assert_allclose(scores.signed, expected, rtol=1e-10, atol=1e-15)
     assert (scores.forwards, scores.grad_evals) == (SEQ + 1, 0)
     if replacement != "zero":  # the replacement is used: zeroing gives other scores
-        assert not np.allclose(scores.signed, _method("occlusion_token").scores(problem).signed)
+        assert not np.allclose(scores.signed, _method("occlusion_token").attribute(problem).signed)
 
 
 def test_occlusion_per_span_scores_every_token_of_a_span_with_its_spans_change(toy) -> None:
     model, problem = toy
     x = problem.embeds
-    scores = _method("occlusion_span").scores(problem)
+    scores = _method("occlusion_span").attribute(problem)
     for span, value in zip(SPANS, scores.span_values, strict=True):
         changed = x.clone()
         changed[0, list(span)] = 0.0
@@ -175,7 +175,7 @@ def _shapley_by_orders(model: Toy, x: torch.Tensor) -> np.ndarray:
 def test_span_shapley_equals_shapley_by_enumeration_and_captum(toy) -> None:
     model, problem = toy
     x = problem.embeds
-    scores = _method("shapley_span").scores(problem)
+    scores = _method("shapley_span").attribute(problem)
     np.testing.assert_allclose(scores.span_values, _shapley_by_orders(model, x), rtol=1e-10)
     mask = torch.zeros(1, SEQ, 1, dtype=torch.long)
     for k, span in enumerate(SPANS):
@@ -194,11 +194,9 @@ def test_span_shapley_equals_shapley_by_enumeration_and_captum(toy) -> None:
 
 def test_span_shapley_refuses_more_spans_than_it_can_enumerate(toy) -> None:
     _, problem = toy
-    many = TokenProblem(
-        problem.masses, torch.zeros(1, 13, HIDDEN, dtype=torch.float64), 0, spans=spans_of(13, 1)
-    )
+    many = Problem(problem.masses, torch.zeros(1, 13, HIDDEN, dtype=torch.float64), 0, spans=spans_of(13, 1))
     with pytest.raises(ValueError, match=r"attribution\.span_tokens=1: 13 spans"):
-        _method("shapley_span", span_tokens=1).scores(many)
+        _method("shapley_span", span_tokens=1).attribute(many)
 
 
 @pytest.mark.parametrize(
@@ -235,7 +233,7 @@ def test_layer_ig_equals_ig_computed_by_hand_through_the_block(toy) -> None:
         width = credal_width(torch.softmax(model.head(model.after_block(torch.tanh(h))), -1))[:, 2]
         total += w * torch.autograd.grad(width.sum(), h)[0]
     by_hand = ((h_x - h_b) * total)[0].sum(-1).detach().numpy()
-    scores = _method("layer_ig", layer_ig_steps=steps).scores(problem)
+    scores = _method("layer_ig", layer_ig_steps=steps).attribute(problem)
     np.testing.assert_allclose(scores.signed, by_hand, rtol=1e-8, atol=1e-14)
     gap = _value(model, x) - _value(model, ref)
     assert scores.residual == pytest.approx(abs(by_hand.sum() - gap), abs=1e-10)
@@ -273,10 +271,10 @@ def test_every_gradient_method_reduces_over_hidden_as_configured(toy, reduction:
     model, problem = toy
     grad = _gradient(model, problem.embeds).numpy()
     by_hand = {"l2": lambda c: np.sqrt((c**2).sum(-1)), "abs_sum": lambda c: np.abs(c.sum(-1))}[reduction]
-    l2 = _method("grad_l2", reduction=reduction).scores(problem)
+    l2 = _method("grad_l2", reduction=reduction).attribute(problem)
     np.testing.assert_allclose(l2.magnitude, by_hand(grad), rtol=1e-12)
     np.testing.assert_allclose(l2.signed, np.sqrt((grad**2).sum(-1)), rtol=1e-12)
-    gxi = _method("grad_x_input", reduction=reduction).scores(problem)
+    gxi = _method("grad_x_input", reduction=reduction).attribute(problem)
     coords = problem.embeds[0].numpy() * grad
     np.testing.assert_allclose(gxi.magnitude, by_hand(coords), rtol=1e-12)
     np.testing.assert_allclose(gxi.signed, coords.sum(-1), rtol=1e-12)
@@ -286,15 +284,17 @@ def test_every_gradient_method_reduces_over_hidden_as_configured(toy, reduction:
         explicit = _method(
             name, reduction=shipped, **({"sequential_ig_steps": 2} if name == "sequential_ig" else {})
         )
-        np.testing.assert_array_equal(default.scores(problem).magnitude, explicit.scores(problem).magnitude)
+        shipped_magnitude = explicit.attribute(problem).magnitude
+        np.testing.assert_array_equal(default.attribute(problem).magnitude, shipped_magnitude)
     other = {"l2": "abs_sum", "abs_sum": "l2"}[reduction]
-    assert not np.allclose(_method("grad_x_input", reduction=other).scores(problem).magnitude, gxi.magnitude)
+    other_magnitude = _method("grad_x_input", reduction=other).attribute(problem).magnitude
+    assert not np.allclose(other_magnitude, gxi.magnitude)
 
 
 def test_layer_ig_reduces_its_layer_coordinates_by_l2_when_asked(toy) -> None:
     _, problem = toy
-    own = _method("layer_ig", layer_ig_steps=8).scores(problem)
-    l2 = _method("layer_ig", layer_ig_steps=8, reduction="l2").scores(problem)
+    own = _method("layer_ig", layer_ig_steps=8).attribute(problem)
+    l2 = _method("layer_ig", layer_ig_steps=8, reduction="l2").attribute(problem)
     np.testing.assert_allclose(l2.magnitude, own.coords.double().norm(dim=-1).numpy(), rtol=1e-6)
     np.testing.assert_array_equal(l2.signed, own.signed)
     assert not np.allclose(l2.magnitude, own.magnitude)
@@ -355,7 +355,7 @@ def test_sequential_ig_is_ig_of_each_token_alone_by_hand_and_by_captum(toy, repl
         )
         by_captum.append(float(one_row.attribute(x[:, i], base[i : i + 1], n_steps=steps).sum()))
         gaps.append(_value(model, x) - _value(model, _row_replaced(x, i, base[i])))
-    scores = _method("sequential_ig", sequential_ig_steps=steps, replacement=replacement).scores(problem)
+    scores = _method("sequential_ig", sequential_ig_steps=steps, replacement=replacement).attribute(problem)
     np.testing.assert_allclose(scores.signed, by_hand, rtol=1e-9, atol=1e-15)
     # captum's Gauss-Legendre points and weights pass through float32 (differences of ~5e-9 relative)
     np.testing.assert_allclose(scores.signed, by_captum, rtol=1e-7, atol=1e-15)
@@ -375,7 +375,7 @@ def test_sequential_ig_with_one_point_is_the_gradient_at_the_midpoint(toy) -> No
     expected = [
         float((x[0, i] * _gradient(model, _row_replaced(x, i, x[0, i] / 2))[i]).sum()) for i in range(SEQ)
     ]
-    scores = _method("sequential_ig", sequential_ig_steps=1).scores(problem)
+    scores = _method("sequential_ig", sequential_ig_steps=1).attribute(problem)
     np.testing.assert_allclose(scores.signed, expected, rtol=1e-10)
     assert (
         AttributionConfig(method="sequential_ig", sequential_ig_steps=4)

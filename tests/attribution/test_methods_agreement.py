@@ -187,7 +187,7 @@ def test_occlusions_ranking_has_the_largest_single_token_masking_effect_by_const
     ranking that puts another token first masks a smaller D."""
     from xurs_pipeline.attribution.config import AttributionConfig
     from xurs_pipeline.attribution.methods import method_for
-    from xurs_pipeline.attribution.methods.base import TokenProblem
+    from xurs_pipeline.attribution.methods.base import Problem
 
     model = _Linear()
     torch.manual_seed(2)
@@ -199,8 +199,8 @@ def test_occlusions_ranking_has_the_largest_single_token_masking_effect_by_const
     def masses(embeds, *_):  # type: ignore[no-untyped-def]
         return model(embeds)
 
-    problem = TokenProblem(masses=masses, embeds=x, target=2, reuse_prefix=False)
-    occlusion = method_for(AttributionConfig(method="occlusion_token")).scores(problem).magnitude
+    problem = Problem(masses=masses, embeds=x, target=2, reuse_prefix=False)
+    occlusion = method_for(AttributionConfig(method="occlusion_token")).attribute(problem).magnitude
     prompts = pd.DataFrame({"record_id": ["q"], "input_ids": [ids], "eligible": [eligible]})
     other = np.roll(occlusion, 1)
     rows = pd.concat(

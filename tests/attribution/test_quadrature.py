@@ -8,7 +8,7 @@ from scipy import integrate as sp_integrate
 from scipy.special import expit
 
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.attribution.estimators import build_estimator
+from xurs_pipeline.attribution.methods import method_for
 from xurs_pipeline.attribution.quadrature import (
     NODES_PER_INTERVAL,
     KronrodSpec,
@@ -213,7 +213,7 @@ def test_the_lead_key_orders_refinement_whatever_the_stop(lead, first_bisected):
     """``attribution.kronrod_lead`` under the residual stop: ``bound`` bisects the exactly integrated
     polynomial (largest bound) first, in the bound rule's own order up to the residual rule's stop;
     ``residual`` and ``stop`` (the default: the stopping rule's) only the step. The stop is the residual
-    rule's each time; the config key reaches the estimator (``build_estimator``)."""
+    rule's each time; the config key reaches the estimator (``method_for(cfg).settings.estimator``)."""
     tol = 1e-3
     evaluate, gap, calls = _exact_but_rough_and_a_step()
     report = integrate(evaluate, gap, KronrodSpec(tol, max_evals=20_000, stop="residual", lead_rule=lead))
@@ -226,7 +226,7 @@ def test_the_lead_key_orders_refinement_whatever_the_stop(lead, first_bisected):
     if lead != "bound":
         assert set(calls[2:]) == {1}
     cfg = AttributionConfig(method="kronrod", kronrod_stop="residual", kronrod_lead=lead)
-    assert build_estimator(cfg, 0).spec == KronrodSpec(0.01, 8192, 1, "residual", lead)
+    assert method_for(cfg).settings.estimator(0).spec == KronrodSpec(0.01, 8192, 1, "residual", lead)
 
 
 @pytest.mark.parametrize(

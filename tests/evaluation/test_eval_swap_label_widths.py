@@ -1,6 +1,6 @@
 """The path from a real model to the readings: the behaviour's label widths (``behaviour.label_widths``, the
 prompts prepared as ``prepare`` prepares them, batched and padded) equal, on the unedited probe, the width
-function every method explains (``TokenProblem`` on ``classifier_mass_fn``, Eq. 2), and move when the probe
+function every method explains (``Problem`` on ``classifier_mass_fn``, Eq. 2), and move when the probe
 is edited; on a tiny causal classifier."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from xurs_pipeline.attribution.masked import classifier_mass_fn
-from xurs_pipeline.attribution.methods.base import Counter, TokenProblem
+from xurs_pipeline.attribution.methods.base import Counter, Problem
 from xurs_pipeline.data.prepare import prepare_records
 from xurs_pipeline.data.synthetic.swap import generate_swap
 from xurs_pipeline.evaluation.swap.behaviour import edited_records, label_widths
@@ -39,7 +39,7 @@ def explained_width(classifier, tokenizer, record) -> float:
     embed = classifier.backbone.get_input_embeddings()
     with torch.no_grad():
         x = embed(torch.tensor([list(map(int, ids))]))
-        problem = TokenProblem(classifier_mass_fn(classifier), x, record.answer_idx)
+        problem = Problem(classifier_mass_fn(classifier), x, record.answer_idx)
         return float(problem.function(Counter())(x)[0])
 
 

@@ -22,11 +22,10 @@ import numpy as np
 import torch
 
 from xurs_pipeline.attribution.certified import Z_95, CertifiedSpec, certify
-from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.gradients import Batching, GradientSums, accumulate
 from xurs_pipeline.attribution.model import Objective, Prompt, WidthModel
 from xurs_pipeline.attribution.paths import Pieces
-from xurs_pipeline.attribution.plan import SamplingPlan, collection_seed, eg_plan, ig_plan
+from xurs_pipeline.attribution.plan import SamplingPlan, eg_plan, ig_plan
 from xurs_pipeline.attribution.quadrature import TRACE_COLUMNS, KronrodSpec, integrate
 from xurs_pipeline.attribution.references import PreparedReferences
 
@@ -339,37 +338,3 @@ class CertifiedAverage(Estimator):
             plan_seed=self.seed,
             trace=report.trace,
         )
-
-
-def build_estimator(cfg: AttributionConfig, collection: int) -> Estimator:
-    """The estimator ``attribution.method`` names, for reference collection ``collection``."""
-    if cfg.method == "eg":
-        return ExpectedGradients(cfg.n_samples, collection_seed(cfg.seed, collection))
-    if cfg.method == "ig":
-        return IntegratedGradients(
-            cfg.ig_quadrature,
-            cfg.ig_points,
-            cfg.ig_adaptive,
-            cfg.ig_tolerance,
-            cfg.ig_refine_factor,
-            cfg.ig_max_points,
-        )
-    if cfg.method == "kronrod":
-        return AdaptiveKronrod(
-            KronrodSpec(
-                cfg.kronrod_tolerance,
-                cfg.kronrod_max_evals,
-                cfg.kronrod_intervals,
-                cfg.kronrod_stop,
-                cfg.kronrod_lead,
-            )
-        )
-    if cfg.method == "certified":
-        spec = CertifiedSpec(
-            cfg.certified_tolerance,
-            cfg.certified_vector_tolerance,
-            cfg.certified_max_evals,
-            cfg.certified_first_nodes,
-        )
-        return CertifiedAverage(spec, collection_seed(cfg.seed, collection))
-    raise ValueError(f"attribution.method={cfg.method!r}: no estimator")

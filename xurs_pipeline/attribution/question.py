@@ -14,7 +14,7 @@ import torch
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.endpoints import input_width, natural_widths, prepared_widths, prompt_of
-from xurs_pipeline.attribution.estimators import CollectionResult, PathProblem, build_estimator
+from xurs_pipeline.attribution.estimators import CollectionResult, Estimator, PathProblem
 from xurs_pipeline.attribution.model import Objective, WidthModel, model_device
 from xurs_pipeline.attribution.paths import block_pieces
 from xurs_pipeline.attribution.records import NonFiniteReport, Question, QuestionRun, TargetAttribution
@@ -47,6 +47,21 @@ class ReferencePool:
         batch = cfg.eval_batch_size
         natural = [natural_widths(model, ids, batch, device, cfg.target_fn) for ids in self.token_ids]
         return ReferencePool(self.record_ids, self.token_ids, natural)
+
+
+@dataclass(frozen=True)
+class QuestionInputs:
+    """What one question's explanation needs: the model (``attribution.model.WidthModel``), the question
+    (``records.Question``), the training references (:class:`ReferencePool`, or None), the config,
+    the pad id, a progress callback and the explained options (None: ``attribution.target``'s rule)."""
+
+    model: WidthModel
+    question: Question
+    pool: ReferencePool | None
+    cfg: AttributionConfig
+    pad_id: int
+    on_batch: Callable[[int], None] | None = None
+    targets: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -107,17 +122,17 @@ def nonfinite_failure(
     return report
 
 
-def _block_path(
-    problem: PathProblem, input_ids: tuple[int, ...], cfg: AttributionConfig
+def block_path(
+    problem: PathProblem, input_ids: tuple[int, ...], block: int, batch_size: int, target_fn: str
 ) -> tuple[PathProblem, int]:
-    """``problem`` on block paths (``paths.py``) with each piece's width step F(end) - F(start); the forward
-    passes it took.
+    """``problem`` on block paths of ``block`` positions (``paths.py``, ``attribution.path_block``) with each
+    piece's width step F(end) - F(start), ``batch_size`` ends per forward; the forward passes it took.
 
     Only the pieces' ends are evaluated: a path's first piece starts at its prepared reference (F known) and
     every other piece where the one before it ended, so the pieces' steps telescope exactly to F(X) - F(B).
     """
-    pieces = block_pieces(problem.refs, input_ids, cfg.path_block)
-    end = prepared_widths(problem.model, problem.prompt, pieces.ends(), cfg.eval_batch_size, cfg.target_fn)
+    pieces = block_pieces(problem.refs, input_ids, block)
+    end = prepared_widths(problem.model, problem.prompt, pieces.ends(), batch_size, target_fn)
     owner = torch.as_tensor(pieces.owner, device=end.device)
     first = torch.ones_like(owner, dtype=torch.bool)
     first[1:] = owner[1:] != owner[:-1]
@@ -139,28 +154,33 @@ def _nonfinite_widths(
     return None
 
 
-def attribute_paths(
-    model: WidthModel,
-    q: Question,
-    pool: ReferencePool | None,
-    cfg: AttributionConfig,
-    pad_id: int,
-    on_batch: Callable[[int], None] | None = None,
-    targets: tuple[int, ...] | None = None,
-) -> QuestionResult:
-    """The paper's estimators (eg, ig, kronrod) on ``q``: the explained answers' widths attributed along the
-    paths from every reference; one row per target (or a failure). ``targets`` overrides ``cfg.target``."""
+def on_path(
+    problem: PathProblem, input_ids: tuple[int, ...], cfg: AttributionConfig
+) -> tuple[PathProblem, int]:
+    """``problem`` on ``attribution.path``: the straight paths as they are (no forward), or in blocks
+    (:func:`block_path`) with the forwards that took."""
+    if cfg.path != "blocks":
+        return problem, 0
+    return block_path(problem, input_ids, cfg.path_block, cfg.eval_batch_size, cfg.target_fn)
+
+
+def attribute_paths(inputs: QuestionInputs, estimator: Callable[[int], Estimator]) -> QuestionResult:
+    """The paper's estimators (eg, ig, kronrod, certified) on the question: the explained answers' widths
+    attributed along the paths from every reference, ``estimator(k)`` on collection k (the method's own,
+    ``methods/paper.py``); one row per target (or a failure). ``inputs.targets`` overrides ``cfg.target``."""
+    model, q, cfg = inputs.model, inputs.question, inputs.cfg
     device = model_device(model)  # type: ignore[arg-type]
     prompt = prompt_of(model, q.input_ids, device)
     w_x, betp = input_width(model, prompt, cfg.target_fn)
     predicted = int(betp.argmax())
-    targets = targets if targets is not None else explained_targets(cfg.target, predicted, q.answer_idx)
+    chosen = inputs.targets
+    targets = chosen if chosen is not None else explained_targets(cfg.target, predicted, q.answer_idx)
     if not bool(torch.isfinite(w_x).all() & torch.isfinite(betp).all()):
         return QuestionResult([], nonfinite_failure(q, targets, "input width", -1, [], cfg))
     objective = Objective.build(targets, cfg.route, cfg.target_fn)
     results: list[CollectionResult] = []
     prepared_all: list[torch.Tensor] = []
-    collections = _collections(model, q, pool, cfg, pad_id)
+    collections = _collections(model, q, inputs.pool, cfg, inputs.pad_id)
     forward_evals = 1
     for k, (refs, natural) in enumerate(collections):
         prep = prepared_widths(model, prompt, refs, cfg.eval_batch_size, cfg.target_fn)
@@ -168,13 +188,11 @@ def attribute_paths(
         bad = _nonfinite_widths(refs.record_ids, prep, natural)
         if bad is not None:
             return QuestionResult([], nonfinite_failure(q, targets, bad[0], k, bad[1], cfg))
-        problem = PathProblem(
-            model, objective, prompt, refs, prep, w_x, cfg.samples_per_call, cfg.reuse_prefix, on_batch
-        )
-        if cfg.path == "blocks":
-            problem, evals = _block_path(problem, q.input_ids, cfg)
-            forward_evals += evals
-        res = build_estimator(cfg, k).attribute(problem)
+        spc, on_batch = cfg.samples_per_call, inputs.on_batch
+        problem = PathProblem(model, objective, prompt, refs, prep, w_x, spc, cfg.reuse_prefix, on_batch)
+        problem, evals = on_path(problem, q.input_ids, cfg)
+        forward_evals += evals
+        res = estimator(k).attribute(problem)
         if res.nonfinite_refs:
             refs_bad = [refs.record_ids[i] for i in res.nonfinite_refs]
             return QuestionResult([], nonfinite_failure(q, targets, "gradient", k, refs_bad, cfg))

@@ -186,6 +186,24 @@ def writable_file(flag: str, path: Path, example: str) -> Path:
     return path
 
 
+# the method's own flags, each named as its attribution key
+METHOD_FLAGS = ("replacement", "span_tokens", "layer_ig_steps", "sequential_ig_steps")
+# attribution key -> the flag that overrides it
+OVERRIDES = {
+    "reference": "reference",
+    "refs_per_collection": "refs",
+    "n_samples": "samples",
+    "ig_points": "points",
+    "samples_per_call": "samples_per_call",
+    "precision": "precision",
+    "seed": "seed",
+    "path": "path",
+    "path_block": "path_block",
+    "reference_alignment": "alignment",
+    "kronrod_stop": "stop",
+}
+
+
 def chosen_method(base: AttributionConfig, args: argparse.Namespace) -> dict[str, object]:
     """``--method`` and its own flags as config overrides; a flag of another method is refused by name
     (``explain_inputs.refuse_unread_flags``), and the params' keys of a method not chosen go back to their
@@ -193,21 +211,14 @@ def chosen_method(base: AttributionConfig, args: argparse.Namespace) -> dict[str
     method = args.method or base.method
     refuse_unread_flags(args, method)
     reset = {key: getattr(with_method(base, method), key) for key in METHOD_KEYS}
-    flags = {"replacement": args.replacement, "span_tokens": args.span_tokens,
-             "layer_ig_steps": args.layer_ig_steps,
-             "sequential_ig_steps": args.sequential_ig_steps}  # fmt: skip
+    flags = {key: getattr(args, key) for key in METHOD_FLAGS}
     return {**reset, "method": method, **{k: v for k, v in flags.items() if v is not None}}
 
 
 def attribution_config(base: AttributionConfig, args: argparse.Namespace) -> AttributionConfig:
     """The params' attribution settings with the command-line overrides; one question, progress shown."""
     reference = args.reference or base.reference
-    overrides = {
-        "reference": args.reference, "refs_per_collection": args.refs,
-        "n_samples": args.samples, "ig_points": args.points, "samples_per_call": args.samples_per_call,
-        "precision": args.precision, "seed": args.seed, "path": args.path, "path_block": args.path_block,
-        "reference_alignment": args.alignment, "kronrod_stop": args.stop,
-    }  # fmt: skip
+    overrides = {key: getattr(args, flag) for key, flag in OVERRIDES.items()}
     changed = {key: value for key, value in overrides.items() if value is not None} | chosen_method(
         base, args
     )
@@ -250,21 +261,16 @@ def run(args: argparse.Namespace) -> int:
         if question is not None
         else None
     )
-    explanation = explain(
-        classifier,
-        record_id=args.record_id,
-        inline=explained_inline,
-        prompts_path=prompts if needs_prompts else None,
-        config=config,
-        option=LETTERS.index(args.explain) if args.explain else None,
-    )
+    where = {"record_id": args.record_id, "inline": explained_inline}
+    where |= {"prompts_path": prompts if needs_prompts else None}
+    option = LETTERS.index(args.explain) if args.explain else None
+    explanation = explain(classifier, **where, config=config, option=option)
     explanation = replace(explanation, experiment=cfg.experiment_name, model=model_name(cfg.model))
     print(explanation.format_top(top, residual_max))  # printed first: a failed write loses nothing
     other = None
     if args.compare:
-        other = explain(args.classifier or artifacts / "train" / "classifier", record_id=args.record_id,
-                        inline=explained_inline, prompts_path=prompts if needs_prompts else None,
-                        config=with_method(config, args.compare), option=explanation.target)  # fmt: skip
+        compared = with_method(config, args.compare)
+        other = explain(classifier, **where, config=compared, option=explanation.target)
         print(f"\ncompared with {args.compare}:\n{other.format_top(top, residual_max)}")
     write_outputs(explanation, args, html, (top, residual_max), other)
     return 0

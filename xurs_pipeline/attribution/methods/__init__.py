@@ -1,9 +1,12 @@
-"""Every attribution method behind one call: ``method_for(cfg).explain(QuestionInputs)`` gives one
-question's ``attributions`` rows, whichever method ``attribution.method`` names; a token method's
-``scores(TokenProblem)`` is Captum's ``attribute`` on any masses function.
+"""Every attribution method behind one call: ``method_for(cfg).attribute(Problem) -> TokenScores`` on any
+masses function, its input and a batch of references (Captum's ``attribute``), and one question of the
+pipeline, ``method_for(cfg).explain(QuestionInputs)``, one ``attributions`` row per explained answer,
+whichever method ``attribution.method`` names.
 
-- ``base``: the call shape, the problem, the record (scores, forwards, gradients, residual, bound).
-- ``paper``: eg, ig, kronrod (the engine of ``attribution/estimators.py``).
+- ``base``: the call, the problem, the record (scores, forwards, gradients, residual, bound), the mean over
+  references (App. B.2).
+- ``paper``: eg, ig, kronrod, certified (the engine of ``attribution/estimators.py``; on any function
+  through ``engine``).
 - ``perturbation``: occlusion_token, occlusion_span, shapley_span.
 - ``gradient``: grad_l2, grad_x_input, layer_ig, sequential_ig.
 - ``token_question``: a token method on one question of the pipeline.
@@ -13,33 +16,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xurs_pipeline.attribution.certified_method import CertifiedAverage
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.attribution.methods.base import (
-    AttributionMethod,
-    QuestionInputs,
-    TokenMethod,
-    TokenProblem,
-    TokenScores,
-)
+from xurs_pipeline.attribution.methods.base import AttributionMethod, Problem, TokenScores
 from xurs_pipeline.attribution.methods.gradient import GradientL2, GradientXInput, LayerIG, SequentialIG
-from xurs_pipeline.attribution.methods.paper import ExpectedGradients, IntegratedGradients, KronrodIG
+from xurs_pipeline.attribution.methods.paper import (
+    CertifiedMethod,
+    ExpectedGradientsMethod,
+    IntegratedGradientsMethod,
+    KronrodMethod,
+)
 from xurs_pipeline.attribution.methods.perturbation import OcclusionSpan, OcclusionToken, SpanShapley
-from xurs_pipeline.attribution.question import QuestionResult
+from xurs_pipeline.attribution.methods.token_question import TokenMethod
+from xurs_pipeline.attribution.question import QuestionInputs, QuestionResult
 
 # attribution.config.METHODS names these, in this order (tests/attribution/test_methods.py)
 REGISTRY: dict[str, type[AttributionMethod]] = {
     cls.name: cls
     for cls in (
-        *(ExpectedGradients, IntegratedGradients, KronrodIG, CertifiedAverage),
+        *(ExpectedGradientsMethod, IntegratedGradientsMethod, KronrodMethod, CertifiedMethod),
         *(OcclusionToken, OcclusionSpan, SpanShapley, GradientL2, GradientXInput, LayerIG, SequentialIG),
     )
 }
 
 
 def method_for(cfg: AttributionConfig) -> AttributionMethod:
-    """The method ``attribution.method`` names, configured by ``cfg``."""
-    return REGISTRY[cfg.method](cfg)
+    """The method ``attribution.method`` names, with the settings it reads from ``cfg``."""
+    return REGISTRY[cfg.method].configured(cfg)
 
 
 def attribute_question(
@@ -58,10 +60,10 @@ def attribute_question(
 __all__ = [
     "REGISTRY",
     "AttributionMethod",
+    "Problem",
     "QuestionInputs",
     "TokenMethod",
-    "TokenProblem",
     "TokenScores",
     "attribute_question",
     "method_for",
-]  # fmt: skip
+]

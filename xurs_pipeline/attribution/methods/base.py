@@ -1,21 +1,27 @@
-"""What every attribution method shares: the question it explains, the function it explains, its record.
+"""What every attribution method shares: the one call, the problem it is made on, the record it returns.
 
-Captum's design: one class per method, each with the same call, working on any forward function.
+Captum's design: one class per method, its settings in the constructor, and one call on one problem.
 
-- Every method: ``explain(QuestionInputs) -> QuestionResult``, one question end to end (the ``attribute``
-  stage, ``xurs explain``, the checks' re-attribution): one row of the ``attributions`` schema per explained
-  answer, with its token scores, its cost in forwards and gradient evaluations and, where the method has
-  one, its completeness residual (Eq. 9) and error bound.
-- A token method also has Captum's ``attribute``: ``scores(TokenProblem) -> TokenScores`` on any masses
-  function of the embeddings (``attribution.masked.MassFn``); the swap study calls it on its probes.
+- The call: ``method.attribute(Problem) -> TokenScores``. A :class:`Problem` is the explained function (any
+  masses function of the embeddings, ``attribution.masked.MassFn``, and the answer's target function), the
+  input X and a batch of references (n, L, d); every method, the paper's estimators included, answers it
+  the same way. The mean over the references (App. B.2: references averaged before magnitudes) is taken
+  here, once (:meth:`AttributionMethod.attribute`): a method reads ``references_per_call`` of them per
+  call, one for the token methods, the whole batch for the paper's estimators, whose estimator integrates a
+  collection together (Eq. 3 draws its references; kronrod and certified spend one budget on them).
+- The settings: each method owns a small frozen dataclass (``Settings``) of the ``attribution.*`` keys it
+  reads (or of a ``name@key=value`` entry, ``attribution/variants.py``, through its config),
+  ``Settings.of(cfg)``; ``method_for(cfg)`` builds it.
+- One question of the pipeline: ``explain(QuestionInputs) -> QuestionResult`` (the ``attribute`` stage, ``xurs
+  explain``, the checks' re-attribution): one row of the ``attributions`` schema per explained answer.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import ClassVar
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -23,38 +29,22 @@ from torch import nn
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.masked import MassFn
-from xurs_pipeline.attribution.model import WidthModel
-from xurs_pipeline.attribution.question import Question, QuestionResult, ReferencePool
+from xurs_pipeline.attribution.question import QuestionInputs, QuestionResult
 from xurs_pipeline.attribution.targets import option_values
 
 WidthFn = Callable[[torch.Tensor], torch.Tensor]  # embeds (b, L, d) -> F_c (b,)
 
 
 @dataclass(frozen=True)
-class QuestionInputs:
-    """What one question's explanation needs: the model (``attribution.model.WidthModel``), the question
-    (``question.Question``), the training references (``question.ReferencePool``, or None), the config,
-    the pad id, a progress callback and the explained options (None: ``attribution.target``'s rule)."""
-
-    model: WidthModel
-    question: Question
-    pool: ReferencePool | None
-    cfg: AttributionConfig
-    pad_id: int
-    on_batch: Callable[[int], None] | None = None
-    targets: tuple[int, ...] | None = None
-
-
-@dataclass(frozen=True)
-class TokenProblem:
+class Problem:
     """One explained function of one prompt: ``F_c(x)``, the answer ``target``'s value of ``target_fn``
     (``attribution.targets``, the width W_c by default, Eq. 2) under ``masses``.
 
     embeds (1, L, d): the prompt's embeddings X; attention_mask, position_ids (1, L) (None: all attended,
-    positions 0..L-1); reference (1, L, d): the one reference of the methods that read one (``layer_ig``,
-    ``replacement='reference'``); spans: the span methods' players, each a tuple of positions (disjoint,
-    covering the prompt); layer: ``layer_ig``'s block; batch_size: variants per forward pass;
-    reuse_prefix: occlusion runs the unmasked prefix once (``attribution/masked.py``).
+    positions 0..L-1); references (n, L, d): the batch of references B_j (None: a method that reads none);
+    spans: the span methods' players, each a tuple of positions (disjoint, covering the prompt); layer:
+    ``layer_ig``'s block; batch_size: variants per forward pass; reuse_prefix: the unchanged prefix runs
+    once (``attribution/masked.py``, ``attribution/prefix.py``).
     """
 
     masses: MassFn
@@ -63,7 +53,7 @@ class TokenProblem:
     target_fn: str = "width"
     attention_mask: torch.Tensor | None = None
     position_ids: torch.Tensor | None = None
-    reference: torch.Tensor | None = None
+    references: torch.Tensor | None = None
     spans: tuple[tuple[int, ...], ...] | None = None
     layer: nn.Module | None = None
     batch_size: int = 16
@@ -72,6 +62,18 @@ class TokenProblem:
     @property
     def length(self) -> int:
         return int(self.embeds.shape[1])
+
+    @property
+    def reference(self) -> torch.Tensor | None:
+        """The first reference (1, L, d), what a method that reads one reference reads (None without)."""
+        return None if self.references is None else self.references[:1]
+
+    def split(self, size: int | None) -> list[Problem]:
+        """The problem once per ``size`` consecutive references (None, or no references: itself)."""
+        refs = self.references
+        if refs is None or size is None:
+            return [self]
+        return [replace(self, references=refs[j : j + size]) for j in range(0, len(refs), size)]
 
     def inputs(self, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The mask and positions of ``rows`` copies of the prompt, (rows, L) each."""
@@ -125,28 +127,62 @@ class TokenScores:
     span_values: tuple[float, ...] | None = None
     coords: torch.Tensor | None = field(default=None, repr=False)
 
+    @property
+    def coordinates(self) -> torch.Tensor:
+        """The coordinate attribution (L, d), or the signed scores as (L, 1) where none was kept."""
+        return self.coords if self.coords is not None else torch.from_numpy(self.signed)[:, None].float()
+
 
 class AttributionMethod(ABC):
-    """One attribution method: ``name`` (``attribution.method``) and one question's explanation."""
+    """One attribution method: ``name`` (``attribution.method``), its ``Settings``, the one call
+    (:meth:`attribute`) and one question's explanation (:meth:`explain`)."""
 
     name: ClassVar[str]
+    Settings: ClassVar[Any]  # a frozen dataclass with ``of(cfg: AttributionConfig)``
+    references_per_call: ClassVar[int | None] = 1  # None: the whole batch in one call
 
-    def __init__(self, cfg: AttributionConfig) -> None:
-        self.cfg = cfg
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+
+    @classmethod
+    def configured(cls, cfg: AttributionConfig) -> AttributionMethod:
+        """The method with its settings read from ``cfg``."""
+        return cls(cls.Settings.of(cfg))
+
+    def attribute(self, problem: Problem) -> TokenScores:
+        """The method on ``problem``: ``references_per_call`` references a call, the calls averaged
+        (:meth:`mean`, App. B.2)."""
+        return self.mean([self.attribute_batch(part) for part in problem.split(self.references_per_call)])
+
+    @abstractmethod
+    def attribute_batch(self, problem: Problem) -> TokenScores:
+        """The method on ``problem`` with at most ``references_per_call`` references."""
+
+    def magnitude(self, coords: torch.Tensor, signed: np.ndarray) -> np.ndarray:
+        """A token's magnitude (L,) float64 from its coordinates (L, d) and signed score (L,): |signed|
+        unless the method reduces coordinates (``attribution.reduction``)."""
+        magnitude: np.ndarray = np.abs(signed)
+        return magnitude
+
+    def mean(self, scores: Sequence[TokenScores]) -> TokenScores:
+        """The calls' scores over the references averaged (App. B.2: references averaged before
+        magnitudes): signed scores, coordinates and span values averaged, the magnitude that of the average
+        (:meth:`magnitude`); forwards and gradient evaluations summed. One call's scores are returned as
+        they are."""
+        if len(scores) == 1:
+            return scores[0]
+        signed = np.mean([s.signed for s in scores], axis=0)
+        coords = torch.stack([s.coordinates for s in scores]).mean(0)
+        values = [s.span_values for s in scores if s.span_values is not None]
+        spans = tuple(np.mean(values, axis=0).tolist()) if values else None
+        forwards, grad_evals = sum(s.forwards for s in scores), sum(s.grad_evals for s in scores)
+        magnitude = self.magnitude(coords, signed)
+        return TokenScores(signed, magnitude, forwards, grad_evals, span_values=spans, coords=coords)
+
+    def layer(self, model: nn.Module) -> nn.Module | None:
+        """The block of ``model`` the method integrates at (None: it reads the embeddings)."""
+        return None
 
     @abstractmethod
     def explain(self, inputs: QuestionInputs) -> QuestionResult:
         """One question -> one ``attributions`` row per explained answer (or the non-finite failure)."""
-
-
-class TokenMethod(AttributionMethod):
-    """A method that explains any masses function of the embeddings (Captum's ``attribute``)."""
-
-    @abstractmethod
-    def scores(self, problem: TokenProblem) -> TokenScores:
-        """The method on one problem."""
-
-    def explain(self, inputs: QuestionInputs) -> QuestionResult:
-        from xurs_pipeline.attribution.methods.token_question import explain_tokens
-
-        return explain_tokens(self, inputs)

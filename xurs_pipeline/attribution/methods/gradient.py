@@ -20,15 +20,18 @@ the coordinates reduced by ``attribution.reduction`` (``attribution/reduction.py
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 from captum.attr import InputXGradient, LayerIntegratedGradients, Saliency
 from torch import nn
 
+from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.inputs import AttributionInputError
-from xurs_pipeline.attribution.methods.base import Counter, TokenMethod, TokenProblem, TokenScores
+from xurs_pipeline.attribution.methods.base import Counter, Problem, TokenScores
 from xurs_pipeline.attribution.methods.perturbation import occluded_values, replacement_rows
-from xurs_pipeline.attribution.model import block_list_name
+from xurs_pipeline.attribution.methods.token_question import TokenMethod, middle_block
 from xurs_pipeline.attribution.reduction import reduce_tokens
 
 
@@ -36,18 +39,57 @@ def _numpy(values: torch.Tensor) -> np.ndarray:
     return values.detach().double().cpu().numpy()
 
 
+@dataclass(frozen=True)
+class Reduction:
+    """``grad_l2``'s and ``grad_x_input``'s settings: the reduction over hidden (``attribution.reduction``
+    resolved, ``l2`` or ``abs_sum``)."""
+
+    reduction: str
+
+    @classmethod
+    def of(cls, cfg: AttributionConfig) -> Reduction:
+        return cls(cfg.token_reduction)
+
+
+@dataclass(frozen=True)
+class LayerSteps:
+    """``layer_ig``'s settings: ``attribution.layer_ig_steps`` Gauss-Legendre points and the reduction."""
+
+    steps: int
+    reduction: str
+
+    @classmethod
+    def of(cls, cfg: AttributionConfig) -> LayerSteps:
+        return cls(cfg.layer_ig_steps, cfg.token_reduction)
+
+
+@dataclass(frozen=True)
+class SequentialSteps:
+    """``sequential_ig``'s settings: ``attribution.sequential_ig_steps`` points per token, the baseline rows
+    (``attribution.replacement``) and the reduction."""
+
+    steps: int
+    replacement: str
+    reduction: str
+
+    @classmethod
+    def of(cls, cfg: AttributionConfig) -> SequentialSteps:
+        return cls(cfg.sequential_ig_steps, cfg.replacement, cfg.token_reduction)
+
+
 class GradientMethod(TokenMethod):
     """A method whose coordinates (L, d) are reduced over hidden by ``attribution.reduction``."""
 
-    def magnitude(self, coords: torch.Tensor) -> np.ndarray:
+    def magnitude(self, coords: torch.Tensor, signed: np.ndarray | None = None) -> np.ndarray:
         """coords (L, d) -> magnitudes (L,) float64."""
-        return _numpy(reduce_tokens(coords.detach(), self.cfg.token_reduction))
+        return _numpy(reduce_tokens(coords.detach(), self.settings.reduction))
 
 
 class GradientL2(GradientMethod):
     name = "grad_l2"
+    Settings = Reduction
 
-    def scores(self, problem: TokenProblem) -> TokenScores:
+    def attribute_batch(self, problem: Problem) -> TokenScores:
         counter = Counter()
         x = problem.embeds.detach().requires_grad_(True)
         grad = Saliency(problem.function(counter)).attribute(x, abs=False)[0]  # (L, d)
@@ -59,8 +101,9 @@ class GradientL2(GradientMethod):
 
 class GradientXInput(GradientMethod):
     name = "grad_x_input"
+    Settings = Reduction
 
-    def scores(self, problem: TokenProblem) -> TokenScores:
+    def attribute_batch(self, problem: Problem) -> TokenScores:
         counter = Counter()
         x = problem.embeds.detach().requires_grad_(True)
         coords = InputXGradient(problem.function(counter)).attribute(x)[0]  # (L, d)
@@ -73,22 +116,18 @@ class GradientXInput(GradientMethod):
         )
 
 
-def middle_block(model: nn.Module) -> nn.Module:
-    """The block halfway up the model's blocks (its longest ``nn.ModuleList``), ``(n - 1) // 2`` of ``n``
-    (``layer_ig``'s layer): never the last one when there are two or more, whose output reaches the head
-    only at the pooled position."""
-    blocks = model.get_submodule(block_list_name(model))
-    return blocks[(len(blocks) - 1) // 2]
-
-
 class LayerIG(GradientMethod):
     name = "layer_ig"
+    Settings = LayerSteps
 
-    def scores(self, problem: TokenProblem) -> TokenScores:
+    def layer(self, model: nn.Module) -> nn.Module:
+        return middle_block(model)
+
+    def attribute_batch(self, problem: Problem) -> TokenScores:
         if problem.layer is None or problem.reference is None:
             raise AttributionInputError("attribution.method='layer_ig' needs a layer and a reference")
         counter = Counter()
-        f, steps = problem.function(counter), self.cfg.layer_ig_steps
+        f, steps = problem.function(counter), self.settings.steps
         lig = LayerIntegratedGradients(f, problem.layer)
         layer = lig.attribute(
             problem.embeds.detach(), baselines=problem.reference, n_steps=steps, internal_batch_size=steps
@@ -109,12 +148,13 @@ class LayerIG(GradientMethod):
 
 class SequentialIG(GradientMethod):
     name = "sequential_ig"
+    Settings = SequentialSteps
 
-    def scores(self, problem: TokenProblem) -> TokenScores:
+    def attribute_batch(self, problem: Problem) -> TokenScores:
         counter = Counter()
-        f, steps, length = problem.function(counter), self.cfg.sequential_ig_steps, problem.length
+        f, steps, length = problem.function(counter), self.settings.steps, problem.length
         x = problem.embeds.detach()
-        baseline = replacement_rows(problem, self.cfg.replacement)
+        baseline = replacement_rows(problem, self.settings.replacement)
         b = torch.zeros_like(x[0]) if baseline is None else baseline.detach()  # (L, d)
         nodes, weights = np.polynomial.legendre.leggauss(steps)  # captum's gausslegendre on [0, 1]
         alphas = torch.as_tensor((nodes + 1) / 2, dtype=x.dtype, device=x.device)
@@ -133,7 +173,7 @@ class SequentialIG(GradientMethod):
             grads[token, point] = grad[torch.arange(len(chunk)), token]
         coords = (x[0] - b) * (w[None, :, None] * grads).sum(1)  # (L, d)
         with torch.no_grad():
-            values = occluded_values(problem, [[], *([i] for i in range(length))], self.cfg.replacement)
+            values = occluded_values(problem, [[], *([i] for i in range(length))], self.settings.replacement)
         residual = float(np.abs(_numpy(coords.sum(-1)) - (values[0] - values[1:])).max())
         return TokenScores(
             _numpy(coords.sum(-1)),

@@ -22,10 +22,35 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from xurs_pipeline.attribution.config import SHAPLEY_MAX_SPANS
+from xurs_pipeline.attribution.config import SHAPLEY_MAX_SPANS, AttributionConfig
 from xurs_pipeline.attribution.inputs import AttributionInputError
 from xurs_pipeline.attribution.masked import masked_masses
-from xurs_pipeline.attribution.methods.base import TokenMethod, TokenProblem, TokenScores
+from xurs_pipeline.attribution.methods.base import Problem, TokenScores
+from xurs_pipeline.attribution.methods.token_question import TokenMethod
+
+
+@dataclass(frozen=True)
+class Occlusion:
+    """The occlusion methods' settings: ``attribution.replacement``, what a replaced row becomes."""
+
+    replacement: str = "zero"
+
+    @classmethod
+    def of(cls, cfg: AttributionConfig) -> Occlusion:
+        return cls(cfg.replacement)
+
+
+@dataclass(frozen=True)
+class Shapley:
+    """``shapley_span``'s settings: ``attribution.replacement`` and ``attribution.span_tokens`` (named when
+    a prompt has too many spans)."""
+
+    replacement: str = "zero"
+    span_tokens: int = 4
+
+    @classmethod
+    def of(cls, cfg: AttributionConfig) -> Shapley:
+        return cls(cfg.replacement, cfg.span_tokens)
 
 
 @dataclass(frozen=True)
@@ -37,7 +62,7 @@ class _Prompt:
     position_ids: torch.Tensor
 
 
-def replacement_rows(problem: TokenProblem, replacement: str) -> torch.Tensor | None:
+def replacement_rows(problem: Problem, replacement: str) -> torch.Tensor | None:
     """What replaced rows become, (L, d): None for zero (``masked_masses``' default), the prompt's mean row,
     or the reference's rows."""
     x = problem.embeds[0]
@@ -50,9 +75,7 @@ def replacement_rows(problem: TokenProblem, replacement: str) -> torch.Tensor | 
     return problem.reference[0].to(x.dtype)
 
 
-def occluded_values(
-    problem: TokenProblem, position_sets: Sequence[Sequence[int]], replacement: str
-) -> np.ndarray:
+def occluded_values(problem: Problem, position_sets: Sequence[Sequence[int]], replacement: str) -> np.ndarray:
     """F_c of the prompt with each set's rows replaced, (n_sets,) float64 (the empty set gives F(X))."""
     mask, positions = problem.inputs(1)
     prompt = _Prompt(problem.embeds[0], mask[0], positions[0])
@@ -67,13 +90,13 @@ def occluded_values(
     return problem.values(masses).cpu().numpy()
 
 
-def _spans(problem: TokenProblem) -> tuple[tuple[int, ...], ...]:
+def _spans(problem: Problem) -> tuple[tuple[int, ...], ...]:
     if not problem.spans:
         raise AttributionInputError("a span method needs the problem's spans (attribution.span_tokens)")
     return problem.spans
 
 
-def _per_token(problem: TokenProblem, spans: Sequence[Sequence[int]], values: np.ndarray) -> np.ndarray:
+def _per_token(problem: Problem, spans: Sequence[Sequence[int]], values: np.ndarray) -> np.ndarray:
     """Each token scored with its span's value, (L,)."""
     out = np.zeros(problem.length, dtype=np.float64)
     for span, value in zip(spans, values, strict=True):
@@ -81,7 +104,7 @@ def _per_token(problem: TokenProblem, spans: Sequence[Sequence[int]], values: np
     return out
 
 
-def _span_scores(problem: TokenProblem, values: np.ndarray, forwards: int) -> TokenScores:
+def _span_scores(problem: Problem, values: np.ndarray, forwards: int) -> TokenScores:
     spans = _spans(problem)
     signed = _per_token(problem, spans, values)
     return TokenScores(
@@ -96,10 +119,11 @@ def _span_scores(problem: TokenProblem, values: np.ndarray, forwards: int) -> To
 
 class OcclusionToken(TokenMethod):
     name = "occlusion_token"
+    Settings = Occlusion
 
-    def scores(self, problem: TokenProblem) -> TokenScores:
+    def attribute_batch(self, problem: Problem) -> TokenScores:
         sets = [[], *([i] for i in range(problem.length))]
-        values = occluded_values(problem, sets, self.cfg.replacement)
+        values = occluded_values(problem, sets, self.settings.replacement)
         signed = values[0] - values[1:]
         return TokenScores(
             signed, np.abs(signed), len(sets), 0, coords=torch.from_numpy(signed)[:, None].float()
@@ -108,10 +132,11 @@ class OcclusionToken(TokenMethod):
 
 class OcclusionSpan(TokenMethod):
     name = "occlusion_span"
+    Settings = Occlusion
 
-    def scores(self, problem: TokenProblem) -> TokenScores:
+    def attribute_batch(self, problem: Problem) -> TokenScores:
         spans = _spans(problem)
-        values = occluded_values(problem, [[], *spans], self.cfg.replacement)
+        values = occluded_values(problem, [[], *spans], self.settings.replacement)
         return _span_scores(problem, values[0] - values[1:], len(spans) + 1)
 
 
@@ -130,17 +155,18 @@ def shapley_values(value: dict[frozenset[int], float], n: int) -> np.ndarray:
 
 class SpanShapley(TokenMethod):
     name = "shapley_span"
+    Settings = Shapley
 
-    def scores(self, problem: TokenProblem) -> TokenScores:
+    def attribute_batch(self, problem: Problem) -> TokenScores:
         spans = _spans(problem)
         n = len(spans)
         if n > SHAPLEY_MAX_SPANS:
             raise AttributionInputError(
-                f"attribution.span_tokens={self.cfg.span_tokens}: {n} spans of a {problem.length}-token "
+                f"attribution.span_tokens={self.settings.span_tokens}: {n} spans of a {problem.length}-token "
                 f"prompt; shapley_span enumerates 2^spans coalitions, at most {SHAPLEY_MAX_SPANS}: raise it"
             )
         coalitions = [frozenset(c) for size in range(n + 1) for c in itertools.combinations(range(n), size)]
         absent = [[p for j in range(n) if j not in c for p in spans[j]] for c in coalitions]
-        values = occluded_values(problem, absent, self.cfg.replacement)
+        values = occluded_values(problem, absent, self.settings.replacement)
         phi = shapley_values(dict(zip(coalitions, values.tolist(), strict=True)), n)
         return _span_scores(problem, phi, len(coalitions))

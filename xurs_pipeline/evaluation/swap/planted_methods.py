@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from xurs_pipeline.attribution.methods import REGISTRY, TokenMethod, TokenProblem
+from xurs_pipeline.attribution.methods import Problem, method_for
 from xurs_pipeline.attribution.variants import swap_variant
 from xurs_pipeline.credal import FOCAL_SETS, N_MASSES
 from xurs_pipeline.evaluation.swap.readings import cue_spans, scores_reading
@@ -107,18 +107,17 @@ def method_recovery(methods: Sequence[str], layer_ig_steps: int = 32) -> pd.Data
         x = model.embeds()
         for name in methods:
             cfg = swap_variant(name, layer_ig_steps=layer_ig_steps).config  # every reference set: zero here
-            method = REGISTRY[cfg.method](cfg)
-            assert isinstance(method, TokenMethod)
-            problem = TokenProblem(
+            method = method_for(cfg)
+            problem = Problem(
                 model,
                 x,
                 0,
-                reference=torch.zeros_like(x),
+                references=torch.zeros_like(x),
                 layer=model.block,
                 spans=cue_spans(LENGTH, CUES),
                 reuse_prefix=False,
             )
-            scores = method.scores(problem)
+            scores = method.attribute(problem)
             top = scores_reading(scores, CUES).top
             rows.append(
                 {

@@ -2,10 +2,11 @@
 headline and card of the swap control is derived (``measures.py``, ``agreement.py``).
 
 Every method explains the same function, the label's width ``W_c`` (Eq. 2) of the probe, on the same model
-and probe, through the attribution interface (``attribution/methods/``: the token methods' ``scores`` on a
-:class:`~xurs_pipeline.attribution.methods.TokenProblem` whose spans are cue 1, cue 2 and the rest, once per
-reference of the entry's reference set, ``attribution/variants.py``: the first prepared training reference
-unless the entry names another set, the scores averaged over the set, :func:`averaged`). Besides them:
+and probe, through the one call of the attribution interface (``attribution/methods/``: ``attribute`` on a
+:class:`~xurs_pipeline.attribution.methods.Problem` whose spans are cue 1, cue 2 and the rest and whose
+references are the entry's reference set, ``attribution/variants.py``: the first prepared training reference
+unless the entry names another set; the method averages over the set, App. B.2; ``paper@references=...``
+reruns the experiment's estimator on it, ``estimator_readings.py``). Besides them:
 
 - ``paper``: the ``attribute`` stages' runs (``attribution.method``, the paper's estimator by default), read
   from their rows, under every run (``roles.RUNS``: the trained and the randomised models);
@@ -32,21 +33,34 @@ from tqdm.auto import tqdm
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.masked import classifier_mass_fn
-from xurs_pipeline.attribution.methods import REGISTRY, TokenMethod, TokenProblem, TokenScores
-from xurs_pipeline.attribution.methods.gradient import GradientMethod, middle_block
+from xurs_pipeline.attribution.methods import Problem, TokenScores, method_for
 from xurs_pipeline.attribution.variants import (
     FIRST_TRAINING,
     RUN_METHOD,
     ReferenceSet,
     SwapVariant,
     swap_variant,
+    variant_name,
 )
-from xurs_pipeline.evaluation.swap.estimator_readings import estimator_scores
+from xurs_pipeline.evaluation.swap.estimator_readings import rerun_variant
 from xurs_pipeline.evaluation.swap.roles import RUNS
 
 NULL_METHODS = ("input_only", "random")
-COLUMNS = ("method", "run", "role", "record_id", "top", "share_1", "best_1", "best_2", "total_1", "total_2",
-           "evals", "forwards", "grad_evals")  # fmt: skip
+COLUMNS = (
+    "method",
+    "run",
+    "role",
+    "record_id",
+    "top",
+    "share_1",
+    "best_1",
+    "best_2",
+    "total_1",
+    "total_2",
+    "evals",
+    "forwards",
+    "grad_evals",
+)
 
 
 @dataclass(frozen=True)
@@ -73,10 +87,21 @@ class CueReading:
 
     def row(self, method: str, run: str, record_id: str) -> dict[str, Any]:
         """The reading as a row of :data:`COLUMNS`."""
-        return {"method": method, "run": run, "role": RUNS[run].role.name, "record_id": record_id,
-                "top": self.top, "share_1": self.share_1, "best_1": self.best[0], "best_2": self.best[1],
-                "total_1": self.total[0], "total_2": self.total[1], "evals": self.evals,
-                "forwards": self.evals - self.grad_evals, "grad_evals": self.grad_evals}  # fmt: skip
+        return {
+            "method": method,
+            "run": run,
+            "role": RUNS[run].role.name,
+            "record_id": record_id,
+            "top": self.top,
+            "share_1": self.share_1,
+            "best_1": self.best[0],
+            "best_2": self.best[1],
+            "total_1": self.total[0],
+            "total_2": self.total[1],
+            "evals": self.evals,
+            "forwards": self.evals - self.grad_evals,
+            "grad_evals": self.grad_evals,
+        }
 
 
 def token_reading(
@@ -106,24 +131,6 @@ def scores_reading(scores: TokenScores, cues: Sequence[Sequence[int]]) -> CueRea
         return token_reading(scores.magnitude, cues, evals, scores.grad_evals)
     span = (abs(scores.span_values[0]), abs(scores.span_values[1]))
     return CueReading(span, span, evals, scores.grad_evals)
-
-
-def averaged(method: TokenMethod, scores: Sequence[TokenScores]) -> TokenScores:
-    """A method's scores over a reference set (one per reference): signed scores, coordinates and span
-    values averaged (App. B.2: references averaged before magnitudes), the magnitude that of the average
-    (a gradient method's ``attribution.reduction`` of the mean coordinates, else ``|mean signed|``);
-    forwards and gradient evaluations summed. One score is returned as it is."""
-    if len(scores) == 1:
-        return scores[0]
-    signed = np.mean([s.signed for s in scores], axis=0)
-    coords = torch.stack([s.coords if s.coords is not None else torch.from_numpy(s.signed)[:, None].float()
-                          for s in scores]).mean(0)  # fmt: skip
-    magnitude = method.magnitude(coords) if isinstance(method, GradientMethod) else np.abs(signed)
-    spans = None if scores[0].span_values is None else tuple(
-        np.mean([s.span_values for s in scores], axis=0).tolist()
-    )  # fmt: skip
-    return TokenScores(signed, magnitude, sum(s.forwards for s in scores), sum(s.grad_evals for s in scores),
-                       span_values=spans, coords=coords)  # fmt: skip
 
 
 def cue_spans(seq: int, cues: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
@@ -177,38 +184,31 @@ def method_configs(
 ) -> dict[str, SwapVariant]:
     """Each compared method's config and reference set, by its ``evaluation.swap_methods`` entry (a token
     method's name or variant, or ``paper@references=...`` rerunning ``estimator``, the experiment's
-    ``attribution`` config; ``variants.swap_variant``; ``evaluation.swap_layer_ig_steps`` for layer_ig
-    unless the entry sets it)."""
-    return {e: swap_variant(e, estimator, layer_ig_steps=layer_ig_steps) for e in entries}
+    ``attribution`` config, on the set as one collection, ``estimator_readings.rerun_variant``;
+    ``variants.swap_variant``; ``evaluation.swap_layer_ig_steps`` for layer_ig unless the entry sets it)."""
+    variants = {e: swap_variant(e, estimator, layer_ig_steps=layer_ig_steps) for e in entries}
+    return {e: rerun_variant(v) if variant_name(e) == RUN_METHOD else v for e, v in variants.items()}
 
 
 def model_readings(
     classifier: Any, run: str, probes: ProbeSet, methods: Mapping[str, SwapVariant]
 ) -> pd.DataFrame:
     """Each compared method's reading of every probe under one trained model (run ``run``), its rows named
-    by the entry (``methods``: entry -> variant, :func:`method_configs`): a token method's scores averaged
-    over its reference set, or the paper's estimator rerun from it (``paper@references=...``)."""
+    by the entry (``methods``: entry -> variant, :func:`method_configs`): the method's one call
+    (``attribute``) on the probe's label width from the entry's reference set."""
     classifier.eval()
     embed = classifier.backbone.get_input_embeddings()
-    chosen = {entry: REGISTRY[v.config.method](v.config) for entry, v in methods.items()}  # or the estimator
-    layer = middle_block(classifier) if any(v.config.method == "layer_ig" for v in methods.values()) else None
+    chosen = {entry: method_for(v.config) for entry, v in methods.items()}
+    masses = classifier_mass_fn(classifier)
     rows = []
     for rid in tqdm(probes.ids, desc=f"swap methods, model {run}", unit="probe"):
         with torch.no_grad():
             x = embed(torch.tensor([probes.ids[rid]], device=embed.weight.device)).detach()
-        problem = TokenProblem(classifier_mass_fn(classifier), x, probes.labels[rid],
-                               spans=cue_spans(x.shape[1], probes.cues[rid]), layer=layer)  # fmt: skip
+        probe = Problem(masses, x, probes.labels[rid], spans=cue_spans(x.shape[1], probes.cues[rid]))
         for entry, method in chosen.items():
-            ids = probes.reference_ids(methods[entry].references, rid)
-            if isinstance(method, TokenMethod):
-                scores = [method.scores(replace(problem, reference=b[None]))
-                          for b in reference_embeds(embed, ids, x)]
-                reading = scores_reading(averaged(method, scores), probes.cues[rid])
-            else:  # paper@references=...: estimator_readings.py
-                config, label = methods[entry].config, probes.labels[rid]
-                magnitude, forwards, grads = estimator_scores(classifier, config, probes.ids[rid], label, ids)
-                reading = token_reading(magnitude, probes.cues[rid], forwards + grads, grads)
-            rows.append(reading.row(entry, run, rid))
+            references = reference_embeds(embed, probes.reference_ids(methods[entry].references, rid), x)
+            scores = method.attribute(replace(probe, references=references, layer=method.layer(classifier)))
+            rows.append(scores_reading(scores, probes.cues[rid]).row(entry, run, rid))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
