@@ -17,7 +17,7 @@ from xurs_pipeline.evaluation.evidence import (
     localisation_summary,
     localisation_table,
 )
-from xurs_pipeline.evaluation.run_checks import Run, completeness_checks, leave_one_out_checks
+from xurs_pipeline.evaluation.run_checks import CheckedRun, completeness_checks, leave_one_out_checks
 
 SECTIONS = [
     "special",
@@ -69,14 +69,16 @@ PROMPTS = pd.DataFrame(
 
 
 def test_completeness_uses_rows_for_eg_and_every_reference_for_ig(tmp_path: Path):
-    eg = completeness_checks(Run("r", frame(), tmp_path), NumericsThresholds(), NumericsThresholds("mean"))
+    eg = completeness_checks(
+        CheckedRun("r", frame(), tmp_path), NumericsThresholds(), NumericsThresholds("mean")
+    )
     assert {c.group for c in eg} == {"completeness_eg_train"}
     assert [(c.name, c.value, c.passed) for c in eg] == [
         ("median_residual", 0.02, False),
         ("max_residual", 0.02, True),
     ]
     ig = completeness_checks(
-        Run("r", frame(method="ig"), tmp_path), NumericsThresholds(), NumericsThresholds("mean")
+        CheckedRun("r", frame(method="ig"), tmp_path), NumericsThresholds(), NumericsThresholds("mean")
     )
     assert [c.name for c in ig] == ["mean_residual", "max_residual"]
     assert ig[0].value == pytest.approx(0.0155)  # mean over the two references, not the row residual
@@ -92,7 +94,7 @@ def test_leave_one_collection_out_from_coordinate_files(tmp_path: Path):
         {"e": np.mean(list(collections.values()), axis=0), **collections},
         str(tmp_path / "coords" / "q1.c0.safetensors"),
     )
-    table, checks = leave_one_out_checks(Run("r", frame(), tmp_path), PROMPTS, RankingThresholds())
+    table, checks = leave_one_out_checks(CheckedRun("r", frame(), tmp_path), PROMPTS, RankingThresholds())
     assert sorted(set(table["comparison"])) == [f"leave_out_collection_{k}" for k in range(3)]
     assert len(checks) == 15  # 5 Table 6 criteria x 3 omitted collections
     overlap = [c for c in checks if c.name == "mean_overlap_top20"]
@@ -100,7 +102,7 @@ def test_leave_one_collection_out_from_coordinate_files(tmp_path: Path):
     single = tmp_path / "single"
     (single / "coords").mkdir(parents=True)
     save_file({"e": base}, str(single / "coords" / "q1.c0.safetensors"))
-    empty, none = leave_one_out_checks(Run("s", frame(), single), PROMPTS, RankingThresholds())
+    empty, none = leave_one_out_checks(CheckedRun("s", frame(), single), PROMPTS, RankingThresholds())
     assert empty.empty
     assert none == []
 

@@ -26,7 +26,7 @@ from xurs_pipeline.evaluation.config import NumericsThresholds
 from xurs_pipeline.evaluation.mask_eval import BootstrapSpec, effects_frame, mask_run, select_rows, summarise
 from xurs_pipeline.evaluation.masking import MaskingSpec
 from xurs_pipeline.evaluation.randomisation import cascade_names, randomisation_check
-from xurs_pipeline.evaluation.run_checks import Run, completeness_checks
+from xurs_pipeline.evaluation.run_checks import CheckedRun, completeness_checks
 
 IG = {
     "method": "ig",
@@ -93,12 +93,12 @@ def test_planted_tokens_rank_first_with_the_known_sign_and_size(chain) -> None:
 
 def test_completeness_holds_and_fails_with_a_one_point_quadrature(chain, tmp_path) -> None:
     _, prompts, attributions, out = chain
-    checks = completeness_checks(Run("planted", attributions, out), THRESHOLDS, THRESHOLDS)
+    checks = completeness_checks(CheckedRun("planted", attributions, out), THRESHOLDS, THRESHOLDS)
     assert checks
     assert all(c.passed for c in checks), [c for c in checks if not c.passed]
     steep = PlantedClueModel(gain=6.0)  # a sharp sigmoid: one midpoint cannot integrate it
     coarse = attribute(steep, prompts, tmp_path, ig_points=1)
-    failed = completeness_checks(Run("coarse", coarse, tmp_path), THRESHOLDS, THRESHOLDS)
+    failed = completeness_checks(CheckedRun("coarse", coarse, tmp_path), THRESHOLDS, THRESHOLDS)
     assert not all(c.passed for c in failed)
 
 

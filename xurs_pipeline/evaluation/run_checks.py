@@ -22,7 +22,7 @@ from xurs_pipeline.evaluation.verdicts import Check, numerics_checks, ranking_ch
 
 
 @dataclass(frozen=True)
-class Run:
+class CheckedRun:
     """One attribution run: its table and the directory holding ``coords/``."""
 
     name: str
@@ -37,7 +37,7 @@ class Run:
         return methods[0]
 
 
-def completeness_checks(run: Run, eg: NumericsThresholds, ig: NumericsThresholds) -> list[Check]:
+def completeness_checks(run: CheckedRun, eg: NumericsThresholds, ig: NumericsThresholds) -> list[Check]:
     """Eq. 9 residuals against Table 7 (EG rows) or per reference against App. B.4 (IG)."""
     checks = []
     for reference, rows in run.frame.groupby("reference", sort=True):
@@ -51,8 +51,8 @@ def completeness_checks(run: Run, eg: NumericsThresholds, ig: NumericsThresholds
 
 
 def comparison_checks(
-    run: Run,
-    other: Run,
+    run: CheckedRun,
+    other: CheckedRun,
     prompts: pd.DataFrame,
     eg: NumericsThresholds,
     ig: NumericsThresholds,
@@ -74,7 +74,7 @@ def comparison_checks(
 
 
 def leave_one_out_checks(
-    run: Run, prompts: pd.DataFrame, ranking: RankingThresholds
+    run: CheckedRun, prompts: pd.DataFrame, ranking: RankingThresholds
 ) -> tuple[pd.DataFrame, list[Check]]:
     """Table 6 on each leave-one-collection-out average against the full average (none for one collection)."""
     first = run.frame["coords_file"].iloc[0]

@@ -90,7 +90,7 @@ def share_rows(view: ExplanationView) -> list[ShareRow]:
 
 
 @dataclass(frozen=True)
-class CheckLine:
+class ExplanationCheckLine:
     key: str
     label: str
     value: float
@@ -101,10 +101,10 @@ class CheckLine:
     note: str
 
 
-def check_line(row: CheckRow) -> CheckLine:
+def check_line(row: CheckRow) -> ExplanationCheckLine:
     verdict, css = {True: ("pass", "pass"), False: ("FAIL", "fail"), None: ("—", "none")}[row.passed]
     symbol = {"<=": "≤", ">=": "≥", "": ""}[row.direction]
-    return CheckLine(row.key, row.label, row.value, row.threshold, symbol, verdict, css, row.note)
+    return ExplanationCheckLine(row.key, row.label, row.value, row.threshold, symbol, verdict, css, row.note)
 
 
 @dataclass(frozen=True)

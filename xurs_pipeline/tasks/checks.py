@@ -36,7 +36,7 @@ from xurs_pipeline.evaluation.randomisation import cascade_names, randomisation_
 from xurs_pipeline.evaluation.reattribute import attribution_callable
 from xurs_pipeline.evaluation.references import endpoints_summary
 from xurs_pipeline.evaluation.run_checks import (
-    Run,
+    CheckedRun,
     comparison_checks,
     completeness_checks,
     leave_one_out_checks,
@@ -48,7 +48,7 @@ from xurs_pipeline.reporting.headline import rerun_headline, verdict_headline
 from xurs_pipeline.tasks.runner import log
 
 
-def _has_clue(prompts: pd.DataFrame, main: Run) -> bool:
+def _has_clue(prompts: pd.DataFrame, main: CheckedRun) -> bool:
     if "clue_positions" not in prompts.columns:
         return False
     explained = prompts[prompts["record_id"].isin(set(main.frame["record_id"]))]
@@ -56,7 +56,7 @@ def _has_clue(prompts: pd.DataFrame, main: Run) -> bool:
 
 
 def _randomisation(
-    cfg: RootConfig, prompts: pd.DataFrame, main: Run, classifier: Any, pad_id: int
+    cfg: RootConfig, prompts: pd.DataFrame, main: CheckedRun, classifier: Any, pad_id: int
 ) -> tuple[pd.DataFrame, list[RunRecord]]:
     """The model-randomisation check on the first ``evaluation.randomisation_questions`` explained
     questions, explaining the options the attribution run explained; and the randomised head's records."""
@@ -74,7 +74,7 @@ def _randomisation(
 
 
 def _clue_study(
-    cfg: RootConfig, prompts: pd.DataFrame, main: Run, details: dict[str, pd.DataFrame]
+    cfg: RootConfig, prompts: pd.DataFrame, main: CheckedRun, details: dict[str, pd.DataFrame]
 ) -> dict[str, Any]:
     """Localisation over live positions beside its nulls (randomised head, input-only ranking), and the
     model-randomisation check; fills ``details`` and returns the summary's entries."""
@@ -116,7 +116,7 @@ def run(cfg: RootConfig) -> dict[str, Any]:
     details: dict[str, pd.DataFrame] = {}
     prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
     main_dir = artifact("attributions").at(cfg.paths).parent
-    main = Run("main", read_attributions(main_dir, attribution_fingerprint(cfg)), main_dir)
+    main = CheckedRun("main", read_attributions(main_dir, attribution_fingerprint(cfg)), main_dir)
     checks = completeness_checks(main, ev.numerics, ev.ig)
     details["leave_one_out"], loo = leave_one_out_checks(main, prompts, ev.ranking)
     checks += loo
@@ -143,16 +143,17 @@ def run(cfg: RootConfig) -> dict[str, Any]:
     return {**verdict_headline("checks", [c.passed for c in checks]), **rerun_headline(checks, reruns)}
 
 
-def _other_runs(cfg: RootConfig) -> list[Run]:
+def _other_runs(cfg: RootConfig) -> list[CheckedRun]:
     """The runs compared with the main one: each ``evaluation.comparison_runs`` entry, then the
     attribute_repeats stage's run of each repeat seed (each read against its own config)."""
     names = cfg.evaluation.comparison_runs
     others = [
-        Run(n, read_attributions(comparison_run(cfg.paths, n)), comparison_run(cfg.paths, n)) for n in names
+        CheckedRun(n, read_attributions(comparison_run(cfg.paths, n)), comparison_run(cfg.paths, n))
+        for n in names
     ]
     for seed in cfg.evaluation.repeat_seeds:
         repeat, fingerprint = repeat_dir(cfg.paths, seed), attribution_fingerprint(repeat_config(cfg, seed))
-        others.append(Run(repeat.name, read_attributions(repeat, fingerprint), repeat))
+        others.append(CheckedRun(repeat.name, read_attributions(repeat, fingerprint), repeat))
     return others
 
 

@@ -3,7 +3,7 @@
 AdamW with separate learning rates for the head and the adapter (no weight decay on biases and norm
 weights), linear warmup then linear decay, gradient accumulation, gradient-norm clipping, evaluation on
 the dev set after every epoch, early stopping with patience, and the best epoch by dev answer NLL
-restored at the end. :func:`fit` prepares a :class:`Run`, then runs one function per epoch
+restored at the end. :func:`fit` prepares a :class:`PreparedRun`, then runs one function per epoch
 (:func:`_epoch`: train, evaluate, keep the best) and per optimiser step (:func:`_train_step`), carrying
 an :class:`EpochState`; with ``Saving.state_dir`` the state is saved after each epoch and
 ``Saving.resume`` continues from it, ending exactly where an uninterrupted run ends (``train.state``).
@@ -191,7 +191,7 @@ class EpochState:
 
 
 @dataclass
-class Run:
+class PreparedRun:
     """One run's prepared objects (``accelerator.prepare``: model, optimizer, dev loader) and what every
     step reads. The scheduler is not prepared: accelerate's wrapper steps it once per process for each
     optimiser step."""
@@ -238,7 +238,7 @@ def _accelerator(s: TrainConfig) -> Accelerator:
     return Accelerator(mixed_precision=s.mixed_precision)
 
 
-def _prepare(trainee: Trainee, train: LabelledSet, dev: LabelledSet, s: TrainConfig) -> Run:
+def _prepare(trainee: Trainee, train: LabelledSet, dev: LabelledSet, s: TrainConfig) -> PreparedRun:
     """Seed, accelerator, AdamW with linear warmup then decay over every epoch's steps, prepared objects."""
     set_seed(s.seed)
     accelerator = _accelerator(s)
@@ -250,10 +250,10 @@ def _prepare(trainee: Trainee, train: LabelledSet, dev: LabelledSet, s: TrainCon
     )
     model, optimizer, dev_loader = accelerator.prepare(trainee.model, optimizer, dev_loader)
     trainee = Trainee(model, trainee.groups, trainee.output_kind, trainee.collator)
-    return Run(accelerator, trainee, optimizer, scheduler, dev_loader, train, s)
+    return PreparedRun(accelerator, trainee, optimizer, scheduler, dev_loader, train, s)
 
 
-def _micro_step(run: Run, indices: list[int], scale: float, where: tuple[int, int]) -> float:
+def _micro_step(run: PreparedRun, indices: list[int], scale: float, where: tuple[int, int]) -> float:
     """Forward and backward of one micro-batch (positions ``indices`` of the training set): the gradient
     of ``scale`` x its summed example losses (0 for a stand-in; DDP then averages over the processes);
     returns the summed losses. ``where``: (epoch, optimiser step), for errors naming the records."""
@@ -271,7 +271,9 @@ def _micro_step(run: Run, indices: list[int], scale: float, where: tuple[int, in
     return value
 
 
-def _train_step(run: Run, n_step: int, micro: list[MicroBatch], where: tuple[int, int]) -> tuple[float, int]:
+def _train_step(
+    run: PreparedRun, n_step: int, micro: list[MicroBatch], where: tuple[int, int]
+) -> tuple[float, int]:
     """One optimiser step over this process's micro-batches of a step of ``n_step`` examples (all
     processes); returns this process's summed loss and example count. Gradients synchronise over the
     processes on the last micro-batch only (``no_sync`` before it); a stand-in runs only there."""
@@ -296,7 +298,7 @@ def _train_step(run: Run, n_step: int, micro: list[MicroBatch], where: tuple[int
     return loss_sum, count
 
 
-def _train_epoch(run: Run, epoch: int, state: EpochState) -> float:
+def _train_epoch(run: PreparedRun, epoch: int, state: EpochState) -> float:
     """Every optimiser step of ``epoch`` (the order of ``EpochSampler``); the mean training loss over all
     processes."""
     s, accelerator = run.settings, run.accelerator
@@ -316,7 +318,7 @@ def _train_epoch(run: Run, epoch: int, state: EpochState) -> float:
 
 
 @torch.no_grad()
-def _evaluate(run: Run) -> tuple[float, float, float]:
+def _evaluate(run: PreparedRun) -> tuple[float, float, float]:
     """Mean dev loss, answer NLL (-log BetP(y)) and accuracy (argmax BetP) over all processes."""
     run.model.eval()
     totals = torch.zeros(3, device=run.accelerator.device)  # loss sum, nll sum, correct
@@ -332,7 +334,7 @@ def _evaluate(run: Run) -> tuple[float, float, float]:
     return loss, nll, acc
 
 
-def _epoch(run: Run, epoch: int, state: EpochState) -> EpochRecord:
+def _epoch(run: PreparedRun, epoch: int, state: EpochState) -> EpochRecord:
     """Train ``epoch``, evaluate on dev, and update ``state`` (best epoch and weights, patience)."""
     s = run.settings
     train_loss = _train_epoch(run, epoch, state)
@@ -355,7 +357,7 @@ def _epoch(run: Run, epoch: int, state: EpochState) -> EpochRecord:
     return record
 
 
-def _start(run: Run, saving: Saving) -> tuple[EpochState, int | None]:
+def _start(run: PreparedRun, saving: Saving) -> tuple[EpochState, int | None]:
     """A fresh epoch state, or the saved one with ``saving.resume``; and the epoch resumed after."""
     state_dir = Path(saving.state_dir) if saving.state_dir else None
     if not (saving.resume and state_dir is not None and has_state(state_dir)):

@@ -43,7 +43,7 @@ ROLES = {"A": Role("A", 1, 0, "classifier"), "B": Role("B", 2, 1, "swap_model")}
 
 
 @dataclass(frozen=True)
-class Run:
+class SwapRun:
     """One attribution run of the probes: ``name`` (its directory), its role and whether its head (and
     ``evaluation.swap_randomise``'s blocks) were re-initialised."""
 
@@ -60,14 +60,14 @@ class Run:
 RUNS = {
     run.name: run
     for run in (
-        Run(f"{role.name}{'_random' * randomised}", role, randomised)
+        SwapRun(f"{role.name}{'_random' * randomised}", role, randomised)
         for randomised in (False, True)
         for role in ROLES.values()
     )
 }
 
 
-def study_runs(swap_randomise: str) -> dict[str, Run]:
+def study_runs(swap_randomise: str) -> dict[str, SwapRun]:
     """The runs a study explains under ``evaluation.swap_randomise``: every run, or the trained ones when it
     is ``none``."""
     return {name: run for name, run in RUNS.items() if swap_randomise != "none" or not run.randomised}
