@@ -22,8 +22,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _trained import experiment_parser, explained_questions, load
+from bench_certified import first_held
 
 import xurs_pipeline.attribution.estimators as estimators
+from xurs_pipeline.attribution.certified import TRACE_COLUMNS
 from xurs_pipeline.attribution.certified_diagnosis import Recorder, per_reference, per_segment
 from xurs_pipeline.attribution.methods import attribute_question
 
@@ -31,8 +33,10 @@ from xurs_pipeline.attribution.methods import attribute_question
 def swing(recorder: Recorder, ref: int) -> dict[str, float]:
     """Where reference ``ref``'s path changes: the narrowest stretch [a, b] of α holding half of its Σ|g| on
     its nodes, and the largest |g| against the mean |g| (1 on a straight-line width, large on a swing)."""
-    alphas = np.concatenate([a for a, _ in recorder.nodes(ref)])
-    slopes = np.concatenate([np.abs(s).sum(1) for _, s in recorder.nodes(ref)])
+    calls = recorder.calls[1:] if recorder.pilot else recorder.calls
+    nodes = [(a, s) for call in calls for r, a, _, s in call if r == ref]
+    alphas = np.concatenate([a for a, _ in nodes])
+    slopes = np.concatenate([np.abs(s.reshape(len(a), -1)).sum(1) for a, s in nodes])
     order = np.argsort(alphas)
     a, g = alphas[order], slopes[order]
     cum = np.concatenate([[0.0], np.cumsum(g)]) / max(g.sum(), 1e-300)
@@ -53,15 +57,16 @@ def diagnose(model, q, pool, cfg, pad_id: int, segments: int) -> dict:
     seen: dict = {}
     certify = estimators.certify
 
-    def recording(evaluate, gap, spec, seed):
-        seen["recorder"], seen["gap"] = Recorder(), gap
-        return certify(seen["recorder"].wrap(evaluate), gap, spec, seed)
+    def recording(evaluate, gap, spec, seed, start=None):
+        seen["recorder"], seen["gap"] = Recorder(pilot=spec.pilot_nodes > 0), gap
+        return certify(seen["recorder"].wrap(evaluate), gap, spec, seed, start)
 
     estimators.certify = recording
     try:
-        (row,) = attribute_question(model, q, pool, cfg.attribution, pad_id).rows
+        result = attribute_question(model, q, pool, cfg.attribution, pad_id)
     finally:
         estimators.certify = certify
+    (row,), trace = result.rows, result.traces[0]
     refs = per_reference(seen["recorder"], seen["gap"])
     shape = [swing(seen["recorder"], r) for r in range(len(refs))]
     for key in shape[0]:
@@ -71,6 +76,11 @@ def diagnose(model, q, pool, cfg, pad_id: int, segments: int) -> dict:
         "grad_evals": int(row.grad_evals),
         "residual": float(row.residual),
         "budget_exhausted": bool(row.budget_exhausted),
+        "pilot_nodes": cfg.attribution.certified_pilot_nodes,
+        "final_measures": dict(zip(TRACE_COLUMNS[1:4], trace[-1, 1:4].tolist(), strict=True)),
+        "held": first_held(
+            trace, cfg.attribution.certified_tolerance, cfg.attribution.certified_vector_tolerance
+        ),
         "references": refs.to_dict("records"),
         "segments": per_segment(seen["recorder"], len(refs), segments).to_dict("records"),
     }
