@@ -154,7 +154,6 @@ def run(args) -> None:
                     "tokens": len(q.input_ids),
                     "refs": refs,
                     "budget": budget,
-                    "pilot_nodes": mcfg.attribution.certified_pilot_nodes if method == "certified" else 0,
                 }
                 _write(out, {**about, **record})  # fmt: skip
 
@@ -178,20 +177,13 @@ def table(rows: list[dict]) -> list[str]:
     and each question whose budget ran out named with the R it reached."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault((r.get("experiment", "-"), label(r), r["refs"], r["budget"]), []).append(r)
+        groups.setdefault((r.get("experiment", "-"), r["method"], r["refs"], r["budget"]), []).append(r)
     lines = [HEADER, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (exp, method, refs, budget), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], *kv[0][2:])):
         done = [r for r in rs if "residual" in r]
         note = f"| {exp} | {method} | {refs} | {budget} | 0 | {rs[0].get('note', '-')} |||||||||"
         lines.append(_row(exp, method, refs, budget, done) if done else note)
     return lines
-
-
-def label(record: dict) -> str:
-    """The method as the table names it: `certified` with its pilot (``certified_pilot_nodes``) when it had
-    one, so the placed and the uniform lattice are separate rows."""
-    pilot = record.get("pilot_nodes", 0)
-    return f"{record['method']}, pilot {pilot}" if pilot else record["method"]
 
 
 def _row(exp: str, method: str, refs: int, budget: int, done: list[dict]) -> str:
@@ -203,7 +195,7 @@ def _row(exp: str, method: str, refs: int, budget: int, done: list[dict]) -> str
         med[k] >= v for k, v in (("cosine", 0.99), ("spearman", 0.95), ("top3", 0.8)))  # fmt: skip
     ran_out = ", ".join(f"{r['question']} ({r['residual']:.3f})" for r in done if r["budget_exhausted"])
     held = "-"
-    if method.startswith("certified"):
+    if method == "certified":
         alone = [r["evals_residual_only"] for r in done if r.get("evals_residual_only") is not None]
         rule = [r["evals_rule"] for r in done if r.get("evals_rule") is not None]
         held = (f"{np.median(alone):.0f} ({len(alone)} q) / " if alone else "never / ") + (

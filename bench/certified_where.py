@@ -33,10 +33,8 @@ from xurs_pipeline.attribution.methods import attribute_question
 def swing(recorder: Recorder, ref: int) -> dict[str, float]:
     """Where reference ``ref``'s path changes: the narrowest stretch [a, b] of α holding half of its Σ|g| on
     its nodes, and the largest |g| against the mean |g| (1 on a straight-line width, large on a swing)."""
-    calls = recorder.calls[1:] if recorder.pilot else recorder.calls
-    nodes = [(a, s) for call in calls for r, a, _, s in call if r == ref]
-    alphas = np.concatenate([a for a, _ in nodes])
-    slopes = np.concatenate([np.abs(s.reshape(len(a), -1)).sum(1) for a, s in nodes])
+    alphas = np.concatenate([a for a, _ in recorder.nodes(ref)])
+    slopes = np.concatenate([np.abs(s.reshape(len(a), -1)).sum(1) for a, s in recorder.nodes(ref)])
     order = np.argsort(alphas)
     a, g = alphas[order], slopes[order]
     cum = np.concatenate([[0.0], np.cumsum(g)]) / max(g.sum(), 1e-300)
@@ -57,9 +55,9 @@ def diagnose(model, q, pool, cfg, pad_id: int, segments: int) -> dict:
     seen: dict = {}
     certify = estimators.certify
 
-    def recording(evaluate, gap, spec, seed, start=None):
-        seen["recorder"], seen["gap"] = Recorder(pilot=spec.pilot_nodes > 0), gap
-        return certify(seen["recorder"].wrap(evaluate), gap, spec, seed, start)
+    def recording(evaluate, gap, spec, seed):
+        seen["recorder"], seen["gap"] = Recorder(), gap
+        return certify(seen["recorder"].wrap(evaluate), gap, spec, seed)
 
     estimators.certify = recording
     try:
@@ -76,7 +74,6 @@ def diagnose(model, q, pool, cfg, pad_id: int, segments: int) -> dict:
         "grad_evals": int(row.grad_evals),
         "residual": float(row.residual),
         "budget_exhausted": bool(row.budget_exhausted),
-        "pilot_nodes": cfg.attribution.certified_pilot_nodes,
         "final_measures": dict(zip(TRACE_COLUMNS[1:4], trace[-1, 1:4].tolist(), strict=True)),
         "held": first_held(
             trace, cfg.attribution.certified_tolerance, cfg.attribution.certified_vector_tolerance

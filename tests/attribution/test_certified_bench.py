@@ -64,11 +64,3 @@ def test_each_kept_table_is_the_bench_table_of_its_records(bench, kept: Path) ->
     assert records, f"{kept}: its first line names no records file"
     assert re.match(r"([A-Z_]+=\S+ )*(nice -n 10 )?python bench/bench_certified.py ", bench.command_of(text))
     assert text == bench.kept_table(Path(records.group(1)), bench.command_of(text), ROOT)
-
-
-def test_a_placed_lattice_is_its_own_row(bench) -> None:
-    """Records of `certified` with a pilot (``certified_pilot_nodes``) and without are not pooled."""
-    placed = {**_record("q1", 64, 0.001, False), "pilot_nodes": 8}
-    lines = bench.table([_record("q1", 512, 0.004, False), placed])
-    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
-    assert sorted((r[1], r[5]) for r in rows) == [("certified", "512"), ("certified, pilot 8", "64")]

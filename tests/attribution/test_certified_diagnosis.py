@@ -29,14 +29,11 @@ class Swings:
         return np.array([self.f(r, np.array([1.0]))[0] - self.f(r, np.array([0.0]))[0]
                          for r in range(len(self.c))])[:, None]  # fmt: skip
 
-    def __call__(self, nodes: list[tuple[int, np.ndarray, np.ndarray]]) -> list:
-        """Per reference (slopes (n, 1), the weighted vector sum (1, 3), F along the path (n, 1))."""
+    def __call__(self, nodes: list[tuple[int, np.ndarray]]) -> list[tuple[np.ndarray, torch.Tensor]]:
         out = []
-        for r, alphas, weights in nodes:
+        for r, alphas in nodes:
             s = self.f(r, alphas) * (1.0 - self.f(r, alphas) / self.h[r]) / self.w[r]  # dF/dα (n,)
-            out.append(
-                (s[:, None], torch.tensor((weights @ s * self.SPLIT)[None, :]), self.f(r, alphas)[:, None])
-            )
+            out.append((s[:, None], torch.tensor((s.sum() * self.SPLIT)[None, :])))
         return out
 
 
@@ -66,3 +63,4 @@ def test_the_error_sits_in_the_steep_stretch_of_the_rough_reference(centre: floa
     assert segments["evaluations"].sum() == report.evals
     for share in ("evals_share", "variation_share", "error_share"):
         assert segments[share].sum() == pytest.approx(1.0)
+

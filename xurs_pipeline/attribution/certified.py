@@ -49,7 +49,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from xurs_pipeline.attribution.certified_warp import Warp, warp_from_pilot
 from xurs_pipeline.attribution.config import check_certified
 from xurs_pipeline.attribution.quadrature import BudgetError
 
@@ -59,11 +58,9 @@ MAX_NODES = 2**16  # the most points one reference may reach (a reference this r
 
 ROUND_SHARE = 8  # a refinement round spends about 1/8 of the evaluations so far (the rule's overshoot)
 
-# evaluate([(ref, alphas (n,), weights (n,)), ...]) -> per triple (slopes (n, T) of dF_t/dα at the nodes,
-# unweighted; Σ over the nodes of weight x the attribution vector (X - B) ⊙ ∇F_t, (T, ...) float32; F_t at the
-# nodes (n, T)): one batched call for many references
-Evaluated = tuple[np.ndarray, torch.Tensor, np.ndarray]
-Evaluate = Callable[[list[tuple[int, np.ndarray, np.ndarray]]], list[Evaluated]]
+# evaluate([(ref, alphas (n,)), ...]) -> per pair (slopes (n, T) of dF_t/dα at the nodes, Σ over the nodes of
+# the attribution vectors (X - B) ⊙ ∇F_t, unweighted, (T, ...) float32): one batched call for many references
+Evaluate = Callable[[list[tuple[int, np.ndarray]]], list[tuple[np.ndarray, torch.Tensor]]]
 
 
 @dataclass(frozen=True)
@@ -71,17 +68,15 @@ class CertifiedSpec:
     """tolerance: of the averaged residual (Eq. 9) and of its spread over the shifts.
     vector_tolerance: of the predicted relative distance of the averaged vector from a rerun.
     max_evals: gradient evaluations the collection may spend.  first_nodes: points a reference in the first
-    pass (a power of 2, >= 2).  pilot_nodes: points a reference in the pilot that places the lattice where
-    the path changes (``certified_warp.py``; a power of 2, or 0: the uniform lattice, no pilot)."""
+    pass (a power of 2, >= 2)."""
 
     tolerance: float = 0.01
     vector_tolerance: float = 0.05
     max_evals: int = 2048
     first_nodes: int = 2
-    pilot_nodes: int = 0
 
     def __post_init__(self) -> None:
-        check_certified(self.tolerance, self.vector_tolerance, self.first_nodes, self.pilot_nodes)
+        check_certified(self.tolerance, self.vector_tolerance, self.first_nodes)
 
     def met(self, residual: float, spread: float, vector: float) -> bool:
         """Whether the rule holds, from a step's residual, spread and vector estimate (each the largest
@@ -122,50 +117,40 @@ class CertifiedReport:
 class _State:
     """Every reference's running sums: scalar Σ g (M, T), Σ |g| (M, T), vector Σ over nodes (M, T, ...),
     the squared norm of its vector's last nested difference (M, T), and the sum over references of the
-    current estimates Q_r (T, ...). Each reference's lattice runs in τ, its points α = φ_r(τ) (``warps``,
-    the identity without a pilot), each node weighted by φ_r'(τ)."""
+    current estimates Q_r (T, ...)."""
 
-    def __init__(
-        self, evaluate: Evaluate, gap: np.ndarray, shifts: np.ndarray, first: int, warps: list[Warp]
-    ) -> None:
-        self.evaluate, self.gap, self.shifts, self.warps = evaluate, gap, shifts, warps
+    def __init__(self, evaluate: Evaluate, gap: np.ndarray, shifts: np.ndarray, first: int) -> None:
+        self.evaluate, self.gap, self.shifts = evaluate, gap, shifts
         n_refs, n_targets = gap.shape
         self.n = np.zeros(n_refs, dtype=np.int64)
         self.scalar = np.zeros((n_refs, n_targets))
         self.absolute = np.zeros((n_refs, n_targets))
         self.diff_norm2 = np.full((n_refs, n_targets), np.inf)
         half = first // 2
-        taus = [tent_nodes(shifts[r], half) for r in range(n_refs)]
-        results = evaluate([self.placed(r, tau) for r, tau in enumerate(taus)])
-        self.vectors: list[torch.Tensor] = [vec for _, vec, _ in results]
-        for r, (slopes, _, _) in enumerate(results):
-            weighted = slopes * self.warps[r].weight(taus[r])[:, None]
-            self.scalar[r] = weighted.sum(0)
-            self.absolute[r] = np.abs(weighted).sum(0)
+        results = evaluate([(r, tent_nodes(shifts[r], half)) for r in range(n_refs)])
+        self.vectors: list[torch.Tensor] = [vec for _, vec in results]
+        for r, (slopes, _) in enumerate(results):
+            self.scalar[r] = slopes.sum(0)
+            self.absolute[r] = np.abs(slopes).sum(0)
         self.n[:] = half
         self.total = self.averaged() * n_refs
         self.double(list(range(n_refs)))
 
-    def placed(self, ref: int, tau: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
-        """(ref, α = φ_r(τ), φ_r'(τ)): the nodes ``tau`` of reference ``ref`` as ``evaluate`` takes them."""
-        warp = self.warps[ref]
-        return ref, warp.point(tau), warp.weight(tau)
-
     def double(self, refs: list[int]) -> int:
         """Double the points of ``refs`` (each its n_r new nodes, one call); returns the evaluations spent."""
-        added = [self.placed(r, tent_nodes(self.shifts[r], 2 * int(self.n[r]), odd_only=True)) for r in refs]
+        added = [(r, tent_nodes(self.shifts[r], 2 * int(self.n[r]), odd_only=True)) for r in refs]
         results = self.evaluate(added)
-        for (r, _, weights), (slopes, vec, _) in zip(added, results, strict=True):
+        for r, (slopes, vec) in zip(refs, results, strict=True):
             n = int(self.n[r])
             old_vec = self.vectors[r] / n
-            self.scalar[r] += (slopes * weights[:, None]).sum(0)
-            self.absolute[r] += np.abs(slopes * weights[:, None]).sum(0)
+            self.scalar[r] += slopes.sum(0)
+            self.absolute[r] += np.abs(slopes).sum(0)
             self.vectors[r] = self.vectors[r] + vec
             self.n[r] = 2 * n
             change = self.vectors[r] / (2 * n) - old_vec
             self.diff_norm2[r] = (change.flatten(1).double() ** 2).sum(1).cpu().numpy()
             self.total += change
-        return sum(len(alphas) for _, alphas, _ in added)
+        return sum(len(alphas) for _, alphas in added)
 
     def averaged(self) -> torch.Tensor:
         """mean_r Q_r, summed afresh (T, ...) (``total`` is kept by updates)."""
@@ -219,55 +204,24 @@ def _next_round(state: _State, failing: tuple[bool, bool], left: int, size: int)
     return chosen
 
 
-def pilot_warps(
-    evaluate: Evaluate, start: np.ndarray, gap: np.ndarray, nodes: int, rng: np.random.Generator
-) -> list[Warp]:
-    """Each reference's warp (``certified_warp.py``) from ``nodes`` lattice points on its path (one call, its
-    own shifts from ``rng``): F there, with F(B_r) ``start`` (M, T) and F(X) = start + ``gap`` at the ends."""
-    taus = rng.uniform(0.0, 1.0, len(gap))
-    asked = [(r, tent_nodes(u, nodes), np.ones(nodes)) for r, u in enumerate(taus)]
-    results = evaluate(asked)
-    return [
-        warp_from_pilot(alphas, values, start[r], start[r] + gap[r])
-        for (r, alphas, _), (_, _, values) in zip(asked, results, strict=True)
-    ]
-
-
-def certify(
-    evaluate: Evaluate, gap: np.ndarray, spec: CertifiedSpec, seed: int, start: np.ndarray | None = None
-) -> CertifiedReport:
+def certify(evaluate: Evaluate, gap: np.ndarray, spec: CertifiedSpec, seed: int) -> CertifiedReport:
     """The rule of the module docstring on M integrands whose exact integrals are ``gap`` (M, T); the shifts
-    u_r come from ``seed``. With ``spec.pilot_nodes``, a pilot places each reference's lattice first
-    (``certified_warp.py``; it needs ``start``, F at each path's start (M, T)). A budget below the pilot and
-    the first pass is a :class:`BudgetError` naming the key."""
+    u_r come from ``seed``. A budget below the first pass is a :class:`BudgetError` naming the key."""
     gap = np.asarray(gap, dtype=np.float64).reshape(len(gap), -1)
-    first_pass = (spec.first_nodes + spec.pilot_nodes) * len(gap)
+    first_pass = spec.first_nodes * len(gap)
     if first_pass > spec.max_evals:
-        pilot = (
-            f" + certified_pilot_nodes x references = {spec.pilot_nodes} x {len(gap)}"
-            if spec.pilot_nodes
-            else ""
-        )
         raise BudgetError(
             f"attribution.certified_max_evals={spec.max_evals}: below the first pass, "
-            f"certified_first_nodes x references = {spec.first_nodes} x {len(gap)}{pilot}, "
-            f"{first_pass} in all"
+            f"certified_first_nodes x references = {spec.first_nodes} x {len(gap)} = {first_pass}"
         )
-    start_time = time.perf_counter()
-    rng = np.random.default_rng(seed)
-    shifts = rng.uniform(0.0, 1.0, len(gap))
-    warps = [Warp.identity()] * len(gap)
-    if spec.pilot_nodes:
-        assert start is not None, "a pilot needs F at each path's start"
-        warps = pilot_warps(
-            evaluate, np.asarray(start, dtype=np.float64).reshape(gap.shape), gap, spec.pilot_nodes, rng
-        )
-    state = _State(evaluate, gap, shifts, spec.first_nodes, warps)
+    start = time.perf_counter()
+    shifts = np.random.default_rng(seed).uniform(0.0, 1.0, len(gap))
+    state = _State(evaluate, gap, shifts, spec.first_nodes)
     evals, exhausted, trace = first_pass, False, []
     while True:
         measures = state.measures()
         residual, spread, vector = (float(x.max()) for x in measures)
-        trace.append((evals, residual, spread, vector, time.perf_counter() - start_time))
+        trace.append((evals, residual, spread, vector, time.perf_counter() - start))
         if spec.met(residual, spread, vector):
             break
         failing = (residual > spec.tolerance or spread > spec.tolerance, vector > spec.vector_tolerance)

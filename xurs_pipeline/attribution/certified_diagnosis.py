@@ -1,7 +1,6 @@
 """Where the ``certified`` rule's error sits: per reference and per path segment (``certified.py``).
 
 ``Recorder.wrap(evaluate)`` wraps the rule's ``evaluate`` callback and keeps every node it asks for with its
-weight (the change of variables of a placed lattice, ``certified_warp.py``; 1 on the uniform one) and its
 slopes (dF_t/dα, (n, T)); ``per_reference`` and ``per_segment`` read them back after
 :func:`certified.certify`, the first with the exact gaps F(X) - F(B_r):
 
@@ -26,34 +25,25 @@ from xurs_pipeline.attribution.certified import Evaluate
 
 
 class Recorder:
-    """Every node the rule evaluated: per call, per reference, (alphas (n,), weights (n,), slopes (n, T)).
-    ``pilot``: the rule ran a pilot (``certified_pilot_nodes``), whose call comes first and is not part of
-    any estimate: ``nodes`` leaves it out."""
+    """Every node the rule evaluated: per call, per reference, (alphas (n,), slopes (n, T))."""
 
-    def __init__(self, pilot: bool = False) -> None:
-        self.pilot = pilot
-        self.calls: list[list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]] = []
+    def __init__(self) -> None:
+        self.calls: list[list[tuple[int, np.ndarray, np.ndarray]]] = []
 
     def wrap(self, evaluate: Evaluate) -> Evaluate:
         """``evaluate`` itself, recording what it was asked and what its slopes were."""
 
-        def recording(nodes: list[tuple[int, np.ndarray, np.ndarray]]) -> list:
+        def recording(nodes: list[tuple[int, np.ndarray]]) -> list:
             results = evaluate(nodes)
-            self.calls.append(
-                [
-                    (r, np.asarray(a), np.asarray(w), np.asarray(res[0]))
-                    for (r, a, w), res in zip(nodes, results, strict=True)
-                ]
-            )
+            call = [(r, np.asarray(a), np.asarray(s)) for (r, a), (s, _) in zip(nodes, results, strict=True)]
+            self.calls.append(call)
             return results
 
         return recording
 
     def nodes(self, ref: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Reference ``ref``'s batches in the order evaluated (level n/2's nodes, then each doubling's):
-        α (n,) and the weighted slopes weight x dF/dα (n, T), the integrand's terms."""
-        calls = self.calls[1:] if self.pilot else self.calls
-        return [(a, w[:, None] * s.reshape(len(a), -1)) for call in calls for r, a, w, s in call if r == ref]
+        """Reference ``ref``'s batches in the order evaluated: level n/2's nodes, then each doubling's."""
+        return [(a, s) for call in self.calls for r, a, s in call if r == ref]
 
 
 def per_reference(recorder: Recorder, gap: np.ndarray) -> pd.DataFrame:
@@ -81,8 +71,8 @@ def per_segment(recorder: Recorder, n_refs: int, segments: int = 8) -> pd.DataFr
     for r in range(n_refs):
         batches = recorder.nodes(r)
         alphas = np.concatenate([a for a, _ in batches])
-        slopes = np.concatenate([np.abs(s).sum(1) for _, s in batches])
-        signed = np.concatenate([s.sum(1) for _, s in batches])
+        slopes = np.concatenate([np.abs(s).sum(1) if s.ndim > 1 else np.abs(s) for _, s in batches])
+        signed = np.concatenate([s.sum(1) if s.ndim > 1 else s for _, s in batches])
         where = np.clip(np.searchsorted(edges, alphas, side="right") - 1, 0, segments - 1)
         n, last = len(alphas), len(batches[-1][0])
         evals += np.bincount(where, minlength=segments)

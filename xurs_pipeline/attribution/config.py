@@ -48,7 +48,6 @@ _CERTIFIED_KEYS = (
     "certified_vector_tolerance",
     "certified_max_evals",
     "certified_first_nodes",
-    "certified_pilot_nodes",
 )
 ESTIMATOR_KEYS: dict[str, tuple[str, ...]] = {
     "n_samples": ("eg",),
@@ -131,7 +130,6 @@ BUDGET_KEYS = (
     "kronrod_max_evals",
     "certified_max_evals",
     "certified_first_nodes",
-    "certified_pilot_nodes",
     "layer_ig_steps",
     "sequential_ig_steps",
     "refs_per_collection",
@@ -139,15 +137,13 @@ BUDGET_KEYS = (
 )
 
 
-def check_certified(tolerance: float, vector_tolerance: float, first_nodes: int, pilot_nodes: int) -> None:
+def check_certified(tolerance: float, vector_tolerance: float, first_nodes: int) -> None:
     """ValueError naming the ``attribution.certified_*`` key out of range (``attribution/certified.py``)."""
     _tolerance("certified_tolerance", tolerance)
     if not 0 < vector_tolerance <= 1:
         raise ValueError(f"attribution.certified_vector_tolerance={vector_tolerance}: must be in (0, 1]")
     if first_nodes < 2 or first_nodes & (first_nodes - 1):
         raise ValueError(f"attribution.certified_first_nodes={first_nodes}: must be a power of 2, >= 2")
-    if pilot_nodes < 0 or pilot_nodes & (pilot_nodes - 1):
-        raise ValueError(f"attribution.certified_pilot_nodes={pilot_nodes}: must be 0 or a power of 2")
 
 
 def describe_references(kind: str, alignment: str) -> str:
@@ -208,8 +204,7 @@ class AttributionConfig:
     certified_*: the ``certified`` estimator (``attribution/certified.py``): the tolerance of the averaged
       residual (Eq. 9) and of its 95% spread over the random shifts, the tolerance of the predicted relative
       distance of the averaged vector from a rerun, its gradient-evaluation budget per collection (flagged
-      ``budget_exhausted`` when it runs out first), the points a reference gets in the first pass, and in
-      the pilot that places its lattice where its path changes (``certified_warp.py``; 0: no pilot).
+      ``budget_exhausted`` when it runs out first) and the points a reference gets in the first pass.
     max_grad_evals: the most gradient evaluations one question may take, all collections, as
       :meth:`gradient_budget` counts them (references x path pieces x points for IG; a setting above it is
       refused when the config is checked, with ``data.max_tokens`` bounding the pieces, and again when the
@@ -267,7 +262,6 @@ class AttributionConfig:
     certified_vector_tolerance: float = 0.05
     certified_max_evals: int = 2048
     certified_first_nodes: int = 2
-    certified_pilot_nodes: int = 0
     max_grad_evals: int = 131072
     path: str = "straight"
     path_block: int = 16
@@ -390,18 +384,13 @@ class AttributionConfig:
 
     def _check_certified(self) -> None:
         """The ``certified`` keys: tolerances, the first pass (a power of 2) within the budget."""
-        check_certified(
-            self.certified_tolerance,
-            self.certified_vector_tolerance,
-            self.certified_first_nodes,
-            self.certified_pilot_nodes,
-        )
+        check_certified(self.certified_tolerance, self.certified_vector_tolerance, self.certified_first_nodes)
         _at_least("certified_max_evals", self.certified_max_evals, 1)
-        first_pass = (self.certified_first_nodes + self.certified_pilot_nodes) * self.refs_per_collection
+        first_pass = self.certified_first_nodes * self.refs_per_collection
         if self.method == "certified" and self.certified_max_evals < first_pass:
             raise ValueError(
                 f"attribution.certified_max_evals={self.certified_max_evals}: must be >= the first pass, "
-                f"(certified_first_nodes + certified_pilot_nodes) x refs_per_collection = {first_pass}"
+                f"certified_first_nodes x refs_per_collection = {first_pass}"
             )
 
     def _check_budget(self) -> None:

@@ -21,7 +21,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from xurs_pipeline.attribution.certified import Z_95, CertifiedSpec, Evaluated, certify
+from xurs_pipeline.attribution.certified import Z_95, CertifiedSpec, certify
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.gradients import Batching, GradientSums, accumulate
 from xurs_pipeline.attribution.model import Objective, Prompt, WidthModel
@@ -309,24 +309,21 @@ class CertifiedAverage(Estimator):
         problem.straight_only(self.method, "integrates straight paths")
         bad: set[int] = set()
 
-        def evaluate(nodes: list[tuple[int, np.ndarray, np.ndarray]]) -> list[Evaluated]:
-            """Every reference's new nodes in one plan: per reference its slopes (n, T), its attribution
-            vectors summed with the nodes' weights (T, L, d) and F along its path at the nodes (n, T)."""
-            index = np.concatenate([np.full(len(alphas), r, dtype=np.int64) for r, alphas, _ in nodes])
-            alpha, weight = (np.concatenate([node[k] for node in nodes]) for k in (1, 2))
-            sums = problem.run(SamplingPlan(index, alpha, weight), split_references=True)
+        def evaluate(nodes: list[tuple[int, np.ndarray]]) -> list[tuple[np.ndarray, torch.Tensor]]:
+            """Every reference's new nodes in one plan: per reference its slopes (n, T) and its attribution
+            vectors summed (T, L, d)."""
+            index = np.concatenate([np.full(len(alphas), r, dtype=np.int64) for r, alphas in nodes])
+            alpha = np.concatenate([alphas for _, alphas in nodes])
+            sums = problem.run(SamplingPlan(index, alpha, np.ones(len(alpha))), split_references=True)
             bad.update(int(r) for r in index[sums.nonfinite.cpu().numpy()])
-            cuts = np.cumsum([len(a) for _, a, _ in nodes])[:-1]
-            slopes = np.split(problem.slopes(sums), cuts)
-            values = np.split(problem.objective.group(sums.value.T).T.cpu().numpy().astype(np.float64), cuts)
+            slopes = np.split(problem.slopes(sums), np.cumsum([len(a) for _, a in nodes])[:-1])
             assert sums.e_per_ref is not None
             return [
-                (s, problem.objective.group(sums.e_per_ref[r]), v)
-                for s, v, (r, _, _) in zip(slopes, values, nodes, strict=True)
+                (s, problem.objective.group(sums.e_per_ref[r]))
+                for s, (r, _) in zip(slopes, nodes, strict=True)
             ]
 
-        start = problem.ref_widths[:, problem.targets].cpu().numpy().astype(np.float64)
-        report = certify(evaluate, problem.gap(), self.spec, self.seed, start)
+        report = certify(evaluate, problem.gap(), self.spec, self.seed)
         residual, spread, _ = report.measures  # (T,) each: Eq. 9 on the average, its 95% half-width
         return CollectionResult(
             e=report.vectors.float(),
@@ -373,7 +370,6 @@ def build_estimator(cfg: AttributionConfig, collection: int) -> Estimator:
             cfg.certified_vector_tolerance,
             cfg.certified_max_evals,
             cfg.certified_first_nodes,
-            cfg.certified_pilot_nodes,
         )
         return CertifiedAverage(spec, collection_seed(cfg.seed, collection))
     raise ValueError(f"attribution.method={cfg.method!r}: no estimator")
