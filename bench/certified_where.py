@@ -22,7 +22,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _trained import experiment_parser, explained_questions, load
-from bench_certified import first_held
 
 import xurs_pipeline.attribution.estimators as estimators
 from xurs_pipeline.attribution.certified import TRACE_COLUMNS
@@ -75,9 +74,6 @@ def diagnose(model, q, pool, cfg, pad_id: int, segments: int) -> dict:
         "residual": float(row.residual),
         "budget_exhausted": bool(row.budget_exhausted),
         "final_measures": dict(zip(TRACE_COLUMNS[1:4], trace[-1, 1:4].tolist(), strict=True)),
-        "held": first_held(
-            trace, cfg.attribution.certified_tolerance, cfg.attribution.certified_vector_tolerance
-        ),
         "references": refs.to_dict("records"),
         "segments": per_segment(seen["recorder"], len(refs), segments).to_dict("records"),
     }
