@@ -43,7 +43,26 @@ def rule_breaks(source: str, scripts: set[str]) -> list[str]:
     tops = {module.split(".")[0] for module in modules}
     breaks = [f"imports the bench script {top}" for top in sorted(tops & scripts) if not top.startswith("_")]
     breaks += [f"imports {module} (no such library module)" for module in sorted(_missing_library(modules))]
+    breaks += [f"assigns {target} (patches the library)" for target in _library_assignments(source)]
     return breaks + [f"imports {module} (patches the library)" for module in sorted(modules & set(PATCHING))]
+
+
+def _library_assignments(source: str) -> list[str]:
+    """``name.attr = ...`` where ``name`` is a library module the script imported (``from xurs_pipeline.x
+    import y`` or ``import xurs_pipeline.x as y``): a function swapped inside the library."""
+    tree = ast.parse(source)
+    library = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("xurs_pipeline"):
+            library |= {alias.asname or alias.name for alias in node.names}
+        elif isinstance(node, ast.Import):
+            library |= {a.asname for a in node.names if a.asname and a.name.startswith("xurs_pipeline")}
+    targets = [t for node in ast.walk(tree) if isinstance(node, ast.Assign) for t in node.targets]
+    return [
+        f"{t.value.id}.{t.attr}"
+        for t in targets
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in library
+    ]
 
 
 def _missing_library(modules: set[str]) -> set[str]:

@@ -45,6 +45,12 @@ def test_a_script_patching_the_library_is_caught() -> None:
     assert rule_breaks(planted, set()) == ["imports unittest.mock (patches the library)"]
     assert rule_breaks("import mock\n", set()) == ["imports mock (patches the library)"]
     assert rule_breaks("from unittest import TestCase\n", set()) == []
+    swapped = "from xurs_pipeline.attribution import estimators\nestimators.certify = print\n"
+    assert rule_breaks(swapped, set()) == ["assigns estimators.certify (patches the library)"]
+    aliased = "import xurs_pipeline.attribution.estimators as E\nE.certify = print\n"
+    assert rule_breaks(aliased, set()) == ["assigns E.certify (patches the library)"]
+    own = "from xurs_pipeline.attribution.certified_diagnosis import Recorder\nr = Recorder()\nr.x = 1\n"
+    assert rule_breaks(own, set()) == []
 
 
 def _stub(bin_dir, name: str, status: str = "") -> None:
