@@ -111,7 +111,7 @@ class RandomSetHead(nn.Module):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self.net = _layers(in_features, N_RAW[output_kind], kind, hidden_units, depth)
-        last = self.net if isinstance(self.net, nn.Linear) else self.net[-1]
+        last = self.net[-1] if isinstance(self.net, nn.Sequential) else self.net
         assert isinstance(last, nn.Linear)
         _start_near_uniform(last, output_kind)
 
