@@ -21,7 +21,6 @@ PLANTED_MECHANISMS = ("linear", "saturated", "cancelling", "interaction")
 
 TINY = [
     "model=tiny",
-    "model.keep_layers=0",  # the experiment cuts SmolLM2 at block 12; the tiny model keeps its own blocks
     "data.families=[8,1,3]",
     "train.max_epochs=1",
     "train.partial_layers=1",
