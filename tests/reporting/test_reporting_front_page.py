@@ -179,9 +179,8 @@ def test_the_attribution_error_table_lists_ran_out_questions_first_with_their_nu
 
 def _rerun_vectors(cosine: list[float], distance: list[float]) -> pd.DataFrame:
     """The attribute stage's rerun_vectors.parquet for questions q0, q1, ... (answer 0 each)."""
-    n = len(cosine)
-    ids = [f"q{i}" for i in range(n)]
-    return pd.DataFrame({"record_id": ids, "target": [0] * n, "cosine": cosine}).assign(relative_distance=distance)
+    frame = pd.DataFrame({"record_id": [f"q{i}" for i in range(len(cosine))], "target": 0, "cosine": cosine})
+    return frame.assign(relative_distance=distance)
 
 
 def test_the_vector_figures_against_the_stages_own_rerun_reach_the_table_and_the_front_page() -> None:
