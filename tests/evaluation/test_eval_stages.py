@@ -321,6 +321,7 @@ def _vectors(folder: Path) -> dict[tuple[str, int], np.ndarray]:
     }
 
 
+@pytest.mark.slow  # two certified runs through the stage: 12-20 s on the loaded 2-core machine
 def test_a_certified_rerun_puts_app_b4_vector_figures_in_the_attribute_metrics(artifacts: Path, tmp_path):
     """attribution.certified_rerun: the attribute stage estimates every question again with other shifts;
     per answer the cosine and relative distance of the two written vectors (recomputed here with numpy) go
