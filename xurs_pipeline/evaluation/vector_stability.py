@@ -22,8 +22,8 @@ def rerun_vectors(main_dir: Path, rerun_dir: Path, prompts: pd.DataFrame) -> pd.
     (relative to the rerun's vector) of the coordinate vectors in ``main_dir/coords`` and
     ``rerun_dir/coords``; NaN where one is undefined (an all-zero vector). RunMismatchError unless both
     explain the same answers."""
-    runs = [run_records(read_attributions(d), prompts, d) for d in (main_dir, rerun_dir)]
-    table = compare_runs(*runs, names=("main", "rerun")).rename(columns={"c": "target"})
+    main, rerun = (run_records(read_attributions(d), prompts, d) for d in (main_dir, rerun_dir))
+    table = compare_runs(main, rerun, names=("main", "rerun")).rename(columns={"c": "target"})
     return table[list(RERUN_VECTOR_COLUMNS)].reset_index(drop=True)
 
 
