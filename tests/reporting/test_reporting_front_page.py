@@ -199,6 +199,7 @@ def test_the_vector_figures_against_the_stages_own_rerun_reach_the_table_and_the
     html = str(render_front(replace(PAGE, error=error)))
     (paragraph,) = re.findall(r'<p class="(\w+)">([^<]*own rerun[^<]*)</p>', html)
     assert paragraph[0] == "pass"
+    assert "No rerun" not in html  # the stage's own rerun measured them
     assert "cosine median 0.996" in " ".join(paragraph[1].split())
     assert "largest 0.200" in " ".join(paragraph[1].split())
     far = AttributionError.of(rows, _rerun_vectors([0.999, 0.9, 0.95, 0.995], [0.01, 0.2, 0.3, 0.05]))

@@ -459,8 +459,8 @@ attribution_error).</p>
 <p class="{{ 'pass' if cos >= 0.99 and dist <= 0.10 else 'fail' }}">Against the rerun {{ name }}
 (App. B.4's vector criteria): median cosine {{ f3(cos) }} (&ge; 0.99), median relative distance
 {{ f3(dist) }} (&le; 0.10).</p>
-{% else %}<p class="note">No rerun: the vector criteria (cosine, relative distance) were not measured
-(evaluation.repeat_seeds).</p>
+{% else %}{% if not p.error.rerun %}<p class="note">No rerun: the vector criteria (cosine, relative distance)
+were not measured (attribution.certified_rerun, evaluation.repeat_seeds).</p>{% endif %}
 {% endfor %}
 {% else %}<p class="note">Nothing was attributed.</p>{% endif %}
 </section>
