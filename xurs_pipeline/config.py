@@ -399,14 +399,14 @@ def attribution_fingerprint(cfg: RootConfig, *, per_question: bool = False) -> s
 
 def rerun_config(cfg: RootConfig) -> RootConfig | None:
     """The attribute stage's own rerun, where ``attribution.certified_rerun`` asks for it under the
-    ``certified`` method (else None): the main run's config with other shifts (``attribution.seed`` + 1),
-    the same budget and tolerances, and no rerun of its own. An independent estimate of equal cost, so its
-    distance from the main run is about sqrt(2) times either's error: a stricter reading of App. B.4's
-    vector criteria than a rerun at twice the budget."""
+    ``certified`` method (else None): the main run's config with other shifts (``attribution.seed`` + 1,
+    modulo 2**32), the same budget and tolerances, and no rerun of its own. An independent estimate of
+    equal cost, so its distance from the main run is about sqrt(2) times either's error: a stricter reading
+    of App. B.4's vector criteria than a rerun at twice the budget."""
     at = cfg.attribution
     if not (at.certified_rerun and at.method == "certified"):
         return None
-    return replace(cfg, attribution=replace(at, seed=at.seed + 1, certified_rerun=False))
+    return replace(cfg, attribution=replace(at, seed=(at.seed + 1) % 2**32, certified_rerun=False))
 
 
 def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:

@@ -199,3 +199,6 @@ def test_the_attribute_stages_own_rerun_reruns_that_stage_alone() -> None:
     assert again is not None
     assert (again.attribution.seed, again.attribution.certified_rerun) == (cfg.attribution.seed + 1, False)
     assert attribution_fingerprint(again) != attribution_fingerprint(cfg)  # other shifts: another run
+    wrapped = rerun_config(replace(cfg, attribution=replace(cfg.attribution, seed=2**32 - 1)))
+    assert wrapped is not None
+    assert wrapped.attribution.seed == 0  # within the seeds' range
