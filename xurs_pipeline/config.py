@@ -37,6 +37,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from xurs_pipeline.attribution.config import (
     NO_RESULT_KEYS,
+    RERUN_KEYS,
     AttributionConfig,
     check_gradient_budget,
     unread_keys,
@@ -379,19 +380,33 @@ QUESTION_SELECTION = ("split", "max_questions", "record_ids", "result_filter")
 
 def attribution_fingerprint(cfg: RootConfig, *, per_question: bool = False) -> str:
     """Identity of an attribution run: everything its result depends on: the attribution section (the
-    progress display, the ``max_grad_evals`` limit and the keys only other methods read excluded) and the
-    classifier's run (:func:`train_run_hash`, which holds the prompts'). The merged table carries it.
+    progress display, the ``max_grad_evals`` limit, the attribute stage's own rerun and the keys only other
+    methods read excluded) and the classifier's run (:func:`train_run_hash`, which holds the prompts'). The
+    merged table carries it.
     ``per_question``: without :data:`QUESTION_SELECTION`, the key of one finished question (the resume
     parts carry it), so a run widened from 8 questions to 24 recomputes only the 16 new ones."""
     at = cfg.attribution
     dropped = {
         *NO_RESULT_KEYS,
+        *RERUN_KEYS,
         "max_grad_evals",
         *unread_keys(at.method),
         *(QUESTION_SELECTION if per_question else ()),
     }
     attribution = {f.name: getattr(at, f.name) for f in fields(at) if f.name not in dropped}
     return config_hash({"attribution": attribution, "classifier": train_run_hash(cfg)})
+
+
+def rerun_config(cfg: RootConfig) -> RootConfig | None:
+    """The attribute stage's own rerun, where ``attribution.certified_rerun`` asks for it under the
+    ``certified`` method (else None): the main run's config with other shifts (``attribution.seed`` + 1,
+    modulo 2**32), the same budget and tolerances, and no rerun of its own. An independent estimate of
+    equal cost, so its distance from the main run is about sqrt(2) times either's error: a stricter reading
+    of App. B.4's vector criteria than a rerun at twice the budget."""
+    at = cfg.attribution
+    if not (at.certified_rerun and at.method == "certified"):
+        return None
+    return replace(cfg, attribution=replace(at, seed=(at.seed + 1) % 2**32, certified_rerun=False))
 
 
 def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:

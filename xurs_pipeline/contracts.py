@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from xurs_pipeline.attribution.config import NO_RESULT_KEYS, unread_keys
+from xurs_pipeline.attribution.config import NO_RESULT_KEYS, RERUN_KEYS, unread_keys
 from xurs_pipeline.io import Provenance, config_hash
 
 Root = Literal["artifacts", "results"]
@@ -112,6 +112,8 @@ ATTRIBUTION_COLUMNS = (
     "grad_evals",
     "coords_file",
 )
+# one row per explained answer compared with the attribute stage's own rerun (empty without one)
+RERUN_VECTOR_COLUMNS = ("record_id", "target", "cosine", "relative_distance")
 
 _ARTIFACTS = (
     Artifact("backbone", "backbone", "backbone", schema="backbone"),
@@ -146,6 +148,16 @@ _ARTIFACTS = (
         columns=ATTRIBUTION_COLUMNS,
     ),
     Artifact("coords", "attribute/coords", "attribute"),
+    # attribution.certified_rerun: the rerun's attribute-format folder (rerun/seed<s>/, rerun/index.json;
+    # only the index without a rerun) and App. B.4's vector figures of each explained answer against it
+    Artifact("attribute_rerun", "attribute/rerun", "attribute"),
+    Artifact(
+        "rerun_vectors",
+        "attribute/rerun_vectors.parquet",
+        "attribute",
+        schema="rerun_vectors",
+        columns=RERUN_VECTOR_COLUMNS,
+    ),
     Artifact("head_first", "train_head", "train_head"),  # issue 17: the head-only model LoRA starts from
     Artifact("repeats", "repeats", "attribute_repeats"),  # the main run repeated per evaluation.repeat_seeds
     Artifact("target_runs", "targets", "attribute_targets"),  # the comparison targets' attributions
@@ -207,7 +219,8 @@ PLOTS = (
 ALL = "*"  # a params entry: every key of the composed config (stages stamping the whole config's hash)
 PREPARED = "data.<source>"  # a params entry: the data keys of the config's data.source (data_keys)
 # a params entry: the attribution keys the configured method reads (all but those only other methods read,
-# attribution.config.unread_keys), for the stages that run that method alone
+# attribution.config.unread_keys), for the stages that run that method alone; the attribute stage's own rerun
+# (attribution.config.RERUN_KEYS) for that stage only
 METHOD_READS = "attribution.<method>"
 # keys that change no result (a progress bar): expanded by no entry, ALL and section.* included
 NO_RESULT = tuple(f"attribution.{key}" for key in NO_RESULT_KEYS)
@@ -430,6 +443,7 @@ _STAGES = (
             "correction_audit",
             "prediction_metrics",
             "attributions",
+            "rerun_vectors",
             "mask_effects",
             "mask_metrics",
             "gates",
@@ -450,6 +464,7 @@ _STAGES = (
             "predictions",
             "prediction_metrics",
             "attributions",
+            "rerun_vectors",
             "mask_effects",
             "mask_metrics",
             "check_summary",
@@ -476,10 +491,10 @@ def artifact(name: str) -> Artifact:
 def param_keys(stage: str, composed: Mapping[str, Any], every_method: bool = False) -> list[str]:
     """The dotted params keys ``stage`` reads, expanded against a composed config (``section.*`` and
     :data:`ALL` become every key of the section / config, in the config's order; :data:`PREPARED` the data
-    keys of its ``data.source``; :data:`METHOD_READS` the attribution keys its ``attribution.method`` reads,
-    or with ``every_method`` every attribution key: what ``dvc.yaml`` lists, so that an experiment that
-    changes the method, ``dvc exp run -S attribution.method=...``, finds its keys there), none of
-    :data:`NO_RESULT`."""
+    keys of its ``data.source``; :data:`METHOD_READS` the attribution keys its ``attribution.method`` reads
+    (the rerun keys in the ``attribute`` stage's alone), or with ``every_method`` every attribution key:
+    what ``dvc.yaml`` lists, so that an experiment that changes the method, ``dvc exp run -S
+    attribution.method=...``, finds its keys there), none of :data:`NO_RESULT`."""
     keys: list[str] = []
     for entry in STAGES[stage].params:
         if entry == ALL:
@@ -489,6 +504,7 @@ def param_keys(stage: str, composed: Mapping[str, Any], every_method: bool = Fal
             keys += [f"data.{k}" for k in data_keys(composed["data"]["source"])]
         elif entry == METHOD_READS:
             unread = set() if every_method else set(unread_keys(composed["attribution"]["method"]))
+            unread |= set() if stage == "attribute" else set(RERUN_KEYS)  # that stage's own rerun
             keys += [f"attribution.{k}" for k in composed["attribution"] if k not in unread]
         elif entry.endswith(".*"):
             section = entry[:-2]

@@ -28,7 +28,10 @@ HOLDS: dict[str, str] = {
     "attributions": "per explained answer: signed and absolute token scores, widths, residual R (Eq. 9)",
     "coords": "per explained answer, the token-by-embedding attributions (safetensors)",
     "nonfinite": "questions with non-finite widths or gradients (left out of attributions) and why",
-    "attribution_metrics": "R median and max, error bounds, gradient evaluations, budget-exhausted questions",
+    "attribution_metrics": "R median and max, error bounds, gradient evaluations, budget-exhausted questions "
+    "with the R each reached, and with a rerun its cosine and relative distance (median, worst)",
+    "attribute_rerun": "with `attribution.certified_rerun`, every question estimated again (other shifts)",
+    "rerun_vectors": "per explained answer: cosine and relative distance against that rerun (App. B.4)",
     "repeats": "the main attribution rerun per `evaluation.repeat_seeds` (Tables 2, 6, 7)",
     "target_runs": "the attribution of each comparison target (entropy, BetP) in `evaluation.targets`",
     "compare_runs": "the main run's questions explained with each of `evaluation.compare_methods` as well",

@@ -402,3 +402,24 @@ def test_metrics_name_each_question_whose_budget_ran_out_with_the_r_it_reached(t
     assert met["budget_exhausted"] == []
     assert met["budget_exhausted_residual"] == {}
     assert attribute_headline(met)["exhausted"] == 0
+
+
+def test_a_certified_budget_too_small_for_the_tolerance_is_flagged_and_an_ample_one_is_not(tmp_path: Path):
+    """The same tolerances, two budgets: the first pass alone (2 points a reference) cannot meet them, so
+    that question is flagged ``budget_exhausted`` with the R it reached (its row's, in ``metrics.json``); a
+    budget the rule stops within flags nothing."""
+    model, frame = TinyBeliefClassifier(vocab=40), prompts_frame(n_test=1)
+    rule = {"method": "certified", "certified_tolerance": 0.1, "certified_vector_tolerance": 1.0}
+    rule |= {"target": "predicted", "certified_max_evals": 6}
+    starved = _run(model, frame, tmp_path / "starved", **rule)
+    table = pd.read_parquet(tmp_path / "starved" / "attributions.parquet")
+    assert table["budget_exhausted"].all()
+    assert (table["grad_evals"] == 6).all()
+    reached = table.set_index("record_id")["residual"].to_dict()
+    assert starved["budget_exhausted_residual"] == pytest.approx(reached)
+    ample = _run(model, frame, tmp_path / "ample", **(rule | {"certified_max_evals": 256}))
+    table = pd.read_parquet(tmp_path / "ample" / "attributions.parquet")
+    assert not table["budget_exhausted"].any()
+    assert (table["grad_evals"] < 256).all()  # the rule held: it stopped on its own, not at the budget
+    assert (ample["budget_exhausted"], ample["budget_exhausted_residual"]) == ([], {})
+    assert ample["residual_max"] <= 0.1

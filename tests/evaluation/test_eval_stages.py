@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from xurs_pipeline.attribution.runner import RunOutput, run_attribution
 from xurs_pipeline.config import (
@@ -32,6 +34,7 @@ from xurs_pipeline.models.backbone import TinySpec, load_backbone_dir, materiali
 from xurs_pipeline.models.checkpoint import build_classifier, load_classifier, save_classifier
 from xurs_pipeline.models.config import ModelConfig
 from xurs_pipeline.reporting.tables import effects_frame, numerics_frame, targets_frame
+from xurs_pipeline.tasks import attribute as attribute_stage
 from xurs_pipeline.tasks import attribute_repeats as repeats_stage
 from xurs_pipeline.tasks import attribute_targets as targets_stage
 from xurs_pipeline.tasks import checks as checks_stage
@@ -296,3 +299,68 @@ def test_reference_endpoints_are_a_diagnostic_not_failed_checks(artifacts: Path,
     assert summary["endpoints"]["cases"] == len(endpoints)
     assert summary["endpoints"]["shift_max"] == pytest.approx(endpoints["shift"].max())
     assert summary["endpoints"]["concern_prepared"] == int((endpoints["concerns"] == "prepared").sum())
+
+
+def _certified(artifacts: Path, root: Path, **attribution: object) -> RootConfig:
+    """``make_cfg`` under ``root`` (the fixture's classifier and prompts copied there, so its own attribute
+    folder stays the EG run the other tests read) with the ``certified`` estimator and ``attribution``."""
+    for folder in ("backbone", "train", "prepared"):
+        if not (root / folder).exists():
+            shutil.copytree(artifacts / folder, root / folder)
+    cfg = make_cfg(root)
+    at = dataclasses.replace(cfg.attribution, method="certified", **attribution)
+    return dataclasses.replace(cfg, attribution=at)
+
+
+def _vectors(folder: Path) -> dict[tuple[str, int], np.ndarray]:
+    """Each written row's coordinate vector e (L, d), read straight from its safetensors file."""
+    table = read_parquet(folder / "attributions.parquet")
+    return {
+        (r.record_id, int(r.target)): load_file(folder / "coords" / r.coords_file)["e"].double().numpy()
+        for r in table.itertuples()
+    }
+
+
+@pytest.mark.slow  # two certified runs through the stage: 12-20 s on the loaded 2-core machine
+def test_a_certified_rerun_puts_app_b4_vector_figures_in_the_attribute_metrics(artifacts: Path, tmp_path):
+    """attribution.certified_rerun: the attribute stage estimates every question again with other shifts;
+    per answer the cosine and relative distance of the two written vectors (recomputed here with numpy) go
+    to rerun_vectors.parquet, their median and worst to metrics.json and the headline (`dvc metrics show`),
+    with the count of questions whose budget ran out."""
+    every = {"max_questions": 1, "target": "all"}  # one estimate explains the four answers
+    cfg = _certified(artifacts, tmp_path, certified_rerun=True, certified_max_evals=8, **every)
+    headline = attribute_stage.run(cfg)
+    main = tmp_path / "attribute"
+    rerun_dir = main / "rerun" / f"seed{cfg.attribution.seed + 1}"
+    assert set(read_attributions(rerun_dir)["seed"]) == {cfg.attribution.seed + 1}  # other shifts
+    ours, theirs = _vectors(main), _vectors(rerun_dir)
+    figures = read_parquet(main / "rerun_vectors.parquet").set_index(["record_id", "target"])
+    assert sorted(figures.index) == sorted(ours)
+    for key, e in ours.items():
+        other = theirs[key]
+        cosine = float((e * other).sum() / (np.linalg.norm(e) * np.linalg.norm(other)))
+        distance = float(np.linalg.norm(e - other) / np.linalg.norm(other))
+        assert figures.loc[key, "cosine"] == pytest.approx(cosine, rel=1e-9)
+        assert figures.loc[key, "relative_distance"] == pytest.approx(distance, rel=1e-9)
+    assert (figures["relative_distance"] > 0).all()  # two estimates, not one run compared with itself
+    assert headline["cos_median"] == pytest.approx(figures["cosine"].median())
+    assert headline["cos_min"] == pytest.approx(figures["cosine"].min())
+    assert headline["dist_median"] == pytest.approx(figures["relative_distance"].median())
+    assert headline["dist_max"] == pytest.approx(figures["relative_distance"].max())
+    metrics = json.loads((main / "metrics.json").read_text())
+    assert metrics["rerun_cosine_min"] == headline["cos_min"]
+    spent = read_attributions(rerun_dir).drop_duplicates("record_id")["grad_evals"]  # per question
+    assert metrics["rerun_grad_evals"] == spent.sum()
+    table = read_attributions(main)
+    flagged = table.loc[table["budget_exhausted"], "record_id"].unique()
+    assert headline["exhausted"] == len(flagged) == len(metrics["budget_exhausted"])
+
+
+def test_without_a_rerun_the_attribute_stage_gives_no_vector_figure(artifacts: Path, tmp_path: Path):
+    """No attribution.certified_rerun: nothing was compared, so no figure (rather than a perfect one), an
+    empty rerun_vectors.parquet and a rerun index naming no run."""
+    without = attribute_stage.run(_certified(artifacts, tmp_path, certified_max_evals=8, max_questions=1))
+    assert not {"cos_median", "cos_min", "dist_median", "dist_max"} & set(without)
+    assert {"R_max", "R_median", "exhausted"} <= set(without)
+    assert read_parquet(tmp_path / "attribute" / "rerun_vectors.parquet").empty
+    assert json.loads((tmp_path / "attribute" / "rerun" / "index.json").read_text())["rerun"] == {}

@@ -15,7 +15,7 @@ from params_reads import Reads, recording, unlisted_reads
 
 from xurs_pipeline.attribution.config import ESTIMATOR_KEYS, METHODS, unread_keys
 from xurs_pipeline.cli import main
-from xurs_pipeline.config import attribution_fingerprint, compose, validate
+from xurs_pipeline.config import attribution_fingerprint, compose, rerun_config, validate
 from xurs_pipeline.contracts import STAGES, param_keys, prompts_hash, stage_hash
 from xurs_pipeline.dvc_yaml import render
 from xurs_pipeline.reporting.build_tables import ATTRIBUTION_KEYS, attribution_keys
@@ -175,3 +175,30 @@ def test_dvc_yaml_lists_every_methods_keys_so_an_experiment_may_change_the_metho
     assert "attribution.kronrod_max_evals" in param_keys("attribute", swap)
     assert "attribution.kronrod_max_evals" not in param_keys("attribute", smoke)  # smoke's method reads none
     assert set(param_keys("attribute", swap)) <= set(listed)
+
+
+def test_the_attribute_stages_own_rerun_reruns_that_stage_alone() -> None:
+    """``attribution.certified_rerun`` (under ``certified``) is a param of the attribute stage, which it
+    makes estimate every question twice, and of no other stage that runs the method alone; the main run's
+    rows do not depend on it, so neither its fingerprint nor the other stages' hashes move."""
+    composed = _composed("experiment=smoke", "attribution=certified")
+    assert composed["attribution"]["certified_rerun"] is True  # the preset's: the vector figures measured
+    cfg = validate(composed)
+    off = replace(cfg, attribution=replace(cfg.attribution, certified_rerun=False))
+    assert "attribution.certified_rerun" in param_keys("attribute", composed)
+    assert stage_hash("attribute", off) != stage_hash("attribute", cfg)
+    for stage in MAIN_METHOD_STAGES[1:]:
+        assert "attribution.certified_rerun" not in param_keys(stage, composed), stage
+        assert stage_hash(stage, off) == stage_hash(stage, cfg), stage
+    listed = yaml.safe_load(render(composed, ROOT))["stages"]
+    assert "attribution.certified_rerun" in listed["attribute"]["params"]
+    assert "attribution.certified_rerun" not in listed["checks"]["params"]
+    assert attribution_fingerprint(off) == attribution_fingerprint(cfg)
+    assert rerun_config(off) is None
+    again = rerun_config(cfg)
+    assert again is not None
+    assert (again.attribution.seed, again.attribution.certified_rerun) == (cfg.attribution.seed + 1, False)
+    assert attribution_fingerprint(again) != attribution_fingerprint(cfg)  # other shifts: another run
+    wrapped = rerun_config(replace(cfg, attribution=replace(cfg.attribution, seed=2**32 - 1)))
+    assert wrapped is not None
+    assert wrapped.attribution.seed == 0  # within the seeds' range

@@ -122,6 +122,11 @@ def test_gradient_evaluations_state_each_estimators_budget() -> None:
     cascade = _paper("controlled_direct_kronrod", "evaluation.randomisation_blocks=2")
     cascaded = gradient_evaluations(cascade, questions=5, tokens=512)["checks"]
     assert cascaded == 3 * 5 * budget  # head + 2 blocks
+    certified = _paper("local", "attribution=certified")  # its own rerun: a second estimate per question
+    spent = certified.attribution.certified_max_evals
+    assert gradient_evaluations(certified, questions=2, tokens=512)["attribute"] == 2 * 2 * spent
+    alone = _paper("local", "attribution=certified", "attribution.certified_rerun=false")
+    assert gradient_evaluations(alone, questions=2, tokens=512)["attribute"] == 2 * spent
     four = ("attribution.refs_per_collection=4", "attribution.kronrod_max_evals=60")  # the first pass
     small = _paper("controlled_direct_kronrod", *four, repeat)
     repeats = gradient_evaluations(small, questions=1, tokens=512)["attribute_repeats"]

@@ -156,7 +156,7 @@ def test_the_front_page_names_every_question_whose_budget_ran_out() -> None:
     assert error.grad_evals_per_question == pytest.approx(75.0)
     text = " ".join(_parse(str(render_front(replace(PAGE, error=error)))).text)
     assert "budget ran out before the tolerance on 2" in " ".join(text.split())
-    assert "q1 (R 0.004), q3 (R 0.008)" in " ".join(text.split())
+    assert "q1: budget exhausted at R 0.004 q3: budget exhausted at R 0.008" in " ".join(text.split())
     assert "reaching R up to 0.008" in " ".join(text.split())  # the verdict line's detail
     met = replace(PAGE, error=AttributionError.of(_attributions([False])))
     clean = " ".join(_parse(str(render_front(met))).text)
@@ -174,6 +174,38 @@ def test_the_attribution_error_table_lists_ran_out_questions_first_with_their_nu
     for column in ("residual", "error_bound", "grad_evals", "roughness"):
         assert (merged[column] == merged[f"{column}_in"]).all(), column
     assert attribution_error_frame(rows.iloc[:0]).empty
+    assert frame[["rerun_cosine", "rerun_distance"]].isna().all().all()  # no rerun: a dash, no number
+
+
+def _rerun_vectors(cosine: list[float], distance: list[float]) -> pd.DataFrame:
+    """The attribute stage's rerun_vectors.parquet for questions q0, q1, ... (answer 0 each)."""
+    frame = pd.DataFrame({"record_id": [f"q{i}" for i in range(len(cosine))], "target": 0, "cosine": cosine})
+    return frame.assign(relative_distance=distance)
+
+
+def test_the_vector_figures_against_the_stages_own_rerun_reach_the_table_and_the_front_page() -> None:
+    """Per answer in the attribution_error table (joined on question and answer), median and worst on the
+    front page, passing on App. B.4's medians (cosine >= 0.99, distance <= 0.10) and failing beyond them;
+    no rerun, no paragraph."""
+    rows = _attributions([False, True, False, True])
+    vectors = _rerun_vectors([0.999, 0.98, 0.997, 0.995], [0.01, 0.2, 0.03, 0.05])
+    frame = attribution_error_frame(rows, vectors).set_index("record_id")
+    assert frame.loc["q1", "rerun_cosine"] == 0.98
+    assert frame.loc["q3", "rerun_distance"] == 0.05
+    error = AttributionError.of(rows, vectors)
+    assert error.rerun is not None
+    assert (error.rerun.cosine_median, error.rerun.cosine_min) == (pytest.approx(0.996), 0.98)
+    assert (error.rerun.distance_median, error.rerun.distance_max) == (pytest.approx(0.04), 0.2)
+    html = str(render_front(replace(PAGE, error=error)))
+    (paragraph,) = re.findall(r'<p class="(\w+)">([^<]*own rerun[^<]*)</p>', html)
+    assert paragraph[0] == "pass"
+    assert "No rerun" not in html  # the stage's own rerun measured them
+    assert "cosine median 0.996" in " ".join(paragraph[1].split())
+    assert "largest 0.200" in " ".join(paragraph[1].split())
+    far = AttributionError.of(rows, _rerun_vectors([0.999, 0.9, 0.95, 0.995], [0.01, 0.2, 0.3, 0.05]))
+    assert 'class="fail">Against the attribute stage' in str(render_front(replace(PAGE, error=far)))
+    assert AttributionError.of(rows, vectors.iloc[:0]).rerun is None  # the stage ran without a rerun
+    assert "own rerun" not in str(render_front(replace(PAGE, error=AttributionError.of(rows))))
 
 
 def test_the_front_page_says_whether_the_attribution_found_the_clue() -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
+from xurs_pipeline.evaluation.vector_stability import vector_metrics
 from xurs_pipeline.evaluation.verdicts import Check
 from xurs_pipeline.reporting.headline import (
     attribute_headline,
@@ -57,7 +59,7 @@ def test_headline_keys_are_unique_across_stages_and_files_are_flat(tmp_path):
     files = [
         predict_headline(PREDICT, ["test"]),
         train_headline({"best_epoch": 1}),
-        attribute_headline({"residual_max": 0.0, "residual_median": 0.0}),
+        attribute_headline({"residual_max": 0.0, "residual_median": 0.0, **vector_metrics(VECTORS)}),
         mask_headline(targets),
         verdict_headline("checks", [True]),
         verdict_headline("gates", [True]),
@@ -71,7 +73,9 @@ def test_headline_keys_are_unique_across_stages_and_files_are_flat(tmp_path):
     ]
     keys = [k for f in files for k in f]
     assert len(keys) == len(set(keys))
-    assert len(keys) <= 17  # `dvc exp show` at 120 columns with --drop/--keep (README)
+    # `dvc exp show` at 120 columns with --drop/--keep (docs/sweeps.md); the attribute stage's four vector
+    # figures appear only with its own rerun (attribution.certified_rerun), so the default shows 17
+    assert len(keys) <= 21
     path = write_headline(files[0], tmp_path / "headline.json")
     assert json.loads(path.read_text()) == files[0]  # no provenance header: it would add DVC columns
     with pytest.raises(ValueError, match="must be flat numbers"):
@@ -102,3 +106,30 @@ def test_the_rerun_headline_is_the_worst_vector_figure_over_the_reruns_only():
     assert rerun_headline(checks, []) == {}
     undefined = _vector_checks("seed17", float("nan"), float("nan"))  # all-zero vectors: a failed check
     assert rerun_headline(undefined, ["seed17"]) == {"cos_rerun": None, "dist_rerun": None}
+
+
+VECTORS = pd.DataFrame(  # three answers against the attribute stage's own rerun
+    {"record_id": ["a", "b", "c"], "target": [0, 0, 1], "cosine": [0.999, 0.95, 0.998]}
+).assign(relative_distance=[0.02, 0.31, 0.05])
+
+
+def test_the_attribute_headline_carries_the_vector_figures_only_with_a_rerun() -> None:
+    """With the stage's own rerun: the cosine's median and smallest, the distance's median and largest;
+    without one, no figure (nothing was compared: no figure rather than a perfect one); an undefined
+    comparison (an all-zero vector) makes every figure None, never a number that could pass."""
+    base = {"residual_max": 0.03, "residual_median": 0.01, "budget_exhausted": []}
+    headline = attribute_headline({**base, **vector_metrics(VECTORS)})
+    assert headline == {
+        "R_max": 0.03,
+        "R_median": 0.01,
+        "exhausted": 0,
+        "cos_median": pytest.approx(0.998),
+        "cos_min": pytest.approx(0.95),
+        "dist_median": pytest.approx(0.05),
+        "dist_max": pytest.approx(0.31),
+    }
+    assert set(attribute_headline(base)) == {"R_max", "R_median", "exhausted"}
+    undefined = VECTORS.assign(cosine=[0.999, float("nan"), 0.998])
+    figures = vector_metrics(undefined)
+    assert figures["rerun_answers"] == 3
+    assert [v for k, v in figures.items() if k != "rerun_answers"] == [None] * 4

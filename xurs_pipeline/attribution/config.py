@@ -63,6 +63,7 @@ _CERTIFIED_KEYS = (
     "certified_vector_tolerance",
     "certified_max_evals",
     "certified_first_nodes",
+    "certified_rerun",
 )
 ESTIMATOR_KEYS: dict[str, tuple[str, ...]] = {
     "n_samples": ("eg",),
@@ -73,6 +74,9 @@ ESTIMATOR_KEYS: dict[str, tuple[str, ...]] = {
 }
 # Keys that change no result (a progress bar): in no stage's params, no fingerprint, no pooled comparison.
 NO_RESULT_KEYS = ("progress",)
+# The attribute stage's own rerun (a second estimate its vectors are compared with, App. B.4's vector
+# criteria): in that stage's params alone and in no fingerprint (the main run's rows do not depend on it).
+RERUN_KEYS = ("certified_rerun",)
 
 
 def unread_keys(method: str) -> tuple[str, ...]:
@@ -219,7 +223,10 @@ class AttributionConfig:
     certified_*: the ``certified`` estimator (``attribution/certified.py``): the tolerance of the averaged
       residual (Eq. 9) and of its 95% spread over the random shifts, the tolerance of the predicted relative
       distance of the averaged vector from a rerun, its gradient-evaluation budget per collection (flagged
-      ``budget_exhausted`` when it runs out first) and the points a reference gets in the first pass.
+      ``budget_exhausted`` when it runs out first), the points a reference gets in the first pass, and
+      ``certified_rerun``: the attribute stage estimates every question a second time with other shifts
+      (``attribution.seed`` + 1, the same budget and tolerances) and reports the cosine and relative
+      distance of the two vectors (App. B.4's vector criteria); twice the stage's gradient evaluations.
     max_grad_evals: the most gradient evaluations one question may take, all collections, as
       :meth:`gradient_budget` counts them (references x path pieces x points for IG; a setting above it is
       refused when the config is checked, with ``data.max_tokens`` bounding the pieces, and again when the
@@ -277,6 +284,7 @@ class AttributionConfig:
     certified_vector_tolerance: float = 0.05
     certified_max_evals: int = 2048
     certified_first_nodes: int = 2
+    certified_rerun: bool = False
     max_grad_evals: int = 131072
     path: str = "straight"
     path_block: int = 16

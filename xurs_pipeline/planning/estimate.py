@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from transformers import PretrainedConfig
 
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.config import RootConfig, compare_configs, repeat_config
+from xurs_pipeline.config import RootConfig, compare_configs, repeat_config, rerun_config
 from xurs_pipeline.planning.devices import GIB, Device
 from xurs_pipeline.planning.shapes import ParameterCounts
 
@@ -148,13 +148,14 @@ def attribution_bytes(
 def gradient_evaluations(cfg: RootConfig, questions: int, tokens: int) -> dict[str, int]:
     """Most gradient samples of the attribution stages on ``questions`` prompts of ``tokens`` positions
     (``AttributionConfig.gradient_budget``: EG its samples, IG references x path pieces x quadrature points,
-    kronrod its budget, which it usually undercuts): ``attribute``,
-    ``attribute_repeats`` (one run per ``evaluation.repeat_seeds``, each as :func:`repeat_config` makes it),
-    ``attribute_targets`` (one run per comparison target besides the main one, at the same budget),
-    ``attribute_compare`` (one run per ``evaluation.compare_methods`` entry, none without one: 0) and
-    ``checks`` (the model-randomisation check: the first ``evaluation.randomisation_questions`` explained
-    questions attributed again once per cascade step, the head and ``evaluation.randomisation_blocks``
-    blocks, at the main run's budget; the trained model's attribution is the main run's own)."""
+    kronrod its budget, which it usually undercuts): ``attribute`` (twice with its own rerun,
+    :func:`rerun_config`), ``attribute_repeats`` (one run per ``evaluation.repeat_seeds``, each as
+    :func:`repeat_config` makes it), ``attribute_targets`` (one run per comparison target besides the main
+    one, at the same budget), ``attribute_compare`` (one run per ``evaluation.compare_methods`` entry, none
+    without one: 0) and ``checks`` (the model-randomisation check: the first
+    ``evaluation.randomisation_questions`` explained questions attributed again once per cascade step, the
+    head and ``evaluation.randomisation_blocks`` blocks, at the main run's budget; the trained model's
+    attribution is the main run's own)."""
     a, e = cfg.attribution, cfg.evaluation
 
     def run(at: AttributionConfig, n: int = questions) -> int:
@@ -162,7 +163,7 @@ def gradient_evaluations(cfg: RootConfig, questions: int, tokens: int) -> dict[s
 
     steps = 1 + e.randomisation_blocks if e.randomisation_questions else 0
     return {
-        "attribute": run(a),
+        "attribute": run(a) * (1 if rerun_config(cfg) is None else 2),
         "attribute_repeats": sum(run(repeat_config(cfg, s).attribution) for s in e.repeat_seeds),
         "attribute_targets": sum(t != a.target_fn for t in e.targets) * run(a),
         "attribute_compare": sum(run(other.attribution) for other in compare_configs(cfg).values()),

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from xurs_pipeline.attribution.config import unread_keys
+from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.medqa import split_deviation
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_predictions, read_prompts
 from xurs_pipeline.evaluation.evidence import localisation_by_target
@@ -98,6 +99,7 @@ class Inputs:
     live: dict[str, Any] | None  # clue-free live positions per record; None without a known clue
     check_summary: dict[str, Any]
     endpoints: pd.DataFrame | None
+    rerun_vectors: pd.DataFrame | None = None  # the attribute stage's own rerun (absent where it predates it)
 
 
 def read_inputs(artifacts: Path) -> Inputs:
@@ -120,6 +122,7 @@ def read_inputs(artifacts: Path) -> Inputs:
         else dict(zip(live_frame["record_id"], live_frame["positions"], strict=True)),
         read_json(artifacts / "checks" / "checks.json"),
         _optional_parquet(details / "endpoints.parquet"),
+        _optional_parquet(artifacts / artifact("rerun_vectors").path),
     )
 
 
@@ -149,7 +152,10 @@ def paper_frames(i: Inputs, params: Mapping[str, Any], label: str) -> Frames:
         "fit": (tables.FIT, tables.fit_frame(i.predictions, i.prompts, label)),
         "gates": (tables.GATES, tables.gates_frame(i.gates)),
         "verdicts": (tables.VERDICTS, tables.verdicts_frame(i.checks, i.gates)),
-        "attribution_error": (tables.ATTRIBUTION_ERROR, tables.attribution_error_frame(i.attributions)),
+        "attribution_error": (
+            tables.ATTRIBUTION_ERROR,
+            tables.attribution_error_frame(i.attributions, i.rerun_vectors),
+        ),
     }
 
 

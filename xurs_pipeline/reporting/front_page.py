@@ -17,6 +17,7 @@ import pandas as pd
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from xurs_pipeline.evaluation.vector_stability import vector_figures
 from xurs_pipeline.reporting.clue_card import NullRow, as_number, render_clue_card
 from xurs_pipeline.reporting.clue_card import clue_verdict as null_verdict
 from xurs_pipeline.reporting.html_style import CSS
@@ -96,6 +97,34 @@ class EndpointRow:
 
 
 @dataclass(frozen=True)
+class StageRerun:
+    """App. B.4's vector figures of the main run against the attribute stage's own rerun
+    (``attribution.certified_rerun``: other shifts, the same budget) over ``answers`` explained answers:
+    the cosine's median and smallest, the relative distance's median and largest; None where one is
+    undefined (an all-zero vector), which fails."""
+
+    answers: int
+    cosine_median: float | None
+    cosine_min: float | None
+    distance_median: float | None
+    distance_max: float | None
+
+    @classmethod
+    def of(cls, vectors: pd.DataFrame | None) -> StageRerun | None:
+        """From the stage's ``rerun_vectors.parquet``; None without a rerun (absent or empty)."""
+        if vectors is None or vectors.empty:
+            return None
+        return cls(len(vectors), **vector_figures(vectors))
+
+    @property
+    def passed(self) -> bool:
+        """App. B.4's vector criteria on the medians (as the checks stage reads them against its repeats):
+        cosine >= 0.99 and relative distance <= 0.10."""
+        cos, dist = self.cosine_median, self.distance_median
+        return cos is not None and dist is not None and cos >= 0.99 and dist <= 0.10
+
+
+@dataclass(frozen=True)
 class AttributionError:
     """The main attribution run's error (App. B.4): completeness residual R (Eq. 9) median and max over the
     explained answers, the estimator's largest own error bound, gradient evaluations per question, and the
@@ -109,6 +138,7 @@ class AttributionError:
     grad_evals_per_question: float
     budget_ran_out: tuple[str, ...]
     ran_out_residual: tuple[float, ...] = ()  # the R each of ``budget_ran_out`` reached (largest answer's)
+    rerun: StageRerun | None = None  # the vector figures against the attribute stage's own rerun, if any
 
     @property
     def ran_out(self) -> tuple[tuple[str, float], ...]:
@@ -116,8 +146,9 @@ class AttributionError:
         return tuple(zip(self.budget_ran_out, self.ran_out_residual, strict=True))
 
     @classmethod
-    def of(cls, attributions: pd.DataFrame) -> AttributionError | None:
-        """From the attributions table (``attribution.records.COLUMNS``); None when nothing was explained."""
+    def of(cls, attributions: pd.DataFrame, vectors: pd.DataFrame | None = None) -> AttributionError | None:
+        """From the attributions table (``attribution.records.COLUMNS``) and the stage's
+        ``rerun_vectors.parquet`` (None: no rerun); None when nothing was explained."""
         if attributions.empty:
             return None
         flagged = attributions.loc[attributions["budget_exhausted"].astype(bool)]
@@ -131,6 +162,7 @@ class AttributionError:
             grad_evals_per_question=float(attributions.drop_duplicates("record_id")["grad_evals"].mean()),
             budget_ran_out=tuple(str(r) for r in reached.index),
             ran_out_residual=tuple(float(v) for v in reached),
+            rerun=StageRerun.of(vectors),
         )
 
 
@@ -410,16 +442,25 @@ median {{ g(p.error.residual_median) }}, max {{ g(p.error.residual_max) }}; the 
 error bound {{ g(p.error.error_bound_max) }}.</p>
 {% if p.error.budget_ran_out %}
 <p class="fail">The budget ran out before the tolerance on {{ p.error.budget_ran_out | length }}
-question(s), each with the R it reached:
-{% for q, r in p.error.ran_out %}{{ q }} (R {{ g(r) }}){{ ", " if not loop.last }}{% endfor %}.
-Their attributions carry a larger error (table attribution_error).</p>
+question(s), each with the R it reached; their attributions carry a larger error (table
+attribution_error):</p>
+<ul class="ran-out">
+{% for q, r in p.error.ran_out %}<li class="fail">{{ q }}: budget exhausted at R {{ g(r) }}</li>
+{% endfor %}</ul>
 {% else %}<p class="pass">Every question reached its estimator's tolerance within the budget.</p>{% endif %}
+{% if p.error.rerun %}{% set v = p.error.rerun %}
+<p class="{{ 'pass' if v.passed else 'fail' }}">Against the attribute stage's own rerun (other shifts, the
+same budget: attribution.certified_rerun), App. B.4's vector criteria over {{ v.answers }} answers: cosine
+median {{ f3(v.cosine_median) }} (&ge; 0.99), smallest {{ f3(v.cosine_min) }}; relative distance median
+{{ f3(v.distance_median) }} (&le; 0.10), largest {{ f3(v.distance_max) }} (per answer: table
+attribution_error).</p>
+{% endif %}
 {% for name, cos, dist in p.rerun_vectors %}
 <p class="{{ 'pass' if cos >= 0.99 and dist <= 0.10 else 'fail' }}">Against the rerun {{ name }}
 (App. B.4's vector criteria): median cosine {{ f3(cos) }} (&ge; 0.99), median relative distance
 {{ f3(dist) }} (&le; 0.10).</p>
-{% else %}<p class="note">No rerun: the vector criteria (cosine, relative distance) were not measured
-(evaluation.repeat_seeds).</p>
+{% else %}{% if not p.error.rerun %}<p class="note">No rerun: the vector criteria (cosine, relative distance)
+were not measured (attribution.certified_rerun, evaluation.repeat_seeds).</p>{% endif %}
 {% endfor %}
 {% else %}<p class="note">Nothing was attributed.</p>{% endif %}
 </section>

@@ -52,9 +52,25 @@ def train_headline(summary: Mapping[str, Any]) -> dict[str, Any]:
 def attribute_headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """The completeness residual R (Eq. 9) over the explained questions, largest and median (App. B.4 bounds
     both), and how many questions' estimators ran out of budget before their tolerance (each named, with
-    the R it reached, in the detail file and the report)."""
+    the R it reached, in the detail file and the report); with the stage's own rerun
+    (``attribution.certified_rerun``) App. B.4's vector figures against it over the explained answers: the
+    cosine's median and smallest (``cos_median``, ``cos_min``; >= 0.99) and the relative distance's median
+    and largest (``dist_median``, ``dist_max``; <= 0.10), None where one is undefined."""
     exhausted = len(metrics.get("budget_exhausted", []))
-    return {"R_max": metrics["residual_max"], "R_median": metrics["residual_median"], "exhausted": exhausted}
+    headline = {"R_max": metrics["residual_max"], "R_median": metrics["residual_median"]}
+    headline["exhausted"] = exhausted
+    if "rerun_answers" in metrics:
+        headline |= {short: metrics[f"rerun_{name}"] for short, name in VECTOR_FIGURES.items()}
+    return headline
+
+
+# the attribute headline's vector figures -> their names in the stage's metrics.json (``rerun_<name>``)
+VECTOR_FIGURES = {
+    "cos_median": "cosine_median",
+    "cos_min": "cosine_min",
+    "dist_median": "distance_median",
+    "dist_max": "distance_max",
+}
 
 
 def rerun_headline(checks: Sequence[Any], reruns: Sequence[str]) -> dict[str, float | None]:

@@ -250,7 +250,9 @@ ATTRIBUTION_ERROR = TableSpec(
     "bound (kronrod: quadrature bound; EG: 95% half-width; IG: mean per-reference residual), gradient "
     "evaluations, path roughness (total variation of F along the paths over the net change) and whether "
     "the budget ran out before the tolerance. Rows whose budget ran out come first: they are named, "
-    "never averaged away.",
+    "never averaged away. With the attribute stage's own rerun (attribution.certified_rerun: other shifts, "
+    "the same budget), App. B.4's cosine and relative distance of the answer's vector against the rerun's "
+    "(a dash without one).",
     [
         Column("record_id", "Question", align="l"),
         Column("target", "Answer"),
@@ -260,22 +262,31 @@ ATTRIBUTION_ERROR = TableSpec(
         Column("grad_evals", "Gradient evaluations"),
         Column("roughness", "Roughness", fmt_float(2)),
         Column("budget", "Budget", align="l"),
+        Column("rerun_cosine", "Cosine vs rerun", fmt_float(4)),
+        Column("rerun_distance", "Distance vs rerun", fmt_float(4)),
     ],
 )
 
 
-def attribution_error_frame(attributions: pd.DataFrame) -> pd.DataFrame:
+def attribution_error_frame(attributions: pd.DataFrame, vectors: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per explained (record_id, target) of the main run with its error columns
-    (:data:`ATTRIBUTION_ERROR`); questions whose budget ran out first, then by R, largest first."""
+    (:data:`ATTRIBUTION_ERROR`) and its vector figures against the attribute stage's own rerun
+    (``vectors``: its ``rerun_vectors.parquet``; NaN without one); questions whose budget ran out first,
+    then by R, largest first."""
     if attributions.empty:
         return pd.DataFrame()
     rows = attributions.assign(
         exhausted=attributions["budget_exhausted"].astype(bool),
         budget=np.where(attributions["budget_exhausted"].astype(bool), "RAN OUT", "met"),
     )
+    figures = ["record_id", "target", "cosine", "relative_distance"]
+    compared = vectors[figures] if vectors is not None else pd.DataFrame(columns=figures)
+    compared = compared.rename(columns={"cosine": "rerun_cosine", "relative_distance": "rerun_distance"})
+    compared = compared.astype({"target": rows["target"].dtype})
+    rows = rows.merge(compared, on=["record_id", "target"], how="left")
     rows = rows.sort_values(["exhausted", "residual"], ascending=[False, False], kind="stable")
     keep = ["record_id", "target", "method", "residual", "error_bound", "grad_evals", "roughness", "budget"]
-    return rows[keep].reset_index(drop=True)
+    return rows[[*keep, "rerun_cosine", "rerun_distance"]].reset_index(drop=True)
 
 
 def targets_frame(

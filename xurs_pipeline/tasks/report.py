@@ -167,6 +167,13 @@ def _plots_not_drawn(index: dict) -> tuple[Link, ...]:
     )
 
 
+def _rerun_vectors(cfg: RootConfig) -> pd.DataFrame | None:
+    """The attribute stage's vector figures against its own rerun; None where the file predates them."""
+    vectors = artifact("rerun_vectors")
+    path = vectors.at(cfg.paths)
+    return read_parquet(path, vectors.provenance(), vectors.columns) if path.is_file() else None
+
+
 def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, dict[str, str]]:
     """The front page's inputs from the artifacts (predict, mask_eval, prepare, the main run's
     ``attributions``) and ``<results>/tables``
@@ -191,7 +198,7 @@ def front_page(cfg: RootConfig, attributions: pd.DataFrame) -> tuple[FrontPage, 
         ),
         skipped=tuple(Link(name, "", why) for name, why in index.get("skipped", {}).items()),
         plots=_plot_links(index),
-        error=AttributionError.of(attributions),
+        error=AttributionError.of(attributions, _rerun_vectors(cfg)),
         references=references(cfg),
         clue=ClueRow.of(checked.get("localisation") or {}),
         tolerance=(cfg.evaluation.numerics.residual_center_max, cfg.evaluation.numerics.max_residual_max),
