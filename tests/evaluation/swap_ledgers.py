@@ -76,7 +76,8 @@ def through_scored(hand: pd.DataFrame) -> pd.DataFrame:
             CueReading((0.0, 0.0), (float(t == 1), float(t == 2))).row(m, role, rid)
             for m, role, rid, t in zip(part["method"], part["role"], probe, part["top"], strict=True)
         ]
-        dependence = part.assign(record_id=probe).drop_duplicates(["role", "record_id"])
+        dependence = part.assign(record_id=probe, share_1=(part["depends_on"] == 1).astype(float))
+        dependence = dependence.drop_duplicates(["role", "record_id"])
         order = dict(zip(probe, part["order"], strict=True))
         studies[label] = scored(
             pd.DataFrame(readings, columns=list(COLUMNS)), dependence, order, CLEAR_MARGIN

@@ -21,6 +21,7 @@ from xurs_pipeline.evaluation.swap.behaviour import cue_dependence, edit_widths
 from xurs_pipeline.evaluation.swap.faithfulness import (
     FaithfulnessInputs,
     faithfulness_metrics,
+    models_learned,
     scored,
     study_faithfulness,
     validity,
@@ -125,13 +126,15 @@ def as_trained(probes):
 
 
 def test_models_that_did_not_learn_their_cues_leave_no_yardstick_judging() -> None:
-    dependence = pd.DataFrame({"yardstick": list(YARDSTICKS), "depends_on": 1, "as_trained": True})
-    planted = dict.fromkeys(YARDSTICKS, True)
     learned = {"A": {"accuracy_own_cue": plan.MODELS_LEARNED}, "B": {"accuracy_own_cue": 1.0}}
-    assert all(v["judges"] for v in validity(dependence, planted, learned).values())
+    assert models_learned(learned)
     learned["A"]["accuracy_own_cue"] = plan.MODELS_LEARNED - 0.01
-    assert not any(v["judges"] for v in validity(dependence, planted, learned).values())
-    result = judged(ledger(), judges=False)
+    assert not models_learned(learned)
+    rows = ledger()
+    planted = dict.fromkeys(YARDSTICKS, True)
+    assert all(v["judges"] for v in validity(rows, planted, True).values())
+    assert not any(v["judges"] for v in validity(rows, planted, False).values())
+    result = judged(rows, judges=False)
     assert "does not judge" in result["methods"]["follows"]["reasons"][0]
 
 
@@ -163,6 +166,7 @@ def test_a_reading_without_a_yardsticks_dependence_is_refused(probes) -> None:
             "record_id": [probes[0].record_id],
             "depends_on": 1,
             "margin": 1.0,
+            "share_1": 1.0,
         }
     )
     with pytest.raises(ValueError, match="without every yardstick's dependence"):
@@ -175,7 +179,14 @@ def test_a_cue_is_ranked_by_its_summed_magnitude() -> None:
     """The plan's cue score: one strong token of cue 2 (best) against two moderate ones of cue 1 (total)."""
     reading = CueReading(best=(0.4, 0.6), total=(0.8, 0.6)).row("m", "A", "p")
     dependence = pd.DataFrame(
-        {"yardstick": plan.JUDGE, "role": "A", "record_id": ["p"], "depends_on": 1, "margin": 1.0}
+        {
+            "yardstick": plan.JUDGE,
+            "role": "A",
+            "record_id": ["p"],
+            "depends_on": 1,
+            "margin": 1.0,
+            "share_1": 1.0,
+        }
     )
     rows = scored(pd.DataFrame([reading], columns=list(COLUMNS)), dependence, {"p": 1}, 0.2)
     assert rows["top"].tolist() == [1]

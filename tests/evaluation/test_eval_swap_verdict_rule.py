@@ -140,13 +140,11 @@ def test_a_method_failing_one_model_and_order_cell_fails() -> None:
 
 def test_a_yardstick_whose_validation_fails_gives_no_verdict() -> None:
     rows = through_scored(ledger())
-    dependence = pd.DataFrame({"yardstick": list(YARDSTICKS), "depends_on": 1, "as_trained": True})
-    learned = {role: {"accuracy_own_cue": 1.0} for role in "AB"}
+    others = pd.concat([rows.assign(yardstick=y) for y in YARDSTICKS])
     planted = {y: y != plan.JUDGE for y in YARDSTICKS}  # the text edits misread a planted text model
-    yardsticks = validity(dependence, planted, learned)
+    yardsticks = validity(others, planted, learned=True)
     assert [y for y, v in yardsticks.items() if v["judges"]] == [y for y in YARDSTICKS if y != plan.JUDGE]
     # the other yardsticks validate, but none stands in for the judge, and neither do the labels
-    others = pd.concat([rows.assign(yardstick=y) for y in YARDSTICKS])
     result = faithfulness(others, yardsticks, NO_PLANTED, 0.95)
     for name in ("follows", "rule", "always_1"):
         assert result["methods"][name]["verdict"] == "no verdict"

@@ -101,8 +101,16 @@ def recovery(probes: Sequence[QuestionRecord]) -> pd.DataFrame:
         for yardstick in YARDSTICKS:
             found = dependence(yardstick_widths(probes, model.widths, yardstick), "A", yardstick)
             k = int((found["depends_on"] == model.truth).sum())
-            rows.append({"yardstick": yardstick, "planted": model.name, "kind": model.kind, "k": k,
-                         "n": len(found), "recovered": k == len(found)})
+            rows.append(
+                {
+                    "yardstick": yardstick,
+                    "planted": model.name,
+                    "kind": model.kind,
+                    "k": k,
+                    "n": len(found),
+                    "recovered": k == len(found),
+                }
+            )
     return pd.DataFrame(rows)
 
 
