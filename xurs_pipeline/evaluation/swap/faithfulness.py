@@ -176,7 +176,7 @@ def validity(rows: pd.DataFrame, planted: dict[str, bool], learned: bool) -> dic
     for y in YARDSTICKS:
         part = one_method(rows)
         decided = part[(part["yardstick"] == y) & (part["depends_on"] > 0)]
-        as_trained = 1.0 - float(decided["departs"].mean()) if len(decided) else float("nan")
+        as_trained = float((~decided["departs"].astype(bool)).mean()) if len(decided) else float("nan")
         out[y] = {
             "planted": bool(planted[y]),
             "models_learned": learned,

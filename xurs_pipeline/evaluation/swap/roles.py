@@ -27,11 +27,6 @@ class Role:
     seed_offset: int
     artifact: str
 
-    @property
-    def cue_index(self) -> int:
-        """The learned cue as an index into the two cues (0 or 1)."""
-        return self.cue - 1
-
     def classifier_dir(self, paths: Any) -> Path:
         from xurs_pipeline.contracts import artifact
 

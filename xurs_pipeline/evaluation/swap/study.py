@@ -2,7 +2,7 @@
 
 One reading per (method, run, probe) (``readings.py``) with its cue measures computed once
 (``measures.with_cue_measures``); from them: each ranking's study (``measures.swap_summary``) and the swap
-test's verdict, and the headline; the one ledger of every compared method and baseline against what each
+and the headline; the one ledger of every compared method and baseline against what each
 model does (``faithfulness.py``), from which its verdict and each method's description
 (``agreement.descriptions``) are read. Besides them: what each model depends on (``behaviour.py``), how often
 it behaves as trained, each role's accuracy by which cue resolves the question (``inputs.role_accuracy``) and
@@ -42,7 +42,6 @@ from xurs_pipeline.evaluation.swap.inputs import (
 )
 from xurs_pipeline.evaluation.swap.measures import (
     RANKINGS,
-    follows_learned_cue,
     ranking_frame,
     swap_summary,
     with_cue_measures,
@@ -164,12 +163,10 @@ def readings(inputs: StudyInputs, probes: ProbeSet) -> pd.DataFrame:
 
 
 def _trained_readings(measured: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
-    """The trained runs' readings of the compared ``methods``, by role and then in the listed method order."""
+    """The trained runs' readings of the compared ``methods``, in the listed method order."""
     trained = measured[~measured["run"].map(lambda r: RUNS[r].randomised) & measured["method"].isin(methods)]
     order = {m: i for i, m in enumerate(methods)}
-    return trained.sort_values(
-        ["role", "method"], key=lambda c: c.map(order) if c.name == "method" else c, kind="stable"
-    )
+    return trained.sort_values("method", key=lambda c: c.map(order), kind="stable")
 
 
 def run_study(inputs: StudyInputs) -> StudyResult:
@@ -179,20 +176,17 @@ def run_study(inputs: StudyInputs) -> StudyResult:
     scores = ranking_frame(measured)
     explained = [k for k in RANKINGS if (scores["ranking"] == k).any()]  # no randomised runs under "none"
     studies = {k: swap_summary(scores, k, ev.bootstrap_resamples, ev.confidence, ev.seed) for k in explained}
-    for result in studies.values():
-        result["follows_training_rule"] = follows_learned_cue(result)
     if "randomised" in studies:  # re-initialised: the head, or it and the tuned blocks
         studies["randomised"]["scope"] = ev.swap_randomise
-    behaviour = model_behaviour(inputs)
+    readers = width_readers(inputs)
+    behaviour = model_behaviour(inputs.records, readers)
     trained = _trained_readings(measured, ev.swap_methods)
     accuracy = {
         name: role_test_accuracy(cfg, inputs.prompts, inputs.models[name], role.cue)
         for name, role in ROLES.items()
     }
     ledger, faithful = study_faithfulness(
-        FaithfulnessInputs(
-            inputs.records, width_readers(inputs), behaviour, trained, dict(probes.cues), accuracy
-        ),
+        FaithfulnessInputs(inputs.records, readers, behaviour, trained, dict(probes.cues), accuracy),
         ev.swap_clear_margin,
         ev.confidence,
         ev.swap_layer_ig_steps,
@@ -220,12 +214,9 @@ def width_readers(inputs: StudyInputs) -> dict[str, WidthReader]:
     return out
 
 
-def model_behaviour(inputs: StudyInputs) -> pd.DataFrame:
+def model_behaviour(records: list[QuestionRecord], readers: dict[str, WidthReader]) -> pd.DataFrame:
     """Per (role, probe): the label's width under the text edits and the cue the model depends on."""
-    frames = [
-        cue_dependence(edit_widths(inputs.records, reader), role)
-        for role, reader in width_readers(inputs).items()
-    ]
+    frames = [cue_dependence(edit_widths(records, reader), role) for role, reader in readers.items()]
     return pd.concat(frames, ignore_index=True)
 
 
