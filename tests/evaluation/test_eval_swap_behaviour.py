@@ -12,10 +12,9 @@ from swap_ledgers import judged
 
 from xurs_pipeline.data.synthetic.swap import generate_swap
 from xurs_pipeline.evaluation.swap import plan
-from xurs_pipeline.evaluation.swap.agreement import descriptions
+from xurs_pipeline.evaluation.swap.agreement import behaves_as_trained, descriptions
 from xurs_pipeline.evaluation.swap.behaviour import (
     EDITS,
-    behaves_as_trained,
     cue_dependence,
     edit_widths,
     edited_records,
@@ -73,11 +72,10 @@ def test_a_model_that_reads_only_cue_1_depends_on_cue_1_on_every_probe(probes) -
     a = cue_dependence(edit_widths(probes, reading((1.0, 0.0))), "A")
     assert (a["depends_on"] == 1).all()
     assert (a["margin"] == 1.0).all()
-    assert a["as_trained"].all()
     assert a["effect_1"].to_numpy() == pytest.approx(0.4)  # (|0.1 - 0.5| + |0.9 - 0.5|) / 2
-    b = cue_dependence(edit_widths(probes, reading((1.0, 0.0))), "B")
-    assert not b["as_trained"].any()  # trained on cue 2, reads cue 1
-    assert behaves_as_trained(pd.concat([a, b])) == {
+    b = cue_dependence(edit_widths(probes, reading((1.0, 0.0))), "B")  # trained on cue 2, reads cue 1
+    tops = {"m": {(role, p.record_id): 1 for role in "AB" for p in probes}}
+    assert behaves_as_trained(ledger_of(tops, pd.concat([a, b]))) == {
         "A": {"k": len(probes), "n": len(probes), "share": 1.0},
         "B": {"k": 0, "n": len(probes), "share": 0.0},
     }
@@ -86,12 +84,10 @@ def test_a_model_that_reads_only_cue_1_depends_on_cue_1_on_every_probe(probes) -
 def test_a_model_that_reads_both_cues_depends_on_the_stronger_by_its_margin(probes) -> None:
     both = cue_dependence(edit_widths(probes, reading((0.3, 0.7))), "B")
     assert (both["depends_on"] == 2).all()
-    assert both["as_trained"].all()
     assert both["margin"].to_numpy() == pytest.approx(0.4)  # |0.3 - 0.7| / (0.3 + 0.7)
     assert both["share_1"].to_numpy() == pytest.approx(0.3)
     tie = cue_dependence(edit_widths(probes, reading((0.5, 0.5))), "A")
     assert (tie["depends_on"] == 0).all()
-    assert not tie["as_trained"].any()
 
 
 def test_a_non_probe_is_refused(probes) -> None:
@@ -100,9 +96,8 @@ def test_a_non_probe_is_refused(probes) -> None:
         edited_records(case)
 
 
-def described(tops: dict[str, dict[tuple[str, str], int]], behaviour: pd.DataFrame) -> dict:
-    """method -> (role, probe) -> the cue it ranks first, against the behaviour as the judge: the methods'
-    descriptions read off the ledger (``agreement.descriptions``)."""
+def ledger_of(tops: dict[str, dict[tuple[str, str], int]], behaviour: pd.DataFrame) -> pd.DataFrame:
+    """method -> (role, probe) -> the cue it ranks first, against the behaviour as the judge: the ledger."""
     rows = [
         CueReading((0.0, 0.0), (float(t == 1), float(t == 2)), 1).row(m, role, rid)
         for m, by in tops.items()
@@ -110,7 +105,12 @@ def described(tops: dict[str, dict[tuple[str, str], int]], behaviour: pd.DataFra
     ]
     readings = pd.DataFrame(rows, columns=list(COLUMNS))
     order = dict.fromkeys(readings["record_id"], 1)
-    ledger = scored(readings, behaviour.assign(yardstick=plan.JUDGE), order, clear_margin=0.2)
+    return scored(readings, behaviour.assign(yardstick=plan.JUDGE), order, clear_margin=0.2)
+
+
+def described(tops: dict[str, dict[tuple[str, str], int]], behaviour: pd.DataFrame) -> dict:
+    """The methods' descriptions read off :func:`ledger_of` (``agreement.descriptions``)."""
+    ledger = ledger_of(tops, behaviour)
     return descriptions(ledger, judged(ledger), 0.95)
 
 

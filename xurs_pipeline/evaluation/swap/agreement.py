@@ -22,6 +22,7 @@ import pandas as pd
 from scipy import stats
 
 from xurs_pipeline.evaluation.swap import plan
+from xurs_pipeline.evaluation.swap.faithfulness import one_method
 from xurs_pipeline.evaluation.swap.measures import wilson
 from xurs_pipeline.evaluation.swap.readings import COSTS
 from xurs_pipeline.evaluation.swap.roles import ROLES, TRAINING_CUE
@@ -70,6 +71,17 @@ def description(rows: pd.DataFrame, cells: dict[str, Any], confidence: float) ->
     constant = len(pairs) < 3 or pairs.nunique().min() < 2
     out["spearman"] = float("nan") if constant else float(stats.spearmanr(pairs).statistic)
     out.update({f"{cost}_median": float(rows[cost].median()) for cost in COSTS})
+    return out
+
+
+def behaves_as_trained(rows: pd.DataFrame) -> dict[str, dict[str, float | int]]:
+    """Per role: on how many probes the judge (``plan.JUDGE``) names the cue the model was trained on (k of
+    n, share), from one method's rows of the ledger."""
+    judge = one_method(rows)
+    out = {}
+    for role, part in judge[judge["yardstick"] == plan.JUDGE].groupby("role", sort=True):
+        k, n = int((part["depends_on"] == TRAINING_CUE[str(role)]).sum()), len(part)
+        out[str(role)] = {"k": k, "n": n, "share": k / n if n else float("nan")}
     return out
 
 

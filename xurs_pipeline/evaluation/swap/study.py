@@ -21,10 +21,9 @@ import pandas as pd
 from xurs_pipeline.attribution.model import model_device
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.data.records import QuestionRecord
-from xurs_pipeline.evaluation.swap.agreement import descriptions
+from xurs_pipeline.evaluation.swap.agreement import behaves_as_trained, descriptions
 from xurs_pipeline.evaluation.swap.behaviour import (
     WidthReader,
-    behaves_as_trained,
     cue_dependence,
     edit_widths,
     label_widths,
@@ -194,7 +193,7 @@ def run_study(inputs: StudyInputs) -> StudyResult:
     summary = {
         "studies": studies,
         "methods": descriptions(ledger, faithful, ev.confidence),
-        "behaves_as_trained": behaves_as_trained(behaviour),
+        "behaves_as_trained": behaves_as_trained(ledger),
         "clear_margin": ev.swap_clear_margin,
         "accuracy": accuracy,
         "faithfulness": faithful,
