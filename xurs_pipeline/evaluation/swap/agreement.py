@@ -12,6 +12,8 @@ Per method:
   followed (a share of every probe, with its Wilson interval);
 - ``spearman``: Spearman's rank correlation between the method's cue-1 share and the yardstick's over every
   (model, probe) pair; the median cost per probe (``readings.COSTS``).
+
+Per model (:func:`behaves_as_trained`): on how many probes the judge names the cue its labels followed.
 """
 
 from __future__ import annotations
