@@ -35,7 +35,7 @@ from xurs_pipeline.data.schema import read_prompts
 from xurs_pipeline.data.synthetic.swap import cue_order, relabel_by_cue
 from xurs_pipeline.evaluation.swap.behaviour import cue_dependence, edit_widths, label_widths
 from xurs_pipeline.evaluation.swap.inputs import role_accuracy, role_test_records
-from xurs_pipeline.evaluation.swap.roles import ROLES
+from xurs_pipeline.evaluation.swap.roles import ROLES, TRAINING_CUE
 from xurs_pipeline.models.checkpoint import load_classifier
 from xurs_pipeline.runs.training import fit_into, training_run
 from xurs_pipeline.train.predict import classifier_outputs
@@ -76,6 +76,7 @@ def behaviour_by_order(cfg, prompts: pd.DataFrame, loaded, role: str) -> dict[st
         model, tokenizer, cfg.data.max_tokens, cfg.train.eval_batch_size, model_device(model)
     )
     dep = cue_dependence(edit_widths(records, reader), role)
+    dep["as_trained"] = dep["depends_on"] == TRAINING_CUE[role]
     dep["order"] = dep["record_id"].map(order)
     out = {"pooled": f"{int(dep['as_trained'].sum())}/{len(dep)}"}
     for k, part in dep.groupby("order"):

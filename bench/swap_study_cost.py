@@ -53,9 +53,9 @@ def parts(cfg, inputs, probes) -> tuple[dict[str, Callable[[int], object]], dict
         calls[f"method {method}"] = lambda _, c=config: [
             model_readings(inputs.models[role][0], name, probes, c) for name, role in trained
         ]
-    calls["yardstick text_edits (behaviour)"] = lambda _: model_behaviour(inputs)
-    evals["yardstick text_edits (behaviour)"] = "5"
     readers = width_readers(inputs)
+    calls["yardstick text_edits (behaviour)"] = lambda _: model_behaviour(inputs.records, readers)
+    evals["yardstick text_edits (behaviour)"] = "5"
     for y in YARDSTICKS[1:]:
         calls[f"yardstick {y}"] = lambda _, y=y: [
             yardstick_widths(inputs.records, r, y) for r in readers.values()

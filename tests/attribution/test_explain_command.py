@@ -600,7 +600,7 @@ def test_compare_puts_a_second_method_beside_the_first_on_the_page(project, monk
     assert "\ncompared with eg:\n" in out
     page = (project / "compare.html").read_text()
     section = page[page.index('<section id="methods">') :]
-    assert "follows the model on 140 of 149 clear probes: passes" in section
+    assert "follows the model on 140 of 149 clear probes: meets the agreement marks" in section
     assert "<strong>eg</strong>: not compared on the swap control" in section
 
 

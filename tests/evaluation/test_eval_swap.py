@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xurs_pipeline.evaluation.swap.measures import follows_learned_cue as passes
 from xurs_pipeline.evaluation.swap.measures import swap_summary, wilson, with_cue_measures
 from xurs_pipeline.evaluation.swap.readings import token_reading
 
@@ -86,7 +85,7 @@ def test_wilson_interval_matches_the_closed_form() -> None:
     assert (got.low, got.high) == pytest.approx((centre - half, centre + half), abs=1e-9)
 
 
-def test_planted_attribution_passes() -> None:
+def test_a_planted_attribution_ranks_the_learned_cue_first() -> None:
     frame, cues = _magnitudes(_planted)
     summary = swap_summary(score_frame(frame, cues), "trained", resamples=2000)
     assert summary["swap_accuracy"] == 1.0
@@ -94,10 +93,9 @@ def test_planted_attribution_passes() -> None:
     assert summary["swap_ci_low"] > 0.85  # Wilson lower bound of 32 of 32
     assert summary["share_ci_low"] > 0.8
     assert summary["share_difference"] > 0.9
-    assert passes(summary)
 
 
-def test_a_model_independent_ranking_cannot_pass() -> None:
+def test_a_model_independent_ranking_scores_one_half() -> None:
     """Identical magnitudes under both models (what the input-only ranking gives): pooled accuracy
     exactly 1/2 and no share difference, whatever the magnitudes."""
 
@@ -114,19 +112,17 @@ def test_a_model_independent_ranking_cannot_pass() -> None:
     summary = swap_summary(score_frame(pd.DataFrame(rows), {f"q{i}": CUES for i in range(16)}), "input_only")
     assert summary["swap_accuracy"] == 0.5
     assert summary["share_difference"] == 0.0
-    assert not passes(summary)
     frame, cues = _magnitudes(same)
     summary = swap_summary(score_frame(frame, cues), "trained", resamples=2000)
     assert summary["swap_accuracy"] == 0.5
     assert summary["swap_accuracy_A"] == 1.0
     assert summary["swap_accuracy_B"] == 0.0
-    assert not passes(summary)
+    assert summary["share_ci_low"] <= 0.0 <= summary["share_ci_high"]
 
 
-def test_a_randomised_run_does_not_pass() -> None:
+def test_a_randomised_run_sits_at_chance() -> None:
     """Magnitudes that ignore the cues (a re-initialised head's, at chance): the swap accuracy's interval
-    holds 1/2 and the test fails."""
+    holds 1/2."""
     frame, cues = _magnitudes(lambda role, rng: rng.uniform(0, 1, 12), ranking="randomised")
     summary = swap_summary(score_frame(frame, cues), "randomised", resamples=2000)
     assert summary["swap_ci_low"] <= 0.5 <= summary["swap_ci_high"]
-    assert not passes(summary)

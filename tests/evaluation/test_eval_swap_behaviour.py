@@ -8,17 +8,19 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from swap_ledgers import judged
 
 from xurs_pipeline.data.synthetic.swap import generate_swap
-from xurs_pipeline.evaluation.swap.agreement import comparison, scored
+from xurs_pipeline.evaluation.swap import plan
+from xurs_pipeline.evaluation.swap.agreement import behaves_as_trained, descriptions
 from xurs_pipeline.evaluation.swap.behaviour import (
     EDITS,
-    behaves_as_trained,
     cue_dependence,
     edit_widths,
     edited_records,
 )
-from xurs_pipeline.evaluation.swap.measures import with_cue_measures
+from xurs_pipeline.evaluation.swap.faithfulness import scored
+from xurs_pipeline.evaluation.swap.readings import COLUMNS, CueReading
 
 CUE = re.compile(r"The (blood|urine) test is positive for ([^.]+)\.")
 
@@ -70,11 +72,10 @@ def test_a_model_that_reads_only_cue_1_depends_on_cue_1_on_every_probe(probes) -
     a = cue_dependence(edit_widths(probes, reading((1.0, 0.0))), "A")
     assert (a["depends_on"] == 1).all()
     assert (a["margin"] == 1.0).all()
-    assert a["as_trained"].all()
     assert a["effect_1"].to_numpy() == pytest.approx(0.4)  # (|0.1 - 0.5| + |0.9 - 0.5|) / 2
-    b = cue_dependence(edit_widths(probes, reading((1.0, 0.0))), "B")
-    assert not b["as_trained"].any()  # trained on cue 2, reads cue 1
-    assert behaves_as_trained(pd.concat([a, b])) == {
+    b = cue_dependence(edit_widths(probes, reading((1.0, 0.0))), "B")  # trained on cue 2, reads cue 1
+    tops = {"m": {(role, p.record_id): 1 for role in "AB" for p in probes}}
+    assert behaves_as_trained(ledger_of(tops, pd.concat([a, b]))) == {
         "A": {"k": len(probes), "n": len(probes), "share": 1.0},
         "B": {"k": 0, "n": len(probes), "share": 0.0},
     }
@@ -83,12 +84,10 @@ def test_a_model_that_reads_only_cue_1_depends_on_cue_1_on_every_probe(probes) -
 def test_a_model_that_reads_both_cues_depends_on_the_stronger_by_its_margin(probes) -> None:
     both = cue_dependence(edit_widths(probes, reading((0.3, 0.7))), "B")
     assert (both["depends_on"] == 2).all()
-    assert both["as_trained"].all()
     assert both["margin"].to_numpy() == pytest.approx(0.4)  # |0.3 - 0.7| / (0.3 + 0.7)
     assert both["share_1"].to_numpy() == pytest.approx(0.3)
     tie = cue_dependence(edit_widths(probes, reading((0.5, 0.5))), "A")
     assert (tie["depends_on"] == 0).all()
-    assert not tie["as_trained"].any()
 
 
 def test_a_non_probe_is_refused(probes) -> None:
@@ -97,24 +96,22 @@ def test_a_non_probe_is_refused(probes) -> None:
         edited_records(case)
 
 
-def _readings(method: str, tops: dict[tuple[str, str], int]) -> pd.DataFrame:
-    return with_cue_measures(
-        pd.DataFrame(
-            [
-                {
-                    "method": method,
-                    "role": role,
-                    "record_id": rid,
-                    "top": top,
-                    "share_1": 1.0 if top == 1 else 0.0,
-                    "evals": 1,
-                    "forwards": 1,
-                    "grad_evals": 0,
-                }
-                for (role, rid), top in tops.items()
-            ]
-        )
-    )
+def ledger_of(tops: dict[str, dict[tuple[str, str], int]], behaviour: pd.DataFrame) -> pd.DataFrame:
+    """method -> (role, probe) -> the cue it ranks first, against the behaviour as the judge: the ledger."""
+    rows = [
+        CueReading((0.0, 0.0), (float(t == 1), float(t == 2)), 1).row(m, role, rid)
+        for m, by in tops.items()
+        for (role, rid), t in by.items()
+    ]
+    readings = pd.DataFrame(rows, columns=list(COLUMNS))
+    order = dict.fromkeys(readings["record_id"], 1)
+    return scored(readings, behaviour.assign(yardstick=plan.JUDGE), order, clear_margin=0.2)
+
+
+def described(tops: dict[str, dict[tuple[str, str], int]], behaviour: pd.DataFrame) -> dict:
+    """The methods' descriptions read off :func:`ledger_of` (``agreement.descriptions``)."""
+    ledger = ledger_of(tops, behaviour)
+    return descriptions(ledger, judged(ledger), 0.95)
 
 
 def test_agreement_describes_a_method_that_follows_behaviour_and_model_independent_ones(probes) -> None:
@@ -129,14 +126,12 @@ def test_agreement_describes_a_method_that_follows_behaviour_and_model_independe
     )
     keys = [(role, p.record_id) for role in ("A", "B") for p in probes]
     rng = np.random.default_rng(0)
-    readings = pd.concat(
-        [
-            _readings("faithful", {k: 1 if k[0] == "A" else 2 for k in keys}),
-            _readings("input_only", dict.fromkeys(keys, 1)),
-            _readings("random", {k: int(rng.integers(1, 3)) for k in keys}),
-        ]
-    )
-    result = comparison(scored(readings, behaviour, clear_margin=0.2))
+    tops = {
+        "faithful": {k: 1 if k[0] == "A" else 2 for k in keys},
+        "input_only": dict.fromkeys(keys, 1),
+        "random": {k: int(rng.integers(1, 3)) for k in keys},
+    }
+    result = described(tops, behaviour)
     assert result["faithful"]["agreement_clear"] == 1.0
     assert result["faithful"]["spearman"] == pytest.approx(1.0)
     assert result["input_only"]["agreement"] == 0.5
@@ -144,6 +139,7 @@ def test_agreement_describes_a_method_that_follows_behaviour_and_model_independe
     assert result["input_only"]["agreement_B"] == 0.0
     assert "passes" not in result["faithful"]  # no second verdict beside the plan's
     assert result["faithful"]["swap"] == 1.0  # here behaviour and the training rule coincide
+    assert result["faithful"]["evals_median"] == 1.0
 
 
 def test_agreement_follows_behaviour_where_it_departs_from_the_training_rule(probes) -> None:
@@ -151,7 +147,6 @@ def test_agreement_follows_behaviour_where_it_departs_from_the_training_rule(pro
     model and fails the training-rule swap accuracy."""
     behaviour = pd.concat([cue_dependence(edit_widths(probes, reading((1.0, 0.0))), role) for role in "AB"])
     keys = [(role, p.record_id) for role in ("A", "B") for p in probes]
-    result = comparison(scored(_readings("m", dict.fromkeys(keys, 1)), behaviour, clear_margin=0.2))["m"]
+    result = described({"m": dict.fromkeys(keys, 1)}, behaviour)["m"]
     assert result["agreement"] == 1.0
-    assert result["swap"] == 0.5
-    assert result["swap_B"] == 0.0
+    assert (result["swap_k"], result["swap_n"]) == (len(probes), 2 * len(probes))

@@ -28,7 +28,7 @@ TINY = [
     "attribution.max_questions=3",
 ]
 pytestmark = [pytest.mark.slow, pytest.mark.second_job]  # a two-seed sweep (CI's second job: pyproject.toml)
-MEASURES = ("swap", "swap_low", "agreement", "agreement_low", "agreement_clear", "agreement_clear_low")
+MEASURES = ("swap", "swap_low", "agreement", "agreement_low")
 
 
 @pytest.fixture(scope="module")

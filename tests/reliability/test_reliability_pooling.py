@@ -141,7 +141,7 @@ def test_impossible_counts_are_refused(tmp_path, capsys, edit, words):
 
 
 def test_a_measure_without_probes_is_pooled_as_none(tmp_path, capsys):
-    """A method's measure of a role with no probes has no k and n (``swap_agreement.method_summary``)."""
+    """A method's measure of a role with no probes has no k and n (``swap.agreement.descriptions``)."""
     partial = study((25, 28))
     for c in "kn":
         partial["methods"]["paper"].pop(f"agreement_B_{c}")

@@ -35,14 +35,16 @@ def _pooled_sweep() -> dict[str, tuple[int, int, bool]]:
 
 def test_the_findings_are_the_swap_sweeps_pooled_clear_agreement() -> None:
     table = _pooled_sweep()
-    assert {m: (f.k, f.n, f.passes) for m, f in FINDINGS.items()} == {
+    assert {m: (f.k, f.n, f.meets_marks) for m, f in FINDINGS.items()} == {
         ("kronrod" if m == "paper" else m): v for m, v in table.items() if m not in ("input_only", "random")
     }
-    assert [m for m, f in FINDINGS.items() if f.passes] == ["occlusion_token"]
+    assert [m for m, f in FINDINGS.items() if f.meets_marks] == ["occlusion_token"]
 
 
 def test_a_label_names_its_scope_and_a_method_not_compared_says_so() -> None:
-    assert finding_label("occlusion_token").startswith("follows the model on 140 of 149 clear probes: passes")
+    assert finding_label("occlusion_token").startswith(
+        "follows the model on 140 of 149 clear probes: meets the agreement marks"
+    )
     assert SCOPE in finding_label("kronrod")
     assert finding_label("eg").startswith("not compared on the swap control")
 
@@ -71,8 +73,8 @@ def test_the_page_shows_both_methods_with_their_findings() -> None:
     html = render_explanation(_compared(), top_k=3)
     section = html[html.index('<section id="methods">') :]
     section = section[: section.index("</section>")]
-    assert "follows the model on 112 of 149 clear probes: fails" in section
-    assert "follows the model on 140 of 149 clear probes: passes" in section
+    assert "follows the model on 112 of 149 clear probes: below the agreement marks" in section
+    assert "follows the model on 140 of 149 clear probes: meets the agreement marks" in section
     assert 'data-agree="1"' in section
     assert '<section id="methods">' not in render_explanation(small_view())
 

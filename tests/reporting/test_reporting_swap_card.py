@@ -16,7 +16,7 @@ from xurs_pipeline.reporting.swap_card import SwapStudy, render_swap_card, swap_
 def study(trained: float = 0.95, low: float = 0.8, randomised=(0.5, 0.3, 0.7), own=(1.0, 0.85)) -> dict:
     """A summary.json as tasks/swap.py writes it."""
 
-    def ranking(acc: float, lo: float, hi: float, share_low: float, passes: bool) -> dict:
+    def ranking(acc: float, lo: float, hi: float, share_low: float) -> dict:
         return {
             "swap_accuracy": acc,
             "swap_ci_low": lo,
@@ -28,14 +28,13 @@ def study(trained: float = 0.95, low: float = 0.8, randomised=(0.5, 0.3, 0.7), o
             "share_difference": 0.3,
             "share_ci_low": share_low,
             "share_ci_high": 0.5,
-            "follows_training_rule": passes,
         }
 
     return {
         "studies": {
-            "trained": ranking(trained, low, 1.0, 0.1, trained >= 0.9 and low >= 0.7),
-            "randomised": ranking(*randomised, -0.1, False),
-            "input_only": ranking(0.5, 0.33, 0.67, 0.0, False),
+            "trained": ranking(trained, low, 1.0, 0.1),
+            "randomised": ranking(*randomised, -0.1),
+            "input_only": ranking(0.5, 0.33, 0.67, 0.0),
         },
         "accuracy": {
             role: dict(
@@ -73,7 +72,7 @@ def test_the_verdict_is_the_plans_against_behaviour_not_the_training_rule() -> N
     """The training rule's swap accuracy says yes here; the plan's verdict fails the run's method on model
     B with cue 2 first against what the model does, so the answer is no, with its cells and reasons."""
     summary = study()  # trained swap accuracy 0.95 [0.80, 1.00]: the training rule followed
-    assert summary["studies"]["trained"]["follows_training_rule"]
+    assert summary["studies"]["trained"]["swap_ci_low"] >= 0.8
     summary["faithfulness"] = faithfulness_section(
         {**PASSING, "B_order2": (4, 8)}, "fails", ["text_edits, B_order2: 4/8 (low 0.22)"]
     )

@@ -17,15 +17,16 @@ SCOPE = "swap control, 5 held-out seeds, tiny synthetic model (docs/swap-control
 
 @dataclass(frozen=True)
 class Finding:
-    """Agreement with what each model does on the clear probes: ``k`` of ``n``, and whether it passes."""
+    """Agreement with what each model does on the clear probes: ``k`` of ``n``, and whether it meets the
+    agreement marks (a finding before the analysis plan, not its verdict)."""
 
     k: int
     n: int
-    passes: bool
+    meets_marks: bool
 
     def label(self) -> str:
-        verdict = "passes" if self.passes else "fails"
-        return f"follows the model on {self.k} of {self.n} clear probes: {verdict} ({SCOPE})"
+        marks = "meets the agreement marks" if self.meets_marks else "below the agreement marks"
+        return f"follows the model on {self.k} of {self.n} clear probes: {marks} ({SCOPE})"
 
 
 # ``paper`` in the study is the attribute stages' estimator of the sweep, kronrod

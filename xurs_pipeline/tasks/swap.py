@@ -6,20 +6,19 @@
   (both heads re-initialised) and ``input_only`` (``nulls.input_only_scores`` against the same references);
 - ``study/behaviour.parquet``: per (role, probe) the label's width on the probe and on its four text edits,
   each cue's behavioural effect, which cue the model depends on and by what margin (``swap/behaviour.py``);
-- ``study/methods.parquet``: per (method, role, probe) each compared method's reading of the two cues
-  (``swap/readings.py``, through ``attribution/methods/``), scored against the behaviour and against the
-  training rule (``swap/agreement.py``);
-- ``study/faithfulness.parquet``: per (method, yardstick, role, probe) whether the method ranks first the
-  cue the yardstick names, on a clear probe, where the behaviour departs from the training rule, and the
-  probe's cue order (``swap/faithfulness.py``; baselines ``training_rule`` and ``constant`` beside them);
-- ``study/summary.json``: each ranking's study, each method's comparison, its faithfulness per yardstick,
+- ``study/faithfulness.parquet``, the ledger: per (method, yardstick, role, probe) whether the method ranks
+  first the cue the yardstick names, on a clear probe, where the behaviour departs from the training rule,
+  the probe's cue order, and the reading's cue share and cost (``swap/faithfulness.py``, the readings
+  through ``attribution/methods/``; baselines ``training_rule`` and ``constant`` beside them);
+- ``study/summary.json``: each ranking's study, each method's description read off the ledger
+  (``swap/agreement.py``), its faithfulness per yardstick,
   model and order with the paired tests and the yardsticks' validation, how often each model behaves as
   trained, each role's accuracy by which cue resolves the question, and the runs' completeness residuals;
 - ``headline.json``: swap_accuracy, swap_ci_low, swap_ci_high, randomised_swap_accuracy, share_difference,
   share_ci_low, share_ci_high, R_median and R_max (Eq. 9, over both trained models' rows);
-- ``methods.json`` (a DVC metric): per method the training-rule swap accuracy and the behavioural agreement
-  (on the clear probes too), each with its Wilson lower bound, and per model the share of probes where it
-  behaves as trained.
+- ``methods.json`` (a DVC metric): per method the training-rule swap accuracy and the behavioural agreement,
+  each with its lower bound, the plan's verdict and every cell's clear agreement; per model the share of
+  probes where it behaves as trained.
 """
 
 from __future__ import annotations
@@ -88,7 +87,6 @@ def _write(cfg: RootConfig, result: StudyResult) -> None:
     study, run_hash = artifact("swap_study").at(cfg.paths), train_run_hash(cfg)
     write_parquet(result.scores, study / "per_question.parquet", Provenance("swap_scores", 1, run_hash))
     write_parquet(result.behaviour, study / "behaviour.parquet", Provenance("swap_behaviour", 1, run_hash))
-    write_parquet(result.methods, study / "methods.parquet", Provenance("swap_methods", 1, run_hash))
     write_parquet(
         result.faithfulness, study / "faithfulness.parquet", Provenance("swap_faithfulness", 2, run_hash)
     )

@@ -8,8 +8,8 @@
 - ``probe_references``: each probe's references of a reference set (an entry's ``references=``, whose
   grammar, checked with the config, is ``attribution/variants.py``'s);
   ``estimator_readings``: the paper's estimator rerun from a set (``paper@references=...``).
-- ``measures``: a ranking's swap accuracy and share difference; the swap test's pass rule.
-- ``agreement``: each method against the behaviour; the agreement's pass rule.
+- ``measures``: a ranking's swap accuracy and share difference (descriptions).
+- ``agreement``: each method's description, read off the faithfulness ledger.
 - ``study``: the study from its inputs (the ``swap`` task reads and writes).
 - ``yardsticks``: what a model depends on by other edits (a cue's sentence removed, its names unseen, its
   test renamed) and by the training rule; ``planted_texts``: hand-set text models that validate them.

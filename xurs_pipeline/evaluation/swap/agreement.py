@@ -1,58 +1,41 @@
-"""Each attribution method scored against what each swap model does (``behaviour.py``) and against the
-rule it was trained on (``measures.py``'s swap accuracy), on the same probes.
+"""Each method's description in the study's summary (``summary.json``'s ``methods``), read off the one ledger
+(``faithfulness.scored``): its rows of the judging yardstick (``plan.JUDGE``) and the cells the verdict
+computed from them (``faithfulness.cells``). Nothing here is computed a second time; these are
+descriptions, and the verdict is the analysis plan's alone (docs/swap-plan.md).
 
-Per (method, role, probe), from the method's reading (``readings.py``) with its cue measures
-(``measures.with_cue_measures``):
+Per method:
 
-- ``learned_first``: the method ranks first the cue the role's labels followed (A: cue 1, B: cue 2);
-- ``agrees``: the method ranks first the cue the model *depends on* (its larger behavioural effect); probes
-  where the two edits move the width equally (``depends_on`` 0) have no behavioural answer and are left out;
-- ``clear``: the behavioural margin is at least ``clear_margin``.
+- ``agreement``, ``agreement_clear``, ``agreement_<role>``: the cells ``all`` (every decided probe), ``all``
+  on its clear probes and each model's, with their clustered intervals (``<prefix>``, ``_low``, ``_high``,
+  ``_k``, ``_n``, ``_deff``);
+- ``swap``: the training-rule swap accuracy, how often the method ranks first the cue the role's labels
+  followed (a share of every probe, with its Wilson interval);
+- ``spearman``: Spearman's rank correlation between the method's cue-1 share and the yardstick's over every
+  (model, probe) pair; the median cost per probe (``readings.COSTS``).
 
-Per method: the training-rule swap accuracy and the behavioural agreement as shares with Wilson intervals
-(``measures.wilson``), overall, per model and on the clear probes; Spearman's rank correlation between the
-method's cue-1 share and the behavioural cue-1 share over all (model, probe) pairs; the median model
-evaluations per probe. These are descriptions; the verdict is the analysis plan's alone
-(``faithfulness.py``, docs/swap-plan.md).
+Per model (:func:`behaves_as_trained`): on how many probes the judge names the cue its labels followed.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Any
+
 import pandas as pd
 from scipy import stats
 
+from xurs_pipeline.evaluation.swap import plan
+from xurs_pipeline.evaluation.swap.faithfulness import one_method
 from xurs_pipeline.evaluation.swap.measures import wilson
-
-
-def scored(measured: pd.DataFrame, behaviour: pd.DataFrame, clear_margin: float) -> pd.DataFrame:
-    """``measured`` (readings with their cue measures: method, role, record_id, top, share_1, learned_first,
-    evals) joined with ``behaviour`` (role, record_id, depends_on, share_1, margin) -> adds agrees (NaN
-    where the behaviour ties), clear, behaviour_share_1."""
-    keep = behaviour[["role", "record_id", "depends_on", "share_1", "margin"]].rename(
-        columns={"share_1": "behaviour_share_1"}
-    )
-    out = measured.merge(keep, on=["role", "record_id"], how="left", validate="many_to_one")
-    if out["depends_on"].isna().any():
-        missing = sorted(set(out.loc[out["depends_on"].isna(), "record_id"]))
-        raise ValueError(f"no behavioural measure for probes {missing[:5]}")
-    decided = out["depends_on"] > 0
-    out["agrees"] = np.where(decided, out["top"] == out["depends_on"], np.nan)
-    out["clear"] = decided & (out["margin"] >= clear_margin)
-    return out
+from xurs_pipeline.evaluation.swap.readings import COSTS
+from xurs_pipeline.evaluation.swap.roles import ROLES, TRAINING_CUE
 
 
 def proportion(k: int, n: int, prefix: str, confidence: float = 0.95) -> dict[str, float | int]:
     """``k`` of ``n`` as ``<prefix>``, ``_low``, ``_high`` (Wilson interval, ``measures.wilson``), ``_k``,
     ``_n``; NaN for none."""
     if n == 0:
-        return {
-            prefix: float("nan"),
-            f"{prefix}_low": float("nan"),
-            f"{prefix}_high": float("nan"),
-            f"{prefix}_k": 0,
-            f"{prefix}_n": 0,
-        }
+        nan = float("nan")
+        return {prefix: nan, f"{prefix}_low": nan, f"{prefix}_high": nan, f"{prefix}_k": 0, f"{prefix}_n": 0}
     p = wilson([True] * k + [False] * (n - k), confidence)
     return {
         prefix: p.value,
@@ -63,32 +46,52 @@ def proportion(k: int, n: int, prefix: str, confidence: float = 0.95) -> dict[st
     }
 
 
-def _share(values: pd.Series, prefix: str, confidence: float) -> dict[str, float | int]:
-    values = values.dropna().astype(bool)
-    return proportion(int(values.sum()), len(values), prefix, confidence)
+def renamed(cell: dict[str, Any], share: str, prefix: str) -> dict[str, Any]:
+    """One share of a ledger cell (``agreement`` or ``clear``, with its suffixes) under ``prefix``."""
+    return {prefix + key[len(share) :]: value for key, value in cell.items() if key.startswith(share)}
 
 
-def method_summary(part: pd.DataFrame, confidence: float = 0.95) -> dict[str, float | int | bool]:
-    """One method's rows of :func:`scored` -> its measures (module docstring)."""
-    out: dict[str, float | int | bool] = {}
-    out.update(_share(part["learned_first"], "swap", confidence))
-    out.update(_share(part["agrees"], "agreement", confidence))
-    out.update(_share(part.loc[part["clear"], "agrees"], "agreement_clear", confidence))
-    for role in sorted(set(part["role"])):
-        mine = part[part["role"] == role]
-        out.update(_share(mine["learned_first"], f"swap_{role}", confidence))
-        out.update(_share(mine["agrees"], f"agreement_{role}", confidence))
-    pairs = part[["share_1", "behaviour_share_1"]].dropna()
+def description(rows: pd.DataFrame, cells: dict[str, Any], confidence: float) -> dict[str, Any]:
+    """One method's ledger rows of ``plan.JUDGE`` and its cells there -> its description (module
+    docstring)."""
+    out = {
+        **renamed(cells["all"], "agreement", "agreement"),
+        **renamed(cells["all"], "clear", "agreement_clear"),
+    }
+    out.update(
+        {
+            k: v
+            for r in ROLES
+            if r in cells
+            for k, v in renamed(cells[r], "agreement", f"agreement_{r}").items()
+        }
+    )
+    out.update(
+        proportion(int((rows["top"] == rows["role"].map(TRAINING_CUE)).sum()), len(rows), "swap", confidence)
+    )
+    pairs = rows[["share_1", "share_1_yardstick"]].dropna()
     constant = len(pairs) < 3 or pairs.nunique().min() < 2
     out["spearman"] = float("nan") if constant else float(stats.spearmanr(pairs).statistic)
-    for cost in ("evals", "forwards", "grad_evals"):  # per probe: all evaluations, forwards, gradients
-        out[f"{cost}_median"] = float(part[cost].median())
+    out.update({f"{cost}_median": float(rows[cost].median()) for cost in COSTS})
     return out
 
 
-def comparison(scores: pd.DataFrame, confidence: float = 0.95) -> dict[str, dict[str, float | int | bool]]:
-    """method -> :func:`method_summary`, in the order methods first appear."""
+def behaves_as_trained(rows: pd.DataFrame) -> dict[str, dict[str, float | int]]:
+    """Per role: on how many probes the judge (``plan.JUDGE``) names the cue the model was trained on (k of
+    n, share), from one method's rows of the ledger."""
+    judge = one_method(rows)
+    out = {}
+    for role, part in judge[judge["yardstick"] == plan.JUDGE].groupby("role", sort=True):
+        k, n = int((part["depends_on"] == TRAINING_CUE[str(role)]).sum()), len(part)
+        out[str(role)] = {"k": k, "n": n, "share": k / n if n else float("nan")}
+    return out
+
+
+def descriptions(rows: pd.DataFrame, result: dict[str, Any], confidence: float) -> dict[str, dict[str, Any]]:
+    """The ledger and :func:`faithfulness.faithfulness`'s result -> method -> :func:`description`, in the
+    ledger's method order."""
+    judge = rows[rows["yardstick"] == plan.JUDGE]
     return {
-        str(m): method_summary(scores[scores["method"] == m], confidence)
-        for m in dict.fromkeys(scores["method"])
+        m: description(judge[judge["method"] == m], by[plan.JUDGE]["cells"], confidence)
+        for m, by in result["methods"].items()
     }

@@ -14,7 +14,8 @@ is the mean absolute width change of its two edits,
 ``e_k = (|W(resolve_k) - W(probe)| + |W(other_k) - W(probe)|) / 2``; the model *depends on* the cue with
 the larger effect (0 on a tie), its share ``e_1 / (e_1 + e_2)`` and the margin
 ``|e_1 - e_2| / (e_1 + e_2)`` (0 = both cues move the width alike, 1 = only one does) say by how much. A
-model *behaves as trained* on a probe when it depends on the cue its labels followed (A: cue 1, B: cue 2).
+model *behaves as trained* on a probe when it depends on the cue its labels followed (A: cue 1, B: cue 2):
+read off the ledger (``agreement.behaves_as_trained``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from xurs_pipeline.attribution.targets import width_target
 from xurs_pipeline.data.prepare import prepare_records
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.data.synthetic.swap import read_swap
-from xurs_pipeline.evaluation.swap.roles import ROLES
 from xurs_pipeline.train.predict import classifier_outputs
 
 EDITS = ("probe", "resolve_1", "other_1", "resolve_2", "other_2")
@@ -120,7 +120,7 @@ def edit_widths(probes: Sequence[QuestionRecord], widths: WidthReader) -> pd.Dat
 
 def cue_dependence(widths: pd.DataFrame, role: str) -> pd.DataFrame:
     """``edit_widths``' rows of one role -> effect_1, effect_2, share_1, depends_on (1, 2; 0 on a tie),
-    margin and as_trained (module docstring)."""
+    margin (module docstring)."""
     out = widths.copy()
     for k in (1, 2):
         out[f"effect_{k}"] = (
@@ -131,7 +131,7 @@ def cue_dependence(widths: pd.DataFrame, role: str) -> pd.DataFrame:
 
 def dependence_from_effects(effects: pd.DataFrame, role: str) -> pd.DataFrame:
     """Rows with ``effect_1``, ``effect_2`` (any yardstick's, ``yardsticks.py``) -> with share_1,
-    depends_on (1, 2; 0 on a tie), margin and as_trained (module docstring), ``role`` first."""
+    depends_on (1, 2; 0 on a tie) and margin (module docstring), ``role`` first."""
     out = effects.copy()
     total = out["effect_1"] + out["effect_2"]
     moved, divisor = total > 0, total.where(total > 0, 1.0)  # a probe neither cue moves: no share, margin 0
@@ -140,15 +140,5 @@ def dependence_from_effects(effects: pd.DataFrame, role: str) -> pd.DataFrame:
         [out["effect_1"] > out["effect_2"], out["effect_2"] > out["effect_1"]], [1, 2], 0
     )
     out["margin"] = np.where(moved, (out["effect_1"] - out["effect_2"]).abs() / divisor, 0.0)
-    out["as_trained"] = out["depends_on"] == ROLES[role].cue
     out.insert(0, "role", role)
-    return out
-
-
-def behaves_as_trained(dependence: pd.DataFrame) -> dict[str, dict[str, float | int]]:
-    """Per role: on how many probes the model depends on the cue it was trained on (k of n, share)."""
-    out = {}
-    for role, part in dependence.groupby("role", sort=True):
-        k, n = int(part["as_trained"].sum()), len(part)
-        out[str(role)] = {"k": k, "n": n, "share": k / n if n else float("nan")}
     return out

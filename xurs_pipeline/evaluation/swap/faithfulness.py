@@ -5,7 +5,9 @@ docs/swap-plan.md): one ledger of rows, one pass rule.
   when several are pooled): ``top`` the cue the method ranks first by the plan's cue score (its summed
   magnitude over each cue, ``plan.CUE_SCORE``; 0 on a tie), ``depends_on`` the cue the yardstick names
   (0 on a tie), ``agrees`` (NaN where the yardstick ties), ``clear`` (margin >= the clear margin),
-  ``departs`` (decided, and not the role's training cue), the probe's cue ``order`` (1: cue 1 first).
+  ``departs`` (decided, and not the role's training cue), the probe's cue ``order`` (1: cue 1 first); the
+  reading's cue-1 share (``share_1``) and costs (``readings.COSTS``), the yardstick's cue-1 share
+  (``share_1_yardstick``). Every verdict and per-method figure of the study is read from it.
 - Baselines (``plan.BASELINES``) are rows like any method's and are never judged: ``training_rule`` ranks
   first the cue the role's labels followed, ``constant`` always cue 1, ``input_only`` and ``random`` read no
   model.
@@ -37,8 +39,8 @@ from xurs_pipeline.evaluation.swap import plan
 from xurs_pipeline.evaluation.swap.behaviour import WidthReader
 from xurs_pipeline.evaluation.swap.planted_methods import method_recovery
 from xurs_pipeline.evaluation.swap.planted_texts import recovery, validated
-from xurs_pipeline.evaluation.swap.readings import COLUMNS, CueReading
-from xurs_pipeline.evaluation.swap.roles import ROLES, RUNS
+from xurs_pipeline.evaluation.swap.readings import COLUMNS, COSTS, CueReading
+from xurs_pipeline.evaluation.swap.roles import RUNS, TRAINING_CUE
 from xurs_pipeline.evaluation.swap.significance import clustered_proportion, holm, paired_test
 from xurs_pipeline.evaluation.swap.yardsticks import YARDSTICKS, model_dependence
 
@@ -84,17 +86,17 @@ def cue_first(measured: pd.DataFrame) -> pd.Series:
 
 
 def scored(measured: pd.DataFrame, dependence: pd.DataFrame, order: dict[str, int], clear_margin: float):
-    """Readings (method, role, record_id, total_1, total_2) x the yardsticks' dependence (yardstick, role,
-    record_id, depends_on, margin) -> the ledger (module docstring), one study (``study`` empty)."""
-    keep = dependence[["yardstick", "role", "record_id", "depends_on", "margin"]]
-    readings = measured[["method", "role", "record_id"]].assign(top=cue_first(measured))
-    out = readings.merge(keep, on=["role", "record_id"])
+    """Readings (``readings.COLUMNS``) x the yardsticks' dependence (yardstick, role, record_id, depends_on,
+    margin, share_1) -> the ledger (module docstring), one study (``study`` empty)."""
+    keep = dependence[["yardstick", "role", "record_id", "depends_on", "margin", "share_1"]]
+    readings = measured[["method", "role", "record_id", "share_1", *COSTS]].assign(top=cue_first(measured))
+    out = readings.merge(keep, on=["role", "record_id"], suffixes=("", "_yardstick"))
     if len(out) != len(measured) * keep["yardstick"].nunique():
         raise ValueError("a reading without every yardstick's dependence on its (model, probe)")
     decided = out["depends_on"] > 0
     out["agrees"] = np.where(decided, out["top"] == out["depends_on"], np.nan)
     out["clear"] = decided & (out["margin"] >= clear_margin)
-    out["departs"] = decided & (out["depends_on"] != out["role"].map({n: r.cue for n, r in ROLES.items()}))
+    out["departs"] = decided & (out["depends_on"] != out["role"].map(TRAINING_CUE))
     out["order"] = out["record_id"].map(order)
     if out["order"].isna().any():
         raise ValueError("a probe without a cue order")
@@ -112,15 +114,24 @@ def _share(part: pd.DataFrame, prefix: str, confidence: float) -> dict[str, Any]
     """``part``'s decided rows' agreement as ``<prefix>``, ``_low``, ``_high``, ``_k``, ``_n``, ``_deff``."""
     decided = part[part["agrees"].notna()]
     s = clustered_proportion(decided["agrees"].astype(bool).tolist(), clusters(decided).tolist(), confidence)
-    return {prefix: s.value, f"{prefix}_low": s.low, f"{prefix}_high": s.high, f"{prefix}_k": s.k,
-            f"{prefix}_n": s.n, f"{prefix}_deff": s.deff}
+    return {
+        prefix: s.value,
+        f"{prefix}_low": s.low,
+        f"{prefix}_high": s.high,
+        f"{prefix}_k": s.k,
+        f"{prefix}_n": s.n,
+        f"{prefix}_deff": s.deff,
+    }
 
 
 def meets_marks(share: dict[str, Any], prefix: str = "clear") -> bool:
     """The plan's agreement marks on a cell's clear probes: >= ``AGREEMENT_PASS``, lower bound >=
     ``AGREEMENT_PASS_LOWER``."""
-    return bool(share[f"{prefix}_n"] and share[prefix] >= plan.AGREEMENT_PASS
-                and share[f"{prefix}_low"] >= plan.AGREEMENT_PASS_LOWER)
+    return bool(
+        share[f"{prefix}_n"]
+        and share[prefix] >= plan.AGREEMENT_PASS
+        and share[f"{prefix}_low"] >= plan.AGREEMENT_PASS_LOWER
+    )
 
 
 def cell_frames(part: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -130,8 +141,9 @@ def cell_frames(part: pd.DataFrame) -> dict[str, pd.DataFrame]:
     roles, cue_orders = sorted(set(part["role"])), sorted(set(part["order"]))
     cells.update({role: part[part["role"] == role] for role in roles})
     cells.update({f"order{o}": part[part["order"] == o] for o in cue_orders})
-    cells.update({f"{r}_order{o}": part[(part["role"] == r) & (part["order"] == o)]
-                  for o in cue_orders for r in roles})
+    cells.update(
+        {f"{r}_order{o}": part[(part["role"] == r) & (part["order"] == o)] for o in cue_orders for r in roles}
+    )
     return cells
 
 
@@ -145,24 +157,41 @@ def cells(part: pd.DataFrame, confidence: float) -> dict[str, Any]:
     return out
 
 
-def validity(dependence: pd.DataFrame, planted: dict[str, bool], accuracy: dict[str, dict[str, Any]]):
-    """Yardstick -> planted (recovers every planted text model), models_learned, as_trained (share of its
-    decided probes naming the training cue: a description), judges (module docstring)."""
-    learned = all(float(a["accuracy_own_cue"]) >= plan.MODELS_LEARNED for a in accuracy.values())
+def one_method(rows: pd.DataFrame) -> pd.DataFrame:
+    """The ledger's rows of its first method: every method carries the same dependence."""
+    return rows[rows["method"] == rows["method"].iloc[0]]
+
+
+def models_learned(accuracy: dict[str, dict[str, Any]]) -> bool:
+    """Each model is right on at least ``plan.MODELS_LEARNED`` of the questions its own cue resolves
+    (``inputs.role_accuracy`` by role)."""
+    return all(float(a["accuracy_own_cue"]) >= plan.MODELS_LEARNED for a in accuracy.values())
+
+
+def validity(rows: pd.DataFrame, planted: dict[str, bool], learned: bool) -> dict[str, dict[str, Any]]:
+    """The ledger's rows, whether each yardstick recovers every planted text model and whether every model
+    learned its cue -> per yardstick planted, models_learned, as_trained (share of its decided (model,
+    probe) pairs naming the training cue: a description) and judges (module docstring)."""
     out = {}
     for y in YARDSTICKS:
-        part = dependence[(dependence["yardstick"] == y) & (dependence["depends_on"] > 0)]
-        as_trained = float(part["as_trained"].mean()) if len(part) else float("nan")
-        out[y] = {"planted": bool(planted[y]), "models_learned": learned, "as_trained": as_trained,
-                  "judges": bool(planted[y] and learned)}
+        part = one_method(rows)
+        decided = part[(part["yardstick"] == y) & (part["depends_on"] > 0)]
+        as_trained = float((~decided["departs"].astype(bool)).mean()) if len(decided) else float("nan")
+        out[y] = {
+            "planted": bool(planted[y]),
+            "models_learned": learned,
+            "as_trained": as_trained,
+            "judges": bool(planted[y] and learned),
+        }
     return out
 
 
 def _paired(rows: pd.DataFrame) -> pd.DataFrame:
     """One judging yardstick's clear probes, one row per (study, role, probe), one column per method."""
     clear = rows[rows["clear"]].assign(agrees=lambda f: f["agrees"].astype(bool))
-    return clear.pivot_table(index=["study", "role", "record_id"], columns="method", values="agrees",
-                             aggfunc="first").dropna()
+    return clear.pivot_table(
+        index=["study", "role", "record_id"], columns="method", values="agrees", aggfunc="first"
+    ).dropna()
 
 
 def planned_pairs(methods: list[str]) -> list[tuple[str, str, str]]:
@@ -186,9 +215,21 @@ def comparisons(rows: pd.DataFrame, judges: list[str]) -> list[dict[str, Any]]:
         units = clusters(wide.index.to_frame(index=False)).tolist()
         for m, against, alternative in planned_pairs(list(wide.columns)):
             t = paired_test(wide[m].to_numpy(bool), wide[against].to_numpy(bool), units, alternative)
-            tests.append({"method": m, "against": against, "yardstick": y, "alternative": alternative,
-                          "only_method": t.only_first, "only_against": t.only_second, "strata": t.strata,
-                          "ahead": t.ahead, "behind": t.behind, "z_clustered": t.z_clustered, "p": t.p})
+            tests.append(
+                {
+                    "method": m,
+                    "against": against,
+                    "yardstick": y,
+                    "alternative": alternative,
+                    "only_method": t.only_first,
+                    "only_against": t.only_second,
+                    "strata": t.strata,
+                    "ahead": t.ahead,
+                    "behind": t.behind,
+                    "z_clustered": t.z_clustered,
+                    "p": t.p,
+                }
+            )
     for test, adjusted in zip(tests, holm([t["p"] for t in tests]), strict=True):
         test["p_holm"] = adjusted
         test["significant"] = bool(adjusted <= plan.ALPHA)
@@ -202,51 +243,77 @@ def label_ranker_failures(part: pd.DataFrame) -> dict[str, dict[str, int]]:
     clear = part[part["clear"]]
     training_rule, constant = plan.LABEL_RANKERS
     where = {training_rule: clear["departs"].astype(bool), constant: clear["depends_on"] == 2}
-    return {b: {"k": int(clear.loc[w, "agrees"].astype(bool).sum()), "n": int(w.sum())}
-            for b, w in where.items()}
+    return {
+        b: {"k": int(clear.loc[w, "agrees"].astype(bool).sum()), "n": int(w.sum())} for b, w in where.items()
+    }
 
 
 def power(rows: pd.DataFrame) -> dict[str, int]:
     """The judging yardstick's clear (model, probe) pairs, those where behaviour departs from the training
     rule, and the departures towards each cue (one method's rows: every method carries the same
     dependence)."""
-    judge = rows[(rows["yardstick"] == plan.JUDGE) & (rows["method"] == rows["method"].iloc[0])]
-    clear = judge[judge["clear"]]
+    judge = one_method(rows)
+    clear = judge[(judge["yardstick"] == plan.JUDGE) & judge["clear"]]
     departs = clear[clear["departs"].astype(bool)]
-    return {"studies": int(rows["study"].nunique()), "clear": len(clear), "departures": len(departs),
-            "towards_cue_1": int((departs["depends_on"] == 1).sum()),
-            "towards_cue_2": int((departs["depends_on"] == 2).sum())}
+    return {
+        "studies": int(rows["study"].nunique()),
+        "clear": len(clear),
+        "departures": len(departs),
+        "towards_cue_1": int((departs["depends_on"] == 1).sum()),
+        "towards_cue_2": int((departs["depends_on"] == 2).sum()),
+    }
 
 
 def unjudgeable(yardsticks: dict[str, dict[str, Any]], size: dict[str, int]) -> list[str]:
     """Why no method gets a verdict (empty: the plan's conditions hold)."""
     judge = yardsticks[plan.JUDGE]
-    reasons = [f"{plan.JUDGE} does not judge (planted {judge['planted']}, models learned "
-               f"{judge['models_learned']})"] if not judge["judges"] else []
-    needs = {"studies": plan.MIN_STUDIES, "clear": plan.MIN_CLEAR, "departures": plan.MIN_DEPARTURES,
-             "towards_cue_1": plan.MIN_EACH_WAY, "towards_cue_2": plan.MIN_EACH_WAY}
+    reasons = (
+        [
+            f"{plan.JUDGE} does not judge (planted {judge['planted']}, models learned "
+            f"{judge['models_learned']})"
+        ]
+        if not judge["judges"]
+        else []
+    )
+    needs = {
+        "studies": plan.MIN_STUDIES,
+        "clear": plan.MIN_CLEAR,
+        "departures": plan.MIN_DEPARTURES,
+        "towards_cue_1": plan.MIN_EACH_WAY,
+        "towards_cue_2": plan.MIN_EACH_WAY,
+    }
     reasons += [f"{key} {size[key]} < {need}" for key, need in needs.items() if size[key] < need]
     return reasons
 
 
-def verdict(method: str, by: dict[str, Any], judges: list[str], tests: list[dict[str, Any]],
-            blocked: list[str]) -> tuple[str, list[str]]:
+def verdict(
+    method: str, by: dict[str, Any], judges: list[str], tests: list[dict[str, Any]], blocked: list[str]
+) -> tuple[str, list[str]]:
     """(``passes``/``fails``/``no verdict``/``baseline``, the reasons) by the plan's one rule."""
     if method in plan.BASELINES:
         return "baseline", ["a baseline is never judged"]
     if blocked:
         return "no verdict", blocked
-    below = [(y, name, c) for y in judges for name, c in by[y]["cells"].items()
-             if "_order" in name and not c["meets_marks"]]
-    reasons = [f"{y}, {name}: {c['clear_k']}/{c['clear_n']} (low {c['clear_low']:.2f})"
-               for y, name, c in below]
-    reasons += [f"{t['yardstick']}: not above {t['against']} (Holm p {t['p_holm']:.3g})" for t in tests
-                if t["method"] == method and t["against"] in plan.LABEL_RANKERS and not t["significant"]]
+    below = [
+        (y, name, c)
+        for y in judges
+        for name, c in by[y]["cells"].items()
+        if "_order" in name and not c["meets_marks"]
+    ]
+    reasons = [
+        f"{y}, {name}: {c['clear_k']}/{c['clear_n']} (low {c['clear_low']:.2f})" for y, name, c in below
+    ]
+    reasons += [
+        f"{t['yardstick']}: not above {t['against']} (Holm p {t['p_holm']:.3g})"
+        for t in tests
+        if t["method"] == method and t["against"] in plan.LABEL_RANKERS and not t["significant"]
+    ]
     return ("fails", reasons) if reasons else ("passes", [])
 
 
-def faithfulness(rows: pd.DataFrame, yardsticks: dict[str, dict[str, Any]], planted: pd.DataFrame,
-                 confidence: float) -> dict[str, Any]:
+def faithfulness(
+    rows: pd.DataFrame, yardsticks: dict[str, dict[str, Any]], planted: pd.DataFrame, confidence: float
+) -> dict[str, Any]:
     """The ledger's rows, the yardsticks' validity and the planted embedding recovery -> per method: per
     yardstick its cells and where the label rankers fail; its planned comparisons; its verdict."""
     judges = [y for y in YARDSTICKS if yardsticks[y]["judges"]]
@@ -260,29 +327,41 @@ def faithfulness(rows: pd.DataFrame, yardsticks: dict[str, dict[str, Any]], plan
             mine = rows[(rows["yardstick"] == y) & (rows["method"] == m)]
             by[y] = {"cells": cells(mine, confidence), "label_rankers_wrong": label_ranker_failures(mine)}
         recovered = planted[planted["method"] == m]
-        by["planted_embeddings"] = dict(zip(recovered["mechanism"], recovered["recovered"].astype(bool),
-                                            strict=True))
+        by["planted_embeddings"] = dict(
+            zip(recovered["mechanism"], recovered["recovered"].astype(bool), strict=True)
+        )
         by["comparisons"] = [t for t in tests if m in (t["method"], t["against"])]
         by["verdict"], by["reasons"] = verdict(m, by, judges, tests, blocked)
         methods[m] = by
-    return {"methods": methods, "yardsticks": yardsticks, "judges": judges, "power": size,
-            "plan": plan.PLAN, "plan_digest": plan.plan_digest()}
+    return {
+        "methods": methods,
+        "yardsticks": yardsticks,
+        "judges": judges,
+        "power": size,
+        "plan": plan.PLAN,
+        "plan_digest": plan.plan_digest(),
+    }
 
 
-def study_faithfulness(study: FaithfulnessInputs, clear_margin: float, confidence: float,
-                       layer_ig_steps: int = 32) -> tuple[pd.DataFrame, dict[str, Any]]:
+def study_faithfulness(
+    study: FaithfulnessInputs, clear_margin: float, confidence: float, layer_ig_steps: int = 32
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The swap study's faithfulness: (the ledger, :func:`faithfulness`'s result with the planted text
     recovery table)."""
-    dependence = pd.concat([
-        model_dependence(study.records, study.readers[role], role,
-                         study.behaviour[study.behaviour["role"] == role]) for role in study.readers
-    ], ignore_index=True)
-    recovered = recovery(study.records)
-    yardsticks = validity(dependence, validated(recovered), study.accuracy)
+    dependence = pd.concat(
+        [
+            model_dependence(study.records, reader, role, study.behaviour[study.behaviour["role"] == role])
+            for role, reader in study.readers.items()
+        ],
+        ignore_index=True,
+    )
     measured = pd.concat([study.measured, baseline_readings(sorted(study.cues))], ignore_index=True)
     rows = scored(measured, dependence, orders(study.cues), clear_margin)
+    recovered = recovery(study.records)
     token_methods = [m for m in dict.fromkeys(study.measured["method"]) if variant_name(m) in TOKEN_METHODS]
-    result = faithfulness(rows, yardsticks, method_recovery(token_methods, layer_ig_steps), confidence)
+    planted = method_recovery(token_methods, layer_ig_steps)
+    yardsticks = validity(rows, validated(recovered), models_learned(study.accuracy))
+    result = faithfulness(rows, yardsticks, planted, confidence)
     result["planted_texts"] = recovered.to_dict(orient="records")
     return rows, result
 
@@ -295,10 +374,13 @@ def faithfulness_metrics(result: dict[str, Any]) -> dict[str, Any]:
     for m, by in result["methods"].items():
         view: dict[str, Any] = {"verdict": by["verdict"], "planted_embeddings": by["planted_embeddings"]}
         for y in dict.fromkeys([plan.JUDGE, *result["judges"]]):
-            view[y] = {name: {k: c[k] for k in ("clear", "clear_low", "clear_high", "clear_n")}
-                       for name, c in by[y]["cells"].items()}
+            view[y] = {
+                name: {k: c[k] for k in ("clear", "clear_low", "clear_high", "clear_n")}
+                for name, c in by[y]["cells"].items()
+            }
             view[y]["label_rankers_wrong"] = by[y]["label_rankers_wrong"]
-        view["p_holm"] = {f"{t['yardstick']}:{t['method']}-{t['against']}": t["p_holm"]
-                          for t in by["comparisons"]}
+        view["p_holm"] = {
+            f"{t['yardstick']}:{t['method']}-{t['against']}": t["p_holm"] for t in by["comparisons"]
+        }
         out[m] = view
     return out

@@ -30,7 +30,7 @@ import pandas as pd
 from scipy import stats
 
 from xurs_pipeline.evaluation.bootstrap import mean_advantage_interval
-from xurs_pipeline.evaluation.swap.roles import ROLES, RUNS
+from xurs_pipeline.evaluation.swap.roles import ROLES, RUNS, TRAINING_CUE
 
 RANKINGS = ("trained", "randomised", "input_only")
 
@@ -38,7 +38,7 @@ RANKINGS = ("trained", "randomised", "input_only")
 def with_cue_measures(readings: pd.DataFrame) -> pd.DataFrame:
     """``readings`` (``readings.COLUMNS``) with learned_first, learned_share and cue1_share (module
     docstring), computed once for every study that reads them."""
-    cue = readings["role"].map({name: role.cue for name, role in ROLES.items()})
+    cue = readings["role"].map(TRAINING_CUE)
     out = readings.copy()
     out["learned_first"] = out["top"] == cue
     out["learned_share"] = np.where(cue == 1, out["share_1"], 1.0 - out["share_1"])
@@ -101,9 +101,8 @@ def _share_difference(
     wide = part.pivot(index="record_id", columns="role", values="cue1_share").dropna()
     if not set(ROLES) <= set(wide.columns) or not len(wide):
         return {}
-    interval = mean_advantage_interval(
-        wide["A"].to_numpy(), wide["B"].to_numpy(), resamples, confidence, seed=seed
-    )
+    first, second = (wide[role].to_numpy() for role in ROLES)  # A learned cue 1, B cue 2
+    interval = mean_advantage_interval(first, second, resamples, confidence, seed=seed)
     return {
         "share_difference": interval.mean,
         "share_ci_low": interval.low,
@@ -133,18 +132,3 @@ def swap_summary(
         out.update(_role_accuracy(part, role, confidence))
     out.update(_share_difference(part, resamples, confidence, seed))
     return out
-
-
-# The swap test's pass mark for a ranking (docs/swap-control.md): accuracy, its Wilson lower bound, and a
-# between-model share difference whose interval lies above 0.
-SWAP_PASS_ACCURACY, SWAP_PASS_LOWER = 0.9, 0.7
-
-
-def follows_learned_cue(summary: dict[str, float | int]) -> bool:
-    """Does a ranking pass the swap test (it ranks first the cue each model learned): swap accuracy >= 0.9,
-    Wilson lower bound >= 0.7 and the share difference's interval above 0."""
-    return bool(
-        summary["swap_accuracy"] >= SWAP_PASS_ACCURACY
-        and summary["swap_ci_low"] >= SWAP_PASS_LOWER
-        and summary.get("share_ci_low", float("-inf")) > 0
-    )

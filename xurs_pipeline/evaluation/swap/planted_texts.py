@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from xurs_pipeline.data.records import QuestionRecord
+from xurs_pipeline.evaluation.swap.roles import ROLES
 from xurs_pipeline.evaluation.swap.yardsticks import (
     TESTS,
     YARDSTICKS,
@@ -39,6 +40,7 @@ from xurs_pipeline.evaluation.swap.yardsticks import (
 )
 
 STATES = ("label", "pair", "other", "absent", "unknown")
+FIRST_ROLE = next(iter(ROLES))  # a planted model is read as model A's: only which cue it depends on counts
 
 
 @dataclass(frozen=True)
@@ -99,10 +101,18 @@ def recovery(probes: Sequence[QuestionRecord]) -> pd.DataFrame:
     rows = []
     for model in PLANTED:
         for yardstick in YARDSTICKS:
-            found = dependence(yardstick_widths(probes, model.widths, yardstick), "A", yardstick)
+            found = dependence(yardstick_widths(probes, model.widths, yardstick), FIRST_ROLE, yardstick)
             k = int((found["depends_on"] == model.truth).sum())
-            rows.append({"yardstick": yardstick, "planted": model.name, "kind": model.kind, "k": k,
-                         "n": len(found), "recovered": k == len(found)})
+            rows.append(
+                {
+                    "yardstick": yardstick,
+                    "planted": model.name,
+                    "kind": model.kind,
+                    "k": k,
+                    "n": len(found),
+                    "recovered": k == len(found),
+                }
+            )
     return pd.DataFrame(rows)
 
 

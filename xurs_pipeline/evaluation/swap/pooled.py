@@ -17,8 +17,7 @@ from typing import Any
 import pandas as pd
 
 from xurs_pipeline.evaluation.swap import plan
-from xurs_pipeline.evaluation.swap.faithfulness import faithfulness
-from xurs_pipeline.evaluation.swap.roles import ROLES
+from xurs_pipeline.evaluation.swap.faithfulness import faithfulness, validity
 from xurs_pipeline.evaluation.swap.yardsticks import YARDSTICKS
 
 
@@ -26,25 +25,13 @@ def pooled_rows(studies: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Study label -> its ledger -> one ledger, ``study`` the label and probes named ``<label>/<id>``."""
     if not studies:
         raise ValueError("no swap studies to pool")
-    return pd.concat([rows.assign(study=label, record_id=f"{label}/" + rows["record_id"].astype(str))
-                      for label, rows in studies.items()], ignore_index=True)
-
-
-def pooled_validity(rows: pd.DataFrame, sections: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Each yardstick's validity over the pooled rows (module docstring); ``sections``: label -> the study's
-    ``faithfulness`` section."""
-    cue = rows["role"].map({n: r.cue for n, r in ROLES.items()})
-    one = rows["method"] == rows["method"].iloc[0]  # every method carries the same dependence
-    out = {}
-    for y in YARDSTICKS:
-        decided = rows[one & (rows["yardstick"] == y) & (rows["depends_on"] > 0)]
-        trained = decided["depends_on"] == cue[decided.index]
-        as_trained = float(trained.mean()) if len(decided) else float("nan")
-        planted = all(s["yardsticks"][y]["planted"] for s in sections.values())
-        learned = all(s["yardsticks"][y]["models_learned"] for s in sections.values())
-        out[y] = {"planted": planted, "models_learned": learned, "as_trained": as_trained,
-                  "judges": bool(planted and learned)}
-    return out
+    return pd.concat(
+        [
+            rows.assign(study=label, record_id=f"{label}/" + rows["record_id"].astype(str))
+            for label, rows in studies.items()
+        ],
+        ignore_index=True,
+    )
 
 
 def pooled_planted(sections: Mapping[str, dict[str, Any]]) -> pd.DataFrame:
@@ -54,16 +41,20 @@ def pooled_planted(sections: Mapping[str, dict[str, Any]]) -> pd.DataFrame:
         for method, by in section["methods"].items():
             for mechanism, ok in by.get("planted_embeddings", {}).items():
                 found[(method, mechanism)] = found.get((method, mechanism), True) and bool(ok)
-    return pd.DataFrame([{"method": m, "mechanism": k, "recovered": ok} for (m, k), ok in found.items()],
-                        columns=["method", "mechanism", "recovered"])
+    return pd.DataFrame(
+        [{"method": m, "mechanism": k, "recovered": ok} for (m, k), ok in found.items()],
+        columns=["method", "mechanism", "recovered"],
+    )
 
 
 def same_plan(sections: Mapping[str, dict[str, Any]]) -> None:
     """ValueError naming the studies run under another analysis plan than this code's."""
     other = [label for label, s in sections.items() if s.get("plan_digest") != plan.plan_digest()]
     if other:
-        raise ValueError(f"studies {other} were judged under another analysis plan than "
-                         f"{plan.plan_digest()} (docs/swap-plan.md): rerun their swap stage")
+        raise ValueError(
+            f"studies {other} were judged under another analysis plan than "
+            f"{plan.plan_digest()} (docs/swap-plan.md): rerun their swap stage"
+        )
 
 
 def pooled_faithfulness(
@@ -74,6 +65,8 @@ def pooled_faithfulness(
     sections = {label: section for label, (_, section) in studies.items()}
     same_plan(sections)
     rows = pooled_rows({label: frame for label, (frame, _) in studies.items()})
-    result = faithfulness(rows, pooled_validity(rows, sections), pooled_planted(sections), confidence)
+    planted = {y: all(s["yardsticks"][y]["planted"] for s in sections.values()) for y in YARDSTICKS}
+    learned = all(s["yardsticks"][y]["models_learned"] for s in sections.values() for y in YARDSTICKS)
+    result = faithfulness(rows, validity(rows, planted, learned), pooled_planted(sections), confidence)
     result["studies"] = list(studies)
     return result

@@ -46,6 +46,7 @@ from xurs_pipeline.evaluation.swap.estimator_readings import rerun_variant
 from xurs_pipeline.evaluation.swap.roles import RUNS
 
 NULL_METHODS = ("input_only", "random")
+COSTS = ("evals", "forwards", "grad_evals")  # per probe: all model evaluations, forwards, gradients
 COLUMNS = (
     "method",
     "run",
@@ -57,9 +58,7 @@ COLUMNS = (
     "best_2",
     "total_1",
     "total_2",
-    "evals",
-    "forwards",
-    "grad_evals",
+    *COSTS,
 )
 
 

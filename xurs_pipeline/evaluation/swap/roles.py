@@ -27,11 +27,6 @@ class Role:
     seed_offset: int
     artifact: str
 
-    @property
-    def cue_index(self) -> int:
-        """The learned cue as an index into the two cues (0 or 1)."""
-        return self.cue - 1
-
     def classifier_dir(self, paths: Any) -> Path:
         from xurs_pipeline.contracts import artifact
 
@@ -40,6 +35,7 @@ class Role:
 
 
 ROLES = {"A": Role("A", 1, 0, "classifier"), "B": Role("B", 2, 1, "swap_model")}
+TRAINING_CUE = {name: role.cue for name, role in ROLES.items()}  # role -> the cue its labels followed
 
 
 @dataclass(frozen=True)

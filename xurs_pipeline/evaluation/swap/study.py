@@ -2,10 +2,11 @@
 
 One reading per (method, run, probe) (``readings.py``) with its cue measures computed once
 (``measures.with_cue_measures``); from them: each ranking's study (``measures.swap_summary``) and the swap
-test's verdict, each compared method against each model's behaviour (``agreement.comparison``), and the
-headline. Besides them: what each model depends on (``behaviour.py``), how often it behaves as trained, each
-role's accuracy by which cue resolves the question (``inputs.role_accuracy``) and the runs' completeness
-residuals (Eq. 9).
+and the headline; the one ledger of every compared method and baseline against what each
+model does (``faithfulness.py``), from which its verdict and each method's description
+(``agreement.descriptions``) are read. Besides them: what each model depends on (``behaviour.py``), how often
+it behaves as trained, each role's accuracy by which cue resolves the question (``inputs.role_accuracy``) and
+the runs' completeness residuals (Eq. 9).
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ import pandas as pd
 from xurs_pipeline.attribution.model import model_device
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.data.records import QuestionRecord
-from xurs_pipeline.evaluation.swap.agreement import comparison, scored
+from xurs_pipeline.evaluation.swap.agreement import behaves_as_trained, descriptions
 from xurs_pipeline.evaluation.swap.behaviour import (
     WidthReader,
-    behaves_as_trained,
     cue_dependence,
     edit_widths,
     label_widths,
@@ -41,7 +41,6 @@ from xurs_pipeline.evaluation.swap.inputs import (
 )
 from xurs_pipeline.evaluation.swap.measures import (
     RANKINGS,
-    follows_learned_cue,
     ranking_frame,
     swap_summary,
     with_cue_measures,
@@ -74,23 +73,27 @@ class StudyInputs:
 
 @dataclass(frozen=True)
 class StudyResult:
-    """``per_question.parquet``, ``behaviour.parquet``, ``methods.parquet``, ``summary.json``, the
-    headline and ``faithfulness.parquet``."""
+    """``per_question.parquet``, ``behaviour.parquet``, ``summary.json``, the headline and
+    ``faithfulness.parquet``."""
 
     scores: pd.DataFrame
     behaviour: pd.DataFrame
-    methods: pd.DataFrame
     summary: dict[str, Any]
     headline: dict[str, Any]
     faithfulness: pd.DataFrame  # per (method, yardstick, role, probe): faithfulness.scored
 
 
+FIRST = next(iter(ROLES))  # model A: its run is the attribute stage's, its tokenizer the prompts'
+
+
 def probe_ids(runs: dict[str, pd.DataFrame]) -> list[str]:
-    """The probes model A's run explains; every other run must explain the same ones."""
-    probes = sorted(set(runs["A"]["record_id"]))
+    """The probes the first model's run explains; every other run must explain the same ones."""
+    probes = sorted(set(runs[FIRST]["record_id"]))
     for name, frame in runs.items():
         if sorted(set(frame["record_id"])) != probes:
-            raise ArtifactError(f"swap run {name} explains other questions than model A's attribute run")
+            raise ArtifactError(
+                f"swap run {name} explains other questions than model {FIRST}'s attribute run"
+            )
     return probes
 
 
@@ -108,7 +111,7 @@ def probe_set(inputs: StudyInputs) -> ProbeSet:
     """The probes as every method reads them (``readings.ProbeSet``)."""
     prompts, probes = inputs.prompts, probe_ids(inputs.runs)
     references = prepared_references(
-        prompts, probes, inputs.cfg.attribution, inputs.models["A"][1].pad_token_id
+        prompts, probes, inputs.cfg.attribution, inputs.models[FIRST][1].pad_token_id
     )
     by_id = prompts.set_index("record_id")
     cues = {rid: [list(map(int, c)) for c in by_id.loc[rid, "cue_positions"]] for rid in probes}
@@ -131,7 +134,7 @@ def reference_sets(inputs: StudyInputs, ids: dict[str, list[int]]) -> dict[str, 
     entries = [m for m in ev.swap_methods if m != RUN_METHOD and m not in NULL_METHODS]
     chosen = {v.references for v in method_configs(entries, ev.swap_layer_ig_steps).values()}
     source = ReferenceSource.of(
-        inputs.prompts, cfg.attribution, inputs.models["A"][1], cfg.data.max_tokens, ev.seed
+        inputs.prompts, cfg.attribution, inputs.models[FIRST][1], cfg.data.max_tokens, ev.seed
     )
     records = {r.record_id: r for r in inputs.records}
     return {
@@ -159,12 +162,10 @@ def readings(inputs: StudyInputs, probes: ProbeSet) -> pd.DataFrame:
 
 
 def _trained_readings(measured: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
-    """The trained runs' readings of the compared ``methods``, by role and then in the listed method order."""
+    """The trained runs' readings of the compared ``methods``, in the listed method order."""
     trained = measured[~measured["run"].map(lambda r: RUNS[r].randomised) & measured["method"].isin(methods)]
     order = {m: i for i, m in enumerate(methods)}
-    return trained.sort_values(
-        ["role", "method"], key=lambda c: c.map(order) if c.name == "method" else c, kind="stable"
-    )
+    return trained.sort_values("method", key=lambda c: c.map(order), kind="stable")
 
 
 def run_study(inputs: StudyInputs) -> StudyResult:
@@ -174,36 +175,32 @@ def run_study(inputs: StudyInputs) -> StudyResult:
     scores = ranking_frame(measured)
     explained = [k for k in RANKINGS if (scores["ranking"] == k).any()]  # no randomised runs under "none"
     studies = {k: swap_summary(scores, k, ev.bootstrap_resamples, ev.confidence, ev.seed) for k in explained}
-    for result in studies.values():
-        result["follows_training_rule"] = follows_learned_cue(result)
     if "randomised" in studies:  # re-initialised: the head, or it and the tuned blocks
         studies["randomised"]["scope"] = ev.swap_randomise
-    behaviour = model_behaviour(inputs)
+    readers = width_readers(inputs)
+    behaviour = model_behaviour(inputs.records, readers)
     trained = _trained_readings(measured, ev.swap_methods)
-    methods = scored(trained, behaviour, ev.swap_clear_margin)
     accuracy = {
         name: role_test_accuracy(cfg, inputs.prompts, inputs.models[name], role.cue)
         for name, role in ROLES.items()
     }
-    judged, faithful = study_faithfulness(
-        FaithfulnessInputs(
-            inputs.records, width_readers(inputs), behaviour, trained, dict(probes.cues), accuracy
-        ),
+    ledger, faithful = study_faithfulness(
+        FaithfulnessInputs(inputs.records, readers, behaviour, trained, dict(probes.cues), accuracy),
         ev.swap_clear_margin,
         ev.confidence,
         ev.swap_layer_ig_steps,
     )
     summary = {
         "studies": studies,
-        "methods": comparison(methods, ev.confidence),
-        "behaves_as_trained": behaves_as_trained(behaviour),
+        "methods": descriptions(ledger, faithful, ev.confidence),
+        "behaves_as_trained": behaves_as_trained(ledger),
         "clear_margin": ev.swap_clear_margin,
         "accuracy": accuracy,
         "faithfulness": faithful,
         "residuals": {name: residuals(f) for name, f in inputs.runs.items()},
-        "probes": sorted(set(inputs.runs["A"]["record_id"])),
+        "probes": sorted(probes.ids),
     }
-    return StudyResult(scores, behaviour, methods, summary, headline(studies, inputs.runs), judged)
+    return StudyResult(scores, behaviour, summary, headline(studies, inputs.runs), ledger)
 
 
 def width_readers(inputs: StudyInputs) -> dict[str, WidthReader]:
@@ -216,12 +213,9 @@ def width_readers(inputs: StudyInputs) -> dict[str, WidthReader]:
     return out
 
 
-def model_behaviour(inputs: StudyInputs) -> pd.DataFrame:
+def model_behaviour(records: list[QuestionRecord], readers: dict[str, WidthReader]) -> pd.DataFrame:
     """Per (role, probe): the label's width under the text edits and the cue the model depends on."""
-    frames = [
-        cue_dependence(edit_widths(inputs.records, reader), role)
-        for role, reader in width_readers(inputs).items()
-    ]
+    frames = [cue_dependence(edit_widths(records, reader), role) for role, reader in readers.items()]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -250,9 +244,10 @@ def headline(studies: dict[str, dict[str, Any]], runs: dict[str, pd.DataFrame]) 
 
 
 def method_metrics(summary: dict[str, Any]) -> dict[str, Any]:
-    """``methods.json``: per method the swap accuracy and agreement with Wilson lower bounds; per model the
-    share of probes where it behaves as trained."""
-    keys = ("swap", "swap_low", "agreement", "agreement_low", "agreement_clear", "agreement_clear_low")
+    """``methods.json``: per method the training-rule swap accuracy and the agreement on every decided probe
+    with their lower bounds, and its faithfulness view (``faithfulness.faithfulness_metrics``: the verdict,
+    every cell's clear agreement); per model the share of probes where it behaves as trained."""
+    keys = ("swap", "swap_low", "agreement", "agreement_low")
     out: dict[str, Any] = {
         f"as_trained_{role}": v["share"] for role, v in summary["behaves_as_trained"].items()
     }

@@ -127,6 +127,5 @@ def model_dependence(
         "share_1",
         "depends_on",
         "margin",
-        "as_trained",
     ]
     return pd.concat([f[columns] for f in frames], ignore_index=True)
