@@ -404,7 +404,7 @@ def rerun_config(cfg: RootConfig) -> RootConfig | None:
     equal cost, so its distance from the main run is about sqrt(2) times either's error: a stricter reading
     of App. B.4's vector criteria than a rerun at twice the budget."""
     at = cfg.attribution
-    if not (at.certified_rerun and at.method == "certified"):
+    if at.method != "certified" or not at.certified_rerun:  # the key is read under certified alone
         return None
     return replace(cfg, attribution=replace(at, seed=(at.seed + 1) % 2**32, certified_rerun=False))
 

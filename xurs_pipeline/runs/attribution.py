@@ -21,7 +21,7 @@ from xurs_pipeline.attribution.runner import RunOutput, Shard, input_hashes, run
 from xurs_pipeline.config import RootConfig, attribution_fingerprint, train_run_hash
 from xurs_pipeline.contracts import artifact, prompts_hash
 from xurs_pipeline.data.schema import read_prompts
-from xurs_pipeline.io import write_json
+from xurs_pipeline.io import Provenance, write_json
 from xurs_pipeline.models.checkpoint import load_classifier
 from xurs_pipeline.processes import process_group
 
@@ -96,11 +96,14 @@ def attribute_into(run: AttributionRun, out_dir: Path) -> dict | None:
     return metrics
 
 
-def attribute_variants(out: Path, runs: Mapping[str, AttributionRun], what: str) -> dict[str, float | None]:
+def attribute_variants(
+    out: Path, runs: Mapping[str, AttributionRun], what: str, provenance: Provenance | None = None
+) -> dict[str, float | None]:
     """Attribute each named run into ``out/<name>/`` (resume parts removed after the merge, so they are no
     DVC output) and write ``out/index.json`` with each run's seed, budget (EG: samples, IG: starting points,
-    kronrod: starting intervals and evaluation budget) and target. Returns each run's seconds per question
-    computed (:func:`~xurs_pipeline.attribution.runner.shard_seconds`, read before the parts go)."""
+    kronrod: starting intervals and evaluation budget) and target, under ``provenance`` where the index is
+    an artifact a stage's readers check. Returns each run's seconds per question computed
+    (:func:`~xurs_pipeline.attribution.runner.shard_seconds`, read before the parts go)."""
     seconds = {}
     for name, run in runs.items():
         log.info("%s: %s", what, name)
@@ -111,7 +114,7 @@ def attribute_variants(out: Path, runs: Mapping[str, AttributionRun], what: str)
         n: {"seed": r.attribution.seed, "target_fn": r.attribution.target_fn, **_budget(r.attribution)}
         for n, r in runs.items()
     }
-    write_json({what: index}, out / "index.json")
+    write_json({what: index}, out / "index.json", provenance)
     return seconds
 
 

@@ -30,7 +30,7 @@ from xurs_pipeline.config import RootConfig, attribution_fingerprint, rerun_conf
 from xurs_pipeline.contracts import RERUN_VECTOR_COLUMNS, artifact
 from xurs_pipeline.evaluation.artifacts import read_prompts
 from xurs_pipeline.evaluation.vector_stability import rerun_vectors, vector_metrics
-from xurs_pipeline.io import read_json, write_json, write_parquet
+from xurs_pipeline.io import Provenance, read_json, write_json, write_parquet
 from xurs_pipeline.reporting.headline import attribute_headline
 from xurs_pipeline.runs.attribution import attribute_into, attribute_variants, attribution_run
 
@@ -61,5 +61,5 @@ def _rerun(cfg: RootConfig) -> Path | None:
     again = rerun_config(cfg)
     runs = {} if again is None else {f"seed{again.attribution.seed}": attribution_run(again)}
     folder = artifact("attribute_rerun").at(cfg.paths)
-    attribute_variants(folder, runs, "rerun")
+    attribute_variants(folder, runs, "rerun", Provenance("attribute_rerun", 1, attribution_fingerprint(cfg)))
     return None if again is None else folder / next(iter(runs))
