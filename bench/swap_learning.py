@@ -31,11 +31,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
+import numpy as np
 import pandas as pd
+import torch
 
 from xurs_pipeline.attribution.model import model_device
 from xurs_pipeline.config import compose, train_run_hash, validate
 from xurs_pipeline.contracts import artifact
+from xurs_pipeline.credal import pignistic
 from xurs_pipeline.data.dataset import data_config_hash, load_records
 from xurs_pipeline.data.schema import read_prompts
 from xurs_pipeline.data.synthetic.swap import cue_order, keep_agreeing, relabel_by_cue, relabel_mixed
@@ -68,19 +71,45 @@ def train_model(cfg, name: str, out: Path) -> dict:
     return {**summary, "train_s": time.perf_counter() - start}
 
 
-def accuracy_by_order(cfg, prompts: pd.DataFrame, loaded, cue: int) -> dict[str, dict]:
-    """``role_accuracy`` on the test records with a result: pooled, and per cue order (order1, order2)."""
+def test_masses(cfg, rows: pd.DataFrame, loaded) -> torch.Tensor:
+    """The model's masses (n, 15) on the prepared ``rows``."""
     model, tokenizer = loaded
-    rows = role_test_records(prompts, cue)
     ids = [list(map(int, x)) for x in rows["input_ids"]]
-    masses = classifier_outputs(
+    return classifier_outputs(
         model, ids, tokenizer.pad_token_id, cfg.train.eval_batch_size, device=model_device(model)
     ).masses
+
+
+def accuracy_by_order(cfg, prompts: pd.DataFrame, loaded, cue: int) -> dict[str, dict]:
+    """``role_accuracy`` on the test records with a result: pooled, and per cue order (order1, order2)."""
+    rows = role_test_records(prompts, cue)
+    masses = test_masses(cfg, rows, loaded)
     order = rows["cue_positions"].map(cue_order).to_numpy()
     out = {"pooled": role_accuracy(masses, rows, cue)}
     for k in (1, 2):
         keep = order == k
         out[f"order{k}"] = role_accuracy(masses[keep], rows[keep], cue)
+    return out
+
+
+def agreeing_and_conflicting(cfg, prompts: pd.DataFrame, loaded) -> dict[str, float | int]:
+    """``agreement_accuracy`` of the model on the test records with a result."""
+    rows = role_test_records(prompts, 1)
+    predicted = pignistic(test_masses(cfg, rows, loaded).double()).argmax(-1).numpy()
+    return agreement_accuracy(predicted, [list(a) for a in rows["cue_answers"]], list(rows["cue_resolved"]))
+
+
+def agreement_accuracy(predicted: np.ndarray, answers: list, resolved: list) -> dict[str, float | int]:
+    """predicted (n,) options; answers, resolved: each record's two cues' labels and resolved flags. Accuracy
+    where both cues name one label (the texts an ``agree`` model trained on), and where both cues resolve
+    the question to different labels, the share of predictions that follow cue 1 and cue 2."""
+    labels = np.array(answers)  # (n, 2)
+    agree = labels[:, 0] == labels[:, 1]
+    conflict = ~agree & np.array([all(r) for r in resolved], dtype=bool)
+    out: dict[str, float | int] = {"n_agreeing": int(agree.sum()), "n_conflicting": int(conflict.sum())}
+    out["accuracy_agreeing"] = float((predicted == labels[:, 0])[agree].mean())
+    for k in (1, 2):
+        out[f"conflicting_follow_cue{k}"] = float((predicted == labels[:, k - 1])[conflict].mean())
     return out
 
 
@@ -152,6 +181,7 @@ def measure(cfg, out: Path, models: list[str], evaluate_only: bool) -> dict[str,
             result["accuracy_own_cue"] = accuracy_by_order(cfg, prompts, loaded, cue)
             result["as_trained"] = as_trained_by_order(dep, cue)
         else:
+            result["cues_agree_or_conflict"] = agreeing_and_conflicting(cfg, prompts, loaded)
             result["accuracy_by_cue"] = {
                 f"cue{k}": accuracy_by_order(cfg, prompts, loaded, k) for k in (1, 2)
             }
@@ -177,6 +207,8 @@ def report(results: dict[str, dict]) -> None:
             print(f"  behaves as trained on probes: {r['as_trained']}")
         for cue, acc in r.get("accuracy_by_cue", {}).items():
             print(f"  right by {cue} where {cue} resolves it: {_accuracy_line(acc)}")
+        if "cues_agree_or_conflict" in r:
+            print(f"  where the cues agree or conflict: {r['cues_agree_or_conflict']}")
         d = r["dependence"]
         print(
             f"  probes: {d['clear']}/{d['probes']} clear; clear on cue 1 {d['clear_on_cue1']}, on cue 2 "

@@ -3,6 +3,7 @@ rule, the bound included), which cue each clear pair depends on, by cue order, a
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from bench_scripts import load_bench_script
@@ -46,3 +47,20 @@ def test_as_trained_counts_the_trained_cue_by_order(bench) -> None:
     probes = _probes()
     assert bench.as_trained_by_order(probes, 1) == {"pooled": "2/5", "order1": "1/2", "order2": "1/3"}
     assert bench.as_trained_by_order(probes, 2) == {"pooled": "2/5", "order1": "1/2", "order2": "1/3"}
+
+
+def test_accuracy_where_the_cues_agree_and_which_cue_wins_a_conflict(bench) -> None:
+    """Two agreeing records (one right), two conflicts with both cues resolved (one follows each cue), and a
+    disagreement that only one cue resolves (no conflict): counted apart."""
+    answers = [[0, 0], [1, 1], [2, 3], [0, 1], [2, 1]]
+    resolved = [[True, False], [True, True], [True, True], [True, True], [False, True]]
+    found = bench.agreement_accuracy(np.array([0, 2, 3, 0, 1]), answers, resolved)
+    assert (found["n_agreeing"], found["n_conflicting"]) == (2, 2)
+    assert found["accuracy_agreeing"] == 0.5
+    assert (found["conflicting_follow_cue1"], found["conflicting_follow_cue2"]) == (0.5, 0.5)
+    cue1 = bench.agreement_accuracy(np.array([0, 1, 2, 0, 2]), answers, resolved)
+    assert (cue1["accuracy_agreeing"], cue1["conflicting_follow_cue1"], cue1["conflicting_follow_cue2"]) == (
+        1.0,
+        1.0,
+        0.0,
+    )
