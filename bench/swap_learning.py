@@ -235,14 +235,11 @@ def main() -> None:
     results = measure(cfg, args.out, args.models, args.evaluate_only)
     print(f"overrides: {' '.join(args.override) or '(none)'}")
     report(results)
-    print(
-        f"total {time.perf_counter() - start:.0f} s; load average {load_before[0]:.2f} -> "
-        f"{os.getloadavg()[0]:.2f}"
-    )
+    load = [round(load_before[0], 2), round(os.getloadavg()[0], 2)]
+    print(f"total {time.perf_counter() - start:.0f} s; load average {load[0]:.2f} -> {load[1]:.2f}")
     if args.json:
-        args.json.write_text(
-            json.dumps({"overrides": args.override, "models": args.models, "roles": results}, indent=2) + "\n"
-        )
+        kept = {"overrides": args.override, "models": args.models, "load_average": load, "roles": results}
+        args.json.write_text(json.dumps(kept, indent=2) + "\n")
 
 
 if __name__ == "__main__":
