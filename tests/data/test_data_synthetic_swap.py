@@ -13,7 +13,7 @@ from scipy.stats import chi2_contingency
 from xurs_pipeline.data.dataset import prepare_and_validate
 from xurs_pipeline.data.records import DataError
 from xurs_pipeline.data.synthetic import generate_swap, read_swap
-from xurs_pipeline.data.synthetic.swap import relabel_by_cue
+from xurs_pipeline.data.synthetic.swap import hashed_cues, keep_agreeing, relabel_by_cue, relabel_mixed
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +95,58 @@ def test_prepared_cues_and_relabelling_by_cue_2(records, tiny_tokenizer) -> None
         relabel_by_cue(frame.drop(columns=["cue_answers"]), 2)
 
 
+def _follows(frame: pd.DataFrame, cues: list[int]) -> bool:
+    """Does every row's label, masses and clue positions belong to the cue ``cues`` names for it?"""
+    rows = zip(cues, frame.itertuples(), strict=True)
+    return all(
+        r.answer_idx == r.cue_answers[c - 1]
+        and list(r.target_masses) == list(r.cue_masses[c - 1])
+        and list(r.clue_positions) == list(r.cue_positions[c - 1])
+        for c, r in rows
+    )
+
+
+def test_mixed_labels_follow_a_hashed_cue_per_text(records, tiny_tokenizer) -> None:
+    """``relabel_mixed`` labels each text by the cue its id's hash draws: the same id the same cue in any
+    frame, about the share asked for, and neither set A's nor set B's labels (which the check tells apart)."""
+    frame = prepare_and_validate(records, tiny_tokenizer, 512).frame
+    cues = hashed_cues(frame["record_id"], 0.5)
+    mixed = relabel_mixed(frame, 0.5)
+    assert _follows(mixed, cues)
+    assert not _follows(relabel_by_cue(frame, 1), cues)
+    assert not _follows(relabel_by_cue(frame, 2), cues)
+    assert 0.4 < cues.count(1) / len(cues) < 0.6
+    assert 0.6 < hashed_cues(frame["record_id"], 0.7).count(1) / len(cues) < 0.8
+    assert hashed_cues(frame["record_id"][::-1], 0.5) == cues[::-1]  # a text's cue is its own
+    assert _follows(relabel_mixed(frame, 1.0), [1] * len(frame))
+    assert _follows(relabel_mixed(frame, 0.0), [2] * len(frame))
+    with pytest.raises(DataError, match=r"share_cue1=1\.5"):
+        relabel_mixed(frame, 1.5)
+    with pytest.raises(DataError, match="cues 1 and 2"):
+        relabel_by_cue(frame, 3)
+
+
+def test_agreeing_texts_are_the_training_texts_whose_cues_name_one_label(records, tiny_tokenizer) -> None:
+    """``keep_agreeing`` keeps exactly the training and dev texts whose two cues name the same label (counted
+    here from the records) and every test record; its labels are both cues'."""
+    frame = prepare_and_validate(records, tiny_tokenizer, 512).frame
+    kept = keep_agreeing(frame)
+    agreeing = {
+        r.record_id
+        for r in records
+        if r.split != "test" and r.synthetic.cue_answers[0] == r.synthetic.cue_answers[1]
+    }
+    assert set(kept.loc[kept["split"] != "test", "record_id"]) == agreeing
+    assert 0.15 < len(agreeing) / (frame["split"] != "test").sum() < 0.35  # independent labels: about 1/4
+    assert (kept["split"] == "test").sum() == (frame["split"] == "test").sum()
+    training = kept[kept["split"] != "test"]
+    assert all(r.answer_idx == r.cue_answers[0] == r.cue_answers[1] for r in training.itertuples())
+    assert _follows(kept, hashed_cues(kept["record_id"], 0.5))  # the masses' cue drawn per text
+    assert not _follows(kept, [1] * len(kept))
+    with pytest.raises(DataError, match="relabelling by cue needs"):
+        keep_agreeing(frame.drop(columns=["cue_masses"]))
+
+
 def test_the_input_only_ranking_is_the_same_under_both_models(records, tiny_tokenizer) -> None:
     """Model A's and model B's inputs differ only in labels, so the input-only ranking of the probes against
     the sequence-aligned references is identical, and its swap study sits exactly at 1/2 with no share
@@ -165,5 +217,5 @@ def test_cue2_first_needs_the_two_cue_data() -> None:
     from xurs_pipeline.data.config import DataConfig
 
     assert DataConfig(source="synthetic_swap", cue2_first=True).cue2_first
-    with pytest.raises(ValueError, match="data.cue2_first=true: only data.source=synthetic_swap"):
+    with pytest.raises(ValueError, match=r"data\.cue2_first=true: only data\.source=synthetic_swap"):
         DataConfig(source="synthetic_direct", cue2_first=True)

@@ -23,9 +23,12 @@ is for the direct data; ``clue_span`` is cue 1's).
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
+from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from xurs_pipeline.data.config import SWAP_ORDERS
@@ -186,16 +189,47 @@ def relabel_by_cue(prompts: pd.DataFrame, cue: int) -> pd.DataFrame:
     """The prepared two-cue prompts labelled by cue ``cue`` (1: set A, as prepared; 2: set B): answer_idx,
     target_masses and clue_positions become that cue's role; the texts, tokens and ``has_result`` (some cue
     resolves the question, a property of the text) stay."""
+    return relabel_by_cues(prompts, [cue] * len(prompts))
+
+
+def relabel_by_cues(prompts: pd.DataFrame, cues: Sequence[int]) -> pd.DataFrame:
+    """``relabel_by_cue`` with one cue (1 or 2) per row of ``prompts`` (``cues``, len(prompts))."""
     missing = [c for c in ("cue_answers", "cue_masses", "cue_resolved", "cue_positions") if c not in prompts]
     if missing:
         raise DataError(
             f"prepared prompts lack {missing}: relabelling by cue needs data.source=synthetic_swap"
         )
-    if cue not in (1, 2):
-        raise DataError(f"cue={cue}: the two-cue data has cues 1 and 2")
-    k = cue - 1
+    bad = sorted({c for c in cues} - {1, 2})
+    if bad or len(cues) != len(prompts):
+        raise DataError(f"cues {bad or len(cues)}: the two-cue data has cues 1 and 2, one per prompt")
     out = prompts.copy()
-    out["answer_idx"] = [int(a[k]) for a in prompts["cue_answers"]]
-    out["target_masses"] = [list(m[k]) for m in prompts["cue_masses"]]
-    out["clue_positions"] = [list(p[k]) for p in prompts["cue_positions"]]
+    rows = zip(cues, prompts["cue_answers"], prompts["cue_masses"], prompts["cue_positions"], strict=True)
+    labelled = [(int(a[c - 1]), list(m[c - 1]), list(p[c - 1])) for c, a, m, p in rows]
+    for j, column in enumerate(("answer_idx", "target_masses", "clue_positions")):
+        out[column] = [row[j] for row in labelled]
     return out
+
+
+def hashed_cues(record_ids: Sequence[str], share_cue1: float) -> list[int]:
+    """Cue 1 or 2 per record id: cue 1 where the id's SHA-256 read as a number in [0, 1) is below
+    ``share_cue1``; the same id always draws the same cue, whatever else the prompts hold."""
+    if not 0.0 <= share_cue1 <= 1.0:
+        raise DataError(f"share_cue1={share_cue1}: the share of texts labelled by cue 1 must be in [0, 1]")
+    draws = (int(hashlib.sha256(f"cue-share|{r}".encode()).hexdigest()[:13], 16) / 16**13 for r in record_ids)
+    return [1 if u < share_cue1 else 2 for u in draws]
+
+
+def relabel_mixed(prompts: pd.DataFrame, share_cue1: float) -> pd.DataFrame:
+    """The prompts labelled by cue 1 on a ``share_cue1`` share of the texts (``hashed_cues``) and by cue 2 on
+    the rest: a model whose labels do not say which cue to read."""
+    return relabel_by_cues(prompts, hashed_cues(prompts["record_id"], share_cue1))
+
+
+def keep_agreeing(prompts: pd.DataFrame) -> pd.DataFrame:
+    """The training and dev texts whose two cues name the same label, and every test record: whichever cue a
+    model trained on them reads is its own choice. The label is both cues'; the prescribed masses (which
+    also say whether the cue resolves the question) are a cue's drawn per text by ``hashed_cues`` at 1/2,
+    so neither cue's resolved flag is taught more than the other's."""
+    agree = [int(a[0]) == int(a[1]) for a in prompts["cue_answers"]]
+    kept = prompts[(prompts["split"] == "test").to_numpy() | np.array(agree, dtype=bool)]
+    return relabel_mixed(kept, 0.5)
