@@ -27,7 +27,7 @@ def _probes() -> pd.DataFrame:
             "order": [1, 2, 1, 2, 2],
         }
     )
-    return dependence_from_effects(effects, "A").drop(columns=["role", "as_trained"])
+    return dependence_from_effects(effects, "A").drop(columns=["role"])
 
 
 def test_clear_pairs_and_their_cues(bench) -> None:
