@@ -199,7 +199,7 @@ def relabel_by_cues(prompts: pd.DataFrame, cues: Sequence[int]) -> pd.DataFrame:
         raise DataError(
             f"prepared prompts lack {missing}: relabelling by cue needs data.source=synthetic_swap"
         )
-    bad = sorted({c for c in cues} - {1, 2})
+    bad = sorted(set(cues) - {1, 2})
     if bad or len(cues) != len(prompts):
         raise DataError(f"cues {bad or len(cues)}: the two-cue data has cues 1 and 2, one per prompt")
     out = prompts.copy()

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from xurs_pipeline.data.records import QuestionRecord
-from xurs_pipeline.evaluation.swap.roles import ROLES
+from xurs_pipeline.evaluation.swap.roles import FIRST_ROLE
 from xurs_pipeline.evaluation.swap.yardsticks import (
     TESTS,
     YARDSTICKS,
@@ -40,7 +40,6 @@ from xurs_pipeline.evaluation.swap.yardsticks import (
 )
 
 STATES = ("label", "pair", "other", "absent", "unknown")
-FIRST_ROLE = next(iter(ROLES))  # a planted model is read as model A's: only which cue it depends on counts
 
 
 @dataclass(frozen=True)

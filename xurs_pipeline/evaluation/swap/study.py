@@ -54,7 +54,7 @@ from xurs_pipeline.evaluation.swap.readings import (
     method_configs,
     model_readings,
 )
-from xurs_pipeline.evaluation.swap.roles import ROLES, RUNS
+from xurs_pipeline.evaluation.swap.roles import FIRST_ROLE, ROLES, RUNS
 from xurs_pipeline.io import ArtifactError
 from xurs_pipeline.train.predict import classifier_outputs
 
@@ -83,16 +83,13 @@ class StudyResult:
     faithfulness: pd.DataFrame  # per (method, yardstick, role, probe): faithfulness.scored
 
 
-FIRST = next(iter(ROLES))  # model A: its run is the attribute stage's, its tokenizer the prompts'
-
-
 def probe_ids(runs: dict[str, pd.DataFrame]) -> list[str]:
     """The probes the first model's run explains; every other run must explain the same ones."""
-    probes = sorted(set(runs[FIRST]["record_id"]))
+    probes = sorted(set(runs[FIRST_ROLE]["record_id"]))
     for name, frame in runs.items():
         if sorted(set(frame["record_id"])) != probes:
             raise ArtifactError(
-                f"swap run {name} explains other questions than model {FIRST}'s attribute run"
+                f"swap run {name} explains other questions than model {FIRST_ROLE}'s attribute run"
             )
     return probes
 
@@ -111,7 +108,7 @@ def probe_set(inputs: StudyInputs) -> ProbeSet:
     """The probes as every method reads them (``readings.ProbeSet``)."""
     prompts, probes = inputs.prompts, probe_ids(inputs.runs)
     references = prepared_references(
-        prompts, probes, inputs.cfg.attribution, inputs.models[FIRST][1].pad_token_id
+        prompts, probes, inputs.cfg.attribution, inputs.models[FIRST_ROLE][1].pad_token_id
     )
     by_id = prompts.set_index("record_id")
     cues = {rid: [list(map(int, c)) for c in by_id.loc[rid, "cue_positions"]] for rid in probes}
@@ -134,7 +131,7 @@ def reference_sets(inputs: StudyInputs, ids: dict[str, list[int]]) -> dict[str, 
     entries = [m for m in ev.swap_methods if m != RUN_METHOD and m not in NULL_METHODS]
     chosen = {v.references for v in method_configs(entries, ev.swap_layer_ig_steps).values()}
     source = ReferenceSource.of(
-        inputs.prompts, cfg.attribution, inputs.models[FIRST][1], cfg.data.max_tokens, ev.seed
+        inputs.prompts, cfg.attribution, inputs.models[FIRST_ROLE][1], cfg.data.max_tokens, ev.seed
     )
     records = {r.record_id: r for r in inputs.records}
     return {
