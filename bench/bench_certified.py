@@ -140,6 +140,13 @@ def measure(model, q, pool, cfg, pad_id: int, budget: int) -> dict:
     return record
 
 
+def label(at) -> str:
+    """The method as the table names it: ``certified+warpN`` with N forwards a reference's path warp."""
+    if at.method == "certified" and at.certified_warp_points:
+        return f"certified+warp{at.certified_warp_points}"
+    return str(at.method)
+
+
 def where_references_err(residuals, points) -> dict[str, float | int]:
     """Which references hold certified's error (``certified_diagnosis`` per reference, from the row): the
     largest share of Σ_r rho_r^2 one reference holds (1/M when they share it evenly), the share the top
@@ -174,7 +181,7 @@ def run(args) -> None:
                 about = {
                     "experiment": args.experiment,
                     "model": train_run_hash(cfg)[:12],
-                    "method": method,
+                    "method": label(mcfg.attribution),
                     "question": q.record_id,
                     "tokens": len(q.input_ids),
                     "refs": refs,
@@ -191,7 +198,8 @@ def _write(out: Path, record: dict) -> None:
 
 
 HEADER = (
-    "| experiment | method | M | budget | questions | evaluations (median) | median R | max R | cosine "
+    "| experiment | method | M | budget | questions | evaluations (median) | forwards (median) | median R "
+    "| max R | cosine "
     "| rel. distance | Spearman | top-3 | App. B.4 | budget ran out (R reached) "
     "| certified: R alone / rule at |"
 )
@@ -203,17 +211,17 @@ def table(rows: list[dict]) -> list[str]:
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r.get("experiment", "-"), r["method"], r["refs"], r["budget"]), []).append(r)
-    lines = [HEADER, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [HEADER, "|---" * (HEADER.count("|") - 1) + "|"]
     for (exp, method, refs, budget), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], *kv[0][2:])):
         done = [r for r in rs if "residual" in r]
-        note = f"| {exp} | {method} | {refs} | {budget} | 0 | {rs[0].get('note', '-')} |||||||||"
+        note = f"| {exp} | {method} | {refs} | {budget} | 0 | {rs[0].get('note', '-')} ||||||||||"
         lines.append(_row(exp, method, refs, budget, done) if done else note)
     return lines
 
 
 def _row(exp: str, method: str, refs: int, budget: int, done: list[dict]) -> str:
     """One group's table row."""
-    keys = ("grad_evals", "residual", "cosine", "distance", "spearman", "top3")
+    keys = ("grad_evals", "forwards", "residual", "cosine", "distance", "spearman", "top3")
     med = {k: float(np.median([r[k] for r in done])) for k in keys}
     rmax = max(r["residual"] for r in done)
     ok = (
@@ -223,7 +231,7 @@ def _row(exp: str, method: str, refs: int, budget: int, done: list[dict]) -> str
     )
     ran_out = ", ".join(f"{r['question']} ({r['residual']:.3f})" for r in done if r["budget_exhausted"])
     held = "-"
-    if method == "certified":
+    if method.startswith("certified"):
         alone = [r["evals_residual_only"] for r in done if r.get("evals_residual_only") is not None]
         rule = [r["evals_rule"] for r in done if r.get("evals_rule") is not None]
         held = (f"{np.median(alone):.0f} ({len(alone)} q) / " if alone else "never / ") + (
@@ -231,7 +239,8 @@ def _row(exp: str, method: str, refs: int, budget: int, done: list[dict]) -> str
         )
     return (
         f"| {exp} | {method} | {refs} | {budget} | {len(done)} | {med['grad_evals']:.0f} | "
-        f"{med['residual']:.4f} | {rmax:.4f} | {med['cosine']:.4f} | {med['distance']:.3f} | "
+        f"{med['forwards']:.0f} | {med['residual']:.4f} | {rmax:.4f} | {med['cosine']:.4f} | "
+        f"{med['distance']:.3f} | "
         f"{med['spearman']:.3f} | {med['top3']:.2f} | {'holds' if ok else 'misses'} | "
         f"{ran_out or 'none'} | {held} |"
     )

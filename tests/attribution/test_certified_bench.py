@@ -27,6 +27,7 @@ def _record(question: str, evals: int, residual: float, exhausted: bool, cosine:
         "refs": 4,
         "budget": 512,
         "grad_evals": evals,
+        "forwards": 5,
         "residual": residual,
         "budget_exhausted": exhausted,
         "cosine": cosine,
@@ -47,12 +48,15 @@ def test_the_table_gives_medians_the_verdict_and_names_each_exhausted_question_w
     assert lines[1].count("|") == lines[0].count("|")
     (certified,) = [line for line in lines if "| certified |" in line]
     cells = [c.strip() for c in certified.strip("|").split("|")]
-    assert cells[4:8] == ["3", "300", "0.0040", "0.0300"]  # questions, median evaluations, median R, max R
-    assert cells[12] == "holds"
-    assert cells[13] == "q3 (0.030)"  # ran out, with the R it reached
-    assert cells[14] == "150 (3 q) / 200 (2 q)"
+    # questions, median evaluations, median forwards, median R, max R
+    assert cells[4:9] == ["3", "300", "5", "0.0040", "0.0300"]
+    assert cells[13] == "holds"
+    assert cells[14] == "q3 (0.030)"  # ran out, with the R it reached
+    assert cells[15] == "150 (3 q) / 200 (2 q)"
     (kronrod,) = [line for line in lines if "| kronrod |" in line]
     assert "first pass above" in kronrod
+    warped = bench.table([{**_record("q1", 100, 0.004, False), "method": "certified+warp31"}])[2]
+    assert warped.split("|")[-2].strip() == "50 (1 q) / 100 (1 q)"  # a warped row reads its trace too
     failing = bench.table([_record("q1", 100, 0.004, False, cosine=0.95)])[2]
     assert "| misses |" in failing  # the median cosine below 0.99: App. B.4 is not met
     assert "| none |" in failing

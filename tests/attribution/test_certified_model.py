@@ -11,10 +11,18 @@ import torch
 from helpers import PAD_ID, TinyBeliefClassifier, prompts_frame
 
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.attribution.endpoints import natural_widths
+from xurs_pipeline.attribution.endpoints import (
+    input_width,
+    natural_widths,
+    path_values,
+    prepared_widths,
+    prompt_of,
+)
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
 from xurs_pipeline.attribution.methods import attribute_question, method_for
+from xurs_pipeline.attribution.model import Objective
 from xurs_pipeline.attribution.question import ReferencePool
+from xurs_pipeline.attribution.references import prepare_training
 from xurs_pipeline.config import ConfigError, compose, repeat_config, validate
 from xurs_pipeline.evaluation.agreement import cosine, relative_distance
 
@@ -73,6 +81,42 @@ def test_other_shifts_give_another_estimate_of_the_same_attribution(two_seeds) -
     assert max(a.residual, b.residual) <= 1e-3
     assert relative_distance(e_a, e_b) <= 0.1
     assert cosine(e_a, e_b) >= 0.99
+
+
+def test_the_path_warp_gives_the_same_attribution_and_counts_its_forwards(model, two_seeds) -> None:
+    """With ``certified_warp_points`` the lattice runs on each reference's warp: the same vector as the plain
+    lattice within App. B.4's criteria (both to a residual of 1e-3), every node still one gradient
+    evaluation, and the warp's forwards (15 a reference) counted with the endpoints'."""
+    frame, plain, _ = two_seeds
+    (warped,) = _rows(model, frame, certified_warp_points=15, **TIGHT)
+    assert not warped.budget_exhausted
+    assert warped.residual <= 1e-3
+    e_w, e_p = warped.coords["e"].numpy(), plain.coords["e"].numpy()
+    assert not np.array_equal(e_w, e_p)
+    assert cosine(e_w, e_p) >= 0.999
+    assert relative_distance(e_w, e_p) <= 0.05
+    assert warped.grad_evals == sum(warped.reference_points)
+    assert warped.forward_evals == 1 + 3 + 15 * 3
+
+
+def test_path_values_end_at_the_endpoint_widths(model) -> None:
+    """F along the path by forwards alone: at α = 0 each prepared reference's width, at α = 1 the input's
+    (Eq. 9's endpoints), both targets grouped as the objective groups them."""
+    frame = prompts_frame(n_test=1, n_train=3)
+    cfg = AttributionConfig(progress=False, refs_per_collection=3, method="certified")
+    pool = ReferencePool(*reference_pool(frame, cfg, 64))
+    (q,) = select_questions(frame, cfg, 64)
+    prompt = prompt_of(model, q.input_ids, CPU)
+    refs = prepare_training(q.input_ids, pool.token_ids[0], pool.record_ids[0], PAD_ID, CPU)
+    objective = Objective.build((0, 2), "direct")
+    index = np.array([0, 1, 2, 0, 1, 2])
+    alpha = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+    got = path_values(model, objective, prompt, refs, (index, alpha), batch_size=4)
+    w_x = input_width(model, prompt)[0][[0, 2]].double().numpy()
+    w_b = prepared_widths(model, prompt, refs, 4)[:, [0, 2]].double().numpy()
+    np.testing.assert_allclose(got[:3], w_b, atol=1e-6)
+    np.testing.assert_allclose(got[3:], np.tile(w_x, (3, 1)), atol=1e-6)
+    assert not np.allclose(w_b, np.tile(w_x, (3, 1)), atol=1e-3)  # the two ends differ: a check that can fail
 
 
 def test_a_budget_at_the_first_pass_is_flagged_in_the_row(model) -> None:

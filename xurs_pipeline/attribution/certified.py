@@ -68,15 +68,17 @@ class CertifiedSpec:
     """tolerance: of the averaged residual (Eq. 9) and of its spread over the shifts.
     vector_tolerance: of the predicted relative distance of the averaged vector from a rerun.
     max_evals: gradient evaluations the collection may spend.  first_nodes: points a reference in the first
-    pass (a power of 2, >= 2)."""
+    pass (a power of 2, >= 2).  warp_points: forwards a reference for its path warp (``path_warp.py``; 0: the
+    lattice uniform in α); applied by the caller, which owns the forwards."""
 
     tolerance: float = 0.01
     vector_tolerance: float = 0.05
     max_evals: int = 2048
     first_nodes: int = 2
+    warp_points: int = 0
 
     def __post_init__(self) -> None:
-        check_certified(self.tolerance, self.vector_tolerance, self.first_nodes)
+        check_certified(self.tolerance, self.vector_tolerance, self.first_nodes, self.warp_points)
 
     def met(self, residual: float, spread: float, vector: float) -> bool:
         """Whether the rule holds, from a step's residual, spread and vector estimate (each the largest

@@ -63,6 +63,7 @@ _CERTIFIED_KEYS = (
     "certified_vector_tolerance",
     "certified_max_evals",
     "certified_first_nodes",
+    "certified_warp_points",
     "certified_rerun",
 )
 ESTIMATOR_KEYS: dict[str, tuple[str, ...]] = {
@@ -149,6 +150,7 @@ BUDGET_KEYS = (
     "kronrod_max_evals",
     "certified_max_evals",
     "certified_first_nodes",
+    "certified_warp_points",
     "layer_ig_steps",
     "sequential_ig_steps",
     "refs_per_collection",
@@ -156,13 +158,23 @@ BUDGET_KEYS = (
 )
 
 
-def check_certified(tolerance: float, vector_tolerance: float, first_nodes: int) -> None:
+WARP_FIRST_POINTS = 15  # forwards of a path warp's first grid (16 equal segments; attribution/path_warp.py)
+
+
+def check_certified(
+    tolerance: float, vector_tolerance: float, first_nodes: int, warp_points: int = 0
+) -> None:
     """ValueError naming the ``attribution.certified_*`` key out of range (``attribution/certified.py``)."""
     _tolerance("certified_tolerance", tolerance)
     if not 0 < vector_tolerance <= 1:
         raise ValueError(f"attribution.certified_vector_tolerance={vector_tolerance}: must be in (0, 1]")
     if first_nodes < 2 or first_nodes & (first_nodes - 1):
         raise ValueError(f"attribution.certified_first_nodes={first_nodes}: must be a power of 2, >= 2")
+    if warp_points != 0 and warp_points < WARP_FIRST_POINTS:
+        raise ValueError(
+            f"attribution.certified_warp_points={warp_points}: must be 0 (no warp) or >= "
+            f"{WARP_FIRST_POINTS}, the first grid's forwards"
+        )
 
 
 def describe_references(kind: str, alignment: str) -> str:
@@ -223,7 +235,9 @@ class AttributionConfig:
     certified_*: the ``certified`` estimator (``attribution/certified.py``): the tolerance of the averaged
       residual (Eq. 9) and of its 95% spread over the random shifts, the tolerance of the predicted relative
       distance of the averaged vector from a rerun, its gradient-evaluation budget per collection (flagged
-      ``budget_exhausted`` when it runs out first), the points a reference gets in the first pass, and
+      ``budget_exhausted`` when it runs out first), the points a reference gets in the first pass, the
+      forwards a reference's path warp takes (``certified_warp_points``, ``attribution/path_warp.py``:
+      lattice points placed where F changes, each weighted by its inverse density; 0: the plain lattice), and
       ``certified_rerun``: the attribute stage estimates every question a second time with other shifts
       (``attribution.seed`` + 1, the same budget and tolerances) and reports the cosine and relative
       distance of the two vectors (App. B.4's vector criteria); twice the stage's gradient evaluations.
@@ -284,6 +298,7 @@ class AttributionConfig:
     certified_vector_tolerance: float = 0.05
     certified_max_evals: int = 2048
     certified_first_nodes: int = 2
+    certified_warp_points: int = 0
     certified_rerun: bool = False
     max_grad_evals: int = 131072
     path: str = "straight"
@@ -407,7 +422,12 @@ class AttributionConfig:
 
     def _check_certified(self) -> None:
         """The ``certified`` keys: tolerances, the first pass (a power of 2) within the budget."""
-        check_certified(self.certified_tolerance, self.certified_vector_tolerance, self.certified_first_nodes)
+        check_certified(
+            self.certified_tolerance,
+            self.certified_vector_tolerance,
+            self.certified_first_nodes,
+            self.certified_warp_points,
+        )
         _at_least("certified_max_evals", self.certified_max_evals, 1)
         first_pass = self.certified_first_nodes * self.refs_per_collection
         if self.method == "certified" and self.certified_max_evals < first_pass:

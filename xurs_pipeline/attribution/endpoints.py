@@ -1,7 +1,8 @@
 """Width evaluations without gradients: the input, prepared references, references as normally processed.
 
 These are the endpoints of Eq. 9 and Eq. 10: F_c(X), F_c(B) under the original mask and positions
-(prepared), and the reference prompt's width with its own tokens, mask and positions (natural).
+(prepared), and the reference prompt's width with its own tokens, mask and positions (natural); and F along
+the straight paths between them (``path_values``, the ``certified`` rule's path warp).
 All return every option's width (…, 4) in float32 so several targets share one evaluation.
 """
 
@@ -10,10 +11,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
-from xurs_pipeline.attribution.model import Prompt, WidthModel, frozen, widths_and_betp
+from xurs_pipeline.attribution.model import Objective, Prompt, WidthModel, frozen, widths_and_betp
 from xurs_pipeline.attribution.plan import batches
+from xurs_pipeline.attribution.prefix import shared_prefix
 from xurs_pipeline.attribution.references import PreparedReferences
 
 
@@ -87,4 +90,42 @@ def natural_widths(
                 positions = torch.arange(length, device=device).expand(len(chosen), -1)
                 out = model(model.embed(ids), mask, positions)
                 result[torch.tensor(chosen, device=device)] = widths_and_betp(out.masses, target_fn)[0]
+    return result
+
+
+@torch.no_grad()
+def path_values(
+    model: WidthModel,
+    objective: Objective,
+    prompt: Prompt,
+    refs: PreparedReferences,
+    points: tuple[np.ndarray, np.ndarray],
+    batch_size: int,
+    reuse_prefix: bool = True,
+) -> np.ndarray:
+    """F_t at Z = B_r + α (X - B_r) under the original mask and positions, forwards only, for ``points`` =
+    (reference index r (n,), α (n,)): (n, T) float64, the objective's columns grouped per target (Eq. 4).
+    With ``reuse_prefix``, where every reference equals X on a prefix, the prefix runs once (``prefix.py``),
+    as in the gradient loop."""
+    index, alpha = points
+    device = prompt.embeds.device
+    idx_all = torch.as_tensor(index, dtype=torch.long, device=device)
+    rows = []
+    with frozen(model):  # type: ignore[arg-type]
+        prefix = shared_prefix(model, prompt, refs, idx_all) if reuse_prefix else None
+        p = prefix.length if prefix else 0
+        for part in batches(len(index), batch_size):
+            idx = idx_all[part]
+            base = refs.embeds(model.embed, idx, prompt.embeds)[:, p:]  # (b, L - p, d)
+            a = torch.as_tensor(alpha[part], device=device, dtype=base.dtype)[:, None, None]
+            z = base + a * (refs.ends(model.embed, idx, prompt.embeds)[:, p:] - base)
+            mask = prompt.attention_mask.expand(idx.numel(), -1)  # (b, L): the prefix stays attended to
+            positions = prompt.position_ids[:, p:].expand(idx.numel(), -1)
+            if prefix is None:
+                out = model(z, mask, positions)
+            else:
+                out = model.forward_after_prefix(prefix.cache, z, mask, positions)  # type: ignore[attr-defined]
+            rows.append(objective(out.masses).float())
+    grouped = objective.group(torch.cat(rows).T).T  # (n, T)
+    result: np.ndarray = grouped.double().cpu().numpy()
     return result

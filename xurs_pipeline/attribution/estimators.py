@@ -20,8 +20,11 @@ from typing import ClassVar
 
 import numpy as np
 import torch
+from torch import Tensor
 
+from xurs_pipeline.attribution import path_warp
 from xurs_pipeline.attribution.certified import Z_95, CertifiedSpec, certify
+from xurs_pipeline.attribution.endpoints import path_values
 from xurs_pipeline.attribution.gradients import Batching, GradientSums, accumulate
 from xurs_pipeline.attribution.model import Objective, Prompt, WidthModel
 from xurs_pipeline.attribution.paths import Pieces
@@ -91,6 +94,12 @@ class PathProblem:
             self.model, self.objective, self.prompt, self.refs, plan, self.samples_per_call, batching
         )
 
+    def values(self, index: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+        """F_t at α along references ``index``' straight paths, forwards only (n, T) float64."""
+        batch = 4 * self.samples_per_call  # no activations kept for a backward pass
+        model, objective, refs = self.model, self.objective, self.refs
+        return path_values(model, objective, self.prompt, refs, (index, alpha), batch, self.reuse_prefix)
+
     def slopes(self, sums: GradientSums) -> np.ndarray:
         """Each sample's dF_t/dα per explained target, float64 (n, T), from a run's per-column slopes."""
         return self.objective.group(sums.slope.T).T.cpu().numpy().astype(np.float64)
@@ -114,7 +123,8 @@ class CollectionResult:
       of F (EG: the mean over the reference's draws, NaN if never drawn).  exhausted: the budget ran out
       before the tolerance (estimators with one).  nonfinite_refs: reference indices with a non-finite
       sample.  grad_evals: gradient samples used.  trace: kronrod's per-step record (``quadrature.py``,
-      ``TRACE_COLUMNS``), empty for the others.
+      ``TRACE_COLUMNS``), empty for the others.  forwards: the estimator's own forwards beyond the
+      endpoints (certified's path warp), 0 for the others.
     """
 
     e: torch.Tensor
@@ -129,6 +139,7 @@ class CollectionResult:
     grad_evals: int
     plan_seed: int | None
     trace: np.ndarray = field(default_factory=lambda: np.zeros((0, len(TRACE_COLUMNS))))
+    forwards: int = 0
 
 
 def _bad_refs(plan: SamplingPlan, flags: torch.Tensor) -> list[int]:
@@ -296,9 +307,11 @@ class AdaptiveKronrod(Estimator):
 class CertifiedAverage(Estimator):
     """App. B.4 on the averaged attribution (``certified.py``): every reference by a randomly shifted
     tent-transformed lattice rule, doubled where the averaged residual, its spread over the shifts or the
-    averaged vector's nested difference fails; ``exhausted`` if ``spec.max_evals`` ran out first. Its
-    ``error_bound`` is max(R, the spread's 95% half-width) per target; its ``trace`` has
-    ``certified.TRACE_COLUMNS``. Straight paths only."""
+    averaged vector's nested difference fails; ``exhausted`` if ``spec.max_evals`` ran out first. With
+    ``spec.warp_points`` the lattice runs on each reference's path warp (``path_warp.py``: points where F
+    changes, weighted by the inverse density; its forwards counted apart). Its ``error_bound`` is max(R,
+    the spread's 95% half-width) per target; its ``trace`` has ``certified.TRACE_COLUMNS``. Straight paths
+    only."""
 
     spec: CertifiedSpec
     seed: int
@@ -308,21 +321,24 @@ class CertifiedAverage(Estimator):
         problem.straight_only(self.method, "integrates straight paths")
         bad: set[int] = set()
 
-        def evaluate(nodes: list[tuple[int, np.ndarray]]) -> list[tuple[np.ndarray, torch.Tensor]]:
-            """Every reference's new nodes in one plan: per reference its slopes (n, T) and its attribution
-            vectors summed (T, L, d)."""
-            index = np.concatenate([np.full(len(alphas), r, dtype=np.int64) for r, alphas in nodes])
-            alpha = np.concatenate([alphas for _, alphas in nodes])
-            sums = problem.run(SamplingPlan(index, alpha, np.ones(len(alpha))), split_references=True)
+        def weighted(nodes: list[tuple[int, np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, Tensor]]:
+            """Every reference's new nodes in one plan: per reference its slopes times the nodes' weights
+            (n, T) and its attribution vectors weighted and summed (T, L, d)."""
+            index = np.concatenate([np.full(len(alphas), r, dtype=np.int64) for r, alphas, _ in nodes])
+            alpha = np.concatenate([alphas for _, alphas, _ in nodes])
+            weight = np.concatenate([w for _, _, w in nodes])
+            sums = problem.run(SamplingPlan(index, alpha, weight), split_references=True)
             bad.update(int(r) for r in index[sums.nonfinite.cpu().numpy()])
-            slopes = np.split(problem.slopes(sums), np.cumsum([len(a) for _, a in nodes])[:-1])
+            slopes = problem.slopes(sums) * weight[:, None]
+            parts = np.split(slopes, np.cumsum([len(a) for _, a, _ in nodes])[:-1])
             assert sums.e_per_ref is not None
             return [
                 (s, problem.objective.group(sums.e_per_ref[r]))
-                for s, (r, _) in zip(slopes, nodes, strict=True)
+                for s, (r, _, _) in zip(parts, nodes, strict=True)
             ]
 
-        report = certify(evaluate, problem.gap(), self.spec, self.seed)
+        warp, forwards = self.warp(problem)
+        report = certify(warp.wrap(weighted), problem.gap(), self.spec, self.seed)
         residual, spread, _ = report.measures  # (T,) each: Eq. 9 on the average, its 95% half-width
         return CollectionResult(
             e=report.vectors.float(),
@@ -337,4 +353,15 @@ class CertifiedAverage(Estimator):
             grad_evals=report.evals,
             plan_seed=self.seed,
             trace=report.trace,
+            forwards=forwards,
         )
+
+    def warp(self, problem: PathProblem) -> tuple[path_warp.Warp, int]:
+        """Each reference's path warp (``path_warp.py``) and the forwards it took; none at 0 points."""
+        if self.spec.warp_points == 0:
+            return path_warp.uniform(problem.n_paths), 0
+        t = problem.targets
+        start = problem.ref_widths[:, t].double().cpu().numpy()
+        end = problem.input_widths[t].double().cpu().numpy()
+        warp = path_warp.fit(problem.values, start, end, self.spec.warp_points)
+        return warp, self.spec.warp_points * problem.n_paths

@@ -193,6 +193,7 @@ def attribute_paths(inputs: QuestionInputs, estimator: Callable[[int], Estimator
         problem, evals = on_path(problem, q.input_ids, cfg)
         forward_evals += evals
         res = estimator(k).attribute(problem)
+        forward_evals += res.forwards
         if res.nonfinite_refs:
             refs_bad = [refs.record_ids[i] for i in res.nonfinite_refs]
             return QuestionResult([], nonfinite_failure(q, targets, "gradient", k, refs_bad, cfg))

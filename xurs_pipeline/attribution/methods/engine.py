@@ -113,7 +113,7 @@ def path_scores(problem: Problem, estimator: Estimator, settings: Any) -> TokenS
     return TokenScores(
         e.sum(-1).double().cpu().numpy(),
         reduce_tokens(e, settings.reduction).double().cpu().numpy(),
-        forwards,
+        forwards + result.forwards,
         result.grad_evals,
         residual=abs(float(e.sum()) - difference),  # Eq. 9
         error_bound=float(np.asarray(result.error_bound)[0]),

@@ -106,7 +106,8 @@ class CertifiedSettings(PathSettings):
     @classmethod
     def of(cls, cfg: AttributionConfig) -> CertifiedSettings:
         keys = (cfg.certified_tolerance, cfg.certified_vector_tolerance, cfg.certified_max_evals)
-        return cls(*_path_keys(cfg), CertifiedSpec(*keys, cfg.certified_first_nodes), cfg.seed)
+        spec = CertifiedSpec(*keys, cfg.certified_first_nodes, cfg.certified_warp_points)
+        return cls(*_path_keys(cfg), spec, cfg.seed)
 
     def estimator(self, collection: int) -> Estimator:
         return CertifiedAverage(self.spec, collection_seed(self.seed, collection))
