@@ -85,7 +85,7 @@ def explained_targets(rule: str, predicted: int, answer_idx: int) -> tuple[int, 
     raise ValueError(f"attribution.target={rule!r}: must be 'predicted', 'correct' or 'all'")
 
 
-def _collections(
+def prepared_collections(
     model: WidthModel,
     q: Question,
     pool: ReferencePool | None,
@@ -180,7 +180,7 @@ def attribute_paths(inputs: QuestionInputs, estimator: Callable[[int], Estimator
     objective = Objective.build(targets, cfg.route, cfg.target_fn)
     results: list[CollectionResult] = []
     prepared_all: list[torch.Tensor] = []
-    collections = _collections(model, q, inputs.pool, cfg, inputs.pad_id)
+    collections = prepared_collections(model, q, inputs.pool, cfg, inputs.pad_id)
     forward_evals = 1
     for k, (refs, natural) in enumerate(collections):
         prep = prepared_widths(model, prompt, refs, cfg.eval_batch_size, cfg.target_fn)

@@ -1,0 +1,46 @@
+"""``bench/path_roughness.py``'s arithmetic: the lattice's RMS error on a known integrand (second order on a
+smooth F, far smaller on the warp where F swings in a short stretch) and the points its power law asks for."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from bench_scripts import load_bench_script
+
+from xurs_pipeline.attribution import path_warp
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_bench_script("path_roughness")
+
+
+def test_the_plain_lattice_error_falls_as_n_to_the_minus_two_on_a_smooth_path(bench) -> None:
+    grid = np.linspace(0.0, 1.0, 4097)
+    f = np.sin(3 * grid)[None, :]  # one reference, a smooth path
+    rng = np.random.default_rng(0)
+    coarse, fine = (float(bench.lattice_rms(f, None, n, rng)[0]) for n in (8, 16))
+    assert 3.0 <= coarse / fine <= 5.0  # 4 for a second-order rule
+
+
+def test_the_warp_beats_the_plain_lattice_on_a_short_swing(bench) -> None:
+    grid = np.linspace(0.0, 1.0, 2049)
+    f = (1 / (1 + np.exp(-(grid - 0.4) / 0.01)))[None, :]
+
+    def values(i, a):
+        return np.interp(a, grid, f[0])[:, None]
+
+    warp = path_warp.fit(values, f[:, :1], f[0, -1:], 31)
+    rng = np.random.default_rng(1)
+    plain, warped = (float(bench.lattice_rms(f, w, 16, rng)[0]) for w in (None, warp))
+    assert warped * 5 <= plain
+
+
+def test_the_points_needed_follow_the_power_law_and_the_references(bench) -> None:
+    """σ(n) = 4 / n through (16, 4/16), (32, 4/32): at M = 64 the target σ is 0.01 x 8 / 1.96, so the points
+    are 4 x 1.96 / 0.08; more references need fewer points; a σ that does not fall needs infinitely many."""
+    sigma = [4 / 16, 4 / 32]
+    assert bench.needed_points([16, 32], sigma, 64) == pytest.approx(4 * 1.959963984540054 / 0.08)
+    assert bench.needed_points([16, 32], sigma, 256) < bench.needed_points([16, 32], sigma, 64)
+    assert bench.needed_points([16, 32], [0.1, 0.1], 64) == float("inf")
+    assert bench.needed_points([16, 32], [0.5, 1e-4], 64) == 32.0  # already within: the points measured
