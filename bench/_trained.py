@@ -6,7 +6,7 @@ row (bench plumbing: each wraps the library's own functions, nothing of it is a 
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import _common as C
 import pandas as pd
@@ -57,3 +57,34 @@ def clue_measures(row, prompts) -> dict[str, float | int]:
         "text_rank": int(text["best_rank"]),
         "clue_share": float(case["clue_share"]),
     }
+
+
+def method_config(cfg, method: str, refs: int, budget: int):
+    """The root config explaining with ``method`` against the first ``refs`` training prompts at
+    ``budget``."""
+    most = max(cfg.attribution.max_grad_evals, 4 * budget)
+    at = replace(
+        cfg.attribution,
+        reference="train",
+        refs_per_collection=refs,
+        n_collections=1,
+        max_questions=0,
+        progress=False,
+        method=method,
+        max_grad_evals=most,
+        samples_per_call=16,
+    )
+    if method == "certified":
+        at = replace(at, certified_max_evals=budget)
+    elif method == "kronrod":
+        at = replace(
+            at,
+            kronrod_max_evals=budget,
+            kronrod_stop="residual",
+            kronrod_lead="stop",
+            kronrod_tolerance=0.01,
+            samples_per_call=15,
+        )
+    else:
+        at = replace(at, n_samples=budget)
+    return replace(cfg, attribution=at)

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _trained import experiment_parser, explained_questions, load
+from _trained import experiment_parser, explained_questions, load, method_config
 
 from xurs_pipeline.attribution.certified import TRACE_COLUMNS
 from xurs_pipeline.attribution.methods import attribute_question
@@ -49,37 +49,6 @@ CRITERIA = {
     "spearman": 0.95,
     "top3": 0.8,
 }
-
-
-def method_config(cfg, method: str, refs: int, budget: int):
-    """The root config explaining with ``method`` against the first ``refs`` training prompts at
-    ``budget``."""
-    most = max(cfg.attribution.max_grad_evals, 4 * budget)
-    at = replace(
-        cfg.attribution,
-        reference="train",
-        refs_per_collection=refs,
-        n_collections=1,
-        max_questions=0,
-        progress=False,
-        method=method,
-        max_grad_evals=most,
-        samples_per_call=16,
-    )
-    if method == "certified":
-        at = replace(at, certified_max_evals=budget)
-    elif method == "kronrod":
-        at = replace(
-            at,
-            kronrod_max_evals=budget,
-            kronrod_stop="residual",
-            kronrod_lead="stop",
-            kronrod_tolerance=0.01,
-            samples_per_call=15,
-        )
-    else:
-        at = replace(at, n_samples=budget)
-    return replace(cfg, attribution=at)
 
 
 def second_run(cfg, budget: int):

@@ -25,8 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _trained import experiment_parser, explained_questions, load
-from bench_certified import method_config
+from _trained import experiment_parser, explained_questions, load, method_config
 
 from xurs_pipeline.attribution import path_warp
 from xurs_pipeline.attribution.certified import Z_95, tent_nodes
