@@ -26,8 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.interpolate import PchipInterpolator
+from scipy.interpolate import PchipInterpolator  # type: ignore[import-untyped]
 
+from xurs_pipeline.attribution.certified import Evaluate
 from xurs_pipeline.attribution.config import WARP_FIRST_POINTS
 
 FLOOR = 0.4  # the uniform share of every density (0.1, 0.2, 0.4 measured: BENCHMARKS section 25)
@@ -63,7 +64,7 @@ class Warp:
         alpha = np.clip(self.edges[ref, k] + (s - cdf[k]) / p, 0.0, 1.0)
         return alpha, 1.0 / p
 
-    def wrap(self, weighted: Weighted) -> Callable[[list[tuple[int, np.ndarray]]], list]:
+    def wrap(self, weighted: Weighted) -> Evaluate:
         """``certified.Evaluate`` on lattice points s: each reference's nodes placed and weighted."""
 
         def evaluate(nodes: list[tuple[int, np.ndarray]]) -> list[tuple[np.ndarray, torch.Tensor]]:
