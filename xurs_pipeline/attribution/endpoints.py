@@ -16,7 +16,7 @@ import torch
 
 from xurs_pipeline.attribution.model import Objective, Prompt, WidthModel, frozen, widths_and_betp
 from xurs_pipeline.attribution.plan import batches
-from xurs_pipeline.attribution.prefix import shared_prefix
+from xurs_pipeline.attribution.prefix import masses_on_path, path_rows, shared_prefix
 from xurs_pipeline.attribution.references import PreparedReferences
 
 
@@ -113,19 +113,10 @@ def path_values(
     rows = []
     with frozen(model):  # type: ignore[arg-type]
         prefix = shared_prefix(model, prompt, refs, idx_all) if reuse_prefix else None
-        p = prefix.length if prefix else 0
         for part in batches(len(index), batch_size):
-            idx = idx_all[part]
-            base = refs.embeds(model.embed, idx, prompt.embeds)[:, p:]  # (b, L - p, d)
+            base, diff = path_rows(model, prompt, refs, idx_all[part], prefix)  # (b, L - p, d) each
             a = torch.as_tensor(alpha[part], device=device, dtype=base.dtype)[:, None, None]
-            z = base + a * (refs.ends(model.embed, idx, prompt.embeds)[:, p:] - base)
-            mask = prompt.attention_mask.expand(idx.numel(), -1)  # (b, L): the prefix stays attended to
-            positions = prompt.position_ids[:, p:].expand(idx.numel(), -1)
-            if prefix is None:
-                out = model(z, mask, positions)
-            else:
-                out = model.forward_after_prefix(prefix.cache, z, mask, positions)  # type: ignore[attr-defined]
-            rows.append(objective(out.masses).float())
+            rows.append(objective(masses_on_path(model, prompt, base + a * diff, prefix)).float())
     grouped = objective.group(torch.cat(rows).T).T  # (n, T)
     result: np.ndarray = grouped.double().cpu().numpy()
     return result

@@ -35,7 +35,7 @@ import torch
 
 from xurs_pipeline.attribution.model import Objective, Prompt, WidthModel, frozen
 from xurs_pipeline.attribution.plan import SamplingPlan
-from xurs_pipeline.attribution.prefix import SharedPrefix, shared_prefix
+from xurs_pipeline.attribution.prefix import SharedPrefix, masses_on_path, path_rows, shared_prefix
 from xurs_pipeline.attribution.references import PreparedReferences
 from xurs_pipeline.errors import XursError
 
@@ -106,7 +106,11 @@ class _Accumulator:
 
     @torch.no_grad()
     def add(
-        self, part: slice, idx: torch.Tensor, w: torch.Tensor, rows: slice,
+        self,
+        part: slice,
+        idx: torch.Tensor,
+        w: torch.Tensor,
+        rows: slice,
         columns: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
     ) -> None:
         """One batch's columns (:func:`_batch_sums`) for plan entries ``part`` with references ``idx`` and
@@ -178,18 +182,9 @@ def _batch_sums(
     F_k(Z_s) (b,)); p = 0 without a shared prefix. Only one column's (b, L - p, d) product is held at a
     time unless ``per_sample``."""
     idx, a, w = batch
-    p = prefix.length if prefix else 0
-    with torch.no_grad():
-        x = refs.ends(model.embed, idx, prompt.embeds)[:, p:]  # (1 or b, L - p, d): X, or each piece's end
-        base = refs.embeds(model.embed, idx, prompt.embeds)[:, p:]  # (b, L - p, d)
-        diff = x - base  # (b, L - p, d), model dtype
-    z = (base + a.to(x.dtype)[:, None, None] * diff).requires_grad_(True)
-    mask = prompt.attention_mask.expand(idx.numel(), -1)  # (b, L): the prefix stays attended to
-    positions = prompt.position_ids[:, p:].expand(idx.numel(), -1)  # (b, L - p)
-    if prefix is None:
-        masses = model(z, mask, positions).masses
-    else:
-        masses = model.forward_after_prefix(prefix.cache, z, mask, positions).masses  # type: ignore[attr-defined]
+    base, diff = path_rows(model, prompt, refs, idx, prefix)  # (b, L - p, d) each, model dtype
+    z = (base + a.to(base.dtype)[:, None, None] * diff).requires_grad_(True)
+    masses = masses_on_path(model, prompt, z, prefix)
     return _column_products(objective(masses), z, diff.float(), w, per_sample)
 
 

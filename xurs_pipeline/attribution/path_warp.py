@@ -53,12 +53,16 @@ class Warp:
 
     @property
     def cdf(self) -> np.ndarray:
-        steps = self.density * np.diff(self.edges, axis=1)
-        return np.concatenate([np.zeros((len(steps), 1)), np.cumsum(steps, axis=1)], axis=1)
+        """P_r at the edges (M, K + 1)."""
+        return np.stack([self._cdf(r) for r in range(len(self.density))])
+
+    def _cdf(self, ref: int) -> np.ndarray:
+        """Reference ``ref``'s P at its edges (K + 1,): one row, so placing a reference's nodes is O(K)."""
+        return np.concatenate([[0.0], np.cumsum(self.density[ref] * np.diff(self.edges[ref]))])
 
     def place(self, ref: int, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lattice points s (n,) in [0, 1] -> (α = P_r^{-1}(s) (n,), weights 1 / p_r(α) (n,))."""
-        cdf = self.cdf[ref]
+        cdf = self._cdf(ref)
         k = np.clip(np.searchsorted(cdf, s, side="right") - 1, 0, self.density.shape[1] - 1)
         p = self.density[ref, k]
         alpha = np.clip(self.edges[ref, k] + (s - cdf[k]) / p, 0.0, 1.0)

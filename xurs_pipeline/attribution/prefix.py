@@ -84,3 +84,34 @@ def shared_prefix(
         return None
     log.debug("attribution: reusing the first %d of %d prompt positions", length, prompt.length)
     return SharedPrefix(length, cache)
+
+
+def path_rows(
+    model: WidthModel,
+    prompt: Prompt,
+    refs: PreparedReferences,
+    idx: torch.Tensor,
+    prefix: SharedPrefix | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows [p, L) of the straight paths of references ``idx`` (b,): (B (b, L - p, d), X - B (b, L - p, d)) in
+    the model's dtype, X each path's end (the prompt, or a piece's end); p = 0 without a prefix."""
+    p = prefix.length if prefix else 0
+    with torch.no_grad():
+        x = refs.ends(model.embed, idx, prompt.embeds)[:, p:]  # (1 or b, L - p, d)
+        base = refs.embeds(model.embed, idx, prompt.embeds)[:, p:]  # (b, L - p, d)
+        return base, x - base
+
+
+def masses_on_path(
+    model: WidthModel, prompt: Prompt, z: torch.Tensor, prefix: SharedPrefix | None
+) -> torch.Tensor:
+    """The masses (b, 15) of path points Z (b, L - p, d) under the prompt's full-length mask: the whole
+    forward, or its continuation after the cached prefix (p = 0 without one)."""
+    p = prefix.length if prefix else 0
+    mask = prompt.attention_mask.expand(z.shape[0], -1)  # (b, L): the prefix stays attended to
+    positions = prompt.position_ids[:, p:].expand(z.shape[0], -1)  # (b, L - p)
+    if prefix is None:
+        return model(z, mask, positions).masses
+    out = model.forward_after_prefix(prefix.cache, z, mask, positions)  # type: ignore[attr-defined]
+    masses: torch.Tensor = out.masses
+    return masses
