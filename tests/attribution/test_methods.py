@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -383,3 +384,33 @@ def test_sequential_ig_with_one_point_is_the_gradient_at_the_midpoint(toy) -> No
         .per_question
         == SEQ * 4
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "keys"), [("occlusion_token", {}), ("sequential_ig", {"sequential_ig_steps": 3})]
+)
+def test_a_per_token_method_scores_only_the_read_positions_at_their_cost(toy, name: str, keys) -> None:
+    """With ``Problem.read`` a per-token method scores those positions exactly as on the whole prompt,
+    leaves the others NaN and pays only for the positions it scores (read + 1 forwards; read x steps
+    gradients); a method that scores every token at once is unchanged."""
+    _, problem = toy
+    read = (1, 4, 5)
+    full = _method(name, **keys).attribute(problem)
+    part = _method(name, **keys).attribute(replace(problem, read=read))
+    np.testing.assert_allclose(part.signed[list(read)], full.signed[list(read)], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(part.magnitude[list(read)], full.magnitude[list(read)], rtol=1e-12)
+    unread = [i for i in range(SEQ) if i not in read]
+    assert np.isnan(part.signed[unread]).all()
+    assert np.isnan(part.magnitude[unread]).all()
+    steps = keys.get("sequential_ig_steps", 0)
+    assert (part.forwards, part.grad_evals) == (len(read) + 1, len(read) * steps)
+    assert (full.forwards, full.grad_evals) == (SEQ + 1, SEQ * steps)
+    once = _method("grad_x_input").attribute(replace(problem, read=read))
+    np.testing.assert_array_equal(once.signed, _method("grad_x_input").attribute(problem).signed)
+
+
+@pytest.mark.parametrize("read", [(), (0, 0), (SEQ,), (-1,)])
+def test_read_positions_outside_the_prompt_or_repeated_are_refused(toy, read) -> None:
+    _, problem = toy
+    with pytest.raises(ValueError, match="read positions"):
+        replace(problem, read=read)

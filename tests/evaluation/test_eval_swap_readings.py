@@ -103,8 +103,15 @@ def _before(method: str, model: RandomSetClassifier, probes: ProbeSet, rid: str)
 
 
 # What the interface changed in the cost column: Shapley evaluates each of the 2^3 coalitions once (captum's
-# ShapleyValues 1 + 3! x 3), layer IG two more forwards for its completeness residual.
+# ShapleyValues 1 + 3! x 3), layer IG two more forwards for its completeness residual, zero-masking token by
+# token only the cues' tokens (the positions the study reads) and the unmasked prompt.
 EVALS = {"shapley_span": 2**3, "layer_ig": STEPS + 2 + 2}
+
+
+def _evals(method: str, probes, rid: str, before: int) -> int:
+    if method == "occlusion_token":
+        return sum(len(cue) for cue in probes.cues[rid]) + 1
+    return EVALS.get(method, before)
 
 
 def test_every_token_method_reads_the_cues_as_the_study_did_before_the_interface(model, probes) -> None:
@@ -119,7 +126,7 @@ def test_every_token_method_reads_the_cues_as_the_study_did_before_the_interface
             # float32 widths (~1): the prefix-cached occlusion and captum's batches differ by rounding
             assert (now["best_1"], now["best_2"]) == pytest.approx(before.best, rel=1e-4, abs=2e-6)
             assert (now["total_1"], now["total_2"]) == pytest.approx(before.total, rel=1e-4, abs=2e-6)
-            assert now["evals"] == EVALS.get(method, before.evals), method
+            assert now["evals"] == _evals(method, probes, rid, before.evals), method
 
 
 def test_the_fixed_readings_are_the_runs_rows_and_the_seeded_nulls(probes) -> None:

@@ -44,7 +44,9 @@ class Problem:
     positions 0..L-1); references (n, L, d): the batch of references B_j (None: a method that reads none);
     spans: the span methods' players, each a tuple of positions (disjoint, covering the prompt); layer:
     ``layer_ig``'s block; batch_size: variants per forward pass; reuse_prefix: the unchanged prefix runs
-    once (``attribution/masked.py``, ``attribution/prefix.py``).
+    once (``attribution/masked.py``, ``attribution/prefix.py``); read: the positions whose scores the caller
+    reads (None: every position): a method that pays per token (``occlusion_token``, ``sequential_ig``)
+    scores only these and leaves the others NaN, a method that scores every token at once ignores it.
     """
 
     masses: MassFn
@@ -58,10 +60,33 @@ class Problem:
     layer: nn.Module | None = None
     batch_size: int = 16
     reuse_prefix: bool = True
+    read: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        read = self.read
+        if read is not None and (
+            not read or len(set(read)) != len(read) or not set(read) <= set(range(self.length))
+        ):
+            raise ValueError(
+                f"read positions {list(read)} must be distinct, non-empty and within the prompt's "
+                f"{self.length} tokens"
+            )
 
     @property
     def length(self) -> int:
         return int(self.embeds.shape[1])
+
+    @property
+    def read_positions(self) -> tuple[int, ...]:
+        """The positions a per-token method scores: ``read``, or every position."""
+        return tuple(range(self.length)) if self.read is None else self.read
+
+    def on_read(self, values: np.ndarray) -> np.ndarray:
+        """values (len(read_positions), ...) placed at the read positions of an (L, ...) float64 array,
+        NaN at every position not read."""
+        out = np.full((self.length, *values.shape[1:]), np.nan)
+        out[list(self.read_positions)] = values
+        return out
 
     @property
     def reference(self) -> torch.Tensor | None:

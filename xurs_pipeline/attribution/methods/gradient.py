@@ -11,7 +11,8 @@
   row kept at the input, ``attribution.sequential_ig_steps`` Gauss-Legendre points per token:
   ``e_ih = (x_ih - b_ih) sum_k w_k dF/dx_ih(X with row i = b_i + a_k (x_i - b_i))``; completeness per
   token: ``sum_h e_ih = F(X) - F(X with row i = b_i)`` (Eq. 9 per token segment), its residual the largest
-  gap, from L + 1 more forwards. L x steps gradients.
+  gap, from L + 1 more forwards. L x steps gradients (the problem's read positions in place of L where it
+  names them, the other tokens NaN).
 
 Every method's signed score is its coordinates summed over hidden (``grad_l2``: the norm); its magnitude
 the coordinates reduced by ``attribution.reduction`` (``attribution/reduction.py``; ``own``: L2 for
@@ -29,7 +30,7 @@ from torch import nn
 
 from xurs_pipeline.attribution.config import AttributionConfig
 from xurs_pipeline.attribution.inputs import AttributionInputError
-from xurs_pipeline.attribution.methods.base import Counter, Problem, TokenScores
+from xurs_pipeline.attribution.methods.base import Counter, Problem, TokenScores, WidthFn
 from xurs_pipeline.attribution.methods.perturbation import occluded_values, replacement_rows
 from xurs_pipeline.attribution.methods.token_question import TokenMethod, middle_block
 from xurs_pipeline.attribution.reduction import reduce_tokens
@@ -151,35 +152,43 @@ class SequentialIG(GradientMethod):
     Settings = SequentialSteps
 
     def attribute_batch(self, problem: Problem) -> TokenScores:
-        counter = Counter()
-        f, steps, length = problem.function(counter), self.settings.steps, problem.length
+        counter, read = Counter(), list(problem.read_positions)
         x = problem.embeds.detach()
         baseline = replacement_rows(problem, self.settings.replacement)
         b = torch.zeros_like(x[0]) if baseline is None else baseline.detach()  # (L, d)
+        coords = self._row_paths(problem, problem.function(counter), b[read], read)  # (n_read, d)
+        with torch.no_grad():
+            values = occluded_values(problem, [[], *([i] for i in read)], self.settings.replacement)
+        residual = float(np.abs(_numpy(coords.sum(-1)) - (values[0] - values[1:])).max())
+        placed = torch.full_like(x[0], float("nan"))
+        placed[read] = coords
+        return TokenScores(
+            problem.on_read(_numpy(coords.sum(-1))),
+            self.magnitude(placed),
+            len(read) + 1,
+            counter.grad_evals,
+            residual=residual,
+            coords=placed.detach().float(),
+        )
+
+    def _row_paths(self, problem: Problem, f: WidthFn, b: torch.Tensor, read: list[int]) -> torch.Tensor:
+        """IG of each read row alone from its baseline row ``b`` (n_read, d) to the input, the others kept
+        at the input: (n_read, d) coordinates, ``steps`` Gauss-Legendre gradients per row, batched."""
+        x, steps = problem.embeds.detach(), self.settings.steps
         nodes, weights = np.polynomial.legendre.leggauss(steps)  # captum's gausslegendre on [0, 1]
         alphas = torch.as_tensor((nodes + 1) / 2, dtype=x.dtype, device=x.device)
         w = torch.as_tensor(weights / 2, dtype=x.dtype, device=x.device)
-        rows = b[:, None, :] + alphas[None, :, None] * (x[0] - b)[:, None, :]  # (L, steps, d): row i's path
+        rows = b[:, None, :] + alphas[None, :, None] * (x[0, read] - b)[:, None, :]  # (n_read, steps, d)
         grads = torch.empty_like(rows)
-        flat = [(i, k) for i in range(length) for k in range(steps)]
+        flat = [(r, k) for r in range(len(read)) for k in range(steps)]
         for start in range(0, len(flat), problem.batch_size):
             chunk = flat[start : start + problem.batch_size]
             variants = x.expand(len(chunk), -1, -1).clone()
-            token, point = (torch.tensor(v, device=x.device) for v in zip(*chunk, strict=True))
-            variants[torch.arange(len(chunk)), token] = rows[token, point]
+            slot, point = (torch.tensor(v, device=x.device) for v in zip(*chunk, strict=True))
+            token = torch.as_tensor(read, device=x.device)[slot]
+            variants[torch.arange(len(chunk)), token] = rows[slot, point]
             with torch.enable_grad():
                 variants.requires_grad_(True)
                 (grad,) = torch.autograd.grad(f(variants).sum(), variants)
-            grads[token, point] = grad[torch.arange(len(chunk)), token]
-        coords = (x[0] - b) * (w[None, :, None] * grads).sum(1)  # (L, d)
-        with torch.no_grad():
-            values = occluded_values(problem, [[], *([i] for i in range(length))], self.settings.replacement)
-        residual = float(np.abs(_numpy(coords.sum(-1)) - (values[0] - values[1:])).max())
-        return TokenScores(
-            _numpy(coords.sum(-1)),
-            self.magnitude(coords),
-            length + 1,
-            counter.grad_evals,
-            residual=residual,
-            coords=coords.detach().float(),
-        )
+            grads[slot, point] = grad[torch.arange(len(chunk)), token]
+        return (x[0, read] - b) * (w[None, :, None] * grads).sum(1)

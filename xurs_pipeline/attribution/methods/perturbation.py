@@ -4,7 +4,8 @@ Each replaces rows by ``attribution.replacement`` (zero: Eq. 8's ``R_i X``; the 
 one reference's row) and evaluates the variants batched, from the unmasked prompt's key/value cache where
 the model has one (``attribution/masked.py``: positions before the first replaced row are unchanged).
 
-- ``occlusion_token``: ``F(X) - F(X with row i replaced)`` per token; L + 1 forwards.
+- ``occlusion_token``: ``F(X) - F(X with row i replaced)`` per token; L + 1 forwards (the problem's read
+  positions + 1 where it names them, the other tokens NaN).
 - ``occlusion_span``: the same with each span's rows replaced together, every token of a span scored with
   its span's value; spans + 1 forwards.
 - ``shapley_span``: exact Shapley values of the spans, ``phi_i = sum_{S without i} |S|! (n - |S| - 1)! / n!
@@ -122,9 +123,9 @@ class OcclusionToken(TokenMethod):
     Settings = Occlusion
 
     def attribute_batch(self, problem: Problem) -> TokenScores:
-        sets = [[], *([i] for i in range(problem.length))]
+        sets = [[], *([i] for i in problem.read_positions)]
         values = occluded_values(problem, sets, self.settings.replacement)
-        signed = values[0] - values[1:]
+        signed = problem.on_read(values[0] - values[1:])
         return TokenScores(
             signed, np.abs(signed), len(sets), 0, coords=torch.from_numpy(signed)[:, None].float()
         )

@@ -194,7 +194,8 @@ def model_readings(
 ) -> pd.DataFrame:
     """Each compared method's reading of every probe under one trained model (run ``run``), its rows named
     by the entry (``methods``: entry -> variant, :func:`method_configs`): the method's one call
-    (``attribute``) on the probe's label width from the entry's reference set."""
+    (``attribute``) on the probe's label width from the entry's reference set, the cues' positions the
+    positions read (``Problem.read``: a per-token method scores only those)."""
     classifier.eval()
     embed = classifier.backbone.get_input_embeddings()
     chosen = {entry: method_for(v.config) for entry, v in methods.items()}
@@ -203,7 +204,9 @@ def model_readings(
     for rid in tqdm(probes.ids, desc=f"swap methods, model {run}", unit="probe"):
         with torch.no_grad():
             x = embed(torch.tensor([probes.ids[rid]], device=embed.weight.device)).detach()
-        probe = Problem(masses, x, probes.labels[rid], spans=cue_spans(x.shape[1], probes.cues[rid]))
+        cues = probes.cues[rid]
+        read = tuple(sorted(p for cue in cues for p in cue))  # a per-token method pays for the cues only
+        probe = Problem(masses, x, probes.labels[rid], spans=cue_spans(x.shape[1], cues), read=read)
         for entry, method in chosen.items():
             references = reference_embeds(embed, probes.reference_ids(methods[entry].references, rid), x)
             scores = method.attribute(replace(probe, references=references, layer=method.layer(classifier)))
