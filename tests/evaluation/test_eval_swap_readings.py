@@ -18,9 +18,10 @@ from captum.attr import FeatureAblation, InputXGradient, LayerIntegratedGradient
 
 from xurs_pipeline.attribution.config import TOKEN_METHODS, AttributionConfig
 from xurs_pipeline.attribution.masked import classifier_mass_fn
+from xurs_pipeline.attribution.methods.base import AttributionMethod
 from xurs_pipeline.attribution.methods.gradient import middle_block
 from xurs_pipeline.attribution.targets import width_target
-from xurs_pipeline.attribution.variants import SwapVariant
+from xurs_pipeline.attribution.variants import SwapVariant, reduction_twins, swap_variant
 from xurs_pipeline.evaluation.config import SWAP_CHOICES, SWAP_METHODS, SWAP_OPT_IN, EvaluationConfig
 from xurs_pipeline.evaluation.swap.readings import (
     NULL_METHODS,
@@ -127,6 +128,56 @@ def test_every_token_method_reads_the_cues_as_the_study_did_before_the_interface
             assert (now["best_1"], now["best_2"]) == pytest.approx(before.best, rel=1e-4, abs=2e-6)
             assert (now["total_1"], now["total_2"]) == pytest.approx(before.total, rel=1e-4, abs=2e-6)
             assert now["evals"] == _evals(method, probes, rid, before.evals), method
+
+
+TWINS = [
+    "grad_x_input",
+    "grad_x_input@reduction=l2",
+    "layer_ig@references=zero",
+    "layer_ig@references=zero,reduction=l2",
+    "layer_ig",
+]
+
+
+def test_reduction_twins_are_computed_once_and_read_as_each_computed_alone(
+    model, probes, monkeypatch
+) -> None:
+    """Entries that differ only in ``reduction`` share one computation per probe; each reads it with its
+    own reduction, as it reads its own computation alone, and carries the computation's cost."""
+    methods = method_configs(TWINS, STEPS)
+    probes = ProbeSet(**{**probes.__dict__, "reference_sets": {"zero": dict.fromkeys(probes.ids)}})
+    alone = pd.concat([model_readings(model, "A", probes, {e: methods[e]}) for e in TWINS])
+    calls = []
+    original = AttributionMethod.attribute
+    monkeypatch.setattr(
+        AttributionMethod, "attribute", lambda self, p: calls.append(self.name) or original(self, p)
+    )
+    together = model_readings(model, "A", probes, methods)
+    key = ["method", "record_id"]
+    pd.testing.assert_frame_equal(
+        together.sort_values(key).reset_index(drop=True), alone.sort_values(key).reset_index(drop=True)
+    )
+    assert sorted(calls) == sorted(["grad_x_input", "layer_ig", "layer_ig"] * len(probes.ids))
+    # the twins' magnitudes differ: each is read with its own reduction
+    one = together.set_index(key)
+    assert not np.allclose(
+        one.loc["grad_x_input", "total_1"], one.loc["grad_x_input@reduction=l2", "total_1"]
+    )
+
+
+def test_only_entries_that_differ_in_reduction_alone_are_twins() -> None:
+    variants = [swap_variant(e, layer_ig_steps=STEPS) for e in TWINS]
+    assert reduction_twins(variants) == {
+        "grad_x_input": "grad_x_input",
+        "grad_x_input@reduction=l2": "grad_x_input",
+        "layer_ig@references=zero": "layer_ig@references=zero",
+        "layer_ig@references=zero,reduction=l2": "layer_ig@references=zero",
+        "layer_ig": "layer_ig",  # another reference set: another computation
+    }
+    steps = [
+        swap_variant(e, layer_ig_steps=STEPS) for e in ("layer_ig", "layer_ig@layer_ig_steps=4,reduction=l2")
+    ]
+    assert reduction_twins(steps) == {e.entry: e.entry for e in steps}  # another key besides: not twins
 
 
 def test_the_fixed_readings_are_the_runs_rows_and_the_seeded_nulls(probes) -> None:

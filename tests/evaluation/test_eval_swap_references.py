@@ -114,7 +114,8 @@ def assert_reads(row: pd.Series, magnitude: np.ndarray, cues) -> None:
 
 def test_marginal_occlusion_is_the_width_averaged_over_the_drawn_rows_by_an_explicit_loop(setup) -> None:
     """Kim et al.'s marginalisation: F(X) - mean_k F(X with row i = the k-th drawn training row at i), here
-    by one full forward per (token, draw); it is not zero-masking."""
+    by one full forward per (token, draw); it is not zero-masking. The study scores the cues' tokens only
+    (``Problem.read``), each draw paying for those and the unmasked prompt."""
     classifier, probes = setup[0], probe_set(setup)
     frame = readings(setup, probes, ["occlusion_token@references=marginal:3", "occlusion_token"])
     for rid, ids in probes.ids.items():
@@ -128,7 +129,8 @@ def test_marginal_occlusion_is_the_width_averaged_over_the_drawn_rows_by_an_expl
                 scores.append(f_x - float(width(variants).mean()))
         row = frame.loc[("occlusion_token@references=marginal:3", rid)]
         assert_reads(row, np.abs(scores), probes.cues[rid])
-        assert (row["forwards"], row["grad_evals"]) == (3 * (len(ids) + 1), 0)
+        read = sum(len(cue) for cue in probes.cues[rid])  # the study reads the cues' tokens only
+        assert (row["forwards"], row["grad_evals"]) == (3 * (read + 1), 0)
         zero = frame.loc[("occlusion_token", rid)]
         assert not np.isclose(zero["total_1"], row["total_1"])
 

@@ -144,6 +144,25 @@ class SwapVariant:
             cfg = replace(cfg, reduction=cfg.token_reduction)
         return cfg, self.references
 
+    @property
+    def unreduced(self) -> tuple[AttributionConfig, ReferenceSet]:
+        """What the entry computes before its magnitudes are reduced over hidden: two entries that differ
+        only in ``reduction`` (reduction twins) share it, so one computation serves both."""
+        return replace(self.config, reduction="own"), self.references
+
+
+def reduction_twins(variants: Sequence[SwapVariant]) -> dict[str, str]:
+    """Each variant's entry -> the first entry whose computation it shares up to the reduction
+    (:attr:`SwapVariant.unreduced`; itself when it is the first)."""
+    first: list[SwapVariant] = []  # configs hold lists: compared, not hashed
+    twins = {}
+    for variant in variants:
+        same = next((v for v in first if v.unreduced == variant.unreduced), None)
+        if same is None:
+            first.append(variant)
+        twins[variant.entry] = variant.entry if same is None else same.entry
+    return twins
+
 
 def swap_variant(entry: str, estimator: AttributionConfig | None = None, **defaults: object) -> SwapVariant:
     """The entry's config (:func:`variant_config`, ``defaults`` as there) and reference set; a bad

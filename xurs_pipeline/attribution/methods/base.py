@@ -189,6 +189,11 @@ class AttributionMethod(ABC):
         magnitude: np.ndarray = np.abs(signed)
         return magnitude
 
+    def reduced(self, scores: TokenScores) -> TokenScores:
+        """``scores`` of this method's computation under another reduction, with this method's magnitudes
+        (:meth:`magnitude` of the same coordinates and signed scores): a reduction twin computed once."""
+        return replace(scores, magnitude=self.magnitude(scores.coordinates, scores.signed))
+
     def mean(self, scores: Sequence[TokenScores]) -> TokenScores:
         """The calls' scores over the references averaged (App. B.2: references averaged before
         magnitudes): signed scores, coordinates and span values averaged, the magnitude that of the average

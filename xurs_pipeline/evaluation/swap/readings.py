@@ -39,6 +39,7 @@ from xurs_pipeline.attribution.variants import (
     RUN_METHOD,
     ReferenceSet,
     SwapVariant,
+    reduction_twins,
     swap_variant,
     variant_name,
 )
@@ -195,22 +196,30 @@ def model_readings(
     """Each compared method's reading of every probe under one trained model (run ``run``), its rows named
     by the entry (``methods``: entry -> variant, :func:`method_configs`): the method's one call
     (``attribute``) on the probe's label width from the entry's reference set, the cues' positions the
-    positions read (``Problem.read``: a per-token method scores only those)."""
+    positions read (``Problem.read``: a per-token method scores only those). Entries that differ only in
+    ``reduction`` (``variants.reduction_twins``) share one computation, each reading it with its own
+    reduction; each row carries the computation's cost, what the entry costs alone."""
     classifier.eval()
     embed = classifier.backbone.get_input_embeddings()
     chosen = {entry: method_for(v.config) for entry, v in methods.items()}
     masses = classifier_mass_fn(classifier)
     rows = []
+    twins = reduction_twins(list(methods.values()))
     for rid in tqdm(probes.ids, desc=f"swap methods, model {run}", unit="probe"):
         with torch.no_grad():
             x = embed(torch.tensor([probes.ids[rid]], device=embed.weight.device)).detach()
         cues = probes.cues[rid]
         read = tuple(sorted(p for cue in cues for p in cue))  # a per-token method pays for the cues only
         probe = Problem(masses, x, probes.labels[rid], spans=cue_spans(x.shape[1], cues), read=read)
+        computed: dict[str, TokenScores] = {}
         for entry, method in chosen.items():
-            references = reference_embeds(embed, probes.reference_ids(methods[entry].references, rid), x)
-            scores = method.attribute(replace(probe, references=references, layer=method.layer(classifier)))
-            rows.append(scores_reading(scores, probes.cues[rid]).row(entry, run, rid))
+            if twins[entry] in computed:  # a reduction twin: its cost is the computation's, paid once
+                scores = method.reduced(computed[twins[entry]])
+            else:
+                references = reference_embeds(embed, probes.reference_ids(methods[entry].references, rid), x)
+                problem = replace(probe, references=references, layer=method.layer(classifier))
+                scores = computed[entry] = method.attribute(problem)
+            rows.append(scores_reading(scores, cues).row(entry, run, rid))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
