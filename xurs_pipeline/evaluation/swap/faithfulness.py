@@ -48,7 +48,7 @@ from xurs_pipeline.evaluation.swap.yardsticks import YARDSTICKS, model_dependenc
 @dataclass(frozen=True)
 class FaithfulnessInputs:
     """The probes' records, each role's width reader (``behaviour.label_widths``) and its text-edit
-    dependence (``behaviour.cue_dependence`` rows), the trained runs' readings with cue measures, the probes'
+    dependence (``study.model_behaviour`` rows), the trained runs' readings with cue measures, the probes'
     cue positions and each role's accuracy (``inputs.role_accuracy``)."""
 
     records: list[QuestionRecord]
