@@ -73,11 +73,6 @@ def baseline_readings(record_ids: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def orders(cues: dict[str, tuple[list[int], list[int]]]) -> dict[str, int]:
-    """Probe -> which cue its text states first (1 or 2), from the prepared cue positions."""
-    return {rid: cue_order(c) for rid, c in cues.items()}
-
-
 def cue_first(measured: pd.DataFrame) -> pd.Series:
     """The cue each reading ranks first by the plan's cue score (``plan.CUE_SCORE``: each cue's summed
     magnitude), 0 on a tie."""
@@ -356,7 +351,8 @@ def study_faithfulness(
         ignore_index=True,
     )
     measured = pd.concat([study.measured, baseline_readings(sorted(study.cues))], ignore_index=True)
-    rows = scored(measured, dependence, orders(study.cues), clear_margin)
+    order = {rid: cue_order(c) for rid, c in study.cues.items()}  # which cue the probe states first
+    rows = scored(measured, dependence, order, clear_margin)
     recovered = recovery(study.records)
     token_methods = [m for m in dict.fromkeys(study.measured["method"]) if variant_name(m) in TOKEN_METHODS]
     planted = method_recovery(token_methods, layer_ig_steps)

@@ -79,17 +79,15 @@ def wilson(successes: Sequence[bool], confidence: float = 0.95) -> Proportion:
     return Proportion(k / n, float(ci.low), float(ci.high), k, n)
 
 
-def _role_accuracy(part: pd.DataFrame, role: str, confidence: float) -> dict[str, float | int]:
-    """The swap accuracy of one model's (``role``'s) questions with its Wilson interval (none without any)."""
-    mine = part[part["role"] == role]
-    if mine.empty:
-        return {}
-    p = wilson(mine["learned_first"].tolist(), confidence)
+def _swap_accuracy(learned_first: pd.Series, suffix: str, confidence: float) -> dict[str, float | int]:
+    """The share of ``learned_first`` with its Wilson interval: ``swap_accuracy<suffix>``,
+    ``swap_ci_low<suffix>``, ``swap_ci_high<suffix>``, ``n<suffix>``."""
+    p = wilson(learned_first.tolist(), confidence)
     return {
-        f"swap_accuracy_{role}": p.value,
-        f"swap_ci_low_{role}": p.low,
-        f"swap_ci_high_{role}": p.high,
-        f"n_{role}": p.n,
+        f"swap_accuracy{suffix}": p.value,
+        f"swap_ci_low{suffix}": p.low,
+        f"swap_ci_high{suffix}": p.high,
+        f"n{suffix}": p.n,
     }
 
 
@@ -120,15 +118,11 @@ def swap_summary(
     part = scores[scores["ranking"] == ranking]
     if part.empty:
         raise ValueError(f"no scores for ranking {ranking!r}")
-    pooled = wilson(part["learned_first"].tolist(), confidence)
-    out: dict[str, float | int] = {
-        "swap_accuracy": pooled.value,
-        "swap_ci_low": pooled.low,
-        "swap_ci_high": pooled.high,
-        "n": pooled.n,
-        "learned_share": float(part["learned_share"].mean()),
-    }
+    out = _swap_accuracy(part["learned_first"], "", confidence)
+    out["learned_share"] = float(part["learned_share"].mean())
     for role in ROLES:
-        out.update(_role_accuracy(part, role, confidence))
+        mine = part[part["role"] == role]
+        if len(mine):  # a model without questions has no accuracy
+            out.update(_swap_accuracy(mine["learned_first"], f"_{role}", confidence))
     out.update(_share_difference(part, resamples, confidence, seed))
     return out
