@@ -11,7 +11,7 @@ under model A (trained on labels that follow cue 1) and model B (cue 2), against
 - ``cue1_share``: cue 1's share, the same number read for cue 1 whatever was learned.
 
 Over questions: the swap accuracy (share of ``learned_first``) with its Wilson interval
-(``scipy.stats.binomtest``), and the between-model difference of cue 1's share, ``cue1_share(A) -
+(``evaluation/significance.py``), and the between-model difference of cue 1's share, ``cue1_share(A) -
 cue1_share(B)`` per question, with the question-level bootstrap interval of ``evaluation/bootstrap.py``.
 A ranking that does not depend on the model (the input-only ranking of ``nulls.py``) gives the same
 ``cue1_share`` under both models, a difference of exactly 0, and a pooled swap accuracy of exactly 1/2 on
@@ -22,14 +22,11 @@ randomised runs) and ``input_only``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from xurs_pipeline.evaluation.bootstrap import mean_advantage_interval
+from xurs_pipeline.evaluation.significance import wilson
 from xurs_pipeline.evaluation.swap.roles import ROLES, RUNS, TRAINING_CUE
 
 RANKINGS = ("trained", "randomised", "input_only")
@@ -59,24 +56,6 @@ def ranking_frame(measured: pd.DataFrame) -> pd.DataFrame:
         ignore_index=True,
     )
     return frame[["ranking", "role", "record_id", "learned_first", "learned_share", "cue1_share"]]
-
-
-@dataclass(frozen=True)
-class Proportion:
-    value: float
-    low: float
-    high: float
-    k: int
-    n: int
-
-
-def wilson(successes: Sequence[bool], confidence: float = 0.95) -> Proportion:
-    """Share of successes with its Wilson score interval (``scipy.stats.binomtest``)."""
-    k, n = int(np.sum(successes)), len(successes)
-    if n == 0:
-        raise ValueError("no questions: a swap accuracy needs at least one")
-    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return Proportion(k / n, float(ci.low), float(ci.high), k, n)
 
 
 def _swap_accuracy(learned_first: pd.Series, suffix: str, confidence: float) -> dict[str, float | int]:
