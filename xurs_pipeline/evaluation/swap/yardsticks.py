@@ -97,7 +97,8 @@ def yardstick_widths(probes: Sequence[QuestionRecord], widths: WidthReader, yard
     rows, at = [], 0
     for p, cues in plan:
         base, at = values[at], at + 1
-        row, effects = {"record_id": p.record_id, "probe": base}, {}
+        row = {"record_id": p.record_id, "probe": base}
+        effects = {}  # after every edit's width: the behaviour's columns in EDITS order, then the effects
         for k, edits in enumerate(cues):
             edited = values[at : at + len(edits)]
             row.update({e.record_id.rsplit("|", 1)[1]: w for e, w in zip(edits, edited, strict=True)})
