@@ -79,20 +79,14 @@ class Share:
 NO_SHARE = Share(float("nan"), float("nan"), float("nan"), 0, 0, 0, float("nan"))  # of no outcome
 
 
-def _wilson_bounds(p: float, trials: float, confidence: float) -> tuple[float, float]:
-    """The Wilson score interval of a share ``p`` of ``trials`` (not necessarily a whole number)."""
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
-    centre = (p + z**2 / (2 * trials)) / (1 + z**2 / trials)
-    half = z * math.sqrt(p * (1 - p) / trials + z**2 / (4 * trials**2)) / (1 + z**2 / trials)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def wilson(successes: Sequence[bool], confidence: float = 0.95) -> Share:
-    """Share of ``successes``, independent trials, with its Wilson score interval."""
+    """Share of ``successes``, independent trials, with its Wilson score interval
+    (``scipy.stats.binomtest``)."""
     k, n = int(np.sum(successes)), len(successes)
     if n == 0:
         raise ValueError("no trials: a share needs at least one")
-    return Share(k / n, *_wilson_bounds(k / n, n, confidence), k, n, n, 1.0)
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return Share(k / n, float(ci.low), float(ci.high), k, n, n, 1.0)
 
 
 def proportion(k: int, n: int, prefix: str, confidence: float = 0.95) -> dict[str, float | int]:
@@ -120,8 +114,12 @@ def clustered_proportion(agrees: Sequence[bool], clusters: Sequence[str], confid
     if not len(a):
         return NO_SHARE
     deff, count = design_effect(a, clusters)
-    p = float(a.mean())
-    return Share(p, *_wilson_bounds(p, len(a) / deff, confidence), int(a.sum()), len(a), count, deff)
+    p, trials = float(a.mean()), len(a) / deff  # trials need not be whole: scipy's interval takes whole ones
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    centre = (p + z**2 / (2 * trials)) / (1 + z**2 / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z**2 / (4 * trials**2)) / (1 + z**2 / trials)
+    low, high = max(0.0, centre - half), min(1.0, centre + half)
+    return Share(p, low, high, int(a.sum()), len(a), count, deff)
 
 
 @dataclass(frozen=True)
