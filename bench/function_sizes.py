@@ -1,12 +1,14 @@
-"""Count the long functions and the long parameter lists of a package (the house rule: < 50 lines), and
-the functions of 40-49 lines that are one edit away from it.
+"""Count the long functions and the long parameter lists of a package (the house rule: < 50 lines), the
+functions of 40-49 lines that are one edit away from it, and the lines of the whole package.
 
 A function's length is its ``def`` line through its last line (decorators left out, docstring and
 comments counted: what a reader scrolls through); its parameters are every name it takes, ``*args`` and
-``**kwargs`` included, ``self`` and ``cls`` left out. Methods and nested functions count on their own.
+``**kwargs`` included, ``self`` and ``cls`` left out. Methods and nested functions count on their own. The
+package's lines are those of its ``.py`` files, blank ones and comments included (``wc -l``).
 
     python bench/function_sizes.py                  # xurs_pipeline/, the counts and each offender
     python bench/function_sizes.py --max-long 8 --max-wide 4 --max-band 22   # exit 1 when a count is over
+    python bench/function_sizes.py xurs_pipeline/evaluation/swap --max-lines 2069   # exit 1 when larger
 """
 
 from __future__ import annotations
@@ -61,6 +63,11 @@ def package_functions(package: Path) -> list[Function]:
     return found
 
 
+def package_lines(package: Path) -> int:
+    """The lines of every ``.py`` file under ``package``, as ``wc -l`` counts them (newlines)."""
+    return sum(file.read_text(encoding="utf-8").count("\n") for file in package.rglob("*.py"))
+
+
 class Sizes(NamedTuple):
     """The long functions, the wide ones, those of the band below the long ones, and the printed report."""
 
@@ -95,11 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-band", type=int, help=f"exit 1 when more have {BAND_LINES}-{LONG_LINES - 1} lines"
     )
+    parser.add_argument("--max-lines", type=int, help="exit 1 when the package's .py files hold more lines")
     args = parser.parse_args(argv)
-    sizes = report(package_functions(args.package))
-    print(sizes.text)
+    sizes, lines = report(package_functions(args.package)), package_lines(args.package)
+    print(f"{sizes.text}\nlines of .py files: {lines}")
     limits = ((args.max_long, sizes.long), (args.max_wide, sizes.wide), (args.max_band, sizes.band))
-    return 1 if any(limit is not None and len(found) > limit for limit, found in limits) else 0
+    larger = args.max_lines is not None and lines > args.max_lines
+    return 1 if larger or any(limit is not None and len(found) > limit for limit, found in limits) else 0
 
 
 if __name__ == "__main__":

@@ -42,9 +42,10 @@ from xurs_pipeline.credal import pignistic
 from xurs_pipeline.data.dataset import data_config_hash, load_records
 from xurs_pipeline.data.schema import read_prompts
 from xurs_pipeline.data.synthetic.swap import cue_order, keep_agreeing, relabel_by_cue, relabel_mixed
-from xurs_pipeline.evaluation.swap.behaviour import EDITS, cue_dependence, edit_widths, label_widths
+from xurs_pipeline.evaluation.swap.behaviour import EDITS, cue_dependence, label_widths
 from xurs_pipeline.evaluation.swap.inputs import role_accuracy, role_test_records
 from xurs_pipeline.evaluation.swap.roles import FIRST_ROLE, ROLES
+from xurs_pipeline.evaluation.swap.yardsticks import yardstick_widths
 from xurs_pipeline.models.checkpoint import load_classifier
 from xurs_pipeline.runs.training import fit_into, training_run
 from xurs_pipeline.train.predict import classifier_outputs
@@ -123,7 +124,7 @@ def probe_dependence(cfg, prompts: pd.DataFrame, loaded) -> pd.DataFrame:
     reader = label_widths(
         model, tokenizer, cfg.data.max_tokens, cfg.train.eval_batch_size, model_device(model)
     )
-    dep = cue_dependence(edit_widths(records, reader), FIRST_ROLE).drop(columns=["role"])
+    dep = cue_dependence(yardstick_widths(records, reader, "text_edits"), FIRST_ROLE).drop(columns=["role"])
     dep["order"] = dep["record_id"].map(order)
     return dep
 

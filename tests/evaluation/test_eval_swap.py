@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xurs_pipeline.evaluation.swap.measures import swap_summary, wilson, with_cue_measures
+from xurs_pipeline.evaluation.swap.measures import swap_summary, with_cue_measures
 from xurs_pipeline.evaluation.swap.readings import token_reading
 
 CUES = [[3, 4], [7, 8, 9]]  # cue 1 and cue 2 token positions in a 12-token prompt
@@ -74,15 +74,6 @@ def test_cue_score_reads_the_learned_cue() -> None:
         cue_score(a, [[3, 4], [4, 5]], learned=0)
     with pytest.raises(ValueError, match="within the 12 tokens"):
         cue_score(a, [[3, 40], [7]], learned=0)
-
-
-def test_wilson_interval_matches_the_closed_form() -> None:
-    k, n, z = 14, 16, 1.959963984540054
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    got = wilson([True] * k + [False] * (n - k))
-    assert (got.low, got.high) == pytest.approx((centre - half, centre + half), abs=1e-9)
 
 
 def test_a_planted_attribution_ranks_the_learned_cue_first() -> None:

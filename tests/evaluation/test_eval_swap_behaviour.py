@@ -13,14 +13,10 @@ from swap_ledgers import judged
 from xurs_pipeline.data.synthetic.swap import generate_swap
 from xurs_pipeline.evaluation.swap import plan
 from xurs_pipeline.evaluation.swap.agreement import behaves_as_trained, descriptions
-from xurs_pipeline.evaluation.swap.behaviour import (
-    EDITS,
-    cue_dependence,
-    edit_widths,
-    edited_records,
-)
+from xurs_pipeline.evaluation.swap.behaviour import EDITS, cue_dependence, edited_records
 from xurs_pipeline.evaluation.swap.faithfulness import scored
 from xurs_pipeline.evaluation.swap.readings import COLUMNS, CueReading
+from xurs_pipeline.evaluation.swap.yardsticks import yardstick_widths
 
 CUE = re.compile(r"The (blood|urine) test is positive for ([^.]+)\.")
 
@@ -69,11 +65,12 @@ def test_edits_change_one_cue_and_keep_everything_else(probes) -> None:
 
 
 def test_a_model_that_reads_only_cue_1_depends_on_cue_1_on_every_probe(probes) -> None:
-    a = cue_dependence(edit_widths(probes, reading((1.0, 0.0))), "A")
+    a = cue_dependence(yardstick_widths(probes, reading((1.0, 0.0)), "text_edits"), "A")
     assert (a["depends_on"] == 1).all()
     assert (a["margin"] == 1.0).all()
     assert a["effect_1"].to_numpy() == pytest.approx(0.4)  # (|0.1 - 0.5| + |0.9 - 0.5|) / 2
-    b = cue_dependence(edit_widths(probes, reading((1.0, 0.0))), "B")  # trained on cue 2, reads cue 1
+    # model B was trained on cue 2 and reads cue 1
+    b = cue_dependence(yardstick_widths(probes, reading((1.0, 0.0)), "text_edits"), "B")
     tops = {"m": {(role, p.record_id): 1 for role in "AB" for p in probes}}
     assert behaves_as_trained(ledger_of(tops, pd.concat([a, b]))) == {
         "A": {"k": len(probes), "n": len(probes), "share": 1.0},
@@ -82,11 +79,11 @@ def test_a_model_that_reads_only_cue_1_depends_on_cue_1_on_every_probe(probes) -
 
 
 def test_a_model_that_reads_both_cues_depends_on_the_stronger_by_its_margin(probes) -> None:
-    both = cue_dependence(edit_widths(probes, reading((0.3, 0.7))), "B")
+    both = cue_dependence(yardstick_widths(probes, reading((0.3, 0.7)), "text_edits"), "B")
     assert (both["depends_on"] == 2).all()
     assert both["margin"].to_numpy() == pytest.approx(0.4)  # |0.3 - 0.7| / (0.3 + 0.7)
     assert both["share_1"].to_numpy() == pytest.approx(0.3)
-    tie = cue_dependence(edit_widths(probes, reading((0.5, 0.5))), "A")
+    tie = cue_dependence(yardstick_widths(probes, reading((0.5, 0.5)), "text_edits"), "A")
     assert (tie["depends_on"] == 0).all()
 
 
@@ -120,8 +117,8 @@ def test_agreement_describes_a_method_that_follows_behaviour_and_model_independe
     These are descriptions: the verdict is the analysis plan's (faithfulness.py)."""
     behaviour = pd.concat(
         [
-            cue_dependence(edit_widths(probes, reading((1.0, 0.0))), "A"),
-            cue_dependence(edit_widths(probes, reading((0.0, 1.0))), "B"),
+            cue_dependence(yardstick_widths(probes, reading((1.0, 0.0)), "text_edits"), "A"),
+            cue_dependence(yardstick_widths(probes, reading((0.0, 1.0)), "text_edits"), "B"),
         ]
     )
     keys = [(role, p.record_id) for role in ("A", "B") for p in probes]
@@ -145,7 +142,9 @@ def test_agreement_describes_a_method_that_follows_behaviour_and_model_independe
 def test_agreement_follows_behaviour_where_it_departs_from_the_training_rule(probes) -> None:
     """Model B reads cue 1 (it did not learn its labels' rule): a method ranking cue 1 for B agrees with the
     model and fails the training-rule swap accuracy."""
-    behaviour = pd.concat([cue_dependence(edit_widths(probes, reading((1.0, 0.0))), role) for role in "AB"])
+    behaviour = pd.concat(
+        [cue_dependence(yardstick_widths(probes, reading((1.0, 0.0)), "text_edits"), role) for role in "AB"]
+    )
     keys = [(role, p.record_id) for role in ("A", "B") for p in probes]
     result = described({"m": dict.fromkeys(keys, 1)}, behaviour)["m"]
     assert result["agreement"] == 1.0

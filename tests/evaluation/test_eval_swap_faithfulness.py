@@ -17,7 +17,7 @@ from swap_ledgers import judged, ledger
 
 from xurs_pipeline.data.synthetic.swap import generate_swap
 from xurs_pipeline.evaluation.swap import plan
-from xurs_pipeline.evaluation.swap.behaviour import cue_dependence, edit_widths
+from xurs_pipeline.evaluation.swap.behaviour import cue_dependence
 from xurs_pipeline.evaluation.swap.faithfulness import (
     FaithfulnessInputs,
     faithfulness_metrics,
@@ -29,7 +29,7 @@ from xurs_pipeline.evaluation.swap.faithfulness import (
 from xurs_pipeline.evaluation.swap.planted_texts import PLANTED
 from xurs_pipeline.evaluation.swap.pooled import pooled_faithfulness
 from xurs_pipeline.evaluation.swap.readings import COLUMNS, CueReading
-from xurs_pipeline.evaluation.swap.yardsticks import YARDSTICKS
+from xurs_pipeline.evaluation.swap.yardsticks import YARDSTICKS, yardstick_widths
 
 # --- the whole study on planted text models --------------------------------------------------------------
 
@@ -59,7 +59,9 @@ def stated_first(probe) -> int:
 
 
 def run(probes, readers, tops, learned: float = 1.0):
-    behaviour_rows = pd.concat([cue_dependence(edit_widths(probes, r), role) for role, r in readers.items()])
+    behaviour_rows = pd.concat(
+        [cue_dependence(yardstick_widths(probes, r, "text_edits"), role) for role, r in readers.items()]
+    )
     cues = {p.record_id: ([p.synthetic.cue_spans[0][0]], [p.synthetic.cue_spans[1][0]]) for p in probes}
     accuracy = {role: {"accuracy_own_cue": learned} for role in readers}
     inputs = FaithfulnessInputs(probes, readers, behaviour_rows, readings(probes, tops), cues, accuracy)

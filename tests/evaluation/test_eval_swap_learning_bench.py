@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from bench_scripts import load_bench_script
 
-from xurs_pipeline.evaluation.swap.behaviour import dependence_from_effects
+from xurs_pipeline.evaluation.swap.behaviour import cue_dependence
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def _probes() -> pd.DataFrame:
             "order": [1, 2, 1, 2, 2],
         }
     )
-    return dependence_from_effects(effects, "A").drop(columns=["role"])
+    return cue_dependence(effects, "A").drop(columns=["role"])
 
 
 def test_clear_pairs_and_their_cues(bench) -> None:

@@ -294,10 +294,10 @@ def test_the_rerun_estimator_keeps_the_experiments_budget_per_reference() -> Non
         path="blocks",
         reference_alignment="sequence",
     )
-    eight = estimator_config(run, 8)
+    eight = estimator_config(run, ReferenceSet("train", 8))
     assert (eight.refs_per_collection, eight.kronrod_max_evals, eight.reference) == (8, 2400, "train")
     assert (eight.reference_alignment, eight.path) == ("position", "blocks")  # the rows are fitted already
-    zero = estimator_config(run, None)
+    zero = estimator_config(run, ReferenceSet("zero"))
     assert (zero.reference, zero.refs_per_collection, zero.kronrod_max_evals, zero.path) == (
         "zero",
         1,
@@ -305,7 +305,7 @@ def test_the_rerun_estimator_keeps_the_experiments_budget_per_reference() -> Non
         "straight",
     )
     with pytest.raises(ArtifactError, match=r"attribution\.method='layer_ig' is no path estimator"):
-        estimator_config(AttributionConfig(method="layer_ig"), 2)
+        estimator_config(AttributionConfig(method="layer_ig"), ReferenceSet("train", 2))
 
 
 def test_an_entry_reads_its_set_and_method_keys() -> None:

@@ -11,13 +11,12 @@ import numpy as np
 import pytest
 
 from xurs_pipeline.data.synthetic.swap import generate_swap
-from xurs_pipeline.evaluation.swap.behaviour import cue_dependence, edit_widths
+from xurs_pipeline.evaluation.swap.behaviour import cue_dependence
 from xurs_pipeline.evaluation.swap.planted_texts import PLANTED, PlantedText, cue_state, recovery, validated
 from xurs_pipeline.evaluation.swap.yardsticks import (
     EDITS,
     UNSEEN_NAMES,
     YARDSTICKS,
-    dependence,
     yardstick_widths,
 )
 
@@ -93,7 +92,7 @@ def test_the_text_edits_cannot_see_a_cue_read_only_by_its_presence(probes) -> No
 def test_a_planted_model_of_the_other_cue_is_not_recovered_as_the_first(probes) -> None:
     wrong = PlantedText("cue_2_claimed_1", PLANTED[1].values, truth=1)
     effects = yardstick_widths(probes, wrong.widths, "text_edits")
-    assert (dependence(effects, "A", "text_edits")["depends_on"] == 2).all()
+    assert (cue_dependence(effects, "A")["depends_on"] == 2).all()
 
 
 def test_yardstick_effects_are_the_planted_width_changes(probes) -> None:
@@ -124,11 +123,11 @@ ASYMMETRIC = PlantedText(
 
 
 def test_the_behaviour_needs_both_edits_of_each_cue(probes) -> None:
-    found = cue_dependence(edit_widths(probes, ASYMMETRIC.widths), "A")
+    found = cue_dependence(yardstick_widths(probes, ASYMMETRIC.widths, "text_edits"), "A")
     np.testing.assert_allclose(found["effect_1"], 0.25)  # (|0.0| + |0.5|) / 2
     np.testing.assert_allclose(found["effect_2"], 0.2)  # (|-0.3| + |0.1|) / 2
     assert (found["depends_on"] == 1).all()
     np.testing.assert_allclose(found["margin"], 0.05 / 0.45)
-    widths = edit_widths(probes, ASYMMETRIC.widths)
+    widths = yardstick_widths(probes, ASYMMETRIC.widths, "text_edits")
     moved = {k: (widths[f"resolve_{k}"] - widths["probe"]).abs() for k in (1, 2)}
     assert (moved[1] < moved[2]).all()  # the resolve edit alone names the wrong cue

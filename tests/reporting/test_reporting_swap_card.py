@@ -7,7 +7,7 @@ import copy
 import pytest
 from reporting_html_cases import bare_front
 
-from xurs_pipeline.evaluation.swap.agreement import proportion
+from xurs_pipeline.evaluation.significance import proportion
 from xurs_pipeline.evaluation.swap.faithfulness import meets_marks
 from xurs_pipeline.reporting.front_page import render_front
 from xurs_pipeline.reporting.swap_card import SwapStudy, render_swap_card, swap_verdict

@@ -14,12 +14,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from xurs_pipeline.evaluation.artifacts import prompts_by_id
 from xurs_pipeline.evaluation.bootstrap import mean_advantage_interval
 from xurs_pipeline.evaluation.localisation import clue_localisation
 from xurs_pipeline.evaluation.references import EndpointCheck, endpoint_check
+from xurs_pipeline.evaluation.significance import wilson
 
 INACTIVE_SECTIONS = ("special", "padding")
 
@@ -167,7 +167,7 @@ def localisation_by_target(
     ``frame``: the attribution rows of every target function (column ``target_fn``: the main run's and the
     ``attribute_targets`` runs', same engine, references and budget). Each row carries
     :func:`localisation_summary`'s fields, the Wilson interval of the share of questions whose best clue
-    token ranks first (``scipy.stats.binomtest``), and the completeness residual R (Eq. 9) of that
+    token ranks first (``significance.wilson``), and the completeness residual R (Eq. 9) of that
     target's rows (median, max), so that targets are compared at their attained tolerance. Empty without a
     clue or with a single target function. ``live``: per record id, the positions that can take
     attribution (the checks stage's ``details/live_positions``), counted as :func:`localisation_table` does.
@@ -180,8 +180,7 @@ def localisation_by_target(
         summary = localisation_summary(table, resamples, confidence, method, seed)
         for region, m in summary.items():
             measured = table[(table["region"] == region)].dropna(subset=["clue_share"])
-            first = int((measured["best_rank"] == 1).sum())
-            ci = stats.binomtest(first, len(measured)).proportion_ci(confidence, method="wilson")
+            ci = wilson((measured["best_rank"] == 1).tolist(), confidence)
             residual = {
                 "residual_median": float(runs["residual"].median()),
                 "residual_max": float(runs["residual"].max()),

@@ -6,8 +6,8 @@ name. Output: one row per compared method, then one per model for how often it b
 experiment the behavioural agreement on the clear probes as ``k/n``; pooled over the experiments (the counts
 summed, every probe of every experiment one trial) the training-rule swap accuracy, the agreement on all
 decided probes and on the clear ones, the agreement on each model's probes (where a method fails: model A
-depends on cue 1, model B on cue 2), each with its Wilson interval (``swap.wilson``): descriptions. The
-verdict is the analysis plan's alone (docs/swap-plan.md), from the pooled ledger
+depends on cue 1, model B on cue 2), each with its Wilson interval (``significance.wilson``): descriptions.
+The verdict is the analysis plan's alone (docs/swap-plan.md), from the pooled ledger
 (``evaluation/swap/pooled.py``, each study its own cluster): passes, fails or no verdict, and the weakest
 (model, cue order) cell on the judging yardsticks (the lowest clustered low on the clear probes).
 """
@@ -19,8 +19,8 @@ from typing import Any
 
 import pandas as pd
 
+from xurs_pipeline.evaluation.significance import proportion
 from xurs_pipeline.evaluation.swap import plan
-from xurs_pipeline.evaluation.swap.agreement import proportion
 from xurs_pipeline.evaluation.swap.roles import ROLES
 from xurs_pipeline.reporting.render import Column, TableSpec, fmt_text
 from xurs_pipeline.reporting.swap_verdict import cell_name

@@ -14,6 +14,6 @@
 - ``yardsticks``: what a model depends on by other edits (a cue's sentence removed, its names unseen, its
   test renamed) and by the training rule; ``planted_texts``: hand-set text models that validate them.
 - ``planted_methods``: hand-set two-cue models on the embeddings (saturation, cancellation, interaction).
-- ``faithfulness``: every method and baseline per yardstick, model and cue order, with ``significance``'s
-  tests; ``pooled``: the same over several studies.
+- ``faithfulness``: every method and baseline per yardstick, model and cue order, with the tests of
+  ``evaluation/significance.py``; ``pooled``: the same over several studies.
 """

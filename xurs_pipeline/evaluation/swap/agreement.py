@@ -23,27 +23,11 @@ from typing import Any
 import pandas as pd
 from scipy import stats
 
+from xurs_pipeline.evaluation.significance import proportion
 from xurs_pipeline.evaluation.swap import plan
 from xurs_pipeline.evaluation.swap.faithfulness import one_method
-from xurs_pipeline.evaluation.swap.measures import wilson
 from xurs_pipeline.evaluation.swap.readings import COSTS
 from xurs_pipeline.evaluation.swap.roles import ROLES, TRAINING_CUE
-
-
-def proportion(k: int, n: int, prefix: str, confidence: float = 0.95) -> dict[str, float | int]:
-    """``k`` of ``n`` as ``<prefix>``, ``_low``, ``_high`` (Wilson interval, ``measures.wilson``), ``_k``,
-    ``_n``; NaN for none."""
-    if n == 0:
-        nan = float("nan")
-        return {prefix: nan, f"{prefix}_low": nan, f"{prefix}_high": nan, f"{prefix}_k": 0, f"{prefix}_n": 0}
-    p = wilson([True] * k + [False] * (n - k), confidence)
-    return {
-        prefix: p.value,
-        f"{prefix}_low": p.low,
-        f"{prefix}_high": p.high,
-        f"{prefix}_k": k,
-        f"{prefix}_n": n,
-    }
 
 
 def renamed(cell: dict[str, Any], share: str, prefix: str) -> dict[str, Any]:

@@ -11,11 +11,12 @@ holds (a resolved cue names one condition):
 Each edited question is prepared as the ``prepare`` stage prepares it (same instruction, template and
 tokenizer) and the label's width ``W_P`` (Eq. 2) read under the model. The behavioural effect of cue ``k``
 is the mean absolute width change of its two edits,
-``e_k = (|W(resolve_k) - W(probe)| + |W(other_k) - W(probe)|) / 2``; the model *depends on* the cue with
-the larger effect (0 on a tie), its share ``e_1 / (e_1 + e_2)`` and the margin
-``|e_1 - e_2| / (e_1 + e_2)`` (0 = both cues move the width alike, 1 = only one does) say by how much. A
-model *behaves as trained* on a probe when it depends on the cue its labels followed (A: cue 1, B: cue 2):
-read off the ledger (``agreement.behaves_as_trained``).
+``e_k = (|W(resolve_k) - W(probe)| + |W(other_k) - W(probe)|) / 2`` (``yardsticks.yardstick_widths``, the
+``text_edits`` yardstick); the model *depends on* the cue with the larger effect (0 on a tie), its share
+``e_1 / (e_1 + e_2)`` and the margin ``|e_1 - e_2| / (e_1 + e_2)`` (0 = both cues move the width alike, 1 =
+only one does) say by how much (:func:`cue_dependence`, every yardstick's rule). A model *behaves as
+trained* on a probe when it depends on the cue its labels followed (A: cue 1, B: cue 2): read off the
+ledger (``agreement.behaves_as_trained``).
 """
 
 from __future__ import annotations
@@ -108,30 +109,9 @@ def label_widths(
     return read
 
 
-def edit_widths(probes: Sequence[QuestionRecord], widths: WidthReader) -> pd.DataFrame:
-    """One row per probe: the label's width on the probe and on each edit (columns ``EDITS``).
-    ``widths`` maps records to the label's width under one model, (n,)."""
-    records = [r for p in probes for r in edited_records(p)]
-    values = np.asarray(widths(records), dtype=np.float64).reshape(len(probes), len(EDITS))
-    frame = pd.DataFrame(values, columns=list(EDITS))
-    frame.insert(0, "record_id", [p.record_id for p in probes])
-    return frame
-
-
-def cue_dependence(widths: pd.DataFrame, role: str) -> pd.DataFrame:
-    """``edit_widths``' rows of one role -> effect_1, effect_2, share_1, depends_on (1, 2; 0 on a tie),
-    margin (module docstring)."""
-    out = widths.copy()
-    for k in (1, 2):
-        out[f"effect_{k}"] = (
-            (out[f"resolve_{k}"] - out["probe"]).abs() + (out[f"other_{k}"] - out["probe"]).abs()
-        ) / 2
-    return dependence_from_effects(out, role)
-
-
-def dependence_from_effects(effects: pd.DataFrame, role: str) -> pd.DataFrame:
-    """Rows with ``effect_1``, ``effect_2`` (any yardstick's, ``yardsticks.py``) -> with share_1,
-    depends_on (1, 2; 0 on a tie) and margin (module docstring), ``role`` first."""
+def cue_dependence(effects: pd.DataFrame, role: str) -> pd.DataFrame:
+    """Rows with ``effect_1``, ``effect_2`` (any yardstick's, ``yardsticks.yardstick_widths``) -> with
+    share_1, depends_on (1, 2; 0 on a tie) and margin (module docstring), ``role`` first."""
     out = effects.copy()
     total = out["effect_1"] + out["effect_2"]
     moved, divisor = total > 0, total.where(total > 0, 1.0)  # a probe neither cue moves: no share, margin 0

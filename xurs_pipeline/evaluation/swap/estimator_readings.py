@@ -16,37 +16,28 @@ from __future__ import annotations
 from dataclasses import replace
 
 from xurs_pipeline.attribution.config import PATH_METHODS, AttributionConfig
-from xurs_pipeline.attribution.variants import KEY, SwapVariant
+from xurs_pipeline.attribution.variants import KEY, ReferenceSet
 from xurs_pipeline.io import ArtifactError
 
 
-def estimator_config(cfg: AttributionConfig, references: int | None) -> AttributionConfig:
-    """``cfg`` explaining one probe from ``references`` fitted references (None: the zero reference), one
-    collection, kronrod's budget per reference kept (module docstring)."""
+def estimator_config(cfg: AttributionConfig, chosen: ReferenceSet) -> AttributionConfig:
+    """``cfg`` explaining one probe from the set ``chosen`` (its ``count`` fitted references; ``zero``: the
+    zero reference), one collection, kronrod's budget per reference kept (module docstring)."""
     if cfg.method not in PATH_METHODS:
         raise ArtifactError(
             f"paper@{KEY}=...: attribution.method={cfg.method!r} is no path estimator "
             f"({' / '.join(PATH_METHODS)})"
         )
-    n = 1 if references is None else references
     per_reference = -(-cfg.kronrod_max_evals // cfg.refs_per_collection)
-    kind = {"reference": "zero", "path": "straight"} if references is None else {"reference": "train"}
-    budget = max(per_reference, 15 * cfg.kronrod_intervals) * n
+    kind = {"reference": "zero", "path": "straight"} if chosen.kind == "zero" else {"reference": "train"}
+    budget = max(per_reference, 15 * cfg.kronrod_intervals) * chosen.count
     return replace(
         cfg,
         **kind,
         reference_alignment="position",
         n_collections=1,
-        refs_per_collection=n,
+        refs_per_collection=chosen.count,
         kronrod_max_evals=budget,
         max_questions=0,
         record_ids=[],
     )
-
-
-def rerun_variant(variant: SwapVariant) -> SwapVariant:
-    """A ``paper@references=R`` entry's variant with the estimator's config for R (:func:`estimator_config`:
-    the zero set is the zero reference, every other set holds ``R.count`` references)."""
-    chosen = variant.references
-    count = None if chosen.kind == "zero" else chosen.count
-    return replace(variant, config=estimator_config(variant.config, count))

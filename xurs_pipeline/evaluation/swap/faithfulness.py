@@ -16,7 +16,7 @@ docs/swap-plan.md): one ledger of rows, one pass rule.
   of the questions its own cue resolves); how often it names the training cue is reported (``as_trained``),
   never a condition. ``plan.JUDGE`` must judge, or no method gets a verdict.
 - Cells: every decided probe, the clear ones, each model, each order and each (model, order), each with
-  its clustered interval (``significance.clustered_proportion``); a cell ``meets_marks`` on its clear probes.
+  its clustered interval (``evaluation/significance.py``); a cell ``meets_marks`` on its clear probes.
 - The planned comparisons (:func:`comparisons`) on each judging yardstick's clear probes, one Holm family.
 - The verdict (:func:`verdict`): ``passes``, ``fails`` or ``no verdict`` (with the reasons), ``baseline``
   for a baseline. The planted embedding mechanisms (``planted_methods.py``) are reported beside it, not a
@@ -35,20 +35,20 @@ from xurs_pipeline.attribution.config import TOKEN_METHODS
 from xurs_pipeline.attribution.variants import variant_name
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.data.synthetic.swap import cue_order
+from xurs_pipeline.evaluation.significance import clustered_proportion, holm, paired_test
 from xurs_pipeline.evaluation.swap import plan
 from xurs_pipeline.evaluation.swap.behaviour import WidthReader
 from xurs_pipeline.evaluation.swap.planted_methods import method_recovery
 from xurs_pipeline.evaluation.swap.planted_texts import recovery, validated
 from xurs_pipeline.evaluation.swap.readings import COLUMNS, COSTS, CueReading
 from xurs_pipeline.evaluation.swap.roles import RUNS, TRAINING_CUE
-from xurs_pipeline.evaluation.swap.significance import clustered_proportion, holm, paired_test
 from xurs_pipeline.evaluation.swap.yardsticks import YARDSTICKS, model_dependence
 
 
 @dataclass(frozen=True)
 class FaithfulnessInputs:
     """The probes' records, each role's width reader (``behaviour.label_widths``) and its text-edit
-    dependence (``behaviour.cue_dependence`` rows), the trained runs' readings with cue measures, the probes'
+    dependence (``study.model_behaviour`` rows), the trained runs' readings with cue measures, the probes'
     cue positions and each role's accuracy (``inputs.role_accuracy``)."""
 
     records: list[QuestionRecord]
@@ -71,11 +71,6 @@ def baseline_readings(record_ids: list[str]) -> pd.DataFrame:
             rows.append(CueReading(rule, rule).row(training_rule, name, rid))
             rows.append(CueReading((1.0, 0.0), (1.0, 0.0)).row(constant, name, rid))
     return pd.DataFrame(rows, columns=list(COLUMNS))
-
-
-def orders(cues: dict[str, tuple[list[int], list[int]]]) -> dict[str, int]:
-    """Probe -> which cue its text states first (1 or 2), from the prepared cue positions."""
-    return {rid: cue_order(c) for rid, c in cues.items()}
 
 
 def cue_first(measured: pd.DataFrame) -> pd.Series:
@@ -114,14 +109,7 @@ def _share(part: pd.DataFrame, prefix: str, confidence: float) -> dict[str, Any]
     """``part``'s decided rows' agreement as ``<prefix>``, ``_low``, ``_high``, ``_k``, ``_n``, ``_deff``."""
     decided = part[part["agrees"].notna()]
     s = clustered_proportion(decided["agrees"].astype(bool).tolist(), clusters(decided).tolist(), confidence)
-    return {
-        prefix: s.value,
-        f"{prefix}_low": s.low,
-        f"{prefix}_high": s.high,
-        f"{prefix}_k": s.k,
-        f"{prefix}_n": s.n,
-        f"{prefix}_deff": s.deff,
-    }
+    return {**s.fields(prefix), f"{prefix}_deff": s.deff}
 
 
 def meets_marks(share: dict[str, Any], prefix: str = "clear") -> bool:
@@ -205,7 +193,7 @@ def planned_pairs(methods: list[str]) -> list[tuple[str, str, str]]:
 
 def comparisons(rows: pd.DataFrame, judges: list[str]) -> list[dict[str, Any]]:
     """The planned comparisons (``planned_pairs``) on each judging yardstick's clear probes, by the
-    stratified McNemar test (``significance.paired_test``, the study as the stratum), Holm-adjusted as one
+    stratified McNemar test (``evaluation/significance.py``, the study as the stratum), Holm-adjusted as one
     family over every comparison and yardstick."""
     tests = []
     for y in judges:
@@ -356,7 +344,8 @@ def study_faithfulness(
         ignore_index=True,
     )
     measured = pd.concat([study.measured, baseline_readings(sorted(study.cues))], ignore_index=True)
-    rows = scored(measured, dependence, orders(study.cues), clear_margin)
+    order = {rid: cue_order(c) for rid, c in study.cues.items()}  # which cue the probe states first
+    rows = scored(measured, dependence, order, clear_margin)
     recovered = recovery(study.records)
     token_methods = [m for m in dict.fromkeys(study.measured["method"]) if variant_name(m) in TOKEN_METHODS]
     planted = method_recovery(token_methods, layer_ig_steps)

@@ -11,7 +11,7 @@ under model A (trained on labels that follow cue 1) and model B (cue 2), against
 - ``cue1_share``: cue 1's share, the same number read for cue 1 whatever was learned.
 
 Over questions: the swap accuracy (share of ``learned_first``) with its Wilson interval
-(``scipy.stats.binomtest``), and the between-model difference of cue 1's share, ``cue1_share(A) -
+(``evaluation/significance.py``), and the between-model difference of cue 1's share, ``cue1_share(A) -
 cue1_share(B)`` per question, with the question-level bootstrap interval of ``evaluation/bootstrap.py``.
 A ranking that does not depend on the model (the input-only ranking of ``nulls.py``) gives the same
 ``cue1_share`` under both models, a difference of exactly 0, and a pooled swap accuracy of exactly 1/2 on
@@ -22,14 +22,11 @@ randomised runs) and ``input_only``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from xurs_pipeline.evaluation.bootstrap import mean_advantage_interval
+from xurs_pipeline.evaluation.significance import wilson
 from xurs_pipeline.evaluation.swap.roles import ROLES, RUNS, TRAINING_CUE
 
 RANKINGS = ("trained", "randomised", "input_only")
@@ -61,35 +58,15 @@ def ranking_frame(measured: pd.DataFrame) -> pd.DataFrame:
     return frame[["ranking", "role", "record_id", "learned_first", "learned_share", "cue1_share"]]
 
 
-@dataclass(frozen=True)
-class Proportion:
-    value: float
-    low: float
-    high: float
-    k: int
-    n: int
-
-
-def wilson(successes: Sequence[bool], confidence: float = 0.95) -> Proportion:
-    """Share of successes with its Wilson score interval (``scipy.stats.binomtest``)."""
-    k, n = int(np.sum(successes)), len(successes)
-    if n == 0:
-        raise ValueError("no questions: a swap accuracy needs at least one")
-    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return Proportion(k / n, float(ci.low), float(ci.high), k, n)
-
-
-def _role_accuracy(part: pd.DataFrame, role: str, confidence: float) -> dict[str, float | int]:
-    """The swap accuracy of one model's (``role``'s) questions with its Wilson interval (none without any)."""
-    mine = part[part["role"] == role]
-    if mine.empty:
-        return {}
-    p = wilson(mine["learned_first"].tolist(), confidence)
+def _swap_accuracy(learned_first: pd.Series, suffix: str, confidence: float) -> dict[str, float | int]:
+    """The share of ``learned_first`` with its Wilson interval: ``swap_accuracy<suffix>``,
+    ``swap_ci_low<suffix>``, ``swap_ci_high<suffix>``, ``n<suffix>``."""
+    p = wilson(learned_first.tolist(), confidence)
     return {
-        f"swap_accuracy_{role}": p.value,
-        f"swap_ci_low_{role}": p.low,
-        f"swap_ci_high_{role}": p.high,
-        f"n_{role}": p.n,
+        f"swap_accuracy{suffix}": p.value,
+        f"swap_ci_low{suffix}": p.low,
+        f"swap_ci_high{suffix}": p.high,
+        f"n{suffix}": p.n,
     }
 
 
@@ -120,15 +97,11 @@ def swap_summary(
     part = scores[scores["ranking"] == ranking]
     if part.empty:
         raise ValueError(f"no scores for ranking {ranking!r}")
-    pooled = wilson(part["learned_first"].tolist(), confidence)
-    out: dict[str, float | int] = {
-        "swap_accuracy": pooled.value,
-        "swap_ci_low": pooled.low,
-        "swap_ci_high": pooled.high,
-        "n": pooled.n,
-        "learned_share": float(part["learned_share"].mean()),
-    }
+    out = _swap_accuracy(part["learned_first"], "", confidence)
+    out["learned_share"] = float(part["learned_share"].mean())
     for role in ROLES:
-        out.update(_role_accuracy(part, role, confidence))
+        mine = part[part["role"] == role]
+        if len(mine):  # a model without questions has no accuracy
+            out.update(_swap_accuracy(mine["learned_first"], f"_{role}", confidence))
     out.update(_share_difference(part, resamples, confidence, seed))
     return out

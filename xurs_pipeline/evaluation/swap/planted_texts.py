@@ -31,13 +31,9 @@ import numpy as np
 import pandas as pd
 
 from xurs_pipeline.data.records import QuestionRecord
+from xurs_pipeline.evaluation.swap.behaviour import cue_dependence
 from xurs_pipeline.evaluation.swap.roles import FIRST_ROLE
-from xurs_pipeline.evaluation.swap.yardsticks import (
-    TESTS,
-    YARDSTICKS,
-    dependence,
-    yardstick_widths,
-)
+from xurs_pipeline.evaluation.swap.yardsticks import TESTS, YARDSTICKS, yardstick_widths
 
 STATES = ("label", "pair", "other", "absent", "unknown")
 
@@ -100,7 +96,7 @@ def recovery(probes: Sequence[QuestionRecord]) -> pd.DataFrame:
     rows = []
     for model in PLANTED:
         for yardstick in YARDSTICKS:
-            found = dependence(yardstick_widths(probes, model.widths, yardstick), FIRST_ROLE, yardstick)
+            found = cue_dependence(yardstick_widths(probes, model.widths, yardstick), FIRST_ROLE)
             k = int((found["depends_on"] == model.truth).sum())
             rows.append(
                 {

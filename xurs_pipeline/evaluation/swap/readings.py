@@ -43,7 +43,7 @@ from xurs_pipeline.attribution.variants import (
     swap_variant,
     variant_name,
 )
-from xurs_pipeline.evaluation.swap.estimator_readings import rerun_variant
+from xurs_pipeline.evaluation.swap.estimator_readings import estimator_config
 from xurs_pipeline.evaluation.swap.roles import RUNS
 
 NULL_METHODS = ("input_only", "random")
@@ -184,10 +184,13 @@ def method_configs(
 ) -> dict[str, SwapVariant]:
     """Each compared method's config and reference set, by its ``evaluation.swap_methods`` entry (a token
     method's name or variant, or ``paper@references=...`` rerunning ``estimator``, the experiment's
-    ``attribution`` config, on the set as one collection, ``estimator_readings.rerun_variant``;
+    ``attribution`` config, on the set as one collection, ``estimator_readings.estimator_config``;
     ``variants.swap_variant``; ``evaluation.swap_layer_ig_steps`` for layer_ig unless the entry sets it)."""
     variants = {e: swap_variant(e, estimator, layer_ig_steps=layer_ig_steps) for e in entries}
-    return {e: rerun_variant(v) if variant_name(e) == RUN_METHOD else v for e, v in variants.items()}
+    return {
+        e: replace(v, config=estimator_config(v.config, v.references)) if variant_name(e) == RUN_METHOD else v
+        for e, v in variants.items()
+    }
 
 
 def model_readings(

@@ -22,12 +22,7 @@ from xurs_pipeline.attribution.model import model_device
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.evaluation.swap.agreement import behaves_as_trained, descriptions
-from xurs_pipeline.evaluation.swap.behaviour import (
-    WidthReader,
-    cue_dependence,
-    edit_widths,
-    label_widths,
-)
+from xurs_pipeline.evaluation.swap.behaviour import WidthReader, cue_dependence, label_widths
 from xurs_pipeline.evaluation.swap.faithfulness import (
     FaithfulnessInputs,
     faithfulness_metrics,
@@ -55,6 +50,7 @@ from xurs_pipeline.evaluation.swap.readings import (
     model_readings,
 )
 from xurs_pipeline.evaluation.swap.roles import FIRST_ROLE, ROLES, RUNS
+from xurs_pipeline.evaluation.swap.yardsticks import yardstick_widths
 from xurs_pipeline.io import ArtifactError
 from xurs_pipeline.train.predict import classifier_outputs
 
@@ -212,7 +208,10 @@ def width_readers(inputs: StudyInputs) -> dict[str, WidthReader]:
 
 def model_behaviour(records: list[QuestionRecord], readers: dict[str, WidthReader]) -> pd.DataFrame:
     """Per (role, probe): the label's width under the text edits and the cue the model depends on."""
-    frames = [cue_dependence(edit_widths(records, reader), role) for role, reader in readers.items()]
+    frames = [
+        cue_dependence(yardstick_widths(records, reader, "text_edits"), role)
+        for role, reader in readers.items()
+    ]
     return pd.concat(frames, ignore_index=True)
 
 

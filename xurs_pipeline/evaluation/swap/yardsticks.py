@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from xurs_pipeline.data.records import QuestionRecord
-from xurs_pipeline.evaluation.swap.behaviour import WidthReader, dependence_from_effects, edited_records
+from xurs_pipeline.evaluation.swap.behaviour import WidthReader, cue_dependence, edited_records
 
 YARDSTICKS = ("text_edits", "sentence_removed", "unseen_names", "test_renamed")
 TESTS = ("blood", "urine")  # cue 1's and cue 2's test (data/synthetic/swap.py's CUE_TEMPLATES)
@@ -87,8 +87,9 @@ EDITS: dict[str, Callable[[QuestionRecord, int], list[QuestionRecord]]] = {
 
 
 def yardstick_widths(probes: Sequence[QuestionRecord], widths: WidthReader, yardstick: str) -> pd.DataFrame:
-    """One row per probe: ``probe`` (the unedited width) and per cue ``k`` the mean ``|W(edit) - W(probe)|``
-    of its edits as ``effect_k``; ``widths`` maps records to the label's width under one model, (n,)."""
+    """One row per probe: ``probe`` (the unedited width), each edit's width (named by its edit, e.g.
+    ``resolve_1``) and per cue ``k`` the mean ``|W(edit) - W(probe)|`` of its edits as ``effect_k``;
+    ``widths`` maps records to the label's width under one model, (n,)."""
     make = EDITS[yardstick]
     plan = [(p, [make(p, 0), make(p, 1)]) for p in probes]
     records = [r for p, cues in plan for r in (p, *cues[0], *cues[1])]
@@ -97,27 +98,26 @@ def yardstick_widths(probes: Sequence[QuestionRecord], widths: WidthReader, yard
     for p, cues in plan:
         base, at = values[at], at + 1
         row = {"record_id": p.record_id, "probe": base}
+        effects = {}  # after every edit's width: the behaviour's columns in EDITS order, then the effects
         for k, edits in enumerate(cues):
-            row[f"effect_{k + 1}"] = float(np.mean(np.abs(values[at : at + len(edits)] - base)))
+            edited = values[at : at + len(edits)]
+            row.update({e.record_id.rsplit("|", 1)[1]: w for e, w in zip(edits, edited, strict=True)})
+            effects[f"effect_{k + 1}"] = float(np.mean(np.abs(edited - base)))
             at += len(edits)
-        rows.append(row)
+        rows.append({**row, **effects})
     return pd.DataFrame(rows)
-
-
-def dependence(effects: pd.DataFrame, role: str, yardstick: str) -> pd.DataFrame:
-    """``yardstick_widths``' rows -> ``behaviour.cue_dependence``'s columns with ``yardstick``."""
-    out = dependence_from_effects(effects, role)
-    out.insert(0, "yardstick", yardstick)
-    return out
 
 
 def model_dependence(
     probes: Sequence[QuestionRecord], widths: WidthReader, role: str, text_edits: pd.DataFrame
 ) -> pd.DataFrame:
     """Every yardstick's dependence of one model (``role``) on the probes, one row per (yardstick, probe);
-    ``text_edits``: the role's rows of ``behaviour.cue_dependence`` (read once, by the behaviour)."""
+    ``text_edits``: the role's rows of ``behaviour.cue_dependence`` on the ``text_edits`` widths (read
+    once, by the behaviour)."""
     frames = [text_edits.assign(yardstick="text_edits")]
-    frames += [dependence(yardstick_widths(probes, widths, y), role, y) for y in YARDSTICKS[1:]]
+    frames += [
+        cue_dependence(yardstick_widths(probes, widths, y), role).assign(yardstick=y) for y in YARDSTICKS[1:]
+    ]
     columns = [
         "yardstick",
         "role",

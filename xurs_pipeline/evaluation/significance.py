@@ -1,17 +1,21 @@
-"""Comparisons that are tests, with the unit of independence the analysis plan names (``plan.CLUSTER``: the
-data seed; within one seed, the probe). Each works on per-probe agreements (1 = the method ranks first the cue
-the yardstick names) and a cluster label per probe.
+"""Shares of yes/no outcomes and tests between two of them, each outcome carrying a cluster label for its
+unit of independence (the swap study's plan names the data seed, ``swap/plan.py``; within one seed, the
+probe). Used by the swap study's intervals and planned comparisons and by the clue's rank-1 share
+(``evidence.py``).
 
+- :func:`wilson`: a share of independent trials with its Wilson score interval; :func:`proportion`: ``k``
+  of ``n`` as keyed fields.
 - :func:`clustered_proportion`: a share with the Wilson interval at the effective sample size ``n / deff``,
   Kish's design effect ``deff`` = the cluster-robust variance of the ratio estimator over the binomial one
-  (at least 1): probes of one seed count as fewer independent trials the more they agree with each other.
-- :func:`paired_test`: two methods on the same probes, stratified by cluster (``b_k``: probes of stratum
-  ``k`` the first method gets right and the second wrong, ``c_k`` the reverse). The p value is the
-  stratified exact McNemar test (the discordant pairs of every stratum pooled, a binomial test of
-  ``sum b_k`` in ``sum (b_k + c_k)`` against 1/2: Mantel-Haenszel for matched pairs). Beside it, with the
-  cluster as the unit, Durkalski et al.'s (2003) clustered statistic ``z = sum_k d_k / sqrt(sum_k d_k^2)``
+  (at least 1): outcomes of one cluster count as fewer independent trials the more they agree with each
+  other.
+- :func:`paired_test`: two raters on the same units, stratified by cluster (``b_k``: units of stratum
+  ``k`` the first gets right and the second wrong, ``c_k`` the reverse). The p value is the stratified
+  exact McNemar test (the discordant pairs of every stratum pooled, a binomial test of ``sum b_k`` in
+  ``sum (b_k + c_k)`` against 1/2: Mantel-Haenszel for matched pairs). Beside it, with the cluster as the
+  unit, Durkalski et al.'s (2003) clustered statistic ``z = sum_k d_k / sqrt(sum_k d_k^2)``
   (``d_k = b_k - c_k``; at most ``sqrt(K)`` with ``K`` clusters, so with five seeds it cannot carry a
-  family of tests: reported, not tested) and the number of strata where each method is ahead.
+  family of tests: reported, not tested) and the number of strata where each rater is ahead.
 - :func:`holm`: Holm's step-down adjustment of a family of p-values.
 """
 
@@ -40,7 +44,7 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 
 
 def _per_cluster(values: np.ndarray, clusters: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Per cluster (sorted by name): the sum of ``values`` (n,) and the count of probes."""
+    """Per cluster (sorted by name): the sum of ``values`` (n,) and the count of outcomes."""
     names = np.asarray(clusters)
     if names.shape != values.shape:
         raise ValueError(f"one cluster per probe needed: {names.shape} clusters for {values.shape} probes")
@@ -49,17 +53,45 @@ def _per_cluster(values: np.ndarray, clusters: Sequence[str]) -> tuple[np.ndarra
 
 
 @dataclass(frozen=True)
-class ClusteredShare:
-    """``k`` of ``n`` probes in ``clusters`` clusters; ``deff`` the design effect; ``low``/``high`` the
-    Wilson interval at ``n / deff`` trials."""
+class Share:
+    """``k`` of ``n`` outcomes (``value``) with its interval ``low``..``high``; ``clusters`` the clusters
+    they fall in and ``deff`` the design effect the interval counts (independent trials: ``n`` and 1)."""
 
+    value: float
+    low: float
+    high: float
     k: int
     n: int
     clusters: int
     deff: float
-    value: float
-    low: float
-    high: float
+
+    def fields(self, prefix: str) -> dict[str, float | int]:
+        """The share as ``<prefix>``, ``_low``, ``_high``, ``_k``, ``_n``."""
+        return {
+            prefix: self.value,
+            f"{prefix}_low": self.low,
+            f"{prefix}_high": self.high,
+            f"{prefix}_k": self.k,
+            f"{prefix}_n": self.n,
+        }
+
+
+NO_SHARE = Share(float("nan"), float("nan"), float("nan"), 0, 0, 0, float("nan"))  # of no outcome
+
+
+def wilson(successes: Sequence[bool], confidence: float = 0.95) -> Share:
+    """Share of ``successes``, independent trials, with its Wilson score interval
+    (``scipy.stats.binomtest``)."""
+    k, n = int(np.sum(successes)), len(successes)
+    if n == 0:
+        raise ValueError("no trials: a share needs at least one")
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return Share(k / n, float(ci.low), float(ci.high), k, n, n, 1.0)
+
+
+def proportion(k: int, n: int, prefix: str, confidence: float = 0.95) -> dict[str, float | int]:
+    """``k`` of ``n`` as :meth:`Share.fields` under ``prefix`` (:func:`wilson`); NaN for none."""
+    return (wilson([True] * k + [False] * (n - k), confidence) if n else NO_SHARE).fields(prefix)
 
 
 def design_effect(agrees: np.ndarray, clusters: Sequence[str]) -> tuple[float, int]:
@@ -76,25 +108,24 @@ def design_effect(agrees: np.ndarray, clusters: Sequence[str]) -> tuple[float, i
     return (max(1.0, robust / binomial) if binomial > 0 else 1.0), len(sums)
 
 
-def clustered_proportion(agrees: Sequence[bool], clusters: Sequence[str], confidence: float = 0.95):
-    """The share of ``agrees`` with its clustered Wilson interval (module docstring); NaN for no probe."""
+def clustered_proportion(agrees: Sequence[bool], clusters: Sequence[str], confidence: float = 0.95) -> Share:
+    """The share of ``agrees`` with its clustered Wilson interval (module docstring); NaN for none."""
     a = np.asarray(agrees, dtype=bool)
     if not len(a):
-        nan = float("nan")
-        return ClusteredShare(0, 0, 0, nan, nan, nan, nan)
+        return NO_SHARE
     deff, count = design_effect(a, clusters)
-    p, trials = float(a.mean()), len(a) / deff
+    p, trials = float(a.mean()), len(a) / deff  # trials need not be whole: scipy's interval takes whole ones
     z = float(stats.norm.ppf(0.5 + confidence / 2))
     centre = (p + z**2 / (2 * trials)) / (1 + z**2 / trials)
     half = z * math.sqrt(p * (1 - p) / trials + z**2 / (4 * trials**2)) / (1 + z**2 / trials)
     low, high = max(0.0, centre - half), min(1.0, centre + half)
-    return ClusteredShare(int(a.sum()), len(a), count, deff, p, low, high)
+    return Share(p, low, high, int(a.sum()), len(a), count, deff)
 
 
 @dataclass(frozen=True)
 class PairedTest:
-    """``only_first``/``only_second``: discordant probes each way; ``ahead``/``behind``: strata where the
-    first method has more/fewer; ``z_clustered`` Durkalski's statistic (NaN without a discordant probe);
+    """``only_first``/``only_second``: discordant units each way; ``ahead``/``behind``: strata where the
+    first rater has more/fewer; ``z_clustered`` Durkalski's statistic (NaN without a discordant unit);
     ``p`` the stratified exact McNemar p value under the alternative."""
 
     only_first: int
@@ -109,8 +140,8 @@ class PairedTest:
 def paired_test(
     first: Sequence[bool], second: Sequence[bool], strata: Sequence[str], alternative: str = "two-sided"
 ) -> PairedTest:
-    """The module docstring's paired test of two methods' agreements on the same probes; ``alternative``:
-    ``greater`` (the first agrees more often) or ``two-sided``. No discordant probe: p 1."""
+    """The module docstring's paired test of two raters' outcomes on the same units; ``alternative``:
+    ``greater`` (the first is right more often) or ``two-sided``. No discordant unit: p 1."""
     a, b = np.asarray(first, dtype=bool), np.asarray(second, dtype=bool)
     if a.shape != b.shape:
         raise ValueError(f"paired test needs the same probes: {a.shape} != {b.shape}")

@@ -1,7 +1,7 @@
-"""The swap study's comparisons as tests (evaluation/swap/significance.py): Holm's adjustment against its
-definition applied by brute force; the stratified McNemar test against closed-form binomial sums; the
-clustered share against scipy's Wilson interval where the design effect is 1 and against Kish's closed form
-where every cluster agrees within itself."""
+"""Shares and their tests (evaluation/significance.py): Holm's adjustment against its definition applied by
+brute force; the stratified McNemar test against closed-form binomial sums; the Wilson interval against its
+closed form and scipy's; the clustered share against scipy's Wilson interval where the design effect is 1
+and against Kish's closed form where every cluster agrees within itself."""
 
 from __future__ import annotations
 
@@ -11,7 +11,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from xurs_pipeline.evaluation.swap.significance import clustered_proportion, design_effect, holm, paired_test
+from xurs_pipeline.evaluation.significance import (
+    clustered_proportion,
+    design_effect,
+    holm,
+    paired_test,
+    proportion,
+    wilson,
+)
 
 
 def holm_rejects(pvalues: list[float], alpha: float) -> list[bool]:
@@ -113,3 +120,20 @@ def test_clusters_that_agree_within_themselves_count_as_fewer_trials() -> None:
     one = clustered_proportion(agrees, ["all"] * len(agrees))  # one cluster: one trial
     assert one.deff == len(agrees)
     assert math.isnan(clustered_proportion([], []).value)
+
+
+def test_wilson_interval_matches_the_closed_form_and_scipys() -> None:
+    k, n, z = 14, 16, 1.959963984540054
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    got = wilson([True] * k + [False] * (n - k))
+    assert (got.low, got.high) == pytest.approx((centre - half, centre + half), abs=1e-9)
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.9, method="wilson")
+    at_90 = wilson([True] * k + [False] * (n - k), 0.9)
+    assert (at_90.low, at_90.high) == pytest.approx((ci.low, ci.high))
+    assert proportion(k, n, "swap")["swap_low"] == got.low
+    assert proportion(k, n, "swap")["swap_high"] != pytest.approx(ci.high)  # 0.95, not 0.9
+    assert math.isnan(proportion(0, 0, "swap")["swap"])
+    with pytest.raises(ValueError, match="no trials"):
+        wilson([])
