@@ -18,10 +18,10 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from xurs_pipeline.evaluation.swap.roles import ROLES
 from xurs_pipeline.experiments.pooling import Source, check_poolable
 from xurs_pipeline.reporting.swap_sweep_inputs import KEYS, ROW_COLUMNS
 
-ROLES = ("A", "B")
 _TEXT, _FLAG, _WHOLE, _NUMBER = "text", "true/false", "an integer", "a number or null"
 # each faithfulness row column's type in the kept form (JSON: NaN is null)
 ROW_TYPES = {

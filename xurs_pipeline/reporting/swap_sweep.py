@@ -26,7 +26,7 @@ from xurs_pipeline.reporting.render import Column, TableSpec, fmt_text
 from xurs_pipeline.reporting.swap_verdict import cell_name
 
 SUMMARY = "swap/study/summary.json"  # under paths.artifacts, written by the swap stage
-MEASURES = ("swap", "agreement", "agreement_clear", "agreement_A", "agreement_B")
+MEASURES = ("swap", "agreement", "agreement_clear", *(f"agreement_{role}" for role in ROLES))
 
 
 def _pooled(counts: list[tuple[int, int]], prefix: str) -> dict[str, float | int]:
@@ -119,8 +119,7 @@ def sweep_spec(names: list[str]) -> TableSpec:
             Column("swap_text", "Swap accuracy, pooled", fmt_text),
             Column("agreement_text", "Agreement, pooled", fmt_text),
             Column("agreement_clear_text", "Agreement (clear), pooled", fmt_text),
-            Column("agreement_A_text", "Agreement, model A", fmt_text),
-            Column("agreement_B_text", "Agreement, model B", fmt_text),
+            *[Column(f"agreement_{role}_text", f"Agreement, model {role}", fmt_text) for role in ROLES],
             Column("verdict", "Verdict, pooled", fmt_text),
             Column("weakest_text", "Weakest judging cell (clear probes), pooled", fmt_text),
         ],

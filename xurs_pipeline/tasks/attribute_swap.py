@@ -23,7 +23,7 @@ from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.errors import XursError
 from xurs_pipeline.evaluation.randomisation import cascade_names, reinitialise
-from xurs_pipeline.evaluation.swap.roles import RUNS, skipped_reason, study_runs
+from xurs_pipeline.evaluation.swap.roles import FIRST_ROLE, RUNS, skipped_reason, study_runs
 from xurs_pipeline.io import write_json
 from xurs_pipeline.runs.attribution import attribute_into, attribution_run
 from xurs_pipeline.tasks.runner import log
@@ -38,7 +38,8 @@ def run(cfg: RootConfig) -> None:
         return
     seed = cfg.evaluation.seed
     blocks = randomised_blocks(cfg)
-    names = [name for name in study_runs(cfg.evaluation.swap_randomise) if name != "A"]  # A: attribute's
+    runs = study_runs(cfg.evaluation.swap_randomise)
+    names = [name for name in runs if name != FIRST_ROLE]  # model A's trained run is the attribute stage's
     metrics = {name: attribute_run(cfg, name, blocks) for name in names}
     if any(m is None for m in metrics.values()):
         return  # not the main process

@@ -30,7 +30,7 @@ from xurs_pipeline.config import RootConfig, train_run_hash
 from xurs_pipeline.contracts import artifact, swap_summary
 from xurs_pipeline.data.dataset import data_config_hash, load_records
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_prompts
-from xurs_pipeline.evaluation.swap.roles import ROLES, skipped_reason, study_runs
+from xurs_pipeline.evaluation.swap.roles import FIRST_ROLE, ROLES, skipped_reason, study_runs
 from xurs_pipeline.evaluation.swap.study import StudyInputs, StudyResult, method_metrics, run_study
 from xurs_pipeline.evaluation.verdicts import json_safe
 from xurs_pipeline.io import Provenance, write_json, write_parquet
@@ -55,7 +55,7 @@ def study_inputs(cfg: RootConfig) -> StudyInputs:
     """What the study reads: the prompts, every run's attributions, the probes' records, both models."""
     names = study_runs(cfg.evaluation.swap_randomise)
     runs = {name: read_attributions(_run_dir(cfg, name)) for name in names}
-    probes = set(runs["A"]["record_id"])
+    probes = set(runs[FIRST_ROLE]["record_id"])
     return StudyInputs(
         cfg,
         read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data)),
@@ -67,7 +67,7 @@ def study_inputs(cfg: RootConfig) -> StudyInputs:
 
 def _run_dir(cfg: RootConfig, name: str):
     """Model A's trained run is the attribute stage's; every other run is attribute_swap's."""
-    if name == "A":
+    if name == FIRST_ROLE:
         return artifact("attributions").at(cfg.paths).parent
     return artifact("swap_attributions").at(cfg.paths) / name
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.data.synthetic.swap import relabel_by_cue
-from xurs_pipeline.evaluation.swap.roles import ROLES, skipped_reason
+from xurs_pipeline.evaluation.swap.roles import ROLES, SWAP_ROLE, skipped_reason
 from xurs_pipeline.io import write_json
 from xurs_pipeline.runs.training import fit_into, training_run
 from xurs_pipeline.tasks.runner import log
@@ -28,7 +28,7 @@ def run(cfg: RootConfig) -> None:
     model_b = training_run(
         cfg,
         init_head_from=cfg.train.init_head_from or None,
-        relabel=partial(relabel_by_cue, cue=ROLES["B"].cue),
-        variant=f"cue{ROLES['B'].cue}",
+        relabel=partial(relabel_by_cue, cue=ROLES[SWAP_ROLE].cue),
+        variant=f"cue{ROLES[SWAP_ROLE].cue}",
     )
     fit_into(model_b, out)

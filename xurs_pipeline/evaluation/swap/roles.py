@@ -37,6 +37,7 @@ class Role:
 ROLES = {"A": Role("A", 1, 0, "classifier"), "B": Role("B", 2, 1, "swap_model")}
 TRAINING_CUE = {name: role.cue for name, role in ROLES.items()}  # role -> the cue its labels followed
 FIRST_ROLE = next(iter(ROLES))  # model A: the attribute stage's run, the prompts' tokenizer
+SWAP_ROLE = next(name for name, role in ROLES.items() if role.artifact == "swap_model")  # B: train_swap's
 
 
 @dataclass(frozen=True)
