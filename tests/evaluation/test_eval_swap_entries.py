@@ -4,15 +4,18 @@ stage would otherwise take silently or refuse late: a key given twice, one compu
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
+from xurs_pipeline.attribution.variants import reduction_twins
 from xurs_pipeline.cli import main
 from xurs_pipeline.config import ConfigError, compose, validate
 from xurs_pipeline.data.dataset import load_records
 from xurs_pipeline.evaluation.config import EvaluationConfig
+from xurs_pipeline.evaluation.swap.readings import NULL_METHODS, RUN_METHOD, method_configs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -119,3 +122,16 @@ def test_check_refuses_train_k_above_the_training_split_before_any_stage(tmp_pat
     marginal = f"occlusion_token@references=marginal:{held * 2}"  # drawn with replacement: any count
     at_most = ["paper", f"layer_ig@references=train:{held}", marginal]
     assert main(["check", "--params", str(_swap_params(tmp_path, at_most))]) == 0
+
+
+def test_the_equal_terms_grid_counts_its_computations_as_the_page_states() -> None:
+    """docs/swap-control.md states how many computations the grid's run entries are once reduction twins
+    share theirs; the count follows the shipped grid (``variants.reduction_twins``)."""
+    cfg = validate(compose(["experiment=controlled_swap_equal_terms"], ROOT / "conf"))
+    entries = [e for e in cfg.evaluation.swap_methods if e not in (RUN_METHOD, *NULL_METHODS)]
+    twins = reduction_twins(list(method_configs(entries, 8, cfg.attribution).values()))
+    page = (ROOT / "docs" / "swap-control.md").read_text()
+    stated = re.search(r"the grid's (\d+) run entries are (\d+) computations", page)
+    assert stated is not None
+    assert (int(stated[1]), int(stated[2])) == (len(entries), len(set(twins.values())))
+    assert len(set(twins.values())) < len(entries)  # the grid holds twins: a shared computation saves
