@@ -190,10 +190,10 @@ def test_ctrl_c_lets_dvc_clean_up_and_ends_with_one_line_per_point(project: Path
 
     calls, fake = tmp_path / "calls", tmp_path / "bin"
     fake.mkdir()
-    (fake / "dvc").write_text(
-        f'#!/bin/sh\necho "run $*" >> {calls}\n'
+    (fake / "dvc").write_text(  # `dvc exp run` only (others answer at once), announced once Ctrl-C is trapped
+        '#!/bin/sh\ncase "$*" in *"exp run"*) ;; *) exit 0 ;; esac\n'
         f"trap 'kill $pid; sleep 1; echo cleaned >> {calls}; exit 130' INT\n"
-        "sleep 60 & pid=$!\nwait $pid\n"
+        f'echo "run $*" >> {calls}\nsleep 60 & pid=$!\nwait $pid\n'
     )
     (fake / "dvc").chmod(0o755)
     env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(project)}
