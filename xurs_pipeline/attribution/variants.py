@@ -38,7 +38,7 @@ refused.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from xurs_pipeline.attribution.config import METHOD_KEYS, OWN_REDUCTION, TOKEN_METHODS, AttributionConfig
@@ -151,17 +151,22 @@ class SwapVariant:
         return replace(self.config, reduction="own"), self.references
 
 
+def _first_alike(variants: Sequence[SwapVariant], key: Callable[[SwapVariant], object]) -> dict[str, str]:
+    """Each variant's entry -> the first entry whose ``key`` equals its own (itself when it is the first)."""
+    first: list[SwapVariant] = []  # configs hold lists: compared, not hashed
+    alike: dict[str, str] = {}
+    for variant in variants:
+        same = next((v for v in first if key(v) == key(variant)), None)
+        if same is None:
+            first.append(variant)
+        alike[variant.entry] = (same or variant).entry
+    return alike
+
+
 def reduction_twins(variants: Sequence[SwapVariant]) -> dict[str, str]:
     """Each variant's entry -> the first entry whose computation it shares up to the reduction
     (:attr:`SwapVariant.unreduced`; itself when it is the first)."""
-    first: list[SwapVariant] = []  # configs hold lists: compared, not hashed
-    twins = {}
-    for variant in variants:
-        same = next((v for v in first if v.unreduced == variant.unreduced), None)
-        if same is None:
-            first.append(variant)
-        twins[variant.entry] = variant.entry if same is None else same.entry
-    return twins
+    return _first_alike(variants, lambda v: v.unreduced)
 
 
 def swap_variant(entry: str, estimator: AttributionConfig | None = None, **defaults: object) -> SwapVariant:
@@ -213,12 +218,10 @@ def check_entries(entries: Sequence[str], **defaults: object) -> dict[str, SwapV
     ValueError in one line naming the two entries when two compute the same readings under two names
     (a plain token method and its spelled-out default, ``layer_ig`` and ``layer_ig@references=train:1``)."""
     variants = {e: swap_variant(e, **defaults) for e in entries if "@" in e or e in TOKEN_METHODS}
-    seen: list[SwapVariant] = []  # configs hold lists: compared, not hashed
-    for variant in variants.values():
-        first = next((v.entry for v in seen if v.computation == variant.computation), None)
-        if first is not None:
-            raise ValueError(f"{variant.entry!r} computes what {first!r} computes: name it once")
-        seen.append(variant)
+    alike = _first_alike(list(variants.values()), lambda v: v.computation)
+    twice = next(((e, first) for e, first in alike.items() if e != first), None)
+    if twice is not None:
+        raise ValueError(f"{twice[0]!r} computes what {twice[1]!r} computes: name it once")
     return variants
 
 
