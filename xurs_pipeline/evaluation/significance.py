@@ -3,8 +3,8 @@ unit of independence (the swap study's plan names the data seed, ``swap/plan.py`
 probe). Used by the swap study's intervals and planned comparisons and by the clue's rank-1 share
 (``evidence.py``).
 
-- :func:`wilson`: a share of independent trials with its Wilson score interval; :func:`proportion`: ``k``
-  of ``n`` as keyed fields.
+- :func:`wilson`, :func:`wilson_count`: a share of independent trials with its Wilson score interval;
+  :func:`proportion`: ``k`` of ``n`` as keyed fields.
 - :func:`clustered_proportion`: a share with the Wilson interval at the effective sample size ``n / deff``,
   Kish's design effect ``deff`` = the cluster-robust variance of the ratio estimator over the binomial one
   (at least 1): outcomes of one cluster count as fewer independent trials the more they agree with each
@@ -80,9 +80,13 @@ NO_SHARE = Share(float("nan"), float("nan"), float("nan"), 0, 0, 0, float("nan")
 
 
 def wilson(successes: Sequence[bool], confidence: float = 0.95) -> Share:
-    """Share of ``successes``, independent trials, with its Wilson score interval
+    """Share of ``successes``, independent trials, with its Wilson score interval (:func:`wilson_count`)."""
+    return wilson_count(int(np.sum(successes)), len(successes), confidence)
+
+
+def wilson_count(k: int, n: int, confidence: float = 0.95) -> Share:
+    """``k`` successes of ``n`` independent trials with the Wilson score interval
     (``scipy.stats.binomtest``)."""
-    k, n = int(np.sum(successes)), len(successes)
     if n == 0:
         raise ValueError("no trials: a share needs at least one")
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
@@ -90,8 +94,8 @@ def wilson(successes: Sequence[bool], confidence: float = 0.95) -> Share:
 
 
 def proportion(k: int, n: int, prefix: str, confidence: float = 0.95) -> dict[str, float | int]:
-    """``k`` of ``n`` as :meth:`Share.fields` under ``prefix`` (:func:`wilson`); NaN for none."""
-    return (wilson([True] * k + [False] * (n - k), confidence) if n else NO_SHARE).fields(prefix)
+    """``k`` of ``n`` as :meth:`Share.fields` under ``prefix`` (:func:`wilson_count`); NaN for none."""
+    return (wilson_count(k, n, confidence) if n else NO_SHARE).fields(prefix)
 
 
 def design_effect(agrees: np.ndarray, clusters: Sequence[str]) -> tuple[float, int]:
