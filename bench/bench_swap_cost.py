@@ -29,7 +29,7 @@ from _trained import experiment_parser, explained_questions, load
 
 from xurs_pipeline.attribution.methods import attribute_question
 from xurs_pipeline.config import train_run_hash
-from xurs_pipeline.contracts import artifact
+from xurs_pipeline.evaluation.swap.roles import ROLES
 from xurs_pipeline.models.checkpoint import load_classifier
 
 DEFAULT_VARIANTS = ["baseline:refs=4,max=1200,tol=0.01", "swap:refs=2,max=600,tol=0.01"]
@@ -51,9 +51,7 @@ def main() -> None:
     args = parser.parse_args()
     C.print_header("Swap control: evaluations and seconds per certified question", " ".join(sys.argv))
     model_a, prompts, cfg, pad_id = load(args.experiment, args.override)
-    model_b, _ = load_classifier(
-        artifact("swap_model").at(cfg.paths) / "classifier", config_hash=train_run_hash(cfg)
-    )
+    model_b, _ = load_classifier(ROLES["B"].classifier_dir(cfg.paths), config_hash=train_run_hash(cfg))
     models = {"A": model_a, "B": model_b.eval().requires_grad_(False)}
     variants = dict(parse_variant(v) for v in args.variant)
     settings = {

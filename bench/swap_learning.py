@@ -1,21 +1,22 @@
-"""Benchmark: do the swap study's two models learn their cues, and what does training them cost?
+"""Benchmark: do the swap study's three models learn, and what does training them cost?
 
     python bench/swap_learning.py [--override KEY=VALUE ...] [--models NAME ...] [--json out.json]
 
 Run where ``xurs params experiment=controlled_swap <overrides> && dvc repro prepare`` has run (the same
-overrides here). Trains model A (labels by cue 1, the ``train`` stage's run) and model B (the same texts
-labelled by cue 2, ``train_swap``'s run) in this process, each into a scratch directory, and prints per
-model: the training wall seconds, the best epoch of those run and its dev accuracy, the accuracy where its own
-cue resolves a test question (``evaluation/swap/inputs.role_accuracy``, the swap study's own measure) pooled
+overrides here). Trains model A (labels by cue 1, the ``train`` stage's run), model B (the same texts
+labelled by cue 2) and model C (the texts whose two cues name the same label), B and C as ``train_swap``
+trains them, in this process, each into a scratch directory, and prints per model: the training wall
+seconds, the best epoch of those run and its dev accuracy. For A and B: the accuracy where its own cue
+resolves a test question (``evaluation/swap/inputs.role_accuracy``, the swap study's own measure) pooled
 and per cue order (which cue the text states first), and on how many probes (every test probe, both
 orders) it depends on its own cue under the text edits (``evaluation/swap/behaviour.py``). The load average
 before and after goes with it: a shared machine's seconds are upper bounds.
 
-``--models`` also trains labellings the labels do not decide (``LABELLINGS``: ``mixed``, cue 1 on a hashed
-half of the texts and cue 2 on the rest; ``share70``, cue 1 on 0.7 of them; ``agree``, only the training
-texts whose two cues name the same label), and reads them by each cue. For every model it prints the probes'
-dependence: how many (model, probe) pairs are clear (margin >= ``evaluation.swap_clear_margin``), how many
-of those depend on cue 1 and on cue 2, and the margins' quantiles.
+Model C, and the labellings ``--models`` also trains (``LABELLINGS``: ``mixed``, cue 1 on a hashed half of
+the texts and cue 2 on the rest; ``share70``, cue 1 on 0.7 of them), are read by each cue and where the
+test question's cues agree or conflict. For every model it prints the probes' dependence: how many (model,
+probe) pairs are clear (margin >= ``evaluation.swap_clear_margin``), how many of those depend on cue 1 and
+on cue 2, and the margins' quantiles.
 """
 
 from __future__ import annotations
@@ -35,26 +36,24 @@ import numpy as np
 import pandas as pd
 import torch
 
-from xurs_pipeline.attribution.model import model_device
 from xurs_pipeline.config import compose, train_run_hash, validate
 from xurs_pipeline.contracts import artifact
 from xurs_pipeline.credal import pignistic
 from xurs_pipeline.data.dataset import data_config_hash, load_records
 from xurs_pipeline.data.schema import read_prompts
-from xurs_pipeline.data.synthetic.swap import cue_order, keep_agreeing, relabel_by_cue, relabel_mixed
+from xurs_pipeline.data.synthetic.swap import cue_order, relabel_mixed
 from xurs_pipeline.evaluation.swap.behaviour import EDITS, cue_dependence, label_widths
 from xurs_pipeline.evaluation.swap.inputs import role_accuracy, role_test_records
-from xurs_pipeline.evaluation.swap.roles import FIRST_ROLE, ROLES
+from xurs_pipeline.evaluation.swap.roles import CUE_ROLES, FIRST_ROLE, ROLES
 from xurs_pipeline.evaluation.swap.yardsticks import yardstick_widths
 from xurs_pipeline.models.checkpoint import load_classifier
 from xurs_pipeline.runs.training import fit_into, training_run
-from xurs_pipeline.train.predict import classifier_outputs
+from xurs_pipeline.train.predict import prompt_masses
 
 # the labellings beside the two roles: name -> prompts -> prompts (labels no single cue decides)
 LABELLINGS = {
     "mixed": partial(relabel_mixed, share_cue1=0.5),
     "share70": partial(relabel_mixed, share_cue1=0.7),
-    "agree": keep_agreeing,
 }
 MARGIN_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 
@@ -64,9 +63,9 @@ def train_model(cfg, name: str, out: Path) -> dict:
     summary with the wall seconds."""
     if name in LABELLINGS:
         options = {"relabel": LABELLINGS[name], "variant": name}
-    else:
-        cue = ROLES[name].cue
-        options = {} if cue == 1 else {"relabel": partial(relabel_by_cue, cue=cue), "variant": f"cue{cue}"}
+    else:  # as train_swap trains B and C (model A: the train stage's run)
+        role = ROLES[name]
+        options = {} if name == FIRST_ROLE else {"relabel": role.relabel, "variant": role.labels}
     start = time.perf_counter()
     summary = fit_into(training_run(cfg, **options), out)
     return {**summary, "train_s": time.perf_counter() - start}
@@ -75,10 +74,7 @@ def train_model(cfg, name: str, out: Path) -> dict:
 def test_masses(cfg, rows: pd.DataFrame, loaded) -> torch.Tensor:
     """The model's masses (n, 15) on the prepared ``rows``."""
     model, tokenizer = loaded
-    ids = [list(map(int, x)) for x in rows["input_ids"]]
-    return classifier_outputs(
-        model, ids, tokenizer.pad_token_id, cfg.train.eval_batch_size, device=model_device(model)
-    ).masses
+    return prompt_masses(model, rows, tokenizer.pad_token_id, cfg.train.eval_batch_size)
 
 
 def accuracy_by_order(cfg, prompts: pd.DataFrame, loaded, cue: int) -> dict[str, dict]:
@@ -121,9 +117,7 @@ def probe_dependence(cfg, prompts: pd.DataFrame, loaded) -> pd.DataFrame:
     order = dict(zip(probe_rows["record_id"], probe_rows["cue_positions"].map(cue_order), strict=True))
     records = [r for r in load_records(cfg.data) if r.record_id in order]
     model, tokenizer = loaded
-    reader = label_widths(
-        model, tokenizer, cfg.data.max_tokens, cfg.train.eval_batch_size, model_device(model)
-    )
+    reader = label_widths(model, tokenizer, cfg.data.max_tokens, cfg.train.eval_batch_size)
     dep = cue_dependence(yardstick_widths(records, reader, "text_edits"), FIRST_ROLE).drop(columns=["role"])
     dep["order"] = dep["record_id"].map(order)
     return dep
@@ -177,7 +171,7 @@ def measure(cfg, out: Path, models: list[str], evaluate_only: bool) -> dict[str,
             "epochs_run": fit["epochs_run"],
             "dev_accuracy": best.get("dev_accuracy"),
         }
-        if name in ROLES:
+        if name in CUE_ROLES:
             cue = ROLES[name].cue
             result["accuracy_own_cue"] = accuracy_by_order(cfg, prompts, loaded, cue)
             result["as_trained"] = as_trained_by_order(dep, cue)

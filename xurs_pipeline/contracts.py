@@ -193,9 +193,10 @@ _ARTIFACTS = (
             ("checks", "checks"),
         )
     ),
-    # The two-cue swap control (docs/swap-control.md): model B, its and the re-initialised heads'
-    # attributions (one attribute-format folder per run), the measures and the study's headline.
-    Artifact("swap_model", "swap/train", "train_swap"),  # classifier/ and train_metrics.json, or skipped
+    # The two-cue swap control (docs/swap-control.md): models B and C (each <model>/classifier/ and
+    # train_metrics.json, or a skip note), their and the re-initialised heads' attributions (one
+    # attribute-format folder per run), the measures and the study's headline.
+    Artifact("swap_model", "swap/train", "train_swap"),
     Artifact("swap_attributions", "swap/attribute", "attribute_swap"),
     Artifact("swap_study", "swap/study", "swap"),  # per_question.parquet and summary.json, or skipped
     Artifact("swap_headline", "swap/headline.json", "swap", kind="metric"),
@@ -404,7 +405,8 @@ _STAGES = (
         "train_swap",
         ("backbone", "prompts"),
         ("data.source", "model.*", "train.*"),
-        "The swap control's model B: the train stage's run on the two-cue prompts relabelled by cue 2.",
+        "The swap control's models B and C: the train stage's run on the two-cue prompts relabelled by cue 2,"
+        " and on the texts whose cues agree.",
     ),
     Stage(
         "attribute_swap",
@@ -417,7 +419,8 @@ _STAGES = (
             "train.adaptation",
             "train.partial_layers",
         ),
-        "Model B's and both re-initialised heads' attributions of model A's questions (same references).",
+        "Models B's and C's, and the re-initialised heads', attributions of model A's questions"
+        " (same references).",
     ),
     Stage(
         "swap",

@@ -45,7 +45,7 @@ def explained_width(classifier, tokenizer, record) -> float:
 
 def test_label_widths_equal_the_explained_function_on_the_unedited_probe(setup) -> None:
     classifier, tokenizer, probes = setup
-    read = label_widths(classifier, tokenizer, MAX_TOKENS, batch_size=3, device=torch.device("cpu"))
+    read = label_widths(classifier, tokenizer, MAX_TOKENS, batch_size=3)
     found = read(probes)  # batched: probes of different lengths padded together
     expected = [explained_width(classifier, tokenizer, p) for p in probes]
     # classifier_outputs keeps the masses in float32 (train/predict.py): float32's precision
@@ -58,6 +58,6 @@ def test_label_widths_equal_the_explained_function_on_the_unedited_probe(setup) 
 
 def test_an_edit_is_read_as_another_width(setup) -> None:
     classifier, tokenizer, probes = setup
-    read = label_widths(classifier, tokenizer, MAX_TOKENS, batch_size=8, device=torch.device("cpu"))
+    read = label_widths(classifier, tokenizer, MAX_TOKENS, batch_size=8)
     widths = read(edited_records(probes[0]))
     assert np.unique(np.round(widths, 12)).size == len(widths)  # each edit changes the explained width

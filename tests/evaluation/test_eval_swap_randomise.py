@@ -80,9 +80,10 @@ def test_an_unknown_scope_names_the_key() -> None:
 
 def test_none_scope_explains_the_trained_runs_only() -> None:
     """``evaluation.swap_randomise: none`` (a sweep's seed whose sanity runs another seed carries): the study
-    explains A and B and no randomised model; every other scope explains all four runs."""
-    assert list(study_runs("none")) == ["A", "B"]
-    assert list(study_runs("head")) == list(study_runs("tuned")) == ["A", "B", "A_random", "B_random"]
+    explains A, B and C and no randomised model; every other scope explains all six runs."""
+    assert list(study_runs("none")) == ["A", "B", "C"]
+    randomised = ["A_random", "B_random", "C_random"]
+    assert list(study_runs("head")) == list(study_runs("tuned")) == ["A", "B", "C", *randomised]
     assert randomised_blocks(config("none", "partial", 3)) == 0
 
 

@@ -101,13 +101,13 @@ def test_the_constant_ranker_is_a_baseline_and_a_reading_like_it_fails_its_compa
     assert all(c["meets_marks"] for c in always_1[plan.JUDGE]["cells"].values())
     tests = {t["against"]: t for t in always_1["comparisons"] if t["method"] == "always_1"}
     assert tests["training_rule"]["significant"]
-    assert (tests["constant"]["only_method"], tests["constant"]["only_against"]) == (0, 0)
+    assert (tests["constant"]["only_first"], tests["constant"]["only_second"]) == (0, 0)
     assert always_1["verdict"] == "fails"
     assert always_1["reasons"] == [f"{plan.JUDGE}: not above constant (Holm p 1)"]
     # it never comes out ahead of the method that follows the model
     follows = {t["against"]: t for t in methods["follows"]["comparisons"] if t["method"] == "follows"}
-    assert follows["constant"]["only_against"] == 0
-    assert follows["constant"]["only_method"] == SEEDS * 2 * RARE
+    assert follows["constant"]["only_second"] == 0
+    assert follows["constant"]["only_first"] == SEEDS * 2 * RARE
     assert methods["follows"]["verdict"] == "passes"
 
 

@@ -18,7 +18,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from xurs_pipeline.evaluation.swap.roles import ROLES
+from xurs_pipeline.evaluation.swap.roles import CUE_ROLES
 from xurs_pipeline.experiments.pooling import Source, check_poolable
 from xurs_pipeline.reporting.swap_sweep_inputs import KEYS, ROW_COLUMNS
 
@@ -53,7 +53,7 @@ def study_error(study: Any) -> str:
     if not isinstance(methods, dict) or not methods or not isinstance(behaviour, dict):
         return "no method comparison or behaves_as_trained (written by an older swap stage?)"
     counts = [(f"methods.{m}.{p}", v, f"{p}_", True) for m, v in methods.items() for p in MEASURES]
-    counts += [(f"behaves_as_trained.{role}", behaviour.get(role), "", False) for role in ROLES]
+    counts += [(f"behaves_as_trained.{role}", behaviour.get(role), "", False) for role in CUE_ROLES]
     for where, measures, prefix, optional in counts:
         k, n = (measures.get(f"{prefix}{c}") if isinstance(measures, dict) else None for c in "kn")
         if optional and isinstance(measures, dict) and k is None and n is None:

@@ -21,7 +21,7 @@ import pandas as pd
 
 from xurs_pipeline.evaluation.significance import proportion
 from xurs_pipeline.evaluation.swap import plan
-from xurs_pipeline.evaluation.swap.roles import ROLES
+from xurs_pipeline.evaluation.swap.roles import CUE_ROLES, ROLES
 from xurs_pipeline.reporting.render import Column, TableSpec, fmt_text
 from xurs_pipeline.reporting.swap_verdict import cell_name
 
@@ -54,7 +54,7 @@ def sweep_table(studies: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
         for prefix in MEASURES:
             row.update(_pooled([_count(m, prefix) for m in per.values() if m], prefix))
         rows.append(row)
-    for role in ROLES:
+    for role in CUE_ROLES:
         row = {"row": f"model {role} behaves as trained"}
         counts = [
             (int(s["behaves_as_trained"][role]["k"]), int(s["behaves_as_trained"][role]["n"]))

@@ -2,13 +2,13 @@
 under ``<artifacts>/swap/attribute/<run>/``, with the main run's ``attribution.*`` (the same probes, the
 same references, the same estimator):
 
-- ``B``: model B (``train_swap``, labels follow cue 2);
-- ``A_random``, ``B_random`` (none under ``evaluation.swap_randomise: none``): models A and B with the head
-  re-initialised
-  (``evaluation.randomisation.reinitialise(classifier, "head", seed)``, seed ``evaluation.seed`` for A and
-  ``evaluation.seed + 1`` for B, so the two random heads are different functions); with
+- ``B``, ``C``: models B and C (``train_swap``: labels follow cue 2; labels from the texts whose cues agree);
+- ``A_random``, ``B_random``, ``C_random`` (none under ``evaluation.swap_randomise: none``): each model with
+  the head re-initialised
+  (``evaluation.randomisation.reinitialise(classifier, "head", seed)``, seed ``evaluation.seed`` plus the
+  role's offset, so the random heads are different functions); with
   ``evaluation.swap_randomise: tuned`` also the blocks that training tuned (``train.partial_layers``, top
-  first, seeds ``seed + 1``, ``seed + 2``, ...), so the two models keep only the frozen blocks they share.
+  first, seeds ``seed + 1``, ``seed + 2``, ...), so the models keep only the frozen blocks they share.
 
 Model A's attributions are the ``attribute`` stage's. ``index.json`` lists the runs.
 """

@@ -1,9 +1,10 @@
 """Task ``swap``: the two-cue swap control's study (``evaluation/swap/``) -> ``<artifacts>/swap/``:
 
-- ``study/per_question.parquet``: per (ranking, role, probe) whether the learned cue's best token outranks
-  the other cue, the learned cue's and cue 1's share of the two cues' magnitude (``swap/measures.py``);
-  rankings ``trained`` (the ``attribute`` stage's model A and ``attribute_swap``'s model B), ``randomised``
-  (both heads re-initialised) and ``input_only`` (``nulls.input_only_scores`` against the same references);
+- ``study/per_question.parquet``: per (ranking, role, probe) of the models whose labels name a cue (A, B)
+  whether the learned cue's best token outranks the other cue, the learned cue's and cue 1's share of the
+  two cues' magnitude (``swap/measures.py``); rankings ``trained`` (the ``attribute`` stage's model A and
+  ``attribute_swap``'s model B), ``randomised`` (their heads re-initialised) and ``input_only``
+  (``nulls.input_only_scores`` against the same references);
 - ``study/behaviour.parquet``: per (role, probe) the label's width on the probe and on its four text edits,
   each cue's behavioural effect, which cue the model depends on and by what margin (``swap/behaviour.py``);
 - ``study/faithfulness.parquet``, the ledger: per (method, yardstick, role, probe) whether the method ranks
@@ -15,7 +16,7 @@
   model and order with the paired tests and the yardsticks' validation, how often each model behaves as
   trained, each role's accuracy by which cue resolves the question, and the runs' completeness residuals;
 - ``headline.json``: swap_accuracy, swap_ci_low, swap_ci_high, randomised_swap_accuracy, share_difference,
-  share_ci_low, share_ci_high, R_median and R_max (Eq. 9, over both trained models' rows);
+  share_ci_low, share_ci_high, R_median and R_max (Eq. 9, over every trained model's rows);
 - ``methods.json`` (a DVC metric): per method the training-rule swap accuracy and the behavioural agreement,
   each with its lower bound, the plan's verdict and every cell's clear agreement; per model the share of
   probes where it behaves as trained.
@@ -73,7 +74,8 @@ def _run_dir(cfg: RootConfig, name: str):
 
 
 def _models(cfg: RootConfig) -> dict[str, Any]:
-    """Models A and B (classifier, tokenizer) on ``evaluation.device`` (the edits' and methods' passes)."""
+    """Every model (``roles.ROLES``) as (classifier, tokenizer) on ``evaluation.device`` (the edits' and
+    methods' passes)."""
     device, models = chosen_device(cfg.evaluation.device), {}
     for name, role in ROLES.items():
         classifier, tokenizer = load_classifier(

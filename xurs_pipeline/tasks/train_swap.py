@@ -1,18 +1,17 @@
-"""Task ``train_swap``: the swap control's model B -> ``<artifacts>/swap/train/classifier/`` and
-``train_metrics.json``: the ``train`` stage's run (same config, features from the same cache: the texts are
-the same) on the prepared two-cue prompts relabelled by cue 2 (``data/synthetic/swap.py``). Model A is the
-``train`` stage's own classifier (labels follow cue 1). On other data it writes only ``train_metrics.json``
-saying it was skipped, so other experiments pay nothing."""
+"""Task ``train_swap``: the swap control's models B and C -> ``<artifacts>/swap/train/<model>/classifier/``
+and ``train_metrics.json``: the ``train`` stage's run (same config, features from the same cache: the texts
+are the same) on the prepared two-cue prompts as each model's labels follow them (``roles.Role.relabel``:
+B, relabelled by cue 2; C, the texts whose cues agree). Model A is the ``train`` stage's own classifier
+(labels follow cue 1). On other data it writes only ``train_metrics.json`` saying it was skipped, so other
+experiments pay nothing."""
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
-from xurs_pipeline.data.synthetic.swap import relabel_by_cue
-from xurs_pipeline.evaluation.swap.roles import ROLES, SWAP_ROLE, skipped_reason
+from xurs_pipeline.evaluation.swap.roles import ROLES, SWAP_ROLES, skipped_reason
 from xurs_pipeline.io import write_json
 from xurs_pipeline.runs.training import fit_into, training_run
 from xurs_pipeline.tasks.runner import log
@@ -25,10 +24,10 @@ def run(cfg: RootConfig) -> None:
         write_json({"skipped": reason}, out / Path(artifact("train_metrics").path).name)
         log.info("train_swap: skipped (%s)", reason)
         return
-    model_b = training_run(
-        cfg,
-        init_head_from=cfg.train.init_head_from or None,
-        relabel=partial(relabel_by_cue, cue=ROLES[SWAP_ROLE].cue),
-        variant=f"cue{ROLES[SWAP_ROLE].cue}",
-    )
-    fit_into(model_b, out)
+    for name in SWAP_ROLES:
+        role = ROLES[name]
+        log.info("train_swap: model %s (labels: %s)", name, role.labels)
+        run = training_run(
+            cfg, init_head_from=cfg.train.init_head_from or None, relabel=role.relabel, variant=role.labels
+        )
+        fit_into(run, out / name)

@@ -66,6 +66,22 @@ def classifier_outputs(
     return ClassifierOutput(torch.cat(raws), torch.cat(masses))
 
 
+def prompt_masses(
+    classifier: RandomSetClassifier,
+    rows: pd.DataFrame,
+    pad_token_id: int,
+    batch_size: int,
+    feature_cache_dir: str | Path | None = None,
+) -> torch.Tensor:
+    """Masses (n, 15) on CPU of ``classifier``, on the device its weights are on, for prepared prompt
+    ``rows`` (their ``input_ids``), in row order; a head-only classifier reads its features from
+    ``feature_cache_dir`` when one is given (:func:`classifier_outputs`)."""
+    ids = [list(map(int, x)) for x in rows["input_ids"]]
+    cache = feature_cache_dir if classifier.meta.get("adaptation") == "head_only" else None
+    device = next(classifier.parameters()).device
+    return classifier_outputs(classifier, ids, pad_token_id, batch_size, cache, device).masses
+
+
 def process_rows(n: int, state: PartialState) -> slice:
     """This process's contiguous share of ``n`` rows (the first ``n % processes`` processes one more):
     accelerate's ``split_between_processes`` of the row positions."""

@@ -1,7 +1,7 @@
 """The two-cue swap control (docs/swap-control.md): does an attribution follow the cue the model learned?
 
-- ``roles``: the vocabulary, declared once: models A and B (which cue each learned, seed offset, classifier),
-  the runs that explain the probes, when the study has nothing to do.
+- ``roles``: the vocabulary, declared once: models A, B and C (which cue each one's labels followed, seed
+  offset, classifier), the runs that explain the probes, when the study has nothing to do.
 - ``inputs``: the prepared references, the input-only ranking, each role's accuracy by resolving cue.
 - ``behaviour``: what each model depends on, from edits of the probe's text.
 - ``readings``: one reading per (method, run, probe), every method through ``attribution/methods/``.

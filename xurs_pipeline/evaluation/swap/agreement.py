@@ -9,11 +9,11 @@ Per method:
   on its clear probes and each model's, with their clustered intervals (``<prefix>``, ``_low``, ``_high``,
   ``_k``, ``_n``, ``_deff``);
 - ``swap``: the training-rule swap accuracy, how often the method ranks first the cue the role's labels
-  followed (a share of every probe, with its Wilson interval);
+  followed (a share of every probe of the models whose labels name a cue, with its Wilson interval);
 - ``spearman``: Spearman's rank correlation between the method's cue-1 share and the yardstick's over every
   (model, probe) pair; the median cost per probe (``readings.COSTS``).
 
-Per model (:func:`behaves_as_trained`): on how many probes the judge names the cue its labels followed.
+Per model whose labels name a cue (:func:`behaves_as_trained`): on how many probes the judge names that cue.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from xurs_pipeline.evaluation.significance import proportion
 from xurs_pipeline.evaluation.swap import plan
 from xurs_pipeline.evaluation.swap.faithfulness import one_method
 from xurs_pipeline.evaluation.swap.readings import COSTS
-from xurs_pipeline.evaluation.swap.roles import ROLES, TRAINING_CUE
+from xurs_pipeline.evaluation.swap.roles import CUE_ROLES, ROLES, TRAINING_CUE
 
 
 def renamed(cell: dict[str, Any], share: str, prefix: str) -> dict[str, Any]:
@@ -50,9 +50,9 @@ def description(rows: pd.DataFrame, cells: dict[str, Any], confidence: float) ->
             for k, v in renamed(cells[r], "agreement", f"agreement_{r}").items()
         }
     )
-    out.update(
-        proportion(int((rows["top"] == rows["role"].map(TRAINING_CUE)).sum()), len(rows), "swap", confidence)
-    )
+    named = rows[rows["role"].isin(CUE_ROLES)]
+    as_trained = int((named["top"] == named["role"].map(TRAINING_CUE)).sum())
+    out.update(proportion(as_trained, len(named), "swap", confidence))
     pairs = rows[["share_1", "share_1_yardstick"]].dropna()
     constant = len(pairs) < 3 or pairs.nunique().min() < 2
     out["spearman"] = float("nan") if constant else float(stats.spearmanr(pairs).statistic)
@@ -65,7 +65,8 @@ def behaves_as_trained(rows: pd.DataFrame) -> dict[str, dict[str, float | int]]:
     n, share), from one method's rows of the ledger."""
     judge = one_method(rows)
     out = {}
-    for role, part in judge[judge["yardstick"] == plan.JUDGE].groupby("role", sort=True):
+    named = judge[(judge["yardstick"] == plan.JUDGE) & judge["role"].isin(CUE_ROLES)]
+    for role, part in named.groupby("role", sort=True):
         k, n = int((part["depends_on"] == TRAINING_CUE[str(role)]).sum()), len(part)
         out[str(role)] = {"k": k, "n": n, "share": k / n if n else float("nan")}
     return out

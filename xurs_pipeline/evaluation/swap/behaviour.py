@@ -33,7 +33,7 @@ from xurs_pipeline.attribution.targets import width_target
 from xurs_pipeline.data.prepare import prepare_records
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.data.synthetic.swap import read_swap
-from xurs_pipeline.train.predict import classifier_outputs
+from xurs_pipeline.train.predict import prompt_masses
 
 EDITS = ("probe", "resolve_1", "other_1", "resolve_2", "other_2")
 
@@ -93,16 +93,13 @@ def _renamed(probe: QuestionRecord, k: int, name: str, edit: str) -> QuestionRec
 WidthReader = Callable[[Sequence[QuestionRecord]], np.ndarray]
 
 
-def label_widths(
-    classifier: Any, tokenizer: Any, max_tokens: int, batch_size: int, device: torch.device
-) -> WidthReader:
-    """Records -> the width of each record's ``answer_idx`` under ``classifier`` (on ``device``) (n,), the
-    records prepared as the ``prepare`` stage prepares them."""
+def label_widths(classifier: Any, tokenizer: Any, max_tokens: int, batch_size: int) -> WidthReader:
+    """Records -> the width of each record's ``answer_idx`` under ``classifier`` (on the device its weights
+    are on) (n,), the records prepared as the ``prepare`` stage prepares them."""
 
     def read(records: Sequence[QuestionRecord]) -> np.ndarray:
         frame = prepare_records(records, tokenizer, max_tokens).frame
-        ids = [list(map(int, x)) for x in frame["input_ids"]]
-        masses = classifier_outputs(classifier, ids, tokenizer.pad_token_id, batch_size, device=device).masses
+        masses = prompt_masses(classifier, frame, tokenizer.pad_token_id, batch_size)
         labels = torch.tensor(frame["answer_idx"].to_numpy(), dtype=torch.long)
         return width_target(masses.double(), labels).numpy()  # W of each record's label (Eq. 2)
 

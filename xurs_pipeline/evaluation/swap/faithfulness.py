@@ -9,12 +9,12 @@ docs/swap-plan.md): one ledger of rows, one pass rule.
   reading's cue-1 share (``share_1``) and costs (``readings.COSTS``), the yardstick's cue-1 share
   (``share_1_yardstick``). Every verdict and per-method figure of the study is read from it.
 - Baselines (``plan.BASELINES``) are rows like any method's and are never judged: ``training_rule`` ranks
-  first the cue the role's labels followed, ``constant`` always cue 1, ``input_only`` and ``random`` read no
-  model.
+  first the cue the role's labels followed (no cue for model C, whose labels follow both: a tie, wrong
+  wherever C depends on a cue), ``constant`` always cue 1, ``input_only`` and ``random`` read no model.
 - A yardstick *judges* (:func:`validity`) where it recovers every planted text model
-  (``planted_texts.validated``) and every model learned its cue (right on at least ``plan.MODELS_LEARNED``
-  of the questions its own cue resolves); how often it names the training cue is reported (``as_trained``),
-  never a condition. ``plan.JUDGE`` must judge, or no method gets a verdict.
+  (``planted_texts.validated``) and every model whose labels name a cue learned it (right on at least
+  ``plan.MODELS_LEARNED`` of the questions its own cue resolves); how often it names the training cue is
+  reported (``as_trained``), never a condition. ``plan.JUDGE`` must judge, or no method gets a verdict.
 - Cells: every decided probe, the clear ones, each model, each order and each (model, order), each with
   its clustered interval (``evaluation/significance.py``); a cell ``meets_marks`` on its clear probes.
 - The planned comparisons (:func:`comparisons`) on each judging yardstick's clear probes, one Holm family.
@@ -25,7 +25,7 @@ docs/swap-plan.md): one ledger of rows, one pass rule.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,7 @@ from xurs_pipeline.evaluation.swap.behaviour import WidthReader
 from xurs_pipeline.evaluation.swap.planted_methods import method_recovery
 from xurs_pipeline.evaluation.swap.planted_texts import recovery, validated
 from xurs_pipeline.evaluation.swap.readings import COLUMNS, COSTS, CueReading
-from xurs_pipeline.evaluation.swap.roles import RUNS, TRAINING_CUE
+from xurs_pipeline.evaluation.swap.roles import CUE_ROLES, RUNS, TRAINING_CUE
 from xurs_pipeline.evaluation.swap.yardsticks import YARDSTICKS, model_dependence
 
 
@@ -59,17 +59,15 @@ class FaithfulnessInputs:
     accuracy: dict[str, dict[str, Any]]
 
 
-def baseline_readings(record_ids: list[str]) -> pd.DataFrame:
-    """The label rankers' readings under each trained run (``readings.COLUMNS``)."""
+def baseline_readings(record_ids: list[str], runs: list[str]) -> pd.DataFrame:
+    """The label rankers' readings under each of the trained ``runs`` (``readings.COLUMNS``)."""
     training_rule, constant = plan.LABEL_RANKERS
     rows = []
-    for name, run in RUNS.items():
-        if run.randomised:
-            continue
-        rule = (1.0, 0.0) if run.role.cue == 1 else (0.0, 1.0)
+    for run in (RUNS[name] for name in runs):
+        rule = (float(run.role.cue == 1), float(run.role.cue == 2))  # C: (0, 0), no cue first
         for rid in record_ids:
-            rows.append(CueReading(rule, rule).row(training_rule, name, rid))
-            rows.append(CueReading((1.0, 0.0), (1.0, 0.0)).row(constant, name, rid))
+            rows.append(CueReading(rule, rule).row(training_rule, run.name, rid))
+            rows.append(CueReading((1.0, 0.0), (1.0, 0.0)).row(constant, run.name, rid))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
@@ -151,9 +149,9 @@ def one_method(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def models_learned(accuracy: dict[str, dict[str, Any]]) -> bool:
-    """Each model is right on at least ``plan.MODELS_LEARNED`` of the questions its own cue resolves
-    (``inputs.role_accuracy`` by role)."""
-    return all(float(a["accuracy_own_cue"]) >= plan.MODELS_LEARNED for a in accuracy.values())
+    """Each model whose labels name a cue is right on at least ``plan.MODELS_LEARNED`` of the questions its
+    own cue resolves (``inputs.role_accuracy`` by role)."""
+    return all(float(accuracy[r]["accuracy_own_cue"]) >= plan.MODELS_LEARNED for r in CUE_ROLES)
 
 
 def validity(rows: pd.DataFrame, planted: dict[str, bool], learned: bool) -> dict[str, dict[str, Any]]:
@@ -203,21 +201,8 @@ def comparisons(rows: pd.DataFrame, judges: list[str]) -> list[dict[str, Any]]:
         units = clusters(wide.index.to_frame(index=False)).tolist()
         for m, against, alternative in planned_pairs(list(wide.columns)):
             t = paired_test(wide[m].to_numpy(bool), wide[against].to_numpy(bool), units, alternative)
-            tests.append(
-                {
-                    "method": m,
-                    "against": against,
-                    "yardstick": y,
-                    "alternative": alternative,
-                    "only_method": t.only_first,
-                    "only_against": t.only_second,
-                    "strata": t.strata,
-                    "ahead": t.ahead,
-                    "behind": t.behind,
-                    "z_clustered": t.z_clustered,
-                    "p": t.p,
-                }
-            )
+            named = {"method": m, "against": against, "yardstick": y, "alternative": alternative}
+            tests.append({**named, **asdict(t)})  # only_first: discordant probes the method has right
     for test, adjusted in zip(tests, holm([t["p"] for t in tests]), strict=True):
         test["p_holm"] = adjusted
         test["significant"] = bool(adjusted <= plan.ALPHA)
@@ -343,7 +328,8 @@ def study_faithfulness(
         ],
         ignore_index=True,
     )
-    measured = pd.concat([study.measured, baseline_readings(sorted(study.cues))], ignore_index=True)
+    baselines = baseline_readings(sorted(study.cues), sorted(set(study.measured["run"])))
+    measured = pd.concat([study.measured, baselines], ignore_index=True)
     order = {rid: cue_order(c) for rid, c in study.cues.items()}  # which cue the probe states first
     rows = scored(measured, dependence, order, clear_margin)
     recovered = recovery(study.records)

@@ -5,7 +5,8 @@ Accuracy (Sec. 6.1's argmax BetP) is read on the test records that are not probe
 role's own cue resolves the question (a model that reads its cue is right; chance 1/4), and where only the
 other cue does (the learned cue names a pair holding the label: a model that reads only its cue is right on
 1/2 of them, and ``follows_other``, predicting the other cue's condition when it lies outside that pair,
-stays near 0).
+stays near 0). For model C (``cue`` 0, labels from the texts whose cues agree): where the test question's
+two cues name the same label, whichever it reads (a reader of one cue is right on about 5/6 of them).
 """
 
 from __future__ import annotations
@@ -25,21 +26,24 @@ from xurs_pipeline.evaluation.nulls import input_only_scores
 
 
 def role_test_records(prompts: pd.DataFrame, cue: int) -> pd.DataFrame:
-    """The records a role's accuracy is read on: ``prompts`` relabelled by ``cue`` (1 or 2), kept where they
-    are test records with a result (probes have none), in the prompts' order."""
-    rows = relabel_by_cue(prompts, cue)
-    return rows[(rows["split"] == "test") & rows["has_result"].astype(bool)]
+    """The records a role's accuracy is read on: ``prompts`` relabelled by ``cue`` (1 or 2; 0: cue 1, kept
+    where the two cues agree), kept where they are test records with a result (probes have none), in the
+    prompts' order."""
+    rows = relabel_by_cue(prompts, cue or 1)
+    agree = rows["cue_answers"].map(lambda a: int(a[0]) == int(a[1])) | bool(cue)
+    return rows[(rows["split"] == "test") & rows["has_result"].astype(bool) & agree]
 
 
 def role_accuracy(masses: torch.Tensor, rows: pd.DataFrame, cue: int) -> dict[str, float | int]:
     """masses (n, 15) of a model on ``rows`` (prepared two-cue prompts, same order); ``cue`` (1 or 2) the
-    cue its labels followed. Accuracy where that cue resolves the question, and where only the other does."""
+    cue its labels followed (0: both, ``rows`` where they agree). Accuracy where that cue resolves the
+    question (0: every row), and where only the other does."""
     predicted = pignistic(masses.double()).argmax(-1).numpy()  # (n,)
-    k, other = cue - 1, 2 - cue
+    k, other = (cue - 1, 2 - cue) if cue else (0, 1)
     answers = np.array([a[k] for a in rows["cue_answers"]])
     other_answers = np.array([a[other] for a in rows["cue_answers"]])
-    own = np.array([bool(r[k]) for r in rows["cue_resolved"]])
-    other_resolved = np.array([bool(r[other]) for r in rows["cue_resolved"]])
+    own = np.array([bool(r[k]) or not cue for r in rows["cue_resolved"]], dtype=bool)
+    other_resolved = np.array([bool(r[other]) and bool(cue) for r in rows["cue_resolved"]], dtype=bool)
     only_other = ~own & other_resolved
     named = [_in_pair(row, k, o) for row, o in zip(rows.itertuples(), other_answers, strict=True)]
     outside = only_other & ~np.array(named, dtype=bool)

@@ -27,25 +27,28 @@ import pandas as pd
 
 from xurs_pipeline.evaluation.bootstrap import mean_advantage_interval
 from xurs_pipeline.evaluation.significance import wilson
-from xurs_pipeline.evaluation.swap.roles import ROLES, RUNS, TRAINING_CUE
+from xurs_pipeline.evaluation.swap.roles import CUE_ROLES, RUNS, TRAINING_CUE
 
 RANKINGS = ("trained", "randomised", "input_only")
 
 
 def with_cue_measures(readings: pd.DataFrame) -> pd.DataFrame:
     """``readings`` (``readings.COLUMNS``) with learned_first, learned_share and cue1_share (module
-    docstring), computed once for every study that reads them."""
+    docstring), computed once for every study that reads them; a model whose labels name no cue (C) has
+    no learned share (NaN)."""
     cue = readings["role"].map(TRAINING_CUE)
     out = readings.copy()
     out["learned_first"] = out["top"] == cue
-    out["learned_share"] = np.where(cue == 1, out["share_1"], 1.0 - out["share_1"])
+    out["learned_share"] = np.select([cue == 1, cue == 2], [out["share_1"], 1.0 - out["share_1"]], np.nan)
     out["cue1_share"] = out["share_1"]
     return out
 
 
 def ranking_frame(measured: pd.DataFrame) -> pd.DataFrame:
     """The study's rankings (``per_question.parquet``): ranking, role, record_id, learned_first,
-    learned_share, cue1_share; ``paper`` under each run by its ranking, and ``input_only``."""
+    learned_share, cue1_share; ``paper`` under each run of a model that learned a cue by its ranking, and
+    ``input_only``."""
+    measured = measured[measured["role"].isin(CUE_ROLES)]
     paper = measured[measured["method"] == "paper"]
     inputs = measured[measured["method"] == "input_only"]
     frame = pd.concat(
@@ -76,9 +79,9 @@ def _share_difference(
     """The mean between-model difference (A - B) of cue 1's share over the questions explained under both
     models, with its bootstrap interval (none without such questions)."""
     wide = part.pivot(index="record_id", columns="role", values="cue1_share").dropna()
-    if not set(ROLES) <= set(wide.columns) or not len(wide):
+    if not set(CUE_ROLES) <= set(wide.columns) or not len(wide):
         return {}
-    first, second = (wide[role].to_numpy() for role in ROLES)  # A learned cue 1, B cue 2
+    first, second = (wide[role].to_numpy() for role in CUE_ROLES)  # A learned cue 1, B cue 2
     interval = mean_advantage_interval(first, second, resamples, confidence, seed=seed)
     return {
         "share_difference": interval.mean,
@@ -99,7 +102,7 @@ def swap_summary(
         raise ValueError(f"no scores for ranking {ranking!r}")
     out = _swap_accuracy(part["learned_first"], "", confidence)
     out["learned_share"] = float(part["learned_share"].mean())
-    for role in ROLES:
+    for role in CUE_ROLES:
         mine = part[part["role"] == role]
         if len(mine):  # a model without questions has no accuracy
             out.update(_swap_accuracy(mine["learned_first"], f"_{role}", confidence))

@@ -6,8 +6,10 @@
   nothing falls back to the labels.
 - Baselines never judge and are never judged: ``LABEL_RANKERS`` (the training rule, the constant cue 1) and
   ``NULLS`` (input-only, random) are scored like any method, for comparison.
-- The unit of independence is the data seed (``CLUSTER``): A and B share texts, probes and frozen blocks, so
-  an agreement's interval counts a seed's probes as one cluster (Kish's design effect) and a paired test
+- The models (``MODELS``): A's labels follow cue 1, B's cue 2, C's both (it is trained on the texts where
+  they agree, so which cue it reads is its own choice and the label-only rankers fail on it both ways).
+- The unit of independence is the data seed (``CLUSTER``): the models share texts, probes and frozen blocks,
+  so an agreement's interval counts a seed's probes as one cluster (Kish's design effect) and a paired test
   takes the seeds as strata (``PAIRED_TEST``: the stratified exact McNemar test; Durkalski's clustered
   statistic and the seeds where each method is ahead are reported beside it); within one seed, a probe (its
   readings under both models) is the cluster.
@@ -19,16 +21,18 @@
   against zero-masking token by token (two-sided).
 - Pass: agreement >= ``AGREEMENT_PASS`` with the clustered lower bound >= ``AGREEMENT_PASS_LOWER`` on the
   clear probes of every (model, cue order) cell of every judging yardstick, and both label-ranker
-  comparisons significant after Holm. Before any verdict: at least ``MIN_STUDIES`` seeds, each model right
-  on at least ``MODELS_LEARNED`` of the questions its own cue resolves, at least ``MIN_CLEAR`` clear
-  (model, probe) pairs and ``MIN_DEPARTURES`` where behaviour departs from the training rule, at least
-  ``MIN_EACH_WAY`` towards each cue.
+  comparisons significant after Holm. Before any verdict: at least ``MIN_STUDIES`` seeds, each model whose
+  labels name a cue right on at least ``MODELS_LEARNED`` of the questions that cue resolves, at least
+  ``MIN_CLEAR`` clear (model, probe) pairs and ``MIN_DEPARTURES`` where behaviour departs from the training
+  rule, at least ``MIN_EACH_WAY`` towards each cue.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+
+from xurs_pipeline.evaluation.swap.roles import TRAINING_CUE
 
 JUDGE = "text_edits"
 LABEL_RANKERS = ("training_rule", "constant")
@@ -43,15 +47,29 @@ AGREEMENT_PASS, AGREEMENT_PASS_LOWER = 0.9, 0.8
 MODELS_LEARNED = 0.9
 MIN_STUDIES, MIN_CLEAR, MIN_DEPARTURES, MIN_EACH_WAY = 5, 250, 60, 20
 FIRST_HELD_OUT_SEED = 100
+MODELS = tuple(
+    f"{name}:{cue}" for name, cue in TRAINING_CUE.items()
+)  # each model and its labels' cue (0: both)
 
 PLAN = {
-    "judge": JUDGE, "label_rankers": LABEL_RANKERS, "nulls": NULLS, "paper": PAPER,
-    "zero_masking": ZERO_MASKING, "cluster": CLUSTER, "paired_test": PAIRED_TEST, "cue_score": CUE_SCORE,
+    "judge": JUDGE,
+    "label_rankers": LABEL_RANKERS,
+    "nulls": NULLS,
+    "paper": PAPER,
+    "zero_masking": ZERO_MASKING,
+    "cluster": CLUSTER,
+    "paired_test": PAIRED_TEST,
+    "cue_score": CUE_SCORE,
     "alpha": ALPHA,
-    "agreement_pass": AGREEMENT_PASS, "agreement_pass_lower": AGREEMENT_PASS_LOWER,
-    "models_learned": MODELS_LEARNED, "min_studies": MIN_STUDIES, "min_clear": MIN_CLEAR,
-    "min_departures": MIN_DEPARTURES, "min_each_way": MIN_EACH_WAY,
+    "agreement_pass": AGREEMENT_PASS,
+    "agreement_pass_lower": AGREEMENT_PASS_LOWER,
+    "models_learned": MODELS_LEARNED,
+    "min_studies": MIN_STUDIES,
+    "min_clear": MIN_CLEAR,
+    "min_departures": MIN_DEPARTURES,
+    "min_each_way": MIN_EACH_WAY,
     "first_held_out_seed": FIRST_HELD_OUT_SEED,
+    "models": MODELS,
 }
 
 

@@ -171,7 +171,7 @@ def fixed_readings(probes: ProbeSet, seed: int) -> pd.DataFrame:
             evals = int(row["grad_evals"])
             reading = token_reading(row["token_magnitude"], probes.cues[rid], evals, evals)
             rows.append(reading.row(RUN_METHOD, name, str(rid)))
-    for name in (n for n, run in RUNS.items() if not run.randomised):
+    for name in (n for n in probes.runs if not RUNS[n].randomised):
         for rid, cues in probes.cues.items():
             rng = np.random.default_rng(seed + zlib.crc32(rid.encode()))  # the random null: seeded per probe
             rows.append(token_reading(probes.input_only[rid], cues).row("input_only", name, rid))

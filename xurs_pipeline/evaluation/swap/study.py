@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from xurs_pipeline.attribution.model import model_device
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.evaluation.swap.agreement import behaves_as_trained, descriptions
@@ -52,7 +51,7 @@ from xurs_pipeline.evaluation.swap.readings import (
 from xurs_pipeline.evaluation.swap.roles import FIRST_ROLE, ROLES, RUNS
 from xurs_pipeline.evaluation.swap.yardsticks import yardstick_widths
 from xurs_pipeline.io import ArtifactError
-from xurs_pipeline.train.predict import classifier_outputs
+from xurs_pipeline.train.predict import prompt_masses
 
 
 @dataclass(frozen=True)
@@ -91,13 +90,13 @@ def probe_ids(runs: dict[str, pd.DataFrame]) -> list[str]:
 
 
 def shared_embedding(models: dict[str, tuple[Any, Any]]) -> np.ndarray:
-    """The one input embedding (vocab, hidden) both models share (float64)."""
-    a, b = (
+    """The one input embedding (vocab, hidden) every model shares (float64)."""
+    first, *others = (
         models[r][0].backbone.get_input_embeddings().weight.detach().double().cpu().numpy() for r in ROLES
     )
-    if not np.array_equal(a, b):
-        raise ArtifactError("models A and B embed tokens differently: the swap study needs one backbone")
-    return a
+    if not all(np.array_equal(first, other) for other in others):
+        raise ArtifactError("the swap models embed tokens differently: the swap study needs one backbone")
+    return first
 
 
 def probe_set(inputs: StudyInputs) -> ProbeSet:
@@ -200,9 +199,7 @@ def width_readers(inputs: StudyInputs) -> dict[str, WidthReader]:
     """Per role: records -> the label's width under the role's model (``behaviour.label_widths``)."""
     cfg, out = inputs.cfg, {}
     for role, (model, tokenizer) in inputs.models.items():
-        out[role] = label_widths(
-            model, tokenizer, cfg.data.max_tokens, cfg.train.eval_batch_size, model_device(model)
-        )
+        out[role] = label_widths(model, tokenizer, cfg.data.max_tokens, cfg.train.eval_batch_size)
     return out
 
 
@@ -228,7 +225,7 @@ def headline(studies: dict[str, dict[str, Any]], runs: dict[str, pd.DataFrame]) 
     """``headline.json``: the trained ranking's study, the randomised accuracy (None without randomised
     runs), the trained runs' Eq. 9."""
     t, r = studies["trained"], studies.get("randomised", {})
-    trained = pd.concat([runs[n] for n, run in RUNS.items() if not run.randomised])
+    trained = pd.concat([frame for n, frame in runs.items() if not RUNS[n].randomised])
     keys = ("swap_accuracy", "swap_ci_low", "swap_ci_high")
     return {
         **{k: t[k] for k in keys},
@@ -259,14 +256,7 @@ def role_test_accuracy(
     """The role's accuracy on the test records that are not probes, by which cue resolves them."""
     model, tokenizer = loaded
     rows = role_test_records(prompts, cue)
-    head_only = model.meta["adaptation"] == "head_only"
-    ids = [list(map(int, x)) for x in rows["input_ids"]]
-    out = classifier_outputs(
-        model,
-        ids,
-        tokenizer.pad_token_id,
-        cfg.train.eval_batch_size,
-        device=model_device(model),
-        feature_cache_dir=cfg.train.feature_cache_dir if head_only else None,
+    masses = prompt_masses(
+        model, rows, tokenizer.pad_token_id, cfg.train.eval_batch_size, cfg.train.feature_cache_dir
     )
-    return role_accuracy(out.masses, rows, cue)
+    return role_accuracy(masses, rows, cue)
