@@ -147,6 +147,19 @@ def test_agreeing_texts_are_the_training_texts_whose_cues_name_one_label(records
         keep_agreeing(frame.drop(columns=["cue_masses"]))
 
 
+def test_no_agreeing_dev_text_is_refused_naming_the_key(records, tiny_tokenizer) -> None:
+    """Model C needs a training and a dev text whose cues agree; without one, the error names
+    ``data.families`` and which of its numbers to raise, before anything trains."""
+    frame = prepare_and_validate(records, tiny_tokenizer, 512).frame
+    disagree = [int(a[0]) != int(a[1]) for a in frame["cue_answers"]]
+    no_dev = frame[(frame["split"] != "dev").to_numpy() | disagree]
+    with pytest.raises(DataError, match=r"no dev text .* raise data\.families' second number"):
+        keep_agreeing(no_dev)
+    no_train = frame[(frame["split"] != "train").to_numpy() | disagree]
+    with pytest.raises(DataError, match=r"no train text .* raise data\.families' first number"):
+        keep_agreeing(no_train)
+
+
 def test_the_input_only_ranking_is_the_same_under_both_models(records, tiny_tokenizer) -> None:
     """Model A's and model B's inputs differ only in labels, so the input-only ranking of the probes against
     the sequence-aligned references is identical, and its swap study sits exactly at 1/2 with no share

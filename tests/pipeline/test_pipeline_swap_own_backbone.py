@@ -17,7 +17,7 @@ from xurs_pipeline.evaluation.config import SWAP_METHODS
 from xurs_pipeline.evaluation.swap import plan
 from xurs_pipeline.models.tiny import save_tiny_paper_model
 
-SIZES = ["data.families=[8,1,3]", "train.max_epochs=1", "train.partial_layers=1",
+SIZES = ["data.families=[8,2,3]", "train.max_epochs=1", "train.partial_layers=1",
          "attribution.kronrod_max_evals=60", "attribution.max_questions=3"]
 pytestmark = [pytest.mark.slow, pytest.mark.second_job]  # a fresh clone's dvc repro (CI's second job)
 

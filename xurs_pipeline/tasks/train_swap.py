@@ -11,6 +11,8 @@ from pathlib import Path
 
 from xurs_pipeline.config import RootConfig
 from xurs_pipeline.contracts import artifact
+from xurs_pipeline.data.dataset import data_config_hash
+from xurs_pipeline.data.schema import read_prompts
 from xurs_pipeline.evaluation.swap.roles import ROLES, SWAP_ROLES, skipped_reason
 from xurs_pipeline.io import write_json
 from xurs_pipeline.runs.training import fit_into, training_run
@@ -24,6 +26,9 @@ def run(cfg: RootConfig) -> None:
         write_json({"skipped": reason}, out / Path(artifact("train_metrics").path).name)
         log.info("train_swap: skipped (%s)", reason)
         return
+    prompts = read_prompts(artifact("prompts").at(cfg.paths), data_config_hash(cfg.data))
+    for name in SWAP_ROLES:  # a model with no text to learn from is refused before any model trains
+        ROLES[name].relabel(prompts)
     for name in SWAP_ROLES:
         role = ROLES[name]
         log.info("train_swap: model %s (labels: %s)", name, role.labels)

@@ -229,7 +229,14 @@ def keep_agreeing(prompts: pd.DataFrame) -> pd.DataFrame:
     """The training and dev texts whose two cues name the same label, and every test record: whichever cue a
     model trained on them reads is its own choice. The label is both cues'; the prescribed masses (which
     also say whether the cue resolves the question) are a cue's drawn per text by ``hashed_cues`` at 1/2,
-    so neither cue's resolved flag is taught more than the other's."""
+    so neither cue's resolved flag is taught more than the other's. DataError when the training or dev split
+    holds no such text (a model needs both)."""
     agree = [int(a[0]) == int(a[1]) for a in prompts["cue_answers"]]
     kept = prompts[(prompts["split"] == "test").to_numpy() | np.array(agree, dtype=bool)]
+    for split, families in (("train", "first"), ("dev", "second")):
+        if not (kept["split"] == split).any():
+            raise DataError(
+                f"no {split} text of the two-cue data has both cues naming one label, and model C trains on "
+                f"those alone: raise data.families' {families} number (its {split} families)"
+            )
     return relabel_mixed(kept, 0.5)
