@@ -209,3 +209,18 @@ def test_the_method_table_shows_each_method_against_behaviour_in_the_configs_ord
     assert "a margin of at least 0.20" in text
     older = study()
     assert "Which explanation to trust" not in str(render_swap_card(SwapStudy.of(older)))
+
+
+def test_model_c_is_shown_by_what_its_labels_follow_and_never_marked_by_the_learning_gate() -> None:
+    """Model C has no cue of its own: its row names both cues, and its accuracy (where the cues agree) is
+    shown without the pass or fail mark A's and B's carry, whatever its value."""
+    summary = study()
+    low_c = {**summary["accuracy"]["A"], "accuracy_own_cue": 0.5, "n_own_cue": 21}
+    summary["accuracy"]["C"] = low_c
+    html = str(render_swap_card(SwapStudy.of(summary)))
+    row = html[html.index("C: both cues, where they agree") :].split("</tr>")[0]
+    assert "50%" in row
+    assert "pass" not in row
+    assert "fail" not in row
+    b_row = html[html.index("B: cue 2") :].split("</tr>")[0]
+    assert "fail" in b_row  # B at 85% is below the 90% mark: the mark C never gets

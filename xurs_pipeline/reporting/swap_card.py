@@ -96,16 +96,19 @@ CARD = """
 <section id="swap">
 <h2>Does the attribution follow what each model learned?</h2>
 <p>The two-cue swap control: the same questions (both cues unresolved, one shared label) explained against
-the same references under model A, which learned cue 1, and model B, which learned cue 2. An attribution
-that reads the model puts A's on cue 1 and B's on cue 2; one that reads only the input cannot.</p>
+the same references under model A, which learned cue 1, model B, which learned cue 2, and model C, trained
+where both cues name the label, so that which cue it reads is its own choice. An attribution that reads
+the model puts A's on cue 1, B's on cue 2 and C's on the cue C reads; one that reads only the input
+cannot.</p>
 <table>
 <thead><tr><th>Model</th><th class="num">Own cue resolves</th><th class="num">n</th>
 <th class="num">Only the other cue resolves</th><th class="num">n</th>
 <th class="num">Follows the other cue</th></tr></thead>
 <tbody>
 {% for role, a in accuracy.items() %}
-<tr><td>{{ role }}: cue {{ cue_of[role] }}</td>
-<td class="num {{ 'pass' if (a.get('accuracy_own_cue') or 0) >= learned_min else 'fail' }}">
+{% set learned = (a.get('accuracy_own_cue') or 0) >= learned_min %}
+<tr><td>{{ role }}: {{ cue_of[role] or 'both cues, where they agree' }}</td>
+<td class="num {{ ('pass' if learned else 'fail') if cue_of[role] else '' }}">
 {{ pct(a.get('accuracy_own_cue')) }}</td><td class="num">{{ a.get('n_own_cue') }}</td>
 <td class="num">{{ pct(a.get('accuracy_other_cue_only')) }}</td>
 <td class="num">{{ a.get('n_other_cue_only') }}</td>
@@ -116,7 +119,8 @@ that reads the model puts A's on cue 1 and B's on cue 2; one that reads only the
 <p class="note">Test accuracy on the questions that are not explained: where the model's own cue resolves
 the question (chance 25%; a model that learned its cue: &ge; {{ pct(learned_min) }}), where only the other
 cue does (50% = it still reads its own cue's pair), and how often it then names the other cue's condition
-outside its own pair.</p>
+outside its own pair. Model C is read where the test question's two cues name one label (a model that
+reads either cue is right on about 5/6 of them); it has no cue of its own to learn.</p>
 <table>
 <thead><tr><th>Ranking</th><th class="num">Swap accuracy</th><th class="num">95% CI</th>
 <th class="num">A</th><th class="num">B</th><th class="num">Learned cue's share</th>
@@ -204,7 +208,7 @@ def render_swap_card(study: SwapStudy | None) -> Markup:
             answer=answer,
             css=css,
             detail=detail,
-            cue_of={name: role.cue for name, role in ROLES.items()},
+            cue_of={name: f"cue {role.cue}" if role.cue else "" for name, role in ROLES.items()},
             pct=_pct,
             f2=_f2,
             learned_min=LEARNED_MIN,
