@@ -141,7 +141,8 @@ reads either cue is right on about 5/6 of them); it has no cue of its own to lea
 <p>What each model depends on is measured on the probe's text: one cue resolved to the label, or turned to
 its other condition, and the label's width read again (edits the training data holds). Model A depends on
 cue 1 on {{ behaves.A.k }} of {{ behaves.A.n }} probes, model B on cue 2 on {{ behaves.B.k }} of
-{{ behaves.B.n }}: where a model did not learn its labels' rule, the attribution should follow the model.</p>
+{{ behaves.B.n }}: where a model did not learn its labels' rule, the attribution should follow the model.
+Model C's labels name no cue: on every probe where it depends on one, only the model can say which.</p>
 <table>
 <thead><tr><th>Method</th><th class="num">Agrees with behaviour (clear probes)</th>
 <th class="num">95% CI</th><th class="num">k/n</th><th class="num">All decided probes</th>
