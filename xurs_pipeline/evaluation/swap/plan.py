@@ -47,9 +47,8 @@ AGREEMENT_PASS, AGREEMENT_PASS_LOWER = 0.9, 0.8
 MODELS_LEARNED = 0.9
 MIN_STUDIES, MIN_CLEAR, MIN_DEPARTURES, MIN_EACH_WAY = 5, 250, 60, 20
 FIRST_HELD_OUT_SEED = 100
-MODELS = tuple(
-    f"{name}:{cue}" for name, cue in TRAINING_CUE.items()
-)  # each model and its labels' cue (0: both)
+# each model and the cue its labels followed (0: both): A:1, B:2, C:0
+MODELS = tuple(f"{name}:{cue}" for name, cue in TRAINING_CUE.items())
 
 PLAN = {
     "judge": JUDGE,

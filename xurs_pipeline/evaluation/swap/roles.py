@@ -42,7 +42,8 @@ class Role:
 
     @property
     def labels(self) -> str:
-        """What its training labels followed, in words (the training run's variant)."""
+        """What its training labels followed (``cue1``, ``cue2``, ``agreeing cues``): its training run's
+        variant, which keys its cached training state apart."""
         return f"cue{self.cue}" if self.cue else "agreeing cues"
 
     def relabel(self, prompts: pd.DataFrame) -> pd.DataFrame:
