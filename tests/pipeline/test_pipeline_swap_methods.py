@@ -62,7 +62,18 @@ def test_every_method_and_model_is_in_dvc_exp_show(swept: Path) -> None:
                 assert 0.0 <= low <= value <= 1.0
         assert 0.0 <= metrics["as_trained_A"] <= 1.0
         assert 0.0 <= metrics["as_trained_B"] <= 1.0
+        assert "as_trained_C" not in metrics  # model C's labels name no cue to be trained on
         assert_planted_values(metrics)
+        assert_model_c(metrics)
+
+
+def assert_model_c(metrics: dict) -> None:
+    """Model C, the third model, is read like A and B, per cue order too; the training rule names no cue on
+    it, so it agrees with C's behaviour on none of C's clear probes."""
+    assert {"C", "C_order1", "C_order2"} <= set(metrics["paper"]["text_edits"])
+    rule_on_c = metrics["training_rule"]["text_edits"]["C"]
+    if rule_on_c["clear_n"]:
+        assert rule_on_c["clear"] == 0.0
 
 
 def assert_planted_values(metrics: dict) -> None:
@@ -103,7 +114,7 @@ def test_swap_sweep_pools_the_seeds_counts(swept: Path) -> None:
         k = sum(s["methods"][method]["agreement_clear_k"] for s in summaries)
         n = sum(s["methods"][method]["agreement_clear_n"] for s in summaries)
         assert table.loc[method, "agreement_clear_text"].endswith(f"({k}/{n})")
-        for role in ("A", "B"):  # where a method fails: each model's probes, pooled
+        for role in ("A", "B", "C"):  # where a method fails: each model's probes, pooled
             k = sum(s["methods"][method][f"agreement_{role}_k"] for s in summaries)
             n = sum(s["methods"][method][f"agreement_{role}_n"] for s in summaries)
             assert table.loc[method, f"agreement_{role}_text"].endswith(f"({k}/{n})")
