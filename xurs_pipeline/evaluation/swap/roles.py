@@ -17,10 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from xurs_pipeline.data.config import SWAP_SOURCE
-from xurs_pipeline.data.synthetic.swap import keep_agreeing, relabel_by_cue
 
 
 @dataclass(frozen=True)
@@ -46,8 +43,11 @@ class Role:
         variant, which keys its cached training state apart."""
         return f"cue{self.cue}" if self.cue else "agreeing cues"
 
-    def relabel(self, prompts: pd.DataFrame) -> pd.DataFrame:
-        """The prepared two-cue prompts as this model is trained on them (``data/synthetic/swap.py``)."""
+    def relabel(self, prompts: Any) -> Any:
+        """The prepared two-cue prompts (a frame) as this model is trained on them
+        (``data/synthetic/swap.py``, imported here: the report reads the roles and stays light)."""
+        from xurs_pipeline.data.synthetic.swap import keep_agreeing, relabel_by_cue
+
         return relabel_by_cue(prompts, self.cue) if self.cue else keep_agreeing(prompts)
 
 
