@@ -40,7 +40,6 @@ INTERRUPTED = "interrupted (Ctrl-C; DVC ended the run and kept nothing of it)"
 NOT_RUN = "not run (the sweep was interrupted before it)"
 REF_BYTES = 255  # a git ref's last part is a file name: at most 255 bytes (DVC keeps each experiment as one)
 WAIT_S = 30  # how long an interrupted `dvc exp run` may take to clean up before it is stopped
-POLL_S = 1.0  # a running point's wait wakes this often, so a Ctrl-C is seen at once
 
 
 class SweepError(XursError, ValueError):
@@ -203,27 +202,15 @@ def run(args: argparse.Namespace) -> int:
     return report(names, sweep_dir, args.dry_run, bool(interrupted)) or stopped
 
 
-def interruptible_wait(process: subprocess.Popen) -> int:
-    """``process.wait()`` that a Ctrl-C ends at once: a timed wait polls in Python, so the KeyboardInterrupt
-    is raised within a poll even when the signal reached another of this process's threads (an untimed
-    wait blocks in the kernel until the child ends, and the Ctrl-C waits with it)."""
-    while True:
-        try:
-            return process.wait(timeout=POLL_S)
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def run_point(command: list[str], project: Path) -> str:
     """Run one point's ``dvc exp run``; its outcome. DVC runs in its own process group, so a Ctrl-C reaches
     it once, from here: it ends the stage it runs and removes its temporary copy (killed instead, it would
     stay "running" in ``dvc exp show``); then KeyboardInterrupt goes on."""
     process = subprocess.Popen(command, cwd=project, start_new_session=True)
     try:
-        done = interruptible_wait(process)
+        done = process.wait()
     except KeyboardInterrupt:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGINT)
+        os.killpg(process.pid, signal.SIGINT)
         try:
             process.wait(timeout=WAIT_S)
         except (subprocess.TimeoutExpired, KeyboardInterrupt):  # no end in sight, or Ctrl-C again: stop now
