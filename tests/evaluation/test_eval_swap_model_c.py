@@ -75,10 +75,8 @@ def test_following_behaviour_beats_both_label_rankers_on_c_and_always_cue_1_does
     follows, always_1 = result["methods"]["follows"], result["methods"]["always_1"]
     wrong = follows[plan.JUDGE]["label_rankers_wrong"]
     assert wrong["training_rule"] == {"k": PROBES, "n": PROBES}  # every C probe
-    assert wrong["constant"] == {
-        "k": PROBES + PROBES // 2,
-        "n": PROBES + PROBES // 2,
-    }  # B's, and C's on cue 2
+    on_cue_2 = PROBES + PROBES // 2  # B's probes, and C's on cue 2
+    assert wrong["constant"] == {"k": on_cue_2, "n": on_cue_2}
     c_cells = {n: c for n, c in follows[plan.JUDGE]["cells"].items() if n.startswith("C_order")}
     assert len(c_cells) == 2
     assert all(c["meets_marks"] for c in c_cells.values())
