@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from xurs_pipeline.evaluation.swap import plan
-from xurs_pipeline.evaluation.swap.faithfulness import faithfulness, scored
+from xurs_pipeline.evaluation.swap.faithfulness import faithfulness, scored, with_degraded
 from xurs_pipeline.evaluation.swap.pooled import pooled_rows
 from xurs_pipeline.evaluation.swap.readings import COLUMNS, CueReading
 from xurs_pipeline.evaluation.swap.yardsticks import YARDSTICKS
@@ -65,29 +65,33 @@ def ledger(
     return pd.DataFrame(rows)
 
 
-def through_scored(hand: pd.DataFrame) -> pd.DataFrame:
+def through_scored(hand: pd.DataFrame, degrade: bool = False) -> pd.DataFrame:
     """The hand ledger rebuilt the way a study builds it: each seed's readings (the top cue as its summed
-    magnitude) and the judge's dependence through ``faithfulness.scored``, the seeds through
-    ``pooled.pooled_rows``."""
+    magnitude; with ``degrade``, with their degraded copies, ``faithfulness.with_degraded``) and the judge's
+    dependence through ``faithfulness.scored``, the seeds through ``pooled.pooled_rows``."""
     studies = {}
     for label, part in hand.groupby("study", sort=False):
         probe = part["record_id"].str.split("/").str[1]
-        readings = [
-            CueReading((0.0, 0.0), (float(t == 1), float(t == 2))).row(m, role, rid)
-            for m, role, rid, t in zip(part["method"], part["role"], probe, part["top"], strict=True)
-        ]
+        readings = pd.DataFrame(
+            [
+                CueReading((0.0, 0.0), (float(t == 1), float(t == 2))).row(m, role, rid)
+                for m, role, rid, t in zip(part["method"], part["role"], probe, part["top"], strict=True)
+            ],
+            columns=list(COLUMNS),
+        )
         dependence = part.assign(record_id=probe, share_1=(part["depends_on"] == 1).astype(float))
         dependence = dependence.drop_duplicates(["role", "record_id"])
         order = dict(zip(probe, part["order"], strict=True))
         studies[label] = scored(
-            pd.DataFrame(readings, columns=list(COLUMNS)), dependence, order, CLEAR_MARGIN
+            with_degraded(readings) if degrade else readings, dependence, order, CLEAR_MARGIN
         )
     return pooled_rows(studies)
 
 
 def judging(judges: bool = True) -> dict:
     """Only the text edits judge (or, with ``judges`` False, none)."""
-    judge = {"planted": judges, "models_learned": True, "as_trained": 1.0}
+    judge = {"planted": judges, "models_learned": True, "as_trained": 1.0, "known_ranking": {}}
+    judge["ranks_degraded"] = True  # vacuous: nothing ranked
     return {y: {**judge, "judges": judges and y == plan.JUDGE} for y in YARDSTICKS}
 
 

@@ -13,14 +13,13 @@ import copy
 
 import pandas as pd
 import pytest
-from swap_ledgers import judged, ledger
+from swap_ledgers import judged, ledger, through_scored
 
 from xurs_pipeline.data.synthetic.swap import generate_swap
 from xurs_pipeline.evaluation.swap import plan
 from xurs_pipeline.evaluation.swap.behaviour import cue_dependence
 from xurs_pipeline.evaluation.swap.faithfulness import (
     FaithfulnessInputs,
-    faithfulness_metrics,
     models_learned,
     scored,
     study_faithfulness,
@@ -30,6 +29,7 @@ from xurs_pipeline.evaluation.swap.planted_texts import PLANTED
 from xurs_pipeline.evaluation.swap.pooled import pooled_faithfulness
 from xurs_pipeline.evaluation.swap.readings import COLUMNS, CueReading
 from xurs_pipeline.evaluation.swap.yardsticks import YARDSTICKS, yardstick_widths
+from xurs_pipeline.reporting.swap_metrics import faithfulness_metrics, yardstick_metrics
 
 # --- the whole study on planted text models --------------------------------------------------------------
 
@@ -79,7 +79,10 @@ def departing(probes):
 
 def test_every_method_and_baseline_is_in_the_ledger_on_every_yardstick_model_and_order(departing) -> None:
     rows, result = departing
-    assert set(rows["method"]) == {"reads_model", "always_2", "first", *plan.LABEL_RANKERS}
+    judged = {"reads_model", "always_2", "first"}
+    copies = {f"{m}~{d}" for m in judged for d in plan.DEGRADATIONS}  # read by the known-ranking check
+    assert set(rows["method"]) == judged | copies | set(plan.LABEL_RANKERS)
+    assert set(result["methods"]) == judged | set(plan.LABEL_RANKERS)
     assert set(rows["yardstick"]) == set(YARDSTICKS)  # the training rule is no yardstick
     assert rows.groupby(["method", "yardstick"]).size().eq(2 * N).all()
     assert rows.drop_duplicates("record_id")["order"].value_counts().to_dict() == {1: N // 2, 2: N // 2}
@@ -132,10 +135,10 @@ def test_models_that_did_not_learn_their_cues_leave_no_yardstick_judging() -> No
     assert models_learned(learned)
     learned["A"]["accuracy_own_cue"] = plan.MODELS_LEARNED - 0.01
     assert not models_learned(learned)
-    rows = ledger()
+    rows = through_scored(ledger(), degrade=True)  # "follows" is credited: its degraded copies ranked below
     planted = dict.fromkeys(YARDSTICKS, True)
-    assert all(v["judges"] for v in validity(rows, planted, True).values())
-    assert not any(v["judges"] for v in validity(rows, planted, False).values())
+    assert all(v["judges"] for v in validity(rows, planted, True, 0.95).values())
+    assert not any(v["judges"] for v in validity(rows, planted, False, 0.95).values())
     result = judged(rows, judges=False)
     assert "does not judge" in result["methods"]["follows"]["reasons"][0]
 

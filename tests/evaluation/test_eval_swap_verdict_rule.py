@@ -139,10 +139,10 @@ def test_a_method_failing_one_model_and_order_cell_fails() -> None:
 
 
 def test_a_yardstick_whose_validation_fails_gives_no_verdict() -> None:
-    rows = through_scored(ledger())
+    rows = through_scored(ledger(), degrade=True)
     others = pd.concat([rows.assign(yardstick=y) for y in YARDSTICKS])
     planted = {y: y != plan.JUDGE for y in YARDSTICKS}  # the text edits misread a planted text model
-    yardsticks = validity(others, planted, learned=True)
+    yardsticks = validity(others, planted, learned=True, confidence=0.95)
     assert [y for y, v in yardsticks.items() if v["judges"]] == [y for y in YARDSTICKS if y != plan.JUDGE]
     # the other yardsticks validate, but none stands in for the judge, and neither do the labels
     result = faithfulness(others, yardsticks, NO_PLANTED, 0.95)

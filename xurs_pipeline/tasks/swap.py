@@ -32,10 +32,11 @@ from xurs_pipeline.contracts import artifact, swap_summary
 from xurs_pipeline.data.dataset import data_config_hash, load_records
 from xurs_pipeline.evaluation.artifacts import read_attributions, read_prompts
 from xurs_pipeline.evaluation.swap.roles import FIRST_ROLE, ROLES, skipped_reason, study_runs
-from xurs_pipeline.evaluation.swap.study import StudyInputs, StudyResult, method_metrics, run_study
+from xurs_pipeline.evaluation.swap.study import StudyInputs, StudyResult, run_study
 from xurs_pipeline.evaluation.verdicts import json_safe
 from xurs_pipeline.io import Provenance, write_json, write_parquet
 from xurs_pipeline.models.checkpoint import load_classifier
+from xurs_pipeline.reporting.swap_metrics import method_metrics
 from xurs_pipeline.tasks.runner import log
 
 

@@ -7,14 +7,18 @@ docs/swap-plan.md): one ledger of rows, one pass rule.
   (0 on a tie), ``agrees`` (NaN where the yardstick ties), ``clear`` (margin >= the clear margin),
   ``departs`` (decided, and not the role's training cue), the probe's cue ``order`` (1: cue 1 first); the
   reading's cue-1 share (``share_1``) and costs (``readings.COSTS``), the yardstick's cue-1 share
-  (``share_1_yardstick``). Every verdict and per-method figure of the study is read from it.
+  (``share_1_yardstick``). Every verdict and per-method figure of the study is read from it. It also holds
+  each judged method's degraded copies (``<method>~swapped``, ...: :func:`with_degraded`), which only the
+  known-ranking check reads.
 - Baselines (``plan.BASELINES``) are rows like any method's and are never judged: ``training_rule`` ranks
   first the cue the role's labels followed (no cue for model C, whose labels follow both: a tie, wrong
   wherever C depends on a cue), ``constant`` always cue 1, ``input_only`` and ``random`` read no model.
 - A yardstick *judges* (:func:`validity`) where it recovers every planted text model
   (``planted_texts.validated``) and every model whose labels name a cue learned it (right on at least
   ``plan.MODELS_LEARNED`` of the questions its own cue resolves); how often it names the training cue is
-  reported (``as_trained``), never a condition. ``plan.JUDGE`` must judge, or no method gets a verdict.
+  reported (``as_trained``), never a condition; and where it ranks the degraded copies of every method it
+  credits below that method (:func:`known_ranking`; vacuous where it credits none). ``plan.JUDGE`` must
+  judge, or no method gets a verdict.
 - Cells: every decided probe, the clear ones, each model, each order and each (model, order), each with
   its clustered interval (``evaluation/significance.py``); a cell ``meets_marks`` on its clear probes.
 - The planned comparisons (:func:`comparisons`) on each judging yardstick's clear probes, one Holm family.
@@ -35,6 +39,7 @@ from xurs_pipeline.attribution.config import TOKEN_METHODS
 from xurs_pipeline.attribution.variants import variant_name
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.data.synthetic.swap import cue_order
+from xurs_pipeline.evaluation import degraded
 from xurs_pipeline.evaluation.significance import clustered_proportion, holm, paired_test
 from xurs_pipeline.evaluation.swap import plan
 from xurs_pipeline.evaluation.swap.behaviour import WidthReader
@@ -69,6 +74,14 @@ def baseline_readings(record_ids: list[str], runs: list[str]) -> pd.DataFrame:
             rows.append(CueReading(rule, rule).row(training_rule, run.name, rid))
             rows.append(CueReading((1.0, 0.0), (1.0, 0.0)).row(constant, run.name, rid))
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def with_degraded(measured: pd.DataFrame) -> pd.DataFrame:
+    """``measured`` (``readings.COLUMNS``) and the plan's degraded copies (``plan.DEGRADATIONS``,
+    ``evaluation/degraded.py``) of every reading of a judged method (no baseline)."""
+    judged = measured[~measured["method"].isin(plan.BASELINES)]
+    copies = degraded.degraded(judged, plan.DEGRADATIONS, plan.HALF_SWAP_SEED)
+    return pd.concat([measured, copies], ignore_index=True)
 
 
 def cue_first(measured: pd.DataFrame) -> pd.Series:
@@ -154,20 +167,38 @@ def models_learned(accuracy: dict[str, dict[str, Any]]) -> bool:
     return all(float(accuracy[r]["accuracy_own_cue"]) >= plan.MODELS_LEARNED for r in CUE_ROLES)
 
 
-def validity(rows: pd.DataFrame, planted: dict[str, bool], learned: bool) -> dict[str, dict[str, Any]]:
+def known_ranking(part: pd.DataFrame, confidence: float) -> dict[str, dict[str, Any]]:
+    """One yardstick's rows -> per judged method it credits (its pooled clear cell meets the marks), per
+    degradation, ``degraded.known_ranking`` on its clear probes at ``plan.ALPHA`` (the study as the
+    stratum); empty where it credits none."""
+    clear = part[part["clear"]]
+    judged = clear[~clear["method"].isin(plan.BASELINES) & ~degraded.is_degraded(clear["method"])]
+    shares = {m: _share(mine, "clear", confidence) for m, mine in judged.groupby("method", sort=False)}
+    credited = [m for m, share in shares.items() if meets_marks(share)]
+    return degraded.known_ranking(_paired(part), credited, plan.DEGRADATIONS, clusters, plan.ALPHA)
+
+
+def validity(
+    rows: pd.DataFrame, planted: dict[str, bool], learned: bool, confidence: float
+) -> dict[str, dict[str, Any]]:
     """The ledger's rows, whether each yardstick recovers every planted text model and whether every model
     learned its cue -> per yardstick planted, models_learned, as_trained (share of its decided (model,
-    probe) pairs naming the training cue: a description) and judges (module docstring)."""
+    probe) pairs naming the training cue: a description), known_ranking, ranks_degraded and judges (module
+    docstring)."""
     out = {}
     for y in YARDSTICKS:
         part = one_method(rows)
         decided = part[(part["yardstick"] == y) & (part["depends_on"] > 0)]
         as_trained = float((~decided["departs"].astype(bool)).mean()) if len(decided) else float("nan")
+        ranking = known_ranking(rows[rows["yardstick"] == y], confidence)
+        ranks = not degraded.unranked(ranking)
         out[y] = {
             "planted": bool(planted[y]),
             "models_learned": learned,
             "as_trained": as_trained,
-            "judges": bool(planted[y] and learned),
+            "known_ranking": ranking,
+            "ranks_degraded": ranks,
+            "judges": bool(planted[y] and learned and ranks),
         }
     return out
 
@@ -240,14 +271,9 @@ def power(rows: pd.DataFrame) -> dict[str, int]:
 def unjudgeable(yardsticks: dict[str, dict[str, Any]], size: dict[str, int]) -> list[str]:
     """Why no method gets a verdict (empty: the plan's conditions hold)."""
     judge = yardsticks[plan.JUDGE]
-    reasons = (
-        [
-            f"{plan.JUDGE} does not judge (planted {judge['planted']}, models learned "
-            f"{judge['models_learned']})"
-        ]
-        if not judge["judges"]
-        else []
-    )
+    held = [f"{k.replace('_', ' ')} {judge[k]}" for k in ("planted", "models_learned", "ranks_degraded")]
+    unranked = "".join(f"; not ranked below: {u}" for u in degraded.unranked(judge["known_ranking"]))
+    reasons = [] if judge["judges"] else [f"{plan.JUDGE} does not judge ({', '.join(held)}{unranked})"]
     needs = {
         "studies": plan.MIN_STUDIES,
         "clear": plan.MIN_CLEAR,
@@ -289,6 +315,7 @@ def faithfulness(
 ) -> dict[str, Any]:
     """The ledger's rows, the yardsticks' validity and the planted embedding recovery -> per method: per
     yardstick its cells and where the label rankers fail; its planned comparisons; its verdict."""
+    rows = rows[~degraded.is_degraded(rows["method"])]  # read by the known-ranking check alone
     judges = [y for y in YARDSTICKS if yardsticks[y]["judges"]]
     tests = comparisons(rows, judges)
     size = power(rows)
@@ -329,33 +356,13 @@ def study_faithfulness(
         ignore_index=True,
     )
     baselines = baseline_readings(sorted(study.cues), sorted(set(study.measured["run"])))
-    measured = pd.concat([study.measured, baselines], ignore_index=True)
+    measured = with_degraded(pd.concat([study.measured, baselines], ignore_index=True))
     order = {rid: cue_order(c) for rid, c in study.cues.items()}  # which cue the probe states first
     rows = scored(measured, dependence, order, clear_margin)
     recovered = recovery(study.records)
     token_methods = [m for m in dict.fromkeys(study.measured["method"]) if variant_name(m) in TOKEN_METHODS]
     planted = method_recovery(token_methods, layer_ig_steps)
-    yardsticks = validity(rows, validated(recovered), models_learned(study.accuracy))
+    yardsticks = validity(rows, validated(recovered), models_learned(study.accuracy), confidence)
     result = faithfulness(rows, yardsticks, planted, confidence)
     result["planted_texts"] = recovered.to_dict(orient="records")
     return rows, result
-
-
-def faithfulness_metrics(result: dict[str, Any]) -> dict[str, Any]:
-    """The DVC metric view: per method its verdict; on ``plan.JUDGE`` and every other judging yardstick, per
-    cell the clear agreement with its clustered interval and n, and where the label rankers are wrong; the
-    planted embedding mechanisms; the planned comparisons' Holm-adjusted p values."""
-    out: dict[str, Any] = {}
-    for m, by in result["methods"].items():
-        view: dict[str, Any] = {"verdict": by["verdict"], "planted_embeddings": by["planted_embeddings"]}
-        for y in dict.fromkeys([plan.JUDGE, *result["judges"]]):
-            view[y] = {
-                name: {k: c[k] for k in ("clear", "clear_low", "clear_high", "clear_n")}
-                for name, c in by[y]["cells"].items()
-            }
-            view[y]["label_rankers_wrong"] = by[y]["label_rankers_wrong"]
-        view["p_holm"] = {
-            f"{t['yardstick']}:{t['method']}-{t['against']}": t["p_holm"] for t in by["comparisons"]
-        }
-        out[m] = view
-    return out

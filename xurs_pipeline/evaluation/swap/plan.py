@@ -19,6 +19,10 @@
   each judged method against each label ranker (one-sided: the method agrees with behaviour more often, on
   the same clear probes); each judged method against the paper's estimator, and the paper's estimator
   against zero-masking token by token (two-sided).
+- Known ranking: an edit yardstick judges only where, for every judged method it credits (its pooled clear
+  cell meets the marks), each degraded copy of the method's readings (``DEGRADATIONS``,
+  ``evaluation/degraded.py``; the half swapped by ``HALF_SWAP_SEED``) agrees on its clear probes less often,
+  by the one-sided paired test at ``ALPHA``. Where it credits no method the check is vacuous.
 - Pass: agreement >= ``AGREEMENT_PASS`` with the clustered lower bound >= ``AGREEMENT_PASS_LOWER`` on the
   clear probes of every (model, cue order) cell of every judging yardstick, and both label-ranker
   comparisons significant after Holm. Before any verdict: at least ``MIN_STUDIES`` seeds, each model whose
@@ -47,6 +51,8 @@ AGREEMENT_PASS, AGREEMENT_PASS_LOWER = 0.9, 0.8
 MODELS_LEARNED = 0.9
 MIN_STUDIES, MIN_CLEAR, MIN_DEPARTURES, MIN_EACH_WAY = 5, 250, 60, 20
 FIRST_HELD_OUT_SEED = 100
+DEGRADATIONS = ("swapped", "half_swapped")
+HALF_SWAP_SEED = 0
 # each model and the cue its labels followed (0: both): A:1, B:2, C:0
 MODELS = tuple(f"{name}:{cue}" for name, cue in TRAINING_CUE.items())
 
@@ -69,6 +75,8 @@ PLAN = {
     "min_each_way": MIN_EACH_WAY,
     "first_held_out_seed": FIRST_HELD_OUT_SEED,
     "models": MODELS,
+    "degradations": DEGRADATIONS,
+    "half_swap_seed": HALF_SWAP_SEED,
 }
 
 

@@ -67,6 +67,7 @@ def pooled_faithfulness(
     rows = pooled_rows({label: frame for label, (frame, _) in studies.items()})
     planted = {y: all(s["yardsticks"][y]["planted"] for s in sections.values()) for y in YARDSTICKS}
     learned = all(s["yardsticks"][y]["models_learned"] for s in sections.values() for y in YARDSTICKS)
-    result = faithfulness(rows, validity(rows, planted, learned), pooled_planted(sections), confidence)
+    yardsticks = validity(rows, planted, learned, confidence)
+    result = faithfulness(rows, yardsticks, pooled_planted(sections), confidence)
     result["studies"] = list(studies)
     return result

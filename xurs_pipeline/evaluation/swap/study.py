@@ -22,11 +22,7 @@ from xurs_pipeline.config import RootConfig
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.evaluation.swap.agreement import behaves_as_trained, descriptions
 from xurs_pipeline.evaluation.swap.behaviour import WidthReader, cue_dependence, label_widths
-from xurs_pipeline.evaluation.swap.faithfulness import (
-    FaithfulnessInputs,
-    faithfulness_metrics,
-    study_faithfulness,
-)
+from xurs_pipeline.evaluation.swap.faithfulness import FaithfulnessInputs, study_faithfulness
 from xurs_pipeline.evaluation.swap.inputs import (
     input_only_magnitudes,
     prepared_references,
@@ -234,20 +230,6 @@ def headline(studies: dict[str, dict[str, Any]], runs: dict[str, pd.DataFrame]) 
         "R_median": float(trained["residual"].abs().median()),
         "R_max": float(trained["residual"].abs().max()),
     }
-
-
-def method_metrics(summary: dict[str, Any]) -> dict[str, Any]:
-    """``methods.json``: per method the training-rule swap accuracy and the agreement on every decided probe
-    with their lower bounds, and its faithfulness view (``faithfulness.faithfulness_metrics``: the verdict,
-    every cell's clear agreement); per model the share of probes where it behaves as trained."""
-    keys = ("swap", "swap_low", "agreement", "agreement_low")
-    out: dict[str, Any] = {
-        f"as_trained_{role}": v["share"] for role, v in summary["behaves_as_trained"].items()
-    }
-    out.update({m: {k: v[k] for k in keys} for m, v in summary["methods"].items()})
-    for m, view in faithfulness_metrics(summary["faithfulness"]).items():  # every yardstick, model, order
-        out.setdefault(m, {}).update(view)
-    return out
 
 
 def role_test_accuracy(
