@@ -29,7 +29,7 @@ from xurs_pipeline.evaluation.swap.planted_texts import PLANTED
 from xurs_pipeline.evaluation.swap.pooled import pooled_faithfulness
 from xurs_pipeline.evaluation.swap.readings import COLUMNS, CueReading
 from xurs_pipeline.evaluation.swap.yardsticks import YARDSTICKS, yardstick_widths
-from xurs_pipeline.reporting.swap_metrics import faithfulness_metrics, yardstick_metrics
+from xurs_pipeline.reporting.swap_metrics import faithfulness_metrics
 
 # --- the whole study on planted text models --------------------------------------------------------------
 
@@ -83,6 +83,13 @@ def test_every_method_and_baseline_is_in_the_ledger_on_every_yardstick_model_and
     copies = {f"{m}~{d}" for m in judged for d in plan.DEGRADATIONS}  # read by the known-ranking check
     assert set(rows["method"]) == judged | copies | set(plan.LABEL_RANKERS)
     assert set(result["methods"]) == judged | set(plan.LABEL_RANKERS)
+    ranking = result["yardsticks"][plan.JUDGE]["known_ranking"]  # only reads_model is credited
+    assert {d: (c["k"], c["k_degraded"], c["n"]) for d, c in ranking["reads_model"].items()} == {
+        "swapped": (2 * N, 0, 2 * N),
+        "half_swapped": (2 * N, N, 2 * N),  # half of each model's probes exchanged
+    }
+    assert list(ranking) == ["reads_model"]
+    assert result["yardsticks"][plan.JUDGE]["ranks_degraded"]
     assert set(rows["yardstick"]) == set(YARDSTICKS)  # the training rule is no yardstick
     assert rows.groupby(["method", "yardstick"]).size().eq(2 * N).all()
     assert rows.drop_duplicates("record_id")["order"].value_counts().to_dict() == {1: N // 2, 2: N // 2}
