@@ -19,7 +19,8 @@
   share_ci_low, share_ci_high, R_median and R_max (Eq. 9, over every trained model's rows);
 - ``methods.json`` (a DVC metric): per method the training-rule swap accuracy and the behavioural agreement,
   each with its lower bound, the plan's verdict and every cell's clear agreement; per model the share of
-  probes where it behaves as trained.
+  probes where it behaves as trained; per yardstick whether it judges and its known-ranking check
+  (``reporting/swap_metrics.py``).
 """
 
 from __future__ import annotations
