@@ -83,23 +83,23 @@ def degraded(readings: pd.DataFrame, names: Sequence[str], seed: int) -> pd.Data
     if unknown:
         raise ValueError(f"unknown degradations {unknown}: {list(where)}")
     copies = [
-        swapped_where(readings, where[n]).assign(method=lambda f, n=n: f["method"] + SEPARATOR + n)
+        swapped_where(readings, where[n]).assign(method=[degraded_name(m, n) for m in readings["method"]])
         for n in names
     ]
     return pd.concat([readings.loc[:, list(COLUMNS)].iloc[:0], *copies], ignore_index=True)
 
 
 def ranked_below(
-    undegraded: Sequence[bool], degraded: Sequence[bool], strata: Sequence[str], alpha: float
+    reading: Sequence[bool], copy: Sequence[bool], strata: Sequence[str], alpha: float
 ) -> dict[str, Any]:
     """A reading's and its degraded copy's outcomes (n,) on the same units, with their strata -> ``k``,
     ``k_degraded`` of ``n``, the one-sided stratified exact McNemar ``p`` (the reading right more often) and
     ``ranks`` (``p <= alpha``)."""
-    test = paired_test(undegraded, degraded, strata, "greater")
+    test = paired_test(reading, copy, strata, "greater")
     return {
-        "k": int(np.sum(undegraded)),
-        "k_degraded": int(np.sum(degraded)),
-        "n": len(undegraded),
+        "k": int(np.sum(reading)),
+        "k_degraded": int(np.sum(copy)),
+        "n": len(reading),
         "p": test.p,
         "ranks": bool(test.p <= alpha),
     }
