@@ -441,11 +441,15 @@ def main() -> None:
     )
     parser.add_argument("--ig-max-points", type=int, default=1024, help="adaptive IG's last level (points)")
     parser.add_argument("--skip", type=int, default=0, help="leave out the first N of the --questions")
-    parser.add_argument("--eg-samples", type=int, default=64)
+    parser.add_argument(
+        "--eg-samples", type=int, default=64, help="EG's draws a question, for its projection (>= 1)"
+    )
     parser.add_argument("--project", type=int, nargs="*", default=[64, 256])
     parser.add_argument("--out", default="results/bench/kronrod_references.jsonl")
     parser.add_argument("--table", action="store_true", help="print the tables from --out, run nothing")
     args = parser.parse_args()
+    if args.eg_samples < 1:
+        parser.error(f"--eg-samples={args.eg_samples}: must be >= 1 (every record projects EG's draws)")
     args.lead = args.lead or [args.stop]
     C.print_header("Evaluations to App. B.4 against training references", " ".join(sys.argv))
     table(args) if args.table else run(args)

@@ -5,6 +5,9 @@ counts."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -198,3 +201,15 @@ def test_a_question_counts_once_per_estimator_and_lead(bench) -> None:
     again = {**first, "stop": "residual", "budget": 1200, "model": None}  # a record from before the hash
     others = [{**first, "lead": "residual"}, {**first, "estimator": "ig_adaptive"}, {**first, "refs": 16}]
     assert bench.latest([first, again, *others]) == [again, *others]
+
+
+def test_no_eg_draws_is_refused_before_any_model_loads() -> None:
+    """Every record projects EG's draws, so ``--eg-samples 0`` is one line naming the flag (it used to fail
+    inside the config after the model had loaded)."""
+    script = Path(__file__).resolve().parents[2] / "bench" / "kronrod_references.py"
+    refused = subprocess.run(
+        [sys.executable, str(script), "--eg-samples", "0"], capture_output=True, text=True, check=False
+    )
+    assert refused.returncode == 2
+    assert "--eg-samples=0: must be >= 1" in refused.stderr
+    assert "Traceback" not in refused.stderr
