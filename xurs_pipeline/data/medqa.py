@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from xurs_pipeline.data.config import CARVE_CHOICES
-from xurs_pipeline.data.records import DataError, QuestionRecord, visible
+from xurs_pipeline.data.records import DataError, QuestionRecord, has_visible
 from xurs_pipeline.data.references import hash_order
 from xurs_pipeline.data.schema import OPTION_LETTERS, SPLITS
 
@@ -35,7 +35,7 @@ def parse_row(raw: Any, where: str, split: str, default_id: str) -> QuestionReco
     if not isinstance(raw, dict):
         raise DataError(f"{where}: expected a JSON object, found {type(raw).__name__}")
     question = raw.get("question")
-    if not isinstance(question, str) or not visible(question):
+    if not isinstance(question, str) or not has_visible(question):
         raise DataError(f"{where}: empty or missing question (field 'question' must be non-empty text)")
     options = raw.get("options")
     if not isinstance(options, dict):
@@ -51,7 +51,7 @@ def parse_row(raw: Any, where: str, split: str, default_id: str) -> QuestionReco
     bad = [
         k
         for k, text in zip(OPTION_LETTERS, texts, strict=True)
-        if not isinstance(text, str) or not visible(text)
+        if not isinstance(text, str) or not has_visible(text)
     ]
     if bad:
         raise DataError(f"{where}: option(s) {bad} empty or not text")
@@ -64,7 +64,7 @@ def parse_row(raw: Any, where: str, split: str, default_id: str) -> QuestionReco
             f"{where}: answer {answer!r} is not the text of option {letter} ({options[letter]!r})"
         )
     record_id = raw.get("id", default_id)
-    if isinstance(record_id, bool) or not isinstance(record_id, str | int) or not visible(str(record_id)):
+    if isinstance(record_id, bool) or not isinstance(record_id, str | int) or not has_visible(str(record_id)):
         raise DataError(f"{where}: id {record_id!r} must be a non-empty string")
     options_named = (("option " + k, options[k]) for k in OPTION_LETTERS)
     named = (("id", str(record_id)), ("question", question), *options_named)

@@ -46,6 +46,11 @@ def visible(text: str) -> str:
     return "".join(c for c in text if not _invisible(c))
 
 
+def has_visible(text: str) -> bool:
+    """Whether ``text`` has a character that renders (``visible(text) != ""``), stopping at the first."""
+    return any(not _invisible(c) for c in text)
+
+
 def normalised(text: str) -> str:
     """Comparison form of a question or option: visible words joined by single spaces, casefolded
     (combining marks kept: options that differ only in an accent differ)."""
@@ -117,9 +122,9 @@ class QuestionRecord:
             raise DataError(f"{where}: needs exactly 4 options, has {len(self.options)}")
         if not 0 <= self.answer_idx < 4:
             raise DataError(f"{where}: answer_idx {self.answer_idx} must be in 0..3")
-        if not visible(self.question):
+        if not has_visible(self.question):
             raise DataError(f"{where}: empty question (no visible character)")
-        empty = [i for i, text in enumerate(self.options) if not visible(text)]
+        empty = [i for i, text in enumerate(self.options) if not has_visible(text)]
         if empty:
             raise DataError(f"{where}: empty option text at {['ABCD'[i] for i in empty]}")
         forms = [normalised(text) for text in self.options]

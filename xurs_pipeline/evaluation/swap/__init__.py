@@ -12,7 +12,7 @@
 - ``agreement``: each method's description, read off the faithfulness ledger.
 - ``study``: the study from its inputs (the ``swap`` task reads and writes).
 - ``yardsticks``: what a model depends on by other edits (a cue's sentence removed, its names unseen, its
-  test renamed) and by the training rule; ``planted_texts``: hand-set text models that validate them.
+  test renamed); ``planted_texts``: hand-set text models, each a family, that validate them.
 - ``planted_methods``: hand-set two-cue models on the embeddings (saturation, cancellation, interaction).
 - ``faithfulness``: every method and baseline per yardstick, model and cue order, with the tests of
   ``evaluation/significance.py``; ``pooled``: the same over several studies.

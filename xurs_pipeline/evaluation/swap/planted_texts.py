@@ -8,24 +8,27 @@ A planted model reads each cue's sentence by its test (``yardsticks.TESTS``) and
 names only the probe's label), ``pair`` (the label and another option), ``other`` (only another option),
 ``absent`` (no sentence for that test: removed, or its test renamed) or ``unknown`` (it names no option).
 Its width is ``W = 0.5 + v_1[s_1] + v_2[s_2] + w x_1 x_2`` with ``x = -1, 0, +1`` for ``label``, any other
-state, ``other``; ``truth`` is the cue it depends on by construction. The suite:
+state, ``other``; ``truth`` is the cue it depends on by construction. What a ``content`` model makes of a
+cue it cannot read (``absent``, ``unknown``) is fixed by nothing, so a yardstick recovers it only if it
+recovers every member of its family (:func:`variants`: each cue's value there from its lowest stated value
+to its highest). The suite:
 
 - ``cue_1``, ``cue_2``: one cue read, every state its own width; the other ignored;
 - ``saturated``: cue 1 read only where it names another condition (the width is flat from the probe towards
-  the label, the absent and the unknown cue), cue 2 weakly everywhere: truth cue 1;
+  the label), cue 2 weakly everywhere: truth cue 1;
 - ``cancelling``: each name in cue 1 moves the width, the label's down and the other's up by as much, so the
-  probe's pair and the absent cue read alike; cue 2 weakly: truth cue 1;
+  probe's pair reads like a cue naming nothing; cue 2 weakly: truth cue 1;
 - ``interaction``: cue 1 read, cue 2 only through its product with cue 1 (invisible from the probe): truth
   cue 1;
 - ``presence`` (kind ``presence``): cue 1 moves the width only when its sentence is absent (removed or its
-  test renamed), whatever it names; cue 2 weakly: truth cue 1, misread by the text edits.
+  test renamed), whatever it names (its mechanism: no family); cue 2 weakly: truth cue 1, misread by the
+  text edits.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -33,9 +36,10 @@ import pandas as pd
 from xurs_pipeline.data.records import QuestionRecord
 from xurs_pipeline.evaluation.swap.behaviour import cue_dependence
 from xurs_pipeline.evaluation.swap.roles import FIRST_ROLE
-from xurs_pipeline.evaluation.swap.yardsticks import TESTS, YARDSTICKS, yardstick_widths
+from xurs_pipeline.evaluation.swap.yardsticks import YARDSTICKS, cue_match, yardstick_widths
 
 STATES = ("label", "pair", "other", "absent", "unknown")
+UNREAD_GRID = 3  # points of each cue's absent and unknown value in a content model's family (variants)
 
 
 @dataclass(frozen=True)
@@ -61,10 +65,11 @@ class PlantedText:
 
 def cue_state(record: QuestionRecord, k: int) -> str:
     """The state (``STATES``) of cue ``k`` (0 or 1) in ``record``'s question."""
-    found = re.search(rf"The {TESTS[k]} test is positive for ([^.]+)\.", record.question)
-    if found is None:
+    try:
+        found = cue_match(record.question, k)
+    except ValueError:
         return "absent"
-    named = [n for n in found.group(1).split(" or ") if n in record.options]
+    named = [n for n in found.group("named").split(" or ") if n in record.options]
     if not named:
         return "unknown"
     label = record.options[record.answer_idx]
@@ -73,42 +78,47 @@ def cue_state(record: QuestionRecord, k: int) -> str:
     return "pair" if label in named else "other"
 
 
-def _reads(label: float, pair: float, other: float, absent: float) -> dict[str, float]:
-    return {"label": label, "pair": pair, "other": other, "absent": absent, "unknown": absent}
+def _reads(label: float, pair: float, other: float, unread: float | None = None) -> dict[str, float]:
+    """A cue's value per state: those it cannot read (absent, unknown) at ``unread`` (None: the pair's)."""
+    cannot = pair if unread is None else unread
+    return {"label": label, "pair": pair, "other": other, "absent": cannot, "unknown": cannot}
 
 
-QUIET = _reads(0.0, 0.0, 0.0, 0.0)
-WEAK = _reads(-0.1, 0.0, 0.1, 0.05)
-READS = _reads(-0.4, 0.0, 0.4, 0.1)
+QUIET = _reads(0.0, 0.0, 0.0)
+WEAK = _reads(-0.1, 0.0, 0.1)
+READS = _reads(-0.4, 0.0, 0.4)
 PLANTED = (
     PlantedText("cue_1", (READS, QUIET), 1),
     PlantedText("cue_2", (QUIET, READS), 2),
-    PlantedText("saturated", (_reads(0.0, 0.0, 0.45, 0.0), WEAK), 1),
-    PlantedText("cancelling", (_reads(-0.3, 0.0, 0.3, 0.0), WEAK), 1),
+    PlantedText("saturated", (_reads(0.0, 0.0, 0.45), WEAK), 1),
+    PlantedText("cancelling", (_reads(-0.3, 0.0, 0.3), WEAK), 1),
     PlantedText("interaction", (READS, QUIET), 1, interaction=0.3),
     PlantedText("presence", ({**QUIET, "absent": 0.4}, WEAK), 1, kind="presence"),
 )
 
 
+def variants(model: PlantedText) -> list[PlantedText]:
+    """A ``content`` model's family (``UNREAD_GRID`` values a cue: module docstring); presence: alone."""
+    if model.kind != "content":
+        return [model]
+    stated = [[cue[s] for s in STATES[:3]] for cue in model.values]
+    one, two = (np.linspace(min(v), max(v), UNREAD_GRID) for v in stated)
+    return [replace(model, values=(_reads(*stated[0], a), _reads(*stated[1], b))) for a in one for b in two]
+
+
 def recovery(probes: Sequence[QuestionRecord]) -> pd.DataFrame:
-    """Per (edit yardstick, planted model): the model's ``kind``, on how many probes the yardstick names the
-    planted ``truth`` (k of n) and whether it does on all (``recovered``)."""
+    """Per (edit yardstick, planted model): its ``kind``, on how many (family member, probe) pairs
+    (:func:`variants`) the yardstick names the planted ``truth`` (k of n), and on all (``recovered``)."""
     rows = []
     for model in PLANTED:
         for yardstick in YARDSTICKS:
-            found = cue_dependence(yardstick_widths(probes, model.widths, yardstick), FIRST_ROLE)
-            k = int((found["depends_on"] == model.truth).sum())
-            rows.append(
-                {
-                    "yardstick": yardstick,
-                    "planted": model.name,
-                    "kind": model.kind,
-                    "k": k,
-                    "n": len(found),
-                    "recovered": k == len(found),
-                }
-            )
-    return pd.DataFrame(rows)
+            named = [
+                cue_dependence(yardstick_widths(probes, m.widths, yardstick), FIRST_ROLE)["depends_on"]
+                for m in variants(model)
+            ]
+            k, n = sum(int((found == model.truth).sum()) for found in named), sum(map(len, named))
+            rows.append((yardstick, model.name, model.kind, k, n, k == n))
+    return pd.DataFrame(rows, columns=["yardstick", "planted", "kind", "k", "n", "recovered"])
 
 
 def validated(recovered: pd.DataFrame) -> dict[str, bool]:

@@ -13,9 +13,6 @@ margin, 0 on a tie). The yardsticks:
 - ``test_renamed``: cue ``k``'s test named by a test no training text names (the blood test becomes the
   saliva test), its conditions kept.
 
-The cue the role's labels followed is no yardstick: it is a baseline ranker (``faithfulness.py``), which
-never judges (docs/swap-plan.md).
-
 Each edit yardstick is validated on hand-set models before it may judge a method
 (``planted_texts.validated``).
 """
@@ -39,7 +36,8 @@ UNSEEN_NAMES = ("Quazzle fever", "Vexmor blight")  # invented, unlike the genera
 _SENTENCE = r" ?The {test} test is positive for (?P<named>[^.]+)\."
 
 
-def _cue_match(question: str, k: int) -> re.Match[str]:
+def cue_match(question: str, k: int) -> re.Match[str]:
+    """Cue ``k``'s (0 or 1) sentence in ``question`` (its ``named`` group: the conditions), or ValueError."""
     found = re.search(_SENTENCE.format(test=TESTS[k]), question)
     if found is None:
         raise ValueError(f"question states no {TESTS[k]} test (cue {k + 1}): not a two-cue probe")
@@ -52,13 +50,13 @@ def _edited(probe: QuestionRecord, text: str, edit: str) -> QuestionRecord:
 
 
 def removed(probe: QuestionRecord, k: int) -> list[QuestionRecord]:
-    match = _cue_match(probe.question, k)
+    match = cue_match(probe.question, k)
     text = probe.question[: match.start()] + probe.question[match.end() :]
     return [_edited(probe, text, f"removed_{k + 1}")]
 
 
 def unseen(probe: QuestionRecord, k: int) -> list[QuestionRecord]:
-    match = _cue_match(probe.question, k)
+    match = cue_match(probe.question, k)
     if set(UNSEEN_NAMES) & set(probe.options):
         raise ValueError(f"{probe.record_id}: an option is named like the unseen names {UNSEEN_NAMES}")
     start, end = match.span("named")
@@ -67,7 +65,7 @@ def unseen(probe: QuestionRecord, k: int) -> list[QuestionRecord]:
 
 
 def renamed_test(probe: QuestionRecord, k: int) -> list[QuestionRecord]:
-    match = _cue_match(probe.question, k)
+    match = cue_match(probe.question, k)
     sentence = match.group(0).replace(f"The {TESTS[k]} test", f"The {UNSEEN_TEST} test")
     text = probe.question[: match.start()] + sentence + probe.question[match.end() :]
     return [_edited(probe, text, f"renamed_{k + 1}")]
