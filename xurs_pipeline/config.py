@@ -409,12 +409,19 @@ def rerun_config(cfg: RootConfig) -> RootConfig | None:
     return replace(cfg, attribution=replace(at, seed=(at.seed + 1) % 2**32, certified_rerun=False))
 
 
+# a kronrod repeat's first intervals per main-run interval: no leaf of a partition of thirds (and their
+# halvings) is a leaf of the main run's halvings, so every node of the repeat is another node
+KRONROD_REPEAT_INTERVALS = 3
+
+
 def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
     """The main run's config with the repeat's attribution seed and sample count. IG draws nothing at
     random, so a repeat with another seed alone would equal the main run (a check that cannot fail): an IG
     repeat starts from ``repeat_n_samples`` quadrature points, by default twice the main run's (App. B.3:
     "different sample counts"; Sec. 5.3: "increase the number of intermediate points"); a kronrod repeat
-    starts from twice the main run's intervals; a certified repeat draws other shifts (its seed) with twice
+    starts from three times the main run's intervals (``KRONROD_REPEAT_INTERVALS``: twice would start from
+    the main run's first bisection and refine to its very leaves, a second run that cannot differ); a
+    certified repeat draws other shifts (its seed) with twice
     the budget and half the tolerances."""
     at, ev = cfg.attribution, cfg.evaluation
     if at.method == "ig":
@@ -426,8 +433,8 @@ def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
             )
         ig = replace(at, seed=seed, ig_points=points, ig_max_points=max(at.ig_max_points, points))
         return replace(cfg, attribution=ig)
-    if at.method == "kronrod":  # deterministic too: the repeat starts from twice the intervals (other nodes)
-        intervals = 2 * at.kronrod_intervals
+    if at.method == "kronrod":  # deterministic too: the repeat starts from other intervals (other nodes)
+        intervals = KRONROD_REPEAT_INTERVALS * at.kronrod_intervals
         budget = max(at.kronrod_max_evals, 15 * intervals * at.refs_per_collection)  # at least the first pass
         kronrod = replace(at, seed=seed, kronrod_intervals=intervals, kronrod_max_evals=budget)
         return replace(cfg, attribution=kronrod)

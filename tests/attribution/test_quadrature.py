@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy import integrate as sp_integrate
@@ -15,6 +17,7 @@ from xurs_pipeline.attribution.quadrature import (
     integrate,
     kronrod_rule,
 )
+from xurs_pipeline.config import KRONROD_REPEAT_INTERVALS
 
 
 def _evaluate(slope):
@@ -251,3 +254,37 @@ def test_unknown_stop_rule_names_the_key():
         KronrodSpec(stop="median")
     with pytest.raises(ValueError, match="kronrod_lead='median'"):
         KronrodSpec(lead_rule="median")
+
+
+def test_a_repeat_from_three_times_the_intervals_shares_no_interval_with_the_main_run():
+    """App. B.4's second run of the deterministic kronrod (``config.repeat_config``): started from twice the
+    intervals it begins at the main run's first bisection and refines to the very same intervals, so its
+    per-token vector equals the main run's (a check that cannot fail); from three times the intervals no
+    interval is shared and the vector is another estimate of the same integrals."""
+
+    def per_token(alpha: float) -> np.ndarray:  # two tokens, each a sharp swing of its own
+        s1, s2 = expit(60 * (alpha - 0.37)), expit(40 * (alpha - 0.61))
+        return np.array([60 * s1 * (1 - s1), -0.5 * 40 * s2 * (1 - s2)])
+
+    def evaluate(ref: int, nodes: np.ndarray, weights: np.ndarray):
+        per = np.array([per_token(a) for a in nodes])  # (15, 2)
+        return per.sum(1, keepdims=True), weights @ per
+
+    exact = np.array([expit(60 * 0.63) - expit(-60 * 0.37), -0.5 * (expit(40 * 0.39) - expit(-40 * 0.61))])
+    spec = KronrodSpec(tolerance=0.01, max_evals=4096, stop="residual")
+
+    def run(intervals: int):
+        report = integrate(evaluate, np.array([[exact.sum()]]), replace(spec, initial_intervals=intervals))
+        assert not report.exhausted
+        assert report.residual.max() <= 0.01
+        return {(i.a, i.b) for i in report.leaves[0]}, report.payload[0]
+
+    main_leaves, main_vector = run(1)
+    assert len(main_leaves) > 2  # the main run refined beyond its first bisection
+    twice_leaves, twice_vector = run(2)
+    assert twice_leaves == main_leaves
+    np.testing.assert_array_equal(twice_vector, main_vector)
+    thrice_leaves, thrice_vector = run(KRONROD_REPEAT_INTERVALS)
+    assert not thrice_leaves & main_leaves
+    assert not np.array_equal(thrice_vector, main_vector)
+    np.testing.assert_allclose(thrice_vector, exact, atol=0.01)

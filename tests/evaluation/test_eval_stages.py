@@ -240,14 +240,14 @@ def test_an_ig_repeat_doubles_the_quadrature_points_instead_of_repeating_the_mai
     assert repeat_config(cfg, 17).attribution.n_samples == cfg.attribution.n_samples  # EG
 
 
-def test_a_kronrod_repeat_starts_from_twice_the_intervals_instead_of_repeating_the_main_run():
+def test_a_kronrod_repeat_starts_from_three_times_the_intervals_instead_of_repeating_the_main_run():
     """kronrod is deterministic like IG: a repeat that changed only the seed would equal the main run."""
     cfg = make_cfg(Path("unused"), repeat_seeds=[17])
     at = dataclasses.replace(cfg.attribution, method="kronrod", kronrod_intervals=1)
     main = dataclasses.replace(at, kronrod_max_evals=15 * at.refs_per_collection)  # exactly the first pass
     repeat = repeat_config(dataclasses.replace(cfg, attribution=main), 17).attribution
-    assert (repeat.seed, repeat.kronrod_intervals) == (17, 2)
-    assert repeat.kronrod_max_evals == 30 * at.refs_per_collection  # raised to the repeat's first pass
+    assert (repeat.seed, repeat.kronrod_intervals) == (17, 3)
+    assert repeat.kronrod_max_evals == 45 * at.refs_per_collection  # raised to the repeat's first pass
     assert repeat != dataclasses.replace(main, seed=17)
 
 

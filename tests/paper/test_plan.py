@@ -130,7 +130,7 @@ def test_gradient_evaluations_state_each_estimators_budget() -> None:
     four = ("attribution.refs_per_collection=4", "attribution.kronrod_max_evals=60")  # the first pass
     small = _paper("controlled_direct_kronrod", *four, repeat)
     repeats = gradient_evaluations(small, questions=1, tokens=512)["attribute_repeats"]
-    assert repeats == 15 * 2 * 4  # twice the intervals
+    assert repeats == 15 * 3 * 4  # three times the intervals
     eg = _paper("controlled_direct", "evaluation.repeat_seeds=[17,23]", "evaluation.repeat_n_samples=32")
     assert gradient_evaluations(eg, questions=3, tokens=512) == {
         "attribute": 3 * eg.attribution.n_samples,
