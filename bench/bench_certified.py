@@ -8,8 +8,8 @@ For each of the first ``--questions`` questions the ``attribute`` stage explains
 references) and each M in ``--refs`` with the budget at the same place in ``--budgets``, each method runs
 twice through the stage's own ``attribute_question``: at the budget, and as App. B.4's second run at twice
 the budget (``config.repeat_config``: `certified` with other shifts and half the tolerances, `kronrod` from
-three times the intervals, EG with another seed), so the vector criteria compare the two as the ``checks`` stage
-does (``evaluation.agreement``: cosine, relative Euclidean distance, Spearman of the token magnitudes,
+three times the intervals, EG with another seed), so the vector criteria compare the two as the ``checks``
+stage does (``evaluation.agreement``: cosine, relative Euclidean distance, Spearman of the token magnitudes,
 top-3 overlap). `kronrod` runs residual-led (``kronrod_stop=residual``, App. B.4's per-reference rule at
 0.01); where its first pass (15 x M) is above the budget it cannot run, and the record says so. From
 `certified`'s trace: the evaluations at which the exact averaged residual alone first held, and at which
