@@ -421,8 +421,7 @@ def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
     "different sample counts"; Sec. 5.3: "increase the number of intermediate points"); a kronrod repeat
     starts from three times the main run's intervals (``KRONROD_REPEAT_INTERVALS``: twice would start from
     the main run's first bisection and refine to its very leaves, a second run that cannot differ); a
-    certified repeat draws other shifts (its seed) with twice
-    the budget and half the tolerances."""
+    certified repeat draws other shifts (its seed) with twice the budget and half the tolerances."""
     at, ev = cfg.attribution, cfg.evaluation
     if at.method == "ig":
         points = ev.repeat_n_samples or 2 * at.ig_points

@@ -185,9 +185,8 @@ def validity(
     learned its cue -> per yardstick planted, models_learned, as_trained (share of its decided (model,
     probe) pairs naming the training cue: a description), known_ranking, ranks_degraded and judges (module
     docstring)."""
-    out = {}
+    out, part = {}, one_method(rows)
     for y in YARDSTICKS:
-        part = one_method(rows)
         decided = part[(part["yardstick"] == y) & (part["depends_on"] > 0)]
         as_trained = float((~decided["departs"].astype(bool)).mean()) if len(decided) else float("nan")
         ranking = known_ranking(rows[rows["yardstick"] == y], confidence)
