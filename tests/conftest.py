@@ -7,12 +7,20 @@ to say so with ``@pytest.mark.slow``, which raises its limit to :data:`SLOW_TIME
 
 The suite runs on two pytest-xdist workers (``addopts`` in pyproject.toml): tests that share a session project
 run on one worker, in order (:data:`GROUPS`, :func:`pytest_xdist_make_scheduler`); the rest are shared out.
+
+The stages that tests start (``dvc repro``, ``python -m stages``) fork from one warm server per worker
+(:func:`warm_stages`, stages/warm.py) instead of importing torch and transformers each time;
+``XURS_TEST_COLD=1`` starts every stage cold.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -128,6 +136,33 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):  # type: ignore[no-
             super()._assign_work_unit(node)
 
     return ProjectGroups(config, log)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_stages() -> Iterator[None]:
+    """This worker's warm stage server, named to every process it starts by ``XURS_WARM_SOCKET``; stages
+    started before it is up (its imports take seconds) start cold."""
+    from stages.__main__ import ENV
+
+    if os.environ.get("XURS_TEST_COLD"):
+        yield
+        return
+    directory = Path(tempfile.mkdtemp(prefix="xw-"))  # short: a UNIX socket's path has at most 107 bytes
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    with (directory / "server.log").open("w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "stages.warm", str(directory / "stages.sock")],
+            cwd=TESTS.parent,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    os.environ[ENV] = str(directory / "stages.sock")
+    yield
+    os.environ.pop(ENV, None)  # a test may have rebuilt os.environ without it
+    server.terminate()
+    server.wait(timeout=60)
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,8 @@
 The reference project ran each stage once, uninterrupted. Here the same stages run again: predict
 in a new process without the feature cache the reference had; attribute split into two shards run
 by two processes that meet at a gloo barrier (as under ``torchrun --nproc_per_node 2``); and
-attribute in a fresh interpreter (``python -m stages attribute``, not forked from the test's server).
+attribute in a fresh interpreter (``python -m stages attribute``, forked from neither the reliability fork
+server nor the warm stage server of tests/conftest.py).
 Resumed runs are compared in ``test_reliability_kill_*``.
 
 Bitwise equality needs the same number of CPU threads per process: float sums are split across
@@ -25,6 +26,7 @@ import pytest
 from reliability_proc import StageProcess
 from reliability_project import ROOT, assert_same_attribute, copy_project, parquet_equal
 
+from stages.__main__ import ENV as WARM_ENV
 from xurs_pipeline.io import read_json, read_parquet
 
 
@@ -110,7 +112,7 @@ def test_shards_with_fewer_threads_agree_to_float32_rounding(reference: Path, tm
 
 def test_fresh_interpreter_reproduces_the_attributions(reference: Path, tmp_path: Path) -> None:
     project = copy_project(reference, tmp_path / "project", "backbone", "prepare", "train")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**{k: v for k, v in os.environ.items() if k != WARM_ENV}, "PYTHONPATH": str(ROOT)}  # cold
     result = subprocess.run(
         [sys.executable, "-m", "stages", "attribute"],
         cwd=project,

@@ -1,0 +1,182 @@
+"""Warm stage start-up (stages/warm.py, stages/__main__.py): a stage forked from the warm server is the
+stage a cold ``python -m stages`` would be (its directory, environment, arguments, streams, torch threads,
+exit status, the project's own code), and it starts cold where the server cannot stand in for a fresh
+interpreter.
+
+The project here is ``stages/`` as shipped, with a stand-in for the stage
+runner that prints what the stage process sees (and, for the signal tests, waits).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from stages.__main__ import CHILD_ENV, ENV, run_warm
+
+ROOT = Path(__file__).resolve().parents[2]
+STAND_IN = """
+import json, os, sys, time
+import torch
+
+def main(argv):
+    print("to stderr", file=sys.stderr)
+    try:  # the line goes out once the clean-up below is armed
+        print(json.dumps({"argv": argv[1:], "cwd": os.getcwd(), "marker": os.environ.get("MARKER"),
+                          "threads": torch.get_num_threads(), "ppid": os.getppid(), "pid": os.getpid(),
+                          "tmp": __import__("tempfile").gettempdir(), "file": __file__}), flush=True)
+        if argv[1] == "wait":
+            time.sleep(120)
+    except KeyboardInterrupt:  # the stage's own clean-up runs, as in a cold stage
+        open("interrupted", "w").close()
+        raise
+    return int(argv[1]) if argv[1].isdigit() else 0
+"""
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    """A warm server of this test module's own (the session's may be off: XURS_TEST_COLD)."""
+    directory = Path(tempfile.mkdtemp(prefix="xw-test-"))
+    socket_path = directory / "s.sock"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    process = subprocess.Popen([sys.executable, "-m", "stages.warm", str(socket_path)], cwd=ROOT, env=env)
+    deadline = time.monotonic() + 240
+    while not socket_path.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert socket_path.exists(), "the warm server did not start"
+    yield process, socket_path
+    process.terminate()
+    process.wait(timeout=30)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "stages", tmp_path / "stages", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "xurs_pipeline" / "tasks").mkdir(parents=True)
+    (tmp_path / "xurs_pipeline" / "__init__.py").write_text("")
+    (tmp_path / "xurs_pipeline" / "tasks" / "__init__.py").write_text("")
+    (tmp_path / "xurs_pipeline" / "tasks" / "runner.py").write_text(STAND_IN)
+    (tmp_path / "tmp").mkdir()
+    return tmp_path
+
+
+def _env(project: Path, socket_path: Path | None, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in (ENV, "OMP_NUM_THREADS")}
+    env.update(PYTHONPATH=str(project), MARKER="m-42", TMPDIR=str(project / "tmp"), **extra)
+    if socket_path is not None:
+        env[ENV] = str(socket_path)
+    return env
+
+
+def _stage(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "stages", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def _seen(result: subprocess.CompletedProcess[str]) -> dict[str, object]:
+    return json.loads(result.stdout.splitlines()[0])
+
+
+def test_a_warm_stage_sees_and_ends_as_a_cold_one(server, project: Path) -> None:
+    process, socket_path = server
+    cold = _stage(project, _env(project, None, OMP_NUM_THREADS="1"), "3", "x=1")
+    warm = _stage(project, _env(project, socket_path, OMP_NUM_THREADS="1"), "3", "x=1")
+    assert (warm.returncode, warm.stderr) == (cold.returncode, cold.stderr) == (3, "to stderr\n")
+    seen_cold, seen_warm = _seen(cold), _seen(warm)
+    assert seen_warm["ppid"] == process.pid  # forked from the server
+    assert seen_cold["ppid"] != process.pid
+    for key in ("argv", "cwd", "marker", "threads", "tmp", "file"):
+        assert seen_warm[key] == seen_cold[key], key
+    assert seen_warm["file"] == str(project / "xurs_pipeline" / "tasks" / "runner.py")  # the project's code
+    assert seen_warm["tmp"] == str(project / "tmp")
+    assert seen_warm["threads"] == 1
+
+
+def test_without_omp_num_threads_the_child_has_torchs_default(server, project: Path) -> None:
+    _, socket_path = server
+    cold, warm = _stage(project, _env(project, None), "0"), _stage(project, _env(project, socket_path), "0")
+    assert _seen(warm)["threads"] == _seen(cold)["threads"]
+
+
+def test_a_variable_read_at_import_that_differs_starts_the_stage_cold(server, project: Path) -> None:
+    process, socket_path = server
+    other = "0" if os.environ.get("HF_HUB_OFFLINE") == "1" else "1"
+    result = _stage(project, _env(project, socket_path, HF_HUB_OFFLINE=other), "0")
+    assert result.returncode == 0
+    assert _seen(result)["ppid"] != process.pid
+
+
+def test_the_warm_child_runs_its_stage_itself(server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``stages/__main__.py`` in the child must not hand the stage to the server again."""
+    monkeypatch.setenv(ENV, str(server[1]))
+    monkeypatch.setenv(CHILD_ENV, str(os.getpid()))
+    assert run_warm(["stages/__main__.py", "0"]) is None
+
+
+def test_no_server_on_the_socket_starts_the_stage_cold(project: Path, tmp_path: Path) -> None:
+    result = _stage(project, _env(project, tmp_path / "nobody.sock"), "5")
+    assert result.returncode == 5
+    assert _seen(result)["marker"] == "m-42"
+
+
+def _started(project: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], dict[str, object]]:
+    stage = subprocess.Popen(
+        [sys.executable, "-m", "stages", "wait"],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        # Ctrl-C unblocked, as under a terminal (a pytest-xdist worker may run with it blocked, and a child
+        # inherits the blocked set)
+        preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}),
+    )
+    assert stage.stdout is not None
+    return stage, json.loads(stage.stdout.readline())
+
+
+def _gone(pid: int, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_ctrl_c_ends_the_child_and_the_stage_as_sigint(server, project: Path) -> None:
+    process, socket_path = server
+    stage, seen = _started(project, _env(project, socket_path))
+    assert seen["ppid"] == process.pid
+    stage.send_signal(signal.SIGINT)
+    assert stage.wait(timeout=60) == -signal.SIGINT
+    assert _gone(int(seen["pid"]))
+    assert (project / "interrupted").is_file()
+
+
+def test_a_killed_stage_process_takes_its_child_with_it(server, project: Path) -> None:
+    process, socket_path = server
+    stage, seen = _started(project, _env(project, socket_path))
+    assert seen["ppid"] == process.pid
+    stage.kill()
+    stage.wait(timeout=60)
+    assert _gone(int(seen["pid"]))
