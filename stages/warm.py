@@ -30,6 +30,7 @@ the socket, the stage starts cold: the server is an accelerator, never a require
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -137,27 +138,35 @@ def _end_with_the_stage(conn: socket.socket) -> None:
 
 
 def _child(conn: socket.socket, server: Server) -> None:
-    status = 1
+    """Run one stage and end, whatever happens: this process is a fork of the server and must never return
+    to its loop. Before it has answered with its pid, any failure answers :data:`REFUSED` (start cold)."""
+    status, answered = 1, False
     try:
         request, fds = _receive(conn)
         request["env"] = {**server.imports_set, **request["env"], CHILD_ENV: str(os.getpid())}
         if request["python"] != python_identity() or _frozen(request["env"]) != server.frozen:
-            conn.sendall(STATUS.pack(REFUSED))
-            os._exit(0)
+            return
         conn.sendall(STATUS.pack(os.getpid()))
+        answered = True
         threading.Thread(target=_end_with_the_stage, args=(conn,), daemon=True).start()
         _adopt(request, fds)
         status = _run_stage()
     finally:
-        import atexit
-        import logging
-
-        atexit._run_exitfuncs()
-        logging.shutdown()
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        conn.sendall(STATUS.pack(status))
+        with contextlib.suppress(BaseException):  # the stage may be gone: end all the same
+            _finish(conn, status if answered else REFUSED)
         os._exit(status & 0xFF)
+
+
+def _finish(conn: socket.socket, answer: int) -> None:
+    """What a cold interpreter does at its end (exit handlers, logging, streams), then the answer."""
+    import atexit
+    import logging
+
+    atexit._run_exitfuncs()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    conn.sendall(STATUS.pack(answer))
 
 
 def serve(path: Path) -> None:

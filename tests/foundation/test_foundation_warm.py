@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from stages.__main__ import CHILD_ENV, ENV, run_warm
+from stages.__main__ import CHILD_ENV, ENV, STATUS, read_int, run_warm
 
 ROOT = Path(__file__).resolve().parents[2]
 STAND_IN = """
@@ -129,6 +130,15 @@ def test_the_warm_child_runs_its_stage_itself(server, monkeypatch: pytest.Monkey
     monkeypatch.setenv(ENV, str(server[1]))
     monkeypatch.setenv(CHILD_ENV, str(os.getpid()))
     assert run_warm(["stages/__main__.py", "0"]) is None
+
+
+def test_a_request_the_child_cannot_read_is_answered_start_cold(server) -> None:
+    """A failure before the child has answered with its pid answers 0 (never a pid the stage would signal)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(str(server[1]))
+        socket.send_fds(conn, [STATUS.pack(9) + b"not json!"], [0, 1, 2])
+        assert read_int(conn) == 0
+        assert read_int(conn) is None  # and the child is gone
 
 
 def test_no_server_on_the_socket_starts_the_stage_cold(project: Path, tmp_path: Path) -> None:
