@@ -26,6 +26,7 @@ import _common as C
 
 sys.path.insert(0, str(C.ROOT))  # `stages` is the project's directory, not an installed package
 from stages.__main__ import ENV
+from stages.warm import start_server
 
 BIN = Path(sys.executable).parent
 
@@ -56,7 +57,7 @@ def main() -> None:
         shutil.copy(C.ROOT / "dvc.yaml", project / "dvc.yaml")
         env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(project)}
         env = {k: v for k, v in env.items() if k != ENV} | {"OMP_NUM_THREADS": "1"}
-        server = subprocess.Popen([sys.executable, "-m", "stages.warm", str(sock)], cwd=project, env=env)
+        server = start_server(sock, env)
         try:
             rows = _compare(project, env, sock, args)
         finally:

@@ -36,15 +36,17 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stages.__main__ import CHILD_ENV, STATUS, python_identity
+from stages.__main__ import CHILD_ENV, ENV, STATUS, python_identity
 
 PRELOAD = (
     "torch",
@@ -62,16 +64,18 @@ OWN_PACKAGES = ("stages", "xurs_pipeline")
 REFUSED = 0  # the pid the server answers with when the stage must start cold
 MAX_REQUEST = 1 << 20
 POLL_S = 2.0
-_DEFAULT_THREADS = 1  # torch's default thread count, read by the server after it imported torch
+PROJECT = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
 class Server:
     """frozen: the server's variables read at import (:data:`FROZEN_ENV`), after its imports; imports_set:
-    the variables its imports added (a cold stage's imports would add them too)."""
+    the variables its imports added (a cold stage's imports would add them too); threads: torch's default
+    thread count (a stage without ``OMP_NUM_THREADS`` gets it)."""
 
     frozen: dict[str, str]
     imports_set: dict[str, str]
+    threads: int
 
 
 def _frozen(env: dict[str, str]) -> dict[str, str]:
@@ -90,7 +94,7 @@ def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return json.loads(body), fds
 
 
-def _adopt(request: dict[str, Any], fds: list[int]) -> None:
+def _adopt(request: dict[str, Any], fds: list[int], default_threads: int) -> None:
     """Become the stage process the request describes: its streams, directory, environment, path, argv,
     torch threads; the project's own modules are imported afresh."""
     for target, fd in enumerate(fds):
@@ -108,7 +112,7 @@ def _adopt(request: dict[str, Any], fds: list[int]) -> None:
     import torch
 
     threads = os.environ.get("OMP_NUM_THREADS", "")
-    torch.set_num_threads(int(threads) if threads.isdigit() and int(threads) > 0 else _DEFAULT_THREADS)
+    torch.set_num_threads(int(threads) if threads.isdigit() and int(threads) > 0 else default_threads)
 
 
 def _run_stage() -> int:
@@ -149,11 +153,14 @@ def _child(conn: socket.socket, server: Server) -> None:
         conn.sendall(STATUS.pack(os.getpid()))
         answered = True
         threading.Thread(target=_end_with_the_stage, args=(conn,), daemon=True).start()
-        _adopt(request, fds)
+        _adopt(request, fds, server.threads)
         status = _run_stage()
     finally:
         with contextlib.suppress(BaseException):  # the stage may be gone: end all the same
-            _finish(conn, status if answered else REFUSED)
+            if answered:
+                _finish(conn, status)
+            else:
+                conn.sendall(STATUS.pack(REFUSED))
         os._exit(status & 0xFF)
 
 
@@ -172,16 +179,14 @@ def _finish(conn: socket.socket, answer: int) -> None:
 def serve(path: Path) -> None:
     """Import :data:`PRELOAD`, then fork a child for each stage that connects to the UNIX socket ``path``;
     ends when the process that started it is gone."""
-    global _DEFAULT_THREADS
     signal.pthread_sigmask(signal.SIG_SETMASK, set())  # a test runner may have blocked Ctrl-C in us
     before = dict(os.environ)
     for module in PRELOAD:
         importlib.import_module(module)
     import torch
 
-    _DEFAULT_THREADS = torch.get_num_threads()
     imports_set = {k: v for k, v in os.environ.items() if k not in before}  # TORCHINDUCTOR_CACHE_DIR...
-    server = Server(_frozen(dict(os.environ)), imports_set)
+    server = Server(_frozen(dict(os.environ)), imports_set, torch.get_num_threads())
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     path.unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -201,6 +206,16 @@ def serve(path: Path) -> None:
             _child(conn, server)
         conn.close()
     path.unlink(missing_ok=True)
+
+
+def start_server(socket_path: Path, env: Mapping[str, str], **popen: Any) -> subprocess.Popen[bytes]:
+    """``python -m stages.warm socket_path`` as a process of this project, in ``env`` without
+    ``OMP_NUM_THREADS`` (the children take each stage's own) or ``$XURS_WARM_SOCKET``; it binds the socket
+    once its imports are done. ``popen``: further arguments of :class:`subprocess.Popen` (output files)."""
+    env = {k: v for k, v in env.items() if k not in ("OMP_NUM_THREADS", ENV)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "stages.warm", str(socket_path)], cwd=PROJECT, env=env, **popen
+    )
 
 
 if __name__ == "__main__":

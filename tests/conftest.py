@@ -143,20 +143,14 @@ def warm_stages() -> Iterator[None]:
     """This worker's warm stage server, named to every process it starts by ``XURS_WARM_SOCKET``; stages
     started before it is up (its imports take seconds) start cold."""
     from stages.__main__ import ENV
+    from stages.warm import start_server
 
     if os.environ.get("XURS_TEST_COLD"):
         yield
         return
     directory = Path(tempfile.mkdtemp(prefix="xw-"))  # short: a UNIX socket's path has at most 107 bytes
-    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     with (directory / "server.log").open("w") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "stages.warm", str(directory / "stages.sock")],
-            cwd=TESTS.parent,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        server = start_server(directory / "stages.sock", os.environ, stdout=log, stderr=subprocess.STDOUT)
     os.environ[ENV] = str(directory / "stages.sock")
     yield
     os.environ.pop(ENV, None)  # a test may have rebuilt os.environ without it

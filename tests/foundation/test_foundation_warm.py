@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from stages.__main__ import CHILD_ENV, ENV, STATUS, read_int, run_warm
+from stages.warm import start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 STAND_IN = """
@@ -50,8 +51,7 @@ def server() -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
     """A warm server of this test module's own (the session's may be off: XURS_TEST_COLD)."""
     directory = Path(tempfile.mkdtemp(prefix="xw-test-"))
     socket_path = directory / "s.sock"
-    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
-    process = subprocess.Popen([sys.executable, "-m", "stages.warm", str(socket_path)], cwd=ROOT, env=env)
+    process = start_server(socket_path, os.environ)
     deadline = time.monotonic() + 240
     while not socket_path.exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
