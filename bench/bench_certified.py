@@ -11,7 +11,9 @@ the budget (``config.repeat_config``: `certified` with other shifts and half the
 three times the intervals, EG with another seed), so the vector criteria compare the two as the ``checks``
 stage does (``evaluation.agreement``: cosine, relative Euclidean distance, Spearman of the token magnitudes,
 top-3 overlap). `kronrod` runs residual-led (``kronrod_stop=residual``, App. B.4's per-reference rule at
-0.01); where its first pass (15 x M) is above the budget it cannot run, and the record says so. From
+0.01), or with ``--kronrod-bound TOL`` by its bound rule at TOL; ``--override attribution.kronrod_rule=
+trapezoid`` runs it on the trapezoid rule (``attribution/trapezoid.py``; the table names it
+``kronrod+trapezoid``); where its first pass is above the budget it cannot run, and the record says so. From
 `certified`'s trace: the evaluations at which the exact averaged residual alone first held, and at which
 its whole rule held. Each (method, question, M) is one JSON line appended to ``--out`` as it ends, with
 the load average; ``--table`` prints the records as a table (medians per method and M, App. B.4's verdict,
@@ -110,9 +112,14 @@ def measure(model, q, pool, cfg, pad_id: int, budget: int) -> dict:
 
 
 def label(at) -> str:
-    """The method as the table names it: ``certified+warpN`` with N forwards a reference's path warp."""
+    """The method as the table names it: ``certified+warpN`` with N forwards a reference's path warp,
+    ``kronrod+trapezoid`` under ``attribution.kronrod_rule=trapezoid``."""
     if at.method == "certified" and at.certified_warp_points:
         return f"certified+warp{at.certified_warp_points}"
+    if at.method == "kronrod":
+        rule = f"+{at.kronrod_rule}" if at.kronrod_rule != "k15" else ""
+        stop = f"@bound{at.kronrod_tolerance:g}" if at.kronrod_stop == "bound" else ""
+        return f"kronrod{rule}{stop}"
     return str(at.method)
 
 
@@ -138,9 +145,13 @@ def run(args) -> None:
     for refs, budget in zip(args.refs, args.budgets, strict=True):
         for method in args.methods:
             mcfg = method_config(cfg, method, refs, budget)
-            if method == "kronrod" and 15 * refs > budget:
+            if method == "kronrod" and args.kronrod_bound:
+                bound = {"kronrod_stop": "bound", "kronrod_tolerance": args.kronrod_bound}
+                mcfg = replace(mcfg, attribution=replace(mcfg.attribution, **bound))
+            first_pass = mcfg.attribution.kronrod_first_pass
+            if method == "kronrod" and first_pass > budget:
                 questions = []
-                note = {"note": f"first pass 15 x {refs} = {15 * refs} above the budget {budget}"}
+                note = {"note": f"first pass of {first_pass} evaluations above the budget {budget}"}
                 _write(out, {"method": method, "refs": refs, "budget": budget, **note})
             else:
                 questions, pool = explained_questions(model, prompts, mcfg.attribution, args.questions)
@@ -241,6 +252,13 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["certified", "kronrod", "eg"])
     parser.add_argument("--out", default="results/bench/certified.jsonl")
     parser.add_argument("--skip", type=int, default=0, help="leave out the first SKIP of the questions")
+    parser.add_argument(
+        "--kronrod-bound",
+        type=float,
+        default=0.0,
+        help="kronrod stops by its bound rule at this tolerance (kronrod_stop=bound) instead of App. B.4's "
+        "per-reference residual rule",
+    )
     parser.add_argument("--table", action="store_true")
     parser.add_argument("--kept", help="with --table: write the table here, headed by --command")
     parser.add_argument("--command", default="", help="with --kept: the command that made the records")

@@ -40,6 +40,7 @@ from xurs_pipeline.attribution.config import (
     RERUN_KEYS,
     AttributionConfig,
     check_gradient_budget,
+    kronrod_first_pass,
     unread_keys,
     with_method,
 )
@@ -434,7 +435,8 @@ def repeat_config(cfg: RootConfig, seed: int) -> RootConfig:
         return replace(cfg, attribution=ig)
     if at.method == "kronrod":  # deterministic too: the repeat starts from other intervals (other nodes)
         intervals = KRONROD_REPEAT_INTERVALS * at.kronrod_intervals
-        budget = max(at.kronrod_max_evals, 15 * intervals * at.refs_per_collection)  # at least the first pass
+        first_pass = kronrod_first_pass(at.kronrod_rule, intervals, at.refs_per_collection)
+        budget = max(at.kronrod_max_evals, first_pass)
         kronrod = replace(at, seed=seed, kronrod_intervals=intervals, kronrod_max_evals=budget)
         return replace(cfg, attribution=kronrod)
     if at.method == "certified":  # other shifts, twice the budget, half the tolerances (App. B.4's 2x run)

@@ -57,6 +57,7 @@ _KRONROD_KEYS = (
     "kronrod_intervals",
     "kronrod_stop",
     "kronrod_lead",
+    "kronrod_rule",
 )
 _CERTIFIED_KEYS = (
     "certified_tolerance",
@@ -80,6 +81,12 @@ NO_RESULT_KEYS = ("progress",)
 RERUN_KEYS = ("certified_rerun",)
 
 
+def kronrod_first_pass(rule: str, intervals: int, refs: int) -> int:
+    """Gradient evaluations of kronrod's first pass over ``refs`` references of ``intervals`` equal intervals
+    each: 15 nodes an interval under the ``k15`` rule, the ``trapezoid``'s intervals + 1 nodes a reference."""
+    return (15 * intervals if rule == "k15" else intervals + 1) * refs
+
+
 def unread_keys(method: str) -> tuple[str, ...]:
     """The paper estimators' keys ``method`` never reads (:data:`ESTIMATOR_KEYS`; a token method's own keys,
     :data:`METHOD_KEYS`, are refused away from their defaults under another method instead)."""
@@ -97,6 +104,9 @@ REFERENCE_ORDERS = ("first", "hash")
 QUADRATURES = ("gausslegendre", "riemann_trapezoid", "riemann_left", "riemann_right", "riemann_middle")
 PRECISIONS = ("float32", "bfloat16", "float16")
 STOP_RULES = ("bound", "residual")  # the kronrod stopping rules, attribution/quadrature.py
+# kronrod's rule on each interval: Gauss-Kronrod 15 points (quadrature.py) or the trapezoid between two
+# nodes, each interval's error exact from F at its ends (trapezoid.py)
+INTERVAL_RULES = ("k15", "trapezoid")
 LEAD_RULES = ("stop", *STOP_RULES)  # which rule orders kronrod's refinement ("stop": the stopping rule)
 # Names of the target functions (``attribution.target_fn``, ``evaluation.targets``): the registry in
 # ``targets.py`` is built from these, so validating a config never imports torch (stage start-up, issue 18).
@@ -231,7 +241,10 @@ class AttributionConfig:
       stopping rule: ``bound`` (the mean error bound within the tolerance) or ``residual`` (App. B.4: the
       mean per-reference exact residual within it, the largest within 5x; the bound still reported), each
       bisecting the reference that fails it most; ``kronrod_lead`` ``bound`` or ``residual`` orders the
-      refinement by that rule whatever the stop (``stop``, the default: the stopping rule's own order).
+      refinement by that rule whatever the stop (``stop``, the default: the stopping rule's own order);
+      ``kronrod_rule`` the rule on each interval: ``k15`` (Gauss-Kronrod, 30 evaluations a bisection) or
+      ``trapezoid`` (one evaluation a bisection, each interval's error exact from F at its two nodes;
+      ``attribution/trapezoid.py``; straight paths only).
     certified_*: the ``certified`` estimator (``attribution/certified.py``): the tolerance of the averaged
       residual (Eq. 9) and of its 95% spread over the random shifts, the tolerance of the predicted relative
       distance of the averaged vector from a rerun, its gradient-evaluation budget per collection (flagged
@@ -294,6 +307,7 @@ class AttributionConfig:
     kronrod_intervals: int = 1
     kronrod_stop: str = "bound"
     kronrod_lead: str = "stop"
+    kronrod_rule: str = "k15"
     certified_tolerance: float = 0.01
     certified_vector_tolerance: float = 0.05
     certified_max_evals: int = 2048
@@ -343,6 +357,7 @@ class AttributionConfig:
         _one_of("ig_quadrature", self.ig_quadrature, QUADRATURES)
         _one_of("kronrod_stop", self.kronrod_stop, STOP_RULES)
         _one_of("kronrod_lead", self.kronrod_lead, LEAD_RULES)
+        _one_of("kronrod_rule", self.kronrod_rule, INTERVAL_RULES)
         _one_of("precision", self.precision, PRECISIONS)
         _one_of("path", self.path, PATHS)
         _at_least("path_block", self.path_block, 1)
@@ -400,6 +415,11 @@ class AttributionConfig:
             _at_least(key, getattr(self, key), 1)
         _at_least("eval_batch_size", self.eval_batch_size, 1)
 
+    @property
+    def kronrod_first_pass(self) -> int:
+        """Gradient evaluations of kronrod's first pass (:func:`kronrod_first_pass`)."""
+        return kronrod_first_pass(self.kronrod_rule, self.kronrod_intervals, self.refs_per_collection)
+
     def _check_quadrature(self) -> None:
         """IG and Gauss-Kronrod points, refinement, tolerances and the kronrod first pass."""
         _at_least("ig_points", self.ig_points, 2 if self.ig_quadrature != "gausslegendre" else 1)
@@ -411,11 +431,11 @@ class AttributionConfig:
         _tolerance("kronrod_tolerance", self.kronrod_tolerance)
         _at_least("kronrod_intervals", self.kronrod_intervals, 1)
         _at_least("kronrod_max_evals", self.kronrod_max_evals, 1)
-        first_pass = 15 * self.kronrod_intervals * self.refs_per_collection
-        if self.method == "kronrod" and self.kronrod_max_evals < first_pass:
+        if self.method == "kronrod" and self.kronrod_max_evals < self.kronrod_first_pass:
+            nodes = "15 x kronrod_intervals" if self.kronrod_rule == "k15" else "(kronrod_intervals + 1)"
             raise ValueError(
-                f"attribution.kronrod_max_evals={self.kronrod_max_evals}: must be >= the first pass, 15 x "
-                f"kronrod_intervals x refs_per_collection = {first_pass}"
+                f"attribution.kronrod_max_evals={self.kronrod_max_evals}: must be >= the first pass, {nodes} "
+                f"x refs_per_collection = {self.kronrod_first_pass}"
             )
         _tolerance("ig_tolerance", self.ig_tolerance)
         self._check_certified()

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from xurs_pipeline.attribution import path_warp
+from xurs_pipeline.attribution import path_warp, trapezoid
 from xurs_pipeline.attribution.certified import Z_95, CertifiedSpec, certify
 from xurs_pipeline.attribution.endpoints import path_values
 from xurs_pipeline.attribution.gradients import Batching, GradientSums, accumulate
@@ -88,8 +88,10 @@ class PathProblem:
         if self.pieces is not None:
             raise ValueError(f"attribution.method={method!r} {why}: use path='straight'")
 
-    def run(self, plan: SamplingPlan, split_references: bool = False) -> GradientSums:
-        batching = Batching(self.on_batch, self.reuse_prefix, split_references)
+    def run(
+        self, plan: SamplingPlan, split_references: bool = False, split_samples: bool = False
+    ) -> GradientSums:
+        batching = Batching(self.on_batch, self.reuse_prefix, split_references, split_samples)
         return accumulate(
             self.model, self.objective, self.prompt, self.refs, plan, self.samples_per_call, batching
         )
@@ -103,6 +105,17 @@ class PathProblem:
     def slopes(self, sums: GradientSums) -> np.ndarray:
         """Each sample's dF_t/dα per explained target, float64 (n, T), from a run's per-column slopes."""
         return self.objective.group(sums.slope.T).T.cpu().numpy().astype(np.float64)
+
+    def path_widths(self, sums: GradientSums) -> np.ndarray:
+        """F_t at each sample per explained target, float64 (n, T), from a run's per-column values."""
+        return self.objective.group(sums.value.T).T.cpu().numpy().astype(np.float64)
+
+    def ends(self) -> np.ndarray:
+        """F_t at each straight path's two ends, (M, 2, T) float64: the reference's, then the prompt's."""
+        t = self.targets
+        start = self.ref_widths[:, t].double().cpu().numpy()
+        end = np.broadcast_to(self.input_widths[t].double().cpu().numpy(), start.shape)
+        return np.stack([start, end], axis=1)
 
     def zeros(self) -> torch.Tensor:
         """A float32 (T, L, d) accumulator on the prompt's device."""
@@ -266,6 +279,8 @@ class AdaptiveKronrod(Estimator):
     method: ClassVar[str] = "kronrod"
 
     def attribute(self, problem: PathProblem) -> CollectionResult:
+        if self.spec.rule == "trapezoid":
+            return self._trapezoid(problem)
         bad: set[int] = set()
 
         def evaluate(ref: int, nodes: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, torch.Tensor]:
@@ -297,6 +312,36 @@ class AdaptiveKronrod(Estimator):
             variation=problem.per_path(report.variation),
             exhausted=report.exhausted,
             nonfinite_refs=sorted({problem.path_of(r) for r in bad}),
+            grad_evals=report.evals,
+            plan_seed=None,
+            trace=report.trace,
+        )
+
+    def _trapezoid(self, problem: PathProblem) -> CollectionResult:
+        """The trapezoid between nodes, each interval's error exact (``trapezoid.py``); straight paths."""
+        problem.straight_only(self.method, "with kronrod_rule='trapezoid' reads F along straight paths")
+        bad: set[int] = set()
+
+        def evaluate(refs: np.ndarray, alphas: np.ndarray) -> tuple[np.ndarray, np.ndarray, torch.Tensor]:
+            sums = problem.run(SamplingPlan(refs, alphas, np.ones(len(refs))), split_samples=True)
+            bad.update(int(r) for r in refs[sums.nonfinite.cpu().numpy()])
+            assert sums.e_per_sample is not None
+            vectors = torch.stack([problem.objective.group(v) for v in sums.e_per_sample])  # (n, T, L, d)
+            return problem.slopes(sums), problem.path_widths(sums), vectors
+
+        ends = problem.ends()
+        report = trapezoid.integrate(evaluate, ends, self.spec, problem.samples_per_call)
+        gap = ends[:, 1] - ends[:, 0]
+        return CollectionResult(
+            e=torch.stack(report.vectors).mean(0),
+            reference_mean=problem.ref_widths[:, problem.targets].mean(0),
+            draws=np.ones(problem.n_paths, dtype=np.int64),
+            points=report.intervals + 1,
+            ref_residual=np.abs(report.integral - gap),
+            error_bound=np.full(len(problem.targets), report.bound.mean()),
+            variation=report.variation,
+            exhausted=report.exhausted,
+            nonfinite_refs=sorted(bad),
             grad_evals=report.evals,
             plan_seed=None,
             trace=report.trace,

@@ -67,6 +67,8 @@ class GradientSums:
     grad_evals: number of gradient samples evaluated (n).
     prefix: positions [0, prefix) run once and shared by every sample (0: full-length path).
     e_per_ref: (M, K, L, d) float32, ``e`` split by reference (only with ``split_references``; else None).
+    e_per_sample: (n, K, L, d) float32, each sample's weighted product (only with ``split_samples``; else
+      None): what a rule that reweights its nodes later keeps (``trapezoid.py``).
     """
 
     e: torch.Tensor
@@ -77,6 +79,7 @@ class GradientSums:
     grad_evals: int
     prefix: int = 0
     e_per_ref: torch.Tensor | None = None
+    e_per_sample: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -84,25 +87,33 @@ class Batching:
     """How :func:`accumulate` runs a plan besides its batch size: ``on_batch`` is called with each batch's
     sample count (a progress bar), ``reuse_prefix`` runs the prefix every reference shares with X once
     (module docstring), ``split_references`` also keeps ``e`` per reference (one call for several
-    references' nodes)."""
+    references' nodes), ``split_samples`` per sample."""
 
     on_batch: Callable[[int], None] | None = None
     reuse_prefix: bool = True
     split_references: bool = False
+    split_samples: bool = False
 
 
 class _Accumulator:
     """The float32 sums of one plan on the prompt's device, as :class:`GradientSums` holds them, filled a
     batch at a time over rows [p, L) (p: the shared prefix, 0 without one)."""
 
-    def __init__(self, n_cols: int, x: torch.Tensor, n_refs: int, n_samples: int, split: bool) -> None:
+    def __init__(self, n_cols: int, x: torch.Tensor, n_refs: int, n_samples: int, batching: Batching) -> None:
         device, f32 = x.device, torch.float32
         self.e = torch.zeros((n_cols, x.shape[1], x.shape[2]), dtype=f32, device=device)  # (K, L, d)
         self.per_ref = torch.zeros((n_refs, n_cols), dtype=f32, device=device)
         self.slope = torch.zeros((n_samples, n_cols), dtype=f32, device=device)
         self.value = torch.zeros((n_samples, n_cols), dtype=f32, device=device)
         self.nonfinite = torch.zeros(n_samples, dtype=torch.bool, device=device)
+        split, per_sample = batching.split_references, batching.split_samples
         self.split = torch.zeros((n_refs, *self.e.shape), device=device) if split else None  # (M, K, L, d)
+        self.samples = torch.zeros((n_samples, *self.e.shape), device=device) if per_sample else None
+
+    @property
+    def per_sample(self) -> bool:
+        """Whether a batch's products are needed sample by sample (split by reference or by sample)."""
+        return self.split is not None or self.samples is not None
 
     @torch.no_grad()
     def add(
@@ -114,13 +125,16 @@ class _Accumulator:
         columns: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
     ) -> None:
         """One batch's columns (:func:`_batch_sums`) for plan entries ``part`` with references ``idx`` and
-        weights ``w``: each sample's (b, L - p, d) product summed by reference only when split."""
+        weights ``w``: each sample's (b, L - p, d) product kept by reference or by sample when split."""
         for k, (weighted, sample_sum, out_k) in enumerate(columns):
             self.nonfinite[part] |= ~(torch.isfinite(sample_sum) & torch.isfinite(out_k))
-            if self.split is None:
+            if not self.per_sample:
                 self.e[k, rows].add_(weighted)
             else:
-                self.split[:, k, rows].index_add_(0, idx, weighted)
+                if self.split is not None:
+                    self.split[:, k, rows].index_add_(0, idx, weighted)
+                if self.samples is not None:
+                    self.samples[part, k, rows] = weighted
                 self.e[k, rows].add_(weighted.sum(0))
             self.per_ref[:, k].index_add_(0, idx, sample_sum * w)
             self.slope[part, k] = sample_sum
@@ -128,7 +142,15 @@ class _Accumulator:
 
     def sums(self, grad_evals: int, prefix: int) -> GradientSums:
         return GradientSums(
-            self.e, self.per_ref, self.slope, self.value, self.nonfinite, grad_evals, prefix, self.split
+            self.e,
+            self.per_ref,
+            self.slope,
+            self.value,
+            self.nonfinite,
+            grad_evals,
+            prefix,
+            self.split,
+            self.samples,
         )
 
 
@@ -145,7 +167,7 @@ def accumulate(
     in :class:`GradientSums`."""
     x = prompt.embeds
     ref_index, alpha, weight = plan.to(x.device)
-    sums = _Accumulator(objective.n_columns, x, len(refs), len(plan), batching.split_references)
+    sums = _Accumulator(objective.n_columns, x, len(refs), len(plan), batching)
     size, start = samples_per_call, 0
     with frozen(model), torch.enable_grad():  # type: ignore[arg-type]
         prefix = shared_prefix(model, prompt, refs, ref_index) if batching.reuse_prefix else None
@@ -154,7 +176,7 @@ def accumulate(
             part = slice(start, min(start + size, len(plan)))
             try:
                 batch = (ref_index[part], alpha[part], weight[part])
-                columns = _batch_sums(model, objective, prompt, refs, batch, prefix, sums.split is not None)
+                columns = _batch_sums(model, objective, prompt, refs, batch, prefix, sums.per_sample)
             except RuntimeError as err:
                 if not is_out_of_memory(err):
                     raise

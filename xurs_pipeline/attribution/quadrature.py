@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from xurs_pipeline.attribution.config import LEAD_RULES, STOP_RULES
+from xurs_pipeline.attribution.config import INTERVAL_RULES, LEAD_RULES, STOP_RULES
 from xurs_pipeline.errors import XursError
 
 # QUADPACK qk15 on [-1, 1]: Kronrod nodes (the odd-indexed ones are the 7 Gauss-Legendre nodes) and weights.
@@ -118,13 +118,16 @@ class KronrodSpec:
     max_evals: gradient evaluations the collection may spend (15 per interval).
     initial_intervals: equal intervals per reference to start with.
     stop: the stopping rule, one of ``STOP_RULES`` (module docstring).
-    lead_rule: the rule whose failure orders the refinement, one of ``LEAD_RULES`` (``stop``: ``stop``'s)."""
+    lead_rule: the rule whose failure orders the refinement, one of ``LEAD_RULES`` (``stop``: ``stop``'s).
+    rule: the rule on each interval, one of ``INTERVAL_RULES``: ``k15`` (this module) or ``trapezoid``
+      (``trapezoid.py``: two nodes an interval, its error exact; the same stopping and lead rules)."""
 
     tolerance: float = 0.01
     max_evals: int = 4096
     initial_intervals: int = 1
     stop: str = "bound"
     lead_rule: str = "stop"
+    rule: str = "k15"
 
     def __post_init__(self) -> None:
         if not self.tolerance > 0:
@@ -137,6 +140,8 @@ class KronrodSpec:
             raise ValueError(
                 f"attribution.kronrod_lead={self.lead_rule!r}: must be one of {list(LEAD_RULES)}"
             )
+        if self.rule not in INTERVAL_RULES:
+            raise ValueError(f"attribution.kronrod_rule={self.rule!r}: must be one of {list(INTERVAL_RULES)}")
 
     def met(self, mean_bound: Any, mean_residual: Any, max_residual: Any) -> Any:
         """Whether the stopping rule holds, from a step's mean bound and mean and largest per-reference

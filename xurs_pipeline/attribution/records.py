@@ -65,7 +65,16 @@ class NonFiniteReport:
         )
 
 
-QUADRATURE_NAMES = {"kronrod": "gauss_kronrod_15", "certified": "tent_lattice"}  # the row's ``quadrature``
+INTERVAL_RULE_NAMES = {"k15": "gauss_kronrod_15", "trapezoid": "adaptive_trapezoid"}  # kronrod's, per rule
+
+
+def quadrature_name(cfg) -> str:
+    """The row's ``quadrature``: kronrod's interval rule, IG's ``ig_quadrature``, certified's lattice."""
+    if cfg.method == "kronrod":
+        return INTERVAL_RULE_NAMES[cfg.kronrod_rule]
+    if cfg.method == "ig":
+        return cfg.ig_quadrature
+    return "tent_lattice" if cfg.method == "certified" else ""
 
 
 @dataclass
@@ -134,7 +143,7 @@ class TargetAttribution:
             route=cfg.route,
             target_fn=cfg.target_fn,
             precision=cfg.precision,
-            quadrature=QUADRATURE_NAMES.get(cfg.method, cfg.ig_quadrature if cfg.method == "ig" else ""),
+            quadrature=quadrature_name(cfg),
             path=cfg.path if cfg.path == "straight" else f"{cfg.path}_{cfg.path_block}",
             seed=cfg.seed,
             plan_seeds=[int(r.plan_seed) for r in results if r.plan_seed is not None],

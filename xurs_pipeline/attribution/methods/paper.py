@@ -82,14 +82,14 @@ class IGSettings(PathSettings):
 
 @dataclass(frozen=True)
 class KronrodSettings(PathSettings):
-    """``kronrod``: ``attribution.kronrod_*`` (``quadrature.KronrodSpec``)."""
+    """``kronrod``: ``attribution.kronrod_*`` (``quadrature.KronrodSpec``, its interval rule included)."""
 
     spec: KronrodSpec
 
     @classmethod
     def of(cls, cfg: AttributionConfig) -> KronrodSettings:
         keys = (cfg.kronrod_tolerance, cfg.kronrod_max_evals, cfg.kronrod_intervals, cfg.kronrod_stop)
-        return cls(*_path_keys(cfg), KronrodSpec(*keys, cfg.kronrod_lead))
+        return cls(*_path_keys(cfg), KronrodSpec(*keys, cfg.kronrod_lead, cfg.kronrod_rule))
 
     def estimator(self, collection: int) -> Estimator:
         return AdaptiveKronrod(self.spec)
