@@ -105,3 +105,46 @@ def prompts_frame(
                 }
             )
     return pd.DataFrame(rows)
+
+
+def width_fn(model, prompt, target: int):
+    """W_target of ``model`` at embeddings z (b, L, d), the prompt's mask and positions: plain autograd."""
+    from xurs_pipeline.credal import credal_width
+
+    def width(z: torch.Tensor) -> torch.Tensor:
+        n = z.shape[0]
+        out = model(z, prompt.attention_mask.expand(n, -1), prompt.position_ids.expand(n, -1))
+        return credal_width(out.masses, validate=False)[:, target]
+
+    return width
+
+
+def dense_midpoint(width, x: torch.Tensor, b: torch.Tensor, n: int) -> torch.Tensor:
+    """Σ_i (X - B) ⊙ ∇F(B + α_i (X - B)) / n at n midpoints, plain autograd (no engine), (L, d)."""
+    total = torch.zeros_like(x[0])
+    for start in range(0, n, 256):
+        alpha = ((torch.arange(start, min(start + 256, n)) + 0.5) / n)[:, None, None]
+        z = (b + alpha * (x - b)).requires_grad_(True)
+        (grad,) = torch.autograd.grad(width(z).sum(), z)
+        total += ((x - b) * grad).sum(0) / n
+    return total
+
+
+def tiny_path_problem(model, n_refs: int, target: int = 2, samples_per_call: int = 8):
+    """The engine's problem for the first test prompt of :func:`prompts_frame` against its first ``n_refs``
+    training prompts (fitted by position) under ``model``, explaining answer ``target``."""
+    from xurs_pipeline.attribution.endpoints import input_width, prepared_widths, prompt_of
+    from xurs_pipeline.attribution.estimators import PathProblem
+    from xurs_pipeline.attribution.model import Objective
+    from xurs_pipeline.attribution.references import prepare_training
+
+    cpu = torch.device("cpu")
+    frame = prompts_frame(n_train=3)
+    ids = list(frame[frame.split == "test"]["input_ids"].iloc[0])
+    train = frame[frame.split == "train"].iloc[:n_refs]
+    refs = prepare_training(ids, list(train["input_ids"]), list(train["record_id"]), PAD_ID, cpu)
+    prompt = prompt_of(model, ids, cpu)
+    w_x, _ = input_width(model, prompt)
+    prep = prepared_widths(model, prompt, refs, 4)
+    objective = Objective.build((target,), "direct")
+    return PathProblem(model, objective, prompt, refs, prep, w_x, samples_per_call)

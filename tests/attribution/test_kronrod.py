@@ -8,18 +8,15 @@ import difflib
 import numpy as np
 import pytest
 import torch
-from helpers import PAD_ID, TinyBeliefClassifier, prompts_frame
+from helpers import PAD_ID, TinyBeliefClassifier, dense_midpoint, prompts_frame, tiny_path_problem, width_fn
 
 from xurs_pipeline.attribution.config import AttributionConfig
-from xurs_pipeline.attribution.endpoints import input_width, natural_widths, prepared_widths, prompt_of
-from xurs_pipeline.attribution.estimators import AdaptiveKronrod, PathProblem
+from xurs_pipeline.attribution.endpoints import natural_widths, prompt_of
+from xurs_pipeline.attribution.estimators import AdaptiveKronrod
 from xurs_pipeline.attribution.inputs import reference_pool, select_questions
 from xurs_pipeline.attribution.methods import attribute_question
-from xurs_pipeline.attribution.model import Objective
 from xurs_pipeline.attribution.quadrature import KronrodSpec
 from xurs_pipeline.attribution.question import ReferencePool
-from xurs_pipeline.attribution.references import prepare_training
-from xurs_pipeline.credal import credal_width
 
 CPU = torch.device("cpu")
 
@@ -29,47 +26,21 @@ def model() -> TinyBeliefClassifier:
     return TinyBeliefClassifier(vocab=40).requires_grad_(False)
 
 
-def _width_fn(model, prompt, target):
-    def width(z):
-        n = z.shape[0]
-        out = model(z, prompt.attention_mask.expand(n, -1), prompt.position_ids.expand(n, -1))
-        return credal_width(out.masses, validate=False)[:, target]
-
-    return width
-
-
-def _dense_midpoint(width, x: torch.Tensor, b: torch.Tensor, n: int) -> torch.Tensor:
-    """Σ_i (X - B) ⊙ ∇F(B + α_i (X - B)) / n at n midpoints, plain autograd (no engine), (L, d)."""
-    total = torch.zeros_like(x[0])
-    for start in range(0, n, 256):
-        alpha = ((torch.arange(start, min(start + 256, n)) + 0.5) / n)[:, None, None]
-        z = (b + alpha * (x - b)).requires_grad_(True)
-        (grad,) = torch.autograd.grad(width(z).sum(), z)
-        total += ((x - b) * grad).sum(0) / n
-    return total
-
-
 @pytest.mark.slow
 def test_kronrod_matches_dense_quadrature_on_a_rough_path(model) -> None:
     """A path whose width has a total variation above 3x its net change (the tiny belief14 head's kinks): the
     adaptive rule reaches 1e-4 and agrees coordinate by coordinate with a dense composite midpoint rule
     (1,024 plain-autograd points, itself complete to 1e-4, asserted)."""
-    frame = prompts_frame(n_train=3)
-    ids = list(frame[frame.split == "test"]["input_ids"].iloc[0])
-    train = frame[frame.split == "train"].iloc[:1]
-    refs = prepare_training(ids, list(train["input_ids"]), list(train["record_id"]), PAD_ID, CPU)
-    prompt = prompt_of(model, ids, CPU)
-    w_x, _ = input_width(model, prompt)
     target = 2
-    prep = prepared_widths(model, prompt, refs, 4)
-    problem = PathProblem(model, Objective.build((target,), "direct"), prompt, refs, prep, w_x, 16)
+    problem = tiny_path_problem(model, 1, target, samples_per_call=16)
+    refs, prompt = problem.refs, problem.prompt
     res = AdaptiveKronrod(KronrodSpec(tolerance=1e-4, max_evals=3000)).attribute(problem)
     assert not res.exhausted
     assert res.ref_residual[0, 0] <= res.error_bound[0] <= 1e-4
     assert res.grad_evals > 15  # one pass was not enough: it bisected
-    width = _width_fn(model, prompt, target)
+    width = width_fn(model, prompt, target)
     base = model.embed(refs.prepared_ids)
-    dense = _dense_midpoint(width, prompt.embeds, base, 1024)
+    dense = dense_midpoint(width, prompt.embeds, base, 1024)
     with torch.no_grad():
         net = float(width(prompt.embeds) - width(base))
     assert abs(float(dense.sum()) - net) < 1e-4  # the reference itself is complete to 1e-4
@@ -104,7 +75,7 @@ def test_reported_residual_and_error_columns_match_an_independent_recomputation(
     for result in _rows(model, frame, kronrod_tolerance=1e-4, reference_alignment=alignment):
         (row,) = result.rows
         prompt = prompt_of(model, list(frame.set_index("record_id").loc[row.record_id, "input_ids"]), CPU)
-        width = _width_fn(model, prompt, row.target)
+        width = width_fn(model, prompt, row.target)
         fx = float(width(prompt.embeds))
         length = prompt.length
         ids = list(frame.set_index("record_id").loc[row.record_id, "input_ids"])

@@ -272,8 +272,9 @@ class IntegratedGradients(Estimator):
 @dataclass(frozen=True)
 class AdaptiveKronrod(Estimator):
     """Adaptive G7/K15 quadrature per reference with one budget per collection (``quadrature.py``): bisects
-    where F changes fast until the mean per-reference error bound is within ``spec.tolerance``; reports
-    ``exhausted`` if ``spec.max_evals`` ran out first."""
+    where F changes fast until ``spec``'s stopping rule holds; reports ``exhausted`` if ``spec.max_evals``
+    ran out first. With ``spec.rule == "trapezoid"`` the intervals are trapezoids between nodes whose
+    errors are exact (``trapezoid.py``; straight paths only)."""
 
     spec: KronrodSpec
     method: ClassVar[str] = "kronrod"
@@ -333,7 +334,7 @@ class AdaptiveKronrod(Estimator):
         report = trapezoid.integrate(evaluate, ends, self.spec, problem.samples_per_call)
         gap = ends[:, 1] - ends[:, 0]
         return CollectionResult(
-            e=torch.stack(report.vectors).mean(0),
+            e=torch.stack(report.payload).mean(0),
             reference_mean=problem.ref_widths[:, problem.targets].mean(0),
             draws=np.ones(problem.n_paths, dtype=np.int64),
             points=report.intervals + 1,

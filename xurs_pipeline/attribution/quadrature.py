@@ -165,7 +165,8 @@ class KronrodReport:
     integral (M, T): Σ K15 per reference.  residual (M, T): |integral - gap|, the exact scalar error.
     estimate (M, T): Σ_intervals |K15 - G7|.  bound (M,): max over targets of max(estimate, residual).
     variation (M, T): ∫|g| (total variation of F along the path).  intervals (M,): leaves per reference.
-    payload: the sum of the leaves' payloads per reference (list of M).  evals: integrand evaluations.
+    payload: the sum of the leaves' payloads per reference (list of M; the trapezoid's: each reference's
+    attribution vectors (T, ...), ``trapezoid.py``).  evals: integrand evaluations.
     exhausted: the budget ran out before the stopping rule held.
     trace (steps, 5): ``TRACE_COLUMNS`` after the first pass and after each bisection.
     """
@@ -257,6 +258,30 @@ def _bisect(evaluate: Evaluate, leaves: list[list[Interval]], r: int, k: int) ->
     leaves[r].extend([_interval(evaluate, r, parent.a, mid), _interval(evaluate, r, mid, parent.b)])
 
 
+# refine(bound (M,), largest residual over targets (M,), evaluations so far) -> evaluations it spent, or None
+# when it cannot go on (the budget, or every interval at the resolution limit)
+Refine = Callable[[np.ndarray, np.ndarray, int], int | None]
+
+
+def refine_until(
+    spec: KronrodSpec, check: Callable[[], tuple[np.ndarray, np.ndarray]], refine: Refine, evals: int
+) -> tuple[int, bool, np.ndarray]:
+    """The adaptive loop both interval rules share: ``check`` gives the references' bounds (M,) and
+    residuals (M, T); stop where ``spec``'s rule holds, else ``refine``. Returns (evaluations, exhausted,
+    trace (steps, ``TRACE_COLUMNS``): after the first pass and after each refinement)."""
+    start, trace = time.perf_counter(), []
+    while True:
+        bound, residual = check()
+        per_ref = residual.max(axis=1)
+        trace.append((evals, bound.mean(), per_ref.mean(), per_ref.max(), time.perf_counter() - start))
+        if spec.met(*trace[-1][1:4]):
+            return evals, False, np.array(trace, dtype=np.float64)
+        spent = refine(bound, per_ref, evals)
+        if spent is None:
+            return evals, True, np.array(trace, dtype=np.float64)
+        evals += spent
+
+
 def integrate(
     evaluate: Evaluate, gap: np.ndarray, spec: KronrodSpec, integrands: str = "references", remedy: str = ""
 ) -> KronrodReport:
@@ -265,29 +290,26 @@ def integrate(
     A budget below the first pass is a :class:`BudgetError` that names the ``integrands`` (what the M are)
     and ends with ``remedy``."""
     gap = np.asarray(gap, dtype=np.float64).reshape(len(gap), -1)
-    start = time.perf_counter()
-    leaves, evals = _first_pass(evaluate, len(gap), spec, integrands, remedy)
-    exhausted, trace = False, []
-    while True:
-        integral, estimate, residual, bound = _summary(leaves, gap)
-        per_ref = residual.max(axis=1)
-        step = (bound.mean(), per_ref.mean(), per_ref.max())
-        trace.append((evals, *step, time.perf_counter() - start))
-        if spec.met(*step):
-            break
+    leaves, first = _first_pass(evaluate, len(gap), spec, integrands, remedy)
+
+    def check() -> tuple[np.ndarray, np.ndarray]:
+        _, _, residual, bound = _summary(leaves, gap)
+        return bound, residual
+
+    def refine(bound: np.ndarray, per_ref: np.ndarray, evals: int) -> int | None:
         if evals + 2 * NODES_PER_INTERVAL > spec.max_evals:
-            exhausted = True
-            break
+            return None
         choice = _next_bisection(leaves, spec.lead(bound, per_ref), per_ref)
         if choice is None:  # every interval at the resolution limit
-            exhausted = True
-            break
+            return None
         _bisect(evaluate, leaves, *choice)
-        evals += 2 * NODES_PER_INTERVAL
+        return 2 * NODES_PER_INTERVAL
+
+    evals, exhausted, steps = refine_until(spec, check, refine, first)
+    integral, estimate, residual, bound = _summary(leaves, gap)
     payload = [_summed_payload(ls) for ls in leaves]
     variation = np.stack([sum(i.variation for i in ls) for ls in leaves])
     counts = np.array([len(ls) for ls in leaves])
-    steps = np.array(trace, dtype=np.float64)
     return KronrodReport(
         integral, residual, estimate, bound, variation, counts, payload, evals, exhausted, steps, leaves
     )

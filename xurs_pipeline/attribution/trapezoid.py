@@ -25,14 +25,19 @@ test_trapezoid.py), driven by the gradient loop in ``estimators.py``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from xurs_pipeline.attribution.quadrature import MIN_WIDTH, TRACE_COLUMNS, BudgetError, KronrodSpec
+from xurs_pipeline.attribution.quadrature import (
+    MIN_WIDTH,
+    BudgetError,
+    KronrodReport,
+    KronrodSpec,
+    refine_until,
+)
 
 # evaluate(refs (n,), alphas (n,)) -> (slopes (n, T) dF_t/dα, values (n, T) F_t, vectors (n, T, ...) the
 # unweighted (X - B_r) ⊙ ∇F_t at each node): one batched call for nodes of several references
@@ -64,30 +69,6 @@ class _Path:
         self.slope = np.insert(self.slope, k, slope, axis=0)
         self.value = np.insert(self.value, k, value, axis=0)
         self.vectors.insert(k, vector)
-
-
-@dataclass
-class TrapezoidReport:
-    """Result of :func:`integrate` over M references and T targets (``quadrature.KronrodReport``'s fields).
-
-    integral (M, T): the trapezoid sum per reference.  residual (M, T): |integral - gap|.  estimate (M, T):
-    Σ_intervals |error|.  bound (M,): max over targets of ``estimate`` (never below ``residual``).
-    variation (M, T): the trapezoid of |g|, the total variation of F along the path.  intervals (M,).
-    vectors: per reference the weighted sum of its nodes' vectors (T, ...).  evals: gradient evaluations.
-    exhausted: the budget ran out before the rule held.  trace (steps, 5): ``TRACE_COLUMNS`` after the
-    first pass and after each round.
-    """
-
-    integral: np.ndarray
-    residual: np.ndarray
-    estimate: np.ndarray
-    bound: np.ndarray
-    variation: np.ndarray
-    intervals: np.ndarray
-    vectors: list[torch.Tensor]
-    evals: int
-    exhausted: bool
-    trace: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, len(TRACE_COLUMNS))))
 
 
 def _first_pass(evaluate: Evaluate, ends: np.ndarray, spec: KronrodSpec) -> tuple[list[_Path], int]:
@@ -136,38 +117,36 @@ def _summary(paths: list[_Path], gap: np.ndarray) -> tuple[np.ndarray, ...]:
     return integral, np.abs(integral - gap), estimate, estimate.max(axis=1)
 
 
-def integrate(evaluate: Evaluate, ends: np.ndarray, spec: KronrodSpec, batch: int = 8) -> TrapezoidReport:
+def integrate(evaluate: Evaluate, ends: np.ndarray, spec: KronrodSpec, batch: int = 8) -> KronrodReport:
     """Adaptive trapezoid of M integrands on [0, 1] with F at their ends ``ends`` (M, 2, T): the exact
     integrals are ``ends[:, 1] - ends[:, 0]``. Rounds of up to ``batch`` new nodes until ``spec``'s rule
     holds or its budget ``spec.max_evals`` is spent (then ``exhausted``)."""
     ends = np.asarray(ends, dtype=np.float64).reshape(len(ends), 2, -1)
     gap = ends[:, 1] - ends[:, 0]
-    start = time.perf_counter()
-    paths, evals = _first_pass(evaluate, ends, spec)
-    exhausted, trace = False, []
-    while True:
-        integral, residual, estimate, bound = _summary(paths, gap)
-        per_ref = residual.max(axis=1)
-        step = (bound.mean(), per_ref.mean(), per_ref.max())
-        trace.append((evals, *step, time.perf_counter() - start))
-        if spec.met(*step):
-            break
+    paths, first = _first_pass(evaluate, ends, spec)
+
+    def check() -> tuple[np.ndarray, np.ndarray]:
+        _, residual, _, bound = _summary(paths, gap)
+        return bound, residual
+
+    def refine(bound: np.ndarray, per_ref: np.ndarray, evals: int) -> int | None:
         picks = _picks(paths, spec.lead(bound, per_ref), min(batch, spec.max_evals - evals))
         if not picks:  # the budget is spent, or every interval is at the resolution limit
-            exhausted = True
-            break
+            return None
         refs, alphas = (np.array(c) for c in zip(*picks, strict=True))
         slope, value, vectors = evaluate(refs, alphas)
         for j, (r, a) in enumerate(picks):
             paths[r].insert(a, np.asarray(slope[j], np.float64), np.asarray(value[j], np.float64), vectors[j])
-        evals += len(picks)
+        return len(picks)
+
+    evals, exhausted, steps = refine_until(spec, check, refine, first)
+    integral, residual, estimate, bound = _summary(paths, gap)
     vectors = []
     for p in paths:
         w = torch.as_tensor(p.weights(), dtype=torch.float32, device=p.vectors[0].device)
         vectors.append(torch.tensordot(w, torch.stack(p.vectors), dims=1))
     variation = np.stack([p.weights() @ np.abs(p.slope) for p in paths])
     counts = np.array([len(p.alpha) - 1 for p in paths])
-    steps = np.array(trace, dtype=np.float64)
-    return TrapezoidReport(
+    return KronrodReport(
         integral, residual, estimate, bound, variation, counts, vectors, evals, exhausted, steps
     )
