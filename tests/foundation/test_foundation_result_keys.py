@@ -77,7 +77,8 @@ def _other(default: object) -> object:
         return not default
     if isinstance(default, (int, float)):
         return default / 2 if isinstance(default, float) else default * 2
-    return {"gausslegendre": "riemann_middle", "bound": "residual", "stop": "bound"}[default]
+    swapped = {"gausslegendre": "riemann_middle", "bound": "residual", "stop": "bound", "k15": "trapezoid"}
+    return swapped[default]
 
 
 def test_check_and_params_name_the_keys_the_method_ignores(tmp_path: Path, monkeypatch, capsys) -> None:
