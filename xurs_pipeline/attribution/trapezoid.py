@@ -1,4 +1,4 @@
-"""Adaptive trapezoid quadrature checked interval by interval (the ``trapezoid`` estimator).
+"""Adaptive trapezoid quadrature checked interval by interval (``kronrod`` with ``kronrod_rule=trapezoid``).
 
 Each reference r has a scalar integrand per target, g_r(α) = dF/dα = (X - B_r) · ∇F(Z_r(α)) on [0, 1]. A
 gradient evaluation at a node α gives g_r(α) and, from the same forward, F(Z_r(α)). So every interval [a, b]
@@ -19,8 +19,10 @@ interval's width) and V_n = (X - B_r) ⊙ ∇F at node n; a split changes the we
 ends, so every node's vector is held until the end: nodes x T x L x d float32 (at 88 tokens of width 576,
 about 0.2 MB a node and target).
 
-A pure function of an ``evaluate`` callback, tested on analytic integrands (tests/attribution/
-test_trapezoid.py), driven by the gradient loop in ``estimators.py``.
+On `local`'s paths its residual rule alone leaves the per-token split far from a rerun, and its bound rule
+meets App. B.4 at 0.86 of K15's evaluations (docs/certification.md). A pure function of an ``evaluate``
+callback, tested on analytic integrands (tests/attribution/test_trapezoid.py), driven by the gradient loop
+in ``estimators.py``.
 """
 
 from __future__ import annotations
