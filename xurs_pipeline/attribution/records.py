@@ -68,7 +68,7 @@ class NonFiniteReport:
 INTERVAL_RULE_NAMES = {"k15": "gauss_kronrod_15", "trapezoid": "adaptive_trapezoid"}  # kronrod's, per rule
 
 
-def quadrature_name(cfg) -> str:
+def quadrature_name(cfg: AttributionConfig) -> str:
     """The row's ``quadrature``: kronrod's interval rule, IG's ``ig_quadrature``, certified's lattice."""
     if cfg.method == "kronrod":
         return INTERVAL_RULE_NAMES[cfg.kronrod_rule]

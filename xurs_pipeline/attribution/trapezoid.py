@@ -58,12 +58,14 @@ class _Path:
     def errors(self) -> np.ndarray:
         """Each interval's signed error per target (n - 1, T): trapezoid minus F(b) - F(a)."""
         h = np.diff(self.alpha)[:, None]
-        return h * (self.slope[:-1] + self.slope[1:]) / 2 - np.diff(self.value, axis=0)
+        error: np.ndarray = h * (self.slope[:-1] + self.slope[1:]) / 2 - np.diff(self.value, axis=0)
+        return error
 
     def weights(self) -> np.ndarray:
         """Trapezoid weight of each node (n,): half the width of each interval it ends."""
-        h = np.diff(self.alpha)
-        return np.concatenate([[0.0], h / 2]) + np.concatenate([h / 2, [0.0]])
+        half = np.diff(self.alpha) / 2
+        weight: np.ndarray = np.concatenate([[0.0], half]) + np.concatenate([half, [0.0]])
+        return weight
 
     def insert(self, alpha: float, slope: np.ndarray, value: np.ndarray, vector: torch.Tensor) -> None:
         k = int(np.searchsorted(self.alpha, alpha))
