@@ -117,6 +117,9 @@ def test_budget_below_first_pass_and_exhausted_budget() -> None:
 def test_config_names_the_rule_and_its_first_pass() -> None:
     with pytest.raises(ValueError, match=r"attribution\.kronrod_rule='simpson': must be one of"):
         AttributionConfig(method="kronrod", kronrod_rule="simpson")
+    with pytest.raises(ValueError, match=r"kronrod_rule='trapezoid' reads F along straight paths, not "):
+        AttributionConfig(method="kronrod", kronrod_rule="trapezoid", path="blocks")
+    assert AttributionConfig(method="kronrod", path="blocks").kronrod_rule == "k15"  # K15 integrates blocks
     cfg = AttributionConfig(
         method="kronrod", kronrod_rule="trapezoid", refs_per_collection=4, kronrod_intervals=3
     )

@@ -431,6 +431,11 @@ class AttributionConfig:
         _tolerance("kronrod_tolerance", self.kronrod_tolerance)
         _at_least("kronrod_intervals", self.kronrod_intervals, 1)
         _at_least("kronrod_max_evals", self.kronrod_max_evals, 1)
+        if self.method == "kronrod" and self.kronrod_rule == "trapezoid" and self.path != "straight":
+            raise ValueError(
+                f"attribution.kronrod_rule='trapezoid' reads F along straight paths, not "
+                f"attribution.path={self.path!r}: use path='straight' or kronrod_rule='k15'"
+            )
         if self.method == "kronrod" and self.kronrod_max_evals < self.kronrod_first_pass:
             nodes = "15 x kronrod_intervals" if self.kronrod_rule == "k15" else "(kronrod_intervals + 1)"
             raise ValueError(
