@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _trained import experiment_parser, explained_questions, load, method_config
 
 from xurs_pipeline.attribution.certified import TRACE_COLUMNS
+from xurs_pipeline.attribution.config import kronrod_first_pass
 from xurs_pipeline.attribution.methods import attribute_question
 from xurs_pipeline.config import repeat_config, train_run_hash
 from xurs_pipeline.evaluation.agreement import cosine, relative_distance, spearman, topk_overlap
@@ -144,18 +145,18 @@ def run(args) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     for refs, budget in zip(args.refs, args.budgets, strict=True):
         for method in args.methods:
+            at = cfg.attribution
+            first_pass = kronrod_first_pass(at.kronrod_rule, at.kronrod_intervals, refs)
+            if method == "kronrod" and first_pass > budget:  # its config would refuse the budget
+                note = {"note": f"first pass of {first_pass} evaluations above the budget {budget}"}
+                _write(out, {"method": method, "refs": refs, "budget": budget, **note})
+                continue
             mcfg = method_config(cfg, method, refs, budget)
             if method == "kronrod" and args.kronrod_bound:
                 bound = {"kronrod_stop": "bound", "kronrod_tolerance": args.kronrod_bound}
                 mcfg = replace(mcfg, attribution=replace(mcfg.attribution, **bound))
-            first_pass = mcfg.attribution.kronrod_first_pass
-            if method == "kronrod" and first_pass > budget:
-                questions = []
-                note = {"note": f"first pass of {first_pass} evaluations above the budget {budget}"}
-                _write(out, {"method": method, "refs": refs, "budget": budget, **note})
-            else:
-                questions, pool = explained_questions(model, prompts, mcfg.attribution, args.questions)
-                questions = questions[args.skip :]
+            questions, pool = explained_questions(model, prompts, mcfg.attribution, args.questions)
+            questions = questions[args.skip :]
             for q in questions:
                 record = measure(model, q, pool, mcfg, pad_id, budget)
                 about = {

@@ -84,3 +84,36 @@ def test_each_kept_table_is_the_bench_table_of_its_records(bench, kept: Path) ->
     assert records, f"{kept}: its first line names no records file"
     assert re.match(r"([A-Z_]+=\S+ )*(nice -n 10 )?python bench/bench_certified.py ", bench.command_of(text))
     assert text == bench.kept_table(Path(records.group(1)), bench.command_of(text), ROOT)
+
+
+def test_a_budget_below_kronrods_first_pass_is_a_record_not_a_crash(bench, monkeypatch, tmp_path) -> None:
+    """M = 64 at 512: K15's first pass (960) is above the budget, so the record says so and nothing runs;
+    the trapezoid's (128) is not, so the bench goes on to explain (stopped here at the question list)."""
+    from argparse import Namespace
+
+    from xurs_pipeline.attribution.config import AttributionConfig
+    from xurs_pipeline.config import RootConfig
+
+    def stop(*_args):
+        raise RuntimeError("explaining")
+
+    args = Namespace(experiment="local", override=[], out=str(tmp_path / "r.jsonl"), refs=[64], budgets=[512])
+    args.methods, args.kronrod_bound, args.questions, args.skip = ["kronrod"], 0.0, 1, 0
+    monkeypatch.setattr(bench, "explained_questions", stop)
+    for rule, note in (("k15", "first pass of 960 evaluations above the budget 512"), ("trapezoid", None)):
+        cfg = RootConfig(attribution=AttributionConfig(kronrod_rule=rule))
+        monkeypatch.setattr(bench, "load", lambda *_a, cfg=cfg: (None, None, cfg, 0))
+        if note is None:
+            with pytest.raises(RuntimeError, match="explaining"):
+                bench.run(args)
+        else:
+            bench.run(args)
+            assert bench.read_records(Path(args.out))[-1]["note"] == note
+
+
+def test_the_label_names_the_interval_rule_and_a_bound_stop(bench) -> None:
+    from xurs_pipeline.attribution.config import AttributionConfig
+
+    assert bench.label(AttributionConfig(method="kronrod", kronrod_stop="residual")) == "kronrod"
+    trapezoid = AttributionConfig(method="kronrod", kronrod_rule="trapezoid", kronrod_tolerance=0.03)
+    assert bench.label(trapezoid) == "kronrod+trapezoid@bound0.03"
