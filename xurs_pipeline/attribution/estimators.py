@@ -29,7 +29,13 @@ from xurs_pipeline.attribution.gradients import Batching, GradientSums, accumula
 from xurs_pipeline.attribution.model import Objective, Prompt, WidthModel
 from xurs_pipeline.attribution.paths import Pieces
 from xurs_pipeline.attribution.plan import SamplingPlan, eg_plan, ig_plan
-from xurs_pipeline.attribution.quadrature import TRACE_COLUMNS, KronrodSpec, integrate
+from xurs_pipeline.attribution.quadrature import (
+    NODES_PER_INTERVAL,
+    TRACE_COLUMNS,
+    KronrodReport,
+    KronrodSpec,
+    integrate,
+)
 from xurs_pipeline.attribution.references import PreparedReferences
 
 
@@ -280,26 +286,12 @@ class AdaptiveKronrod(Estimator):
     method: ClassVar[str] = "kronrod"
 
     def attribute(self, problem: PathProblem) -> CollectionResult:
-        if self.spec.rule == "trapezoid":
-            return self._trapezoid(problem)
-        bad: set[int] = set()
-
-        def evaluate(ref: int, nodes: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, torch.Tensor]:
-            plan = SamplingPlan(np.full(len(nodes), ref, dtype=np.int64), nodes, weights)
-            sums = problem.run(plan)
-            if bool(sums.nonfinite.any()):
-                bad.add(ref)
-            return problem.slopes(sums), problem.objective.group(sums.e)  # (15, T), (T, L, d) K15-weighted
-
         gap = problem.gap()  # (J, T)
-        # the mean over references of their pieces' summed bounds is J / M times the mean over pieces
-        spec = replace(self.spec, tolerance=self.spec.tolerance * problem.n_paths / len(gap))
-        if problem.pieces is None:
-            report = integrate(evaluate, gap, spec)
+        bad: set[int] = set()  # pieces with a non-finite sample
+        if self.spec.rule == "trapezoid":
+            report, points = self._trapezoid(problem, bad)
         else:
-            integrands = f"pieces of the block path over {problem.n_paths} references"
-            remedy = ": raise it, or attribution.path_block for fewer pieces"
-            report = integrate(evaluate, gap, spec, integrands, remedy)
+            report, points = self._k15(problem, gap, bad)
         total = problem.zeros()
         for e_r in report.payload:
             total.add_(e_r, alpha=1.0 / problem.n_paths)
@@ -307,7 +299,7 @@ class AdaptiveKronrod(Estimator):
             e=total,
             reference_mean=problem.ref_widths[:, problem.targets].mean(0),
             draws=np.ones(problem.n_paths, dtype=np.int64),
-            points=problem.per_path(report.intervals * 15),
+            points=problem.per_path(points),
             ref_residual=np.abs(problem.per_path(report.integral - gap)),
             error_bound=np.full(len(problem.targets), problem.per_path(report.bound).mean()),
             variation=problem.per_path(report.variation),
@@ -318,10 +310,30 @@ class AdaptiveKronrod(Estimator):
             trace=report.trace,
         )
 
-    def _trapezoid(self, problem: PathProblem) -> CollectionResult:
-        """The trapezoid between nodes, each interval's error exact (``trapezoid.py``); straight paths."""
+    def _k15(self, problem: PathProblem, gap: np.ndarray, bad: set[int]) -> tuple[KronrodReport, np.ndarray]:
+        """K15 intervals on each piece (``quadrature.py``): the report and the points of each piece (J,)."""
+
+        def evaluate(ref: int, nodes: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, torch.Tensor]:
+            plan = SamplingPlan(np.full(len(nodes), ref, dtype=np.int64), nodes, weights)
+            sums = problem.run(plan)
+            if bool(sums.nonfinite.any()):
+                bad.add(ref)
+            return problem.slopes(sums), problem.objective.group(sums.e)  # (15, T), (T, L, d) K15-weighted
+
+        # the mean over references of their pieces' summed bounds is J / M times the mean over pieces
+        spec = replace(self.spec, tolerance=self.spec.tolerance * problem.n_paths / len(gap))
+        if problem.pieces is None:
+            report = integrate(evaluate, gap, spec)
+        else:
+            integrands = f"pieces of the block path over {problem.n_paths} references"
+            remedy = ": raise it, or attribution.path_block for fewer pieces"
+            report = integrate(evaluate, gap, spec, integrands, remedy)
+        return report, report.intervals * NODES_PER_INTERVAL
+
+    def _trapezoid(self, problem: PathProblem, bad: set[int]) -> tuple[KronrodReport, np.ndarray]:
+        """Trapezoids between nodes, each interval's error exact (``trapezoid.py``), on straight paths: the
+        report and the nodes of each path (M,)."""
         problem.straight_only(self.method, "with kronrod_rule='trapezoid' reads F along straight paths")
-        bad: set[int] = set()
 
         def evaluate(refs: np.ndarray, alphas: np.ndarray) -> tuple[np.ndarray, np.ndarray, torch.Tensor]:
             sums = problem.run(SamplingPlan(refs, alphas, np.ones(len(refs))), split_samples=True)
@@ -330,23 +342,8 @@ class AdaptiveKronrod(Estimator):
             vectors = torch.stack([problem.objective.group(v) for v in sums.e_per_sample])  # (n, T, L, d)
             return problem.slopes(sums), problem.path_widths(sums), vectors
 
-        ends = problem.ends()
-        report = trapezoid.integrate(evaluate, ends, self.spec, problem.samples_per_call)
-        gap = ends[:, 1] - ends[:, 0]
-        return CollectionResult(
-            e=torch.stack(report.payload).mean(0),
-            reference_mean=problem.ref_widths[:, problem.targets].mean(0),
-            draws=np.ones(problem.n_paths, dtype=np.int64),
-            points=report.intervals + 1,
-            ref_residual=np.abs(report.integral - gap),
-            error_bound=np.full(len(problem.targets), report.bound.mean()),
-            variation=report.variation,
-            exhausted=report.exhausted,
-            nonfinite_refs=sorted(bad),
-            grad_evals=report.evals,
-            plan_seed=None,
-            trace=report.trace,
-        )
+        report = trapezoid.integrate(evaluate, problem.ends(), self.spec, problem.samples_per_call)
+        return report, report.intervals + 1
 
 
 @dataclass(frozen=True)
@@ -406,8 +403,6 @@ class CertifiedAverage(Estimator):
         """Each reference's path warp (``path_warp.py``) and the forwards it took; none at 0 points."""
         if self.spec.warp_points == 0:
             return path_warp.uniform(problem.n_paths), 0
-        t = problem.targets
-        start = problem.ref_widths[:, t].double().cpu().numpy()
-        end = problem.input_widths[t].double().cpu().numpy()
-        warp = path_warp.fit(problem.values, start, end, self.spec.warp_points)
+        ends = problem.ends()  # (M, 2, T): F(B_r), F(X)
+        warp = path_warp.fit(problem.values, ends[:, 0], ends[0, 1], self.spec.warp_points)
         return warp, self.spec.warp_points * problem.n_paths
