@@ -96,6 +96,7 @@ def measure(model, q, pool, cfg, pad_id: int, budget: int) -> dict:
         "residual": float(a.residual),
         "residual_2x": float(b.residual),
         "error_bound": float(a.error_bound),
+        "error_bound_2x": float(b.error_bound),
         "budget_exhausted": bool(a.budget_exhausted),
         "forwards": int(a.forward_evals),
         "cosine": cosine(e, e2),

@@ -3,6 +3,7 @@ the key to change, and the command line works."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -334,3 +335,60 @@ def test_processes_split_training_and_attribution_time(
     with pytest.raises(SystemExit) as stop:  # argparse's one-line usage error (commands/args.py)
         xurs([*common, "--processes", "0"])
     assert stop.value.code == 2
+
+
+def test_a_gguf_header_is_parsed_once_a_process_until_the_file_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``backbone_config`` of a GGUF backbone parses the file's header (seconds: the tokenizer's vocabulary
+    is in it) once per file and modification time; the config it gives is the header's each time."""
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+
+    from xurs_pipeline.planning import shapes
+
+    header = tmp_path / "tiny.gguf"
+    header.write_bytes(b"GGUF")
+    parsed: list[str] = []
+
+    def fake_header(path: str, return_tensors: bool) -> dict:
+        parsed.append(path)
+        return {"config": {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 3}}
+
+    monkeypatch.setattr(gguf_utils, "load_gguf_checkpoint", fake_header)
+    shapes._gguf_config.cache_clear()
+    model = ModelConfig(backbone="gguf", source=str(header))
+    configs = [backbone_config(model) for _ in range(3)]
+    assert parsed == [str(header)]
+    assert {(c.model_type, c.hidden_size, c.num_hidden_layers) for c in configs} == {("llama", 64, 3)}
+    header.write_bytes(b"GGUF, another")
+    stat = header.stat()
+    os.utime(header, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert backbone_config(model).hidden_size == 64
+    assert parsed == [str(header)] * 2  # the changed file is read again
+    shapes._gguf_config.cache_clear()
+
+
+def test_this_machines_startup_is_timed_once_a_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``local_device`` times a fresh interpreter's imports on its first call only (a plan per call in
+    one session would otherwise start one each time)."""
+    import subprocess
+
+    from xurs_pipeline.planning import devices
+
+    started: list[list[str]] = []
+    real_run = subprocess.run
+
+    def counting_run(args, **kwargs):  # type: ignore[no-untyped-def]
+        started.append(args)
+        return real_run([devices.sys.executable, "-c", "pass"], **kwargs)
+
+    monkeypatch.setattr(devices.subprocess, "run", counting_run)
+    devices.local_device.cache_clear()
+    first = devices.local_device()
+    assert devices.local_device() is first
+    assert devices.resolve_device("local") is first
+    assert len(started) == 1
+    assert "import xurs_pipeline.train.runner" in started[0][-1]
+    assert first.startup_seconds > 0
+    assert first.memory_bytes > 0
+    devices.local_device.cache_clear()

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import cache
 
 GIB = 1 << 30
 
@@ -58,9 +59,11 @@ def peak_rss_bytes() -> int:
 STAGE_MODULES = ("xurs_pipeline.train.runner", "xurs_pipeline.attribution.runner")
 
 
+@cache
 def local_device() -> Device:
     """This machine: physical memory; the resident memory of a process that imported the stages'
-    libraries (this one, after importing them); a fresh process's time to import them (timed now)."""
+    libraries (this one, after importing them); a fresh process's time to import them (timed on the first
+    call, a fresh interpreter's seconds; later calls in this process reuse it)."""
     for module in STAGE_MODULES:
         importlib.import_module(module)
     total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

@@ -9,6 +9,8 @@ So a 7B plan takes seconds and no memory.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 import torch
 from accelerate import init_empty_weights
@@ -48,6 +50,16 @@ class ParameterCounts:
     adapter_is_extra: bool = False  # LoRA adds parameters; partial tuning trains existing ones
 
 
+@lru_cache(maxsize=4)
+def _gguf_config(path: str, mtime_ns: int) -> dict[str, Any]:
+    """A GGUF file's config values (its whole header is parsed, the tokenizer's vocabulary included:
+    seconds for SmolLM2), once a process per file and modification time. Callers copy before changing it."""
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    values: dict[str, Any] = load_gguf_checkpoint(path, return_tensors=False)["config"]
+    return values
+
+
 def backbone_config(model: ModelConfig) -> PretrainedConfig:
     """The config of ``model.backbone``/``model.source`` without loading weights (``model.keep_layers``
     applied). FileNotFoundError naming ``model.source`` when no config can be had offline."""
@@ -59,12 +71,10 @@ def backbone_config(model: ModelConfig) -> PretrainedConfig:
             vocab, model.tiny_hidden_size, model.tiny_layers, model.tiny_heads
         )
     elif model.backbone == "gguf":
-        from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
-
         from xurs_pipeline.models.gguf import resolve_gguf_path
 
         path = resolve_gguf_path(model.source, model.gguf_package, model.gguf_file)
-        values = load_gguf_checkpoint(str(path), return_tensors=False)["config"]
+        values = dict(_gguf_config(str(path), path.stat().st_mtime_ns))
         config = AutoConfig.for_model(values.pop("model_type"), **values)
     else:
         try:
