@@ -17,8 +17,9 @@ trapezoid`` runs it on the trapezoid rule (``attribution/trapezoid.py``; the tab
 `certified`'s trace: the evaluations at which the exact averaged residual alone first held, and at which
 its whole rule held. Each (method, question, M) is one JSON line appended to ``--out`` as it ends, with
 the load average; ``--table`` prints the records as a table (medians per method and M, App. B.4's verdict,
-each question whose budget ran out named with the R it reached), and ``--kept FILE --command CMD`` also
-writes it to FILE headed by the command that made the records (results/certification/). Each `certified`
+each question whose budget ran out named with the R it reached, the second run's evaluations and R), and
+``--kept FILE --command CMD`` also writes it to FILE headed by the command that made the records
+(results/certification/). Each `certified`
 record says which references hold the error (``where_references_err``).
 Needs the trained model of ``--experiment`` (`dvc repro train`, or its ``paths.artifacts`` override).
 """
@@ -183,7 +184,7 @@ HEADER = (
     "| experiment | method | M | budget | questions | evaluations (median) | forwards (median) | median R "
     "| max R | cosine "
     "| rel. distance | Spearman | top-3 | App. B.4 | budget ran out (R reached) "
-    "| certified: R alone / rule at |"
+    "| certified: R alone / rule at | second run: evaluations, R (medians) |"
 )
 
 
@@ -196,7 +197,8 @@ def table(rows: list[dict]) -> list[str]:
     lines = [HEADER, "|---" * (HEADER.count("|") - 1) + "|"]
     for (exp, method, refs, budget), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], *kv[0][2:])):
         done = [r for r in rs if "residual" in r]
-        note = f"| {exp} | {method} | {refs} | {budget} | 0 | {rs[0].get('note', '-')} ||||||||||"
+        note = f"| {exp} | {method} | {refs} | {budget} | 0 | {rs[0].get('note', '-')} |"
+        note += "|" * (HEADER.count("|") - note.count("|"))  # the row's empty cells
         lines.append(_row(exp, method, refs, budget, done) if done else note)
     return lines
 
@@ -219,12 +221,14 @@ def _row(exp: str, method: str, refs: int, budget: int, done: list[dict]) -> str
         held = (f"{np.median(alone):.0f} ({len(alone)} q) / " if alone else "never / ") + (
             f"{np.median(rule):.0f} ({len(rule)} q)" if rule else "never"
         )
+    evals_2x, residual_2x = (np.median([r[k] for r in done]) for k in ("grad_evals_2x", "residual_2x"))
+    second = f"{evals_2x:.0f}, {residual_2x:.4f}"
     return (
         f"| {exp} | {method} | {refs} | {budget} | {len(done)} | {med['grad_evals']:.0f} | "
         f"{med['forwards']:.0f} | {med['residual']:.4f} | {rmax:.4f} | {med['cosine']:.4f} | "
         f"{med['distance']:.3f} | "
         f"{med['spearman']:.3f} | {med['top3']:.2f} | {'holds' if ok else 'misses'} | "
-        f"{ran_out or 'none'} | {held} |"
+        f"{ran_out or 'none'} | {held} | {second} |"
     )
 
 

@@ -36,6 +36,8 @@ def _record(question: str, evals: int, residual: float, exhausted: bool, cosine:
         "top3": 1.0,
         "evals_residual_only": evals / 2,
         "evals_rule": None if exhausted else evals,
+        "grad_evals_2x": 2 * evals,
+        "residual_2x": residual / 2,
     }
 
 
@@ -53,10 +55,13 @@ def test_the_table_gives_medians_the_verdict_and_names_each_exhausted_question_w
     assert cells[13] == "holds"
     assert cells[14] == "q3 (0.030)"  # ran out, with the R it reached
     assert cells[15] == "150 (3 q) / 200 (2 q)"
+    assert cells[16] == "600, 0.0020"  # the second run (twice the budget): its medians
+    assert len(cells) == lines[0].count("|") - 1
     (kronrod,) = [line for line in lines if "| kronrod |" in line]
     assert "first pass above" in kronrod
+    assert kronrod.count("|") == lines[0].count("|")
     warped = bench.table([{**_record("q1", 100, 0.004, False), "method": "certified+warp31"}])[2]
-    assert warped.split("|")[-2].strip() == "50 (1 q) / 100 (1 q)"  # a warped row reads its trace too
+    assert warped.split("|")[-3].strip() == "50 (1 q) / 100 (1 q)"  # a warped row reads its trace too
     failing = bench.table([_record("q1", 100, 0.004, False, cosine=0.95)])[2]
     assert "| misses |" in failing  # the median cosine below 0.99: App. B.4 is not met
     assert "| none |" in failing
