@@ -38,9 +38,39 @@ def read_int(conn: socket.socket) -> int | None:
     return int(STATUS.unpack(data)[0])
 
 
-def _forward(pid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signum)
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class _Forwarder:
+    """Forwards :data:`FORWARDED` to the warm child, installed before the request is sent: the child may
+    start the stage (and its output reach a reader) before its pid arrives here, so a signal that comes
+    before the pid is held and forwarded with it, or, where the stage starts here instead, raised again
+    here once the previous handlers are back."""
+
+    def __init__(self) -> None:
+        self.pid = 0
+        self.held: list[int] = []
+        self.previous = {sig: signal.signal(sig, self._on_signal) for sig in FORWARDED}
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        if not self.pid:
+            self.held.append(signum)
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signum)
+
+    def to(self, pid: int) -> None:
+        """The child's pid is known: forward what was held."""
+        self.pid = pid
+        for signum in self.held:
+            self._on_signal(signum, None)
+
+    def restore(self) -> None:
+        """No child: the previous handlers back, and the held signals raised again here."""
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        for signum in self.held:
+            os.kill(os.getpid(), signum)
 
 
 def run_warm(argv: list[str]) -> int | None:
@@ -59,13 +89,14 @@ def run_warm(argv: list[str]) -> int | None:
         return None
     request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path}
     body = json.dumps({**request, "python": python_identity()}).encode()
+    forwarder = _Forwarder()
     socket.send_fds(conn, [STATUS.pack(len(body)) + body], [0, 1, 2])
     pid = read_int(conn)
     if not pid:
         conn.close()
+        forwarder.restore()
         return None
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda signum, _frame: _forward(pid, signum))
+    forwarder.to(pid)
     status = read_int(conn)
     if status is None:
         print(f"stages: the warm child {pid} ended without an exit status (killed?)", file=sys.stderr)

@@ -190,3 +190,87 @@ def test_a_killed_stage_process_takes_its_child_with_it(server, project: Path) -
     stage.kill()
     stage.wait(timeout=60)
     assert _gone(int(seen["pid"]))
+
+
+def _stand_in_server(socket_path: Path, client_pid: list[int], child: subprocess.Popen[bytes] | None) -> None:
+    """One request answered as the warm server would, with Ctrl-C sent to the stage between the request
+    and the child's pid (the child may have started and printed by then): then ``child``'s pid, and, once
+    ``child`` has ended, its status; without a child, 0 (start cold)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(socket_path))
+        listener.listen(1)
+        conn, _ = listener.accept()
+        with conn:
+            _, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+            for fd in fds:
+                os.close(fd)
+            while not client_pid:
+                time.sleep(0.01)
+            os.kill(client_pid[0], signal.SIGINT)
+            time.sleep(1.0)  # the stage handles it before it knows the child
+            conn.sendall(STATUS.pack(child.pid if child else 0))
+            if child:
+                conn.sendall(STATUS.pack(child.wait(timeout=60)))
+
+
+def test_ctrl_c_before_the_childs_pid_arrives_still_reaches_the_child() -> None:
+    """A signal that comes after the request and before the child's pid is held and forwarded with the
+    pid, not lost (nor a traceback in the stage while the child runs on)."""
+    import threading
+
+    directory = Path(tempfile.mkdtemp(prefix="xw-race-"))
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    client_pid: list[int] = []
+    answer = threading.Thread(target=_stand_in_server, args=(directory / "s.sock", client_pid, child))
+    answer.start()
+    try:
+        while not (directory / "s.sock").exists():
+            time.sleep(0.01)
+        stage = subprocess.Popen(
+            [sys.executable, "-m", "stages", "wait"],
+            cwd=ROOT,
+            env={**os.environ, ENV: str(directory / "s.sock")},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}),
+        )
+        client_pid.append(stage.pid)
+        _, err = stage.communicate(timeout=60)
+        assert child.wait(timeout=5) == -signal.SIGINT  # forwarded to the child
+        assert stage.returncode == -signal.SIGINT  # and the stage ends as the child did
+        assert "Traceback" not in err
+    finally:
+        child.kill()
+        answer.join(timeout=60)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_ctrl_c_before_a_refusal_stops_the_stage_before_it_starts_cold() -> None:
+    """Held, and the server then answers 0 (start cold): the signal is raised again here, so the stage
+    ends by it instead of starting the stage runner."""
+    import threading
+
+    directory = Path(tempfile.mkdtemp(prefix="xw-race-"))
+    client_pid: list[int] = []
+    answer = threading.Thread(target=_stand_in_server, args=(directory / "s.sock", client_pid, None))
+    answer.start()
+    try:
+        while not (directory / "s.sock").exists():
+            time.sleep(0.01)
+        stage = subprocess.Popen(
+            [sys.executable, "-m", "stages", "wait"],
+            cwd=ROOT,
+            env={**os.environ, ENV: str(directory / "s.sock")},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}),
+        )
+        client_pid.append(stage.pid)
+        _, err = stage.communicate(timeout=120)
+        assert stage.returncode == -signal.SIGINT
+        assert "xurs_pipeline" not in err  # the stage runner never started
+    finally:
+        answer.join(timeout=60)
+        shutil.rmtree(directory, ignore_errors=True)
