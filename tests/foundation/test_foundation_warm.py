@@ -213,13 +213,11 @@ def _stand_in_server(socket_path: Path, client_pid: list[int], child: subprocess
                 conn.sendall(STATUS.pack(child.wait(timeout=60)))
 
 
-def test_ctrl_c_before_the_childs_pid_arrives_still_reaches_the_child() -> None:
-    """A signal that comes after the request and before the child's pid is held and forwarded with the
-    pid, not lost (nor a traceback in the stage while the child runs on)."""
+def _stage_interrupted_before_the_answer(child: subprocess.Popen[bytes] | None) -> tuple[int, str]:
+    """A stage started against :func:`_stand_in_server` (in a thread): its exit status and stderr."""
     import threading
 
     directory = Path(tempfile.mkdtemp(prefix="xw-race-"))
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     client_pid: list[int] = []
     answer = threading.Thread(target=_stand_in_server, args=(directory / "s.sock", client_pid, child))
     answer.start()
@@ -236,41 +234,28 @@ def test_ctrl_c_before_the_childs_pid_arrives_still_reaches_the_child() -> None:
             preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}),
         )
         client_pid.append(stage.pid)
-        _, err = stage.communicate(timeout=60)
-        assert child.wait(timeout=5) == -signal.SIGINT  # forwarded to the child
-        assert stage.returncode == -signal.SIGINT  # and the stage ends as the child did
-        assert "Traceback" not in err
+        _, err = stage.communicate(timeout=120)
+        return stage.returncode, err
     finally:
-        child.kill()
+        if child is not None:
+            child.kill()
         answer.join(timeout=60)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_ctrl_c_before_the_childs_pid_arrives_still_reaches_the_child() -> None:
+    """A signal that comes after the request and before the child's pid is held and forwarded with the
+    pid, not lost (nor a traceback in the stage while the child runs on)."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    status, err = _stage_interrupted_before_the_answer(child)
+    assert child.returncode == -signal.SIGINT  # forwarded to the child (it ended before its status was sent)
+    assert status == -signal.SIGINT  # and the stage ends as the child did
+    assert "Traceback" not in err
 
 
 def test_ctrl_c_before_a_refusal_stops_the_stage_before_it_starts_cold() -> None:
     """Held, and the server then answers 0 (start cold): the signal is raised again here, so the stage
     ends by it instead of starting the stage runner."""
-    import threading
-
-    directory = Path(tempfile.mkdtemp(prefix="xw-race-"))
-    client_pid: list[int] = []
-    answer = threading.Thread(target=_stand_in_server, args=(directory / "s.sock", client_pid, None))
-    answer.start()
-    try:
-        while not (directory / "s.sock").exists():
-            time.sleep(0.01)
-        stage = subprocess.Popen(
-            [sys.executable, "-m", "stages", "wait"],
-            cwd=ROOT,
-            env={**os.environ, ENV: str(directory / "s.sock")},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}),
-        )
-        client_pid.append(stage.pid)
-        _, err = stage.communicate(timeout=120)
-        assert stage.returncode == -signal.SIGINT
-        assert "xurs_pipeline" not in err  # the stage runner never started
-    finally:
-        answer.join(timeout=60)
-        shutil.rmtree(directory, ignore_errors=True)
+    status, err = _stage_interrupted_before_the_answer(None)
+    assert status == -signal.SIGINT
+    assert "xurs_pipeline" not in err  # the stage runner never started
