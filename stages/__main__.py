@@ -68,7 +68,7 @@ class _Forwarder:
     def restore(self) -> None:
         """No child: the previous handlers back, and the held signals raised again here."""
         for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
         for signum in self.held:
             os.kill(os.getpid(), signum)
 

@@ -147,17 +147,21 @@ def test_no_server_on_the_socket_starts_the_stage_cold(project: Path, tmp_path: 
     assert _seen(result)["marker"] == "m-42"
 
 
-def _started(project: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], dict[str, object]]:
-    stage = subprocess.Popen(
+def _waiting_stage(cwd: Path, env: dict[str, str], **streams: int) -> subprocess.Popen[str]:
+    """``python -m stages wait`` in ``cwd``, with Ctrl-C unblocked, as under a terminal (a pytest-xdist
+    worker may run with it blocked, and a child inherits the blocked set)."""
+    return subprocess.Popen(
         [sys.executable, "-m", "stages", "wait"],
-        cwd=project,
+        cwd=cwd,
         env=env,
-        stdout=subprocess.PIPE,
         text=True,
-        # Ctrl-C unblocked, as under a terminal (a pytest-xdist worker may run with it blocked, and a child
-        # inherits the blocked set)
         preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}),
+        **streams,
     )
+
+
+def _started(project: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], dict[str, object]]:
+    stage = _waiting_stage(project, env, stdout=subprocess.PIPE)
     assert stage.stdout is not None
     return stage, json.loads(stage.stdout.readline())
 
@@ -224,15 +228,8 @@ def _stage_interrupted_before_the_answer(child: subprocess.Popen[bytes] | None) 
     try:
         while not (directory / "s.sock").exists():
             time.sleep(0.01)
-        stage = subprocess.Popen(
-            [sys.executable, "-m", "stages", "wait"],
-            cwd=ROOT,
-            env={**os.environ, ENV: str(directory / "s.sock")},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}),
-        )
+        env = {**os.environ, ENV: str(directory / "s.sock")}
+        stage = _waiting_stage(ROOT, env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         client_pid.append(stage.pid)
         _, err = stage.communicate(timeout=120)
         return stage.returncode, err

@@ -51,9 +51,10 @@ class ParameterCounts:
 
 
 @lru_cache(maxsize=4)
-def _gguf_config(path: str, mtime_ns: int) -> dict[str, Any]:
+def _gguf_config(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
     """A GGUF file's config values (its whole header is parsed, the tokenizer's vocabulary included:
-    seconds for SmolLM2), once a process per file and modification time. Callers copy before changing it."""
+    seconds for SmolLM2), once a process per file, modification time and size. Callers copy before changing
+    it."""
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
     values: dict[str, Any] = load_gguf_checkpoint(path, return_tensors=False)["config"]
@@ -74,7 +75,8 @@ def backbone_config(model: ModelConfig) -> PretrainedConfig:
         from xurs_pipeline.models.gguf import resolve_gguf_path
 
         path = resolve_gguf_path(model.source, model.gguf_package, model.gguf_file)
-        values = dict(_gguf_config(str(path), path.stat().st_mtime_ns))
+        stat = path.stat()
+        values = dict(_gguf_config(str(path), stat.st_mtime_ns, stat.st_size))
         config = AutoConfig.for_model(values.pop("model_type"), **values)
     else:
         try:
