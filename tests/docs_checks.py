@@ -16,6 +16,7 @@ experiment of ``conf/experiment/`` missing from the one table.
 from __future__ import annotations
 
 import argparse
+import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -531,6 +532,29 @@ def check_results_file(text: str, path: Path, root: Path = ROOT) -> list[str]:
     return check_own_figures(text)
 
 
+TABLE_SEPARATOR = re.compile(r"\s*\|(?:\s*:?-+:?\s*\|)+\s*$")
+FENCED = re.compile(r"^```.*?^```", re.M | re.S)
+
+
+def _cells(line: str) -> int:
+    """Cells of a Markdown table line: its unescaped pipes less one (GitHub's reading)."""
+    return len(re.findall(r"(?<!\\)\|", line.strip())) - 1
+
+
+def check_tables(text: str) -> list[str]:
+    """Every Markdown table's separator and rows have as many cells as its header (outside code blocks)."""
+    lines = FENCED.sub("", text).splitlines()
+    problems = []
+    for i, header in enumerate(lines[:-1]):
+        if not (header.lstrip().startswith("|") and TABLE_SEPARATOR.match(lines[i + 1])):
+            continue
+        width = _cells(header)
+        for row in itertools.takewhile(lambda line: line.lstrip().startswith("|"), lines[i + 1 :]):
+            if _cells(row) != width:
+                problems.append(f"a table row of {_cells(row)} cells under a header of {width}: {row[:60]}")
+    return problems
+
+
 def yaml_comments(text: str) -> str:
     """The comments of a YAML file, one per line."""
     return "\n".join(m.group(1) for m in re.finditer(r"(?:^|\s)#(.*)$", text, re.M)) + "\n"
@@ -551,7 +575,19 @@ class DocKind:
     read: Callable[[str], str] = lambda text: text
 
 
-COMMON = ("files", "keys", "cli", "tests", "stages", "counts", "versions", "hashes", "issues", "sections")
+COMMON = (
+    "files",
+    "keys",
+    "cli",
+    "tests",
+    "stages",
+    "counts",
+    "versions",
+    "hashes",
+    "issues",
+    "sections",
+    "tables",
+)
 DOCS = (
     DocKind("pages", PAGES, (*COMMON, "run_notes", "figures")),
     DocKind("architecture", (ROOT / "ARCHITECTURE.md",), (*COMMON, "run_notes", "figures")),
@@ -571,6 +607,7 @@ DOCS = (
             "narration",
             "ledger",
             "own_figures",
+            "tables",
         ),
     ),
     DocKind(
@@ -582,7 +619,18 @@ DOCS = (
     DocKind(
         "results",
         tuple(sorted((ROOT / "results").rglob("*.md"))),
-        ("files", "keys", "cli", "stages", "counts", "hashes", "issues", "narration", "results_file"),
+        (
+            "files",
+            "keys",
+            "cli",
+            "stages",
+            "counts",
+            "hashes",
+            "issues",
+            "narration",
+            "results_file",
+            "tables",
+        ),
     ),
 )
 
@@ -612,4 +660,5 @@ def checkers(
         "own_figures": lambda t, p: check_own_figures(t),
         "ledger": lambda t, p: check_ledger(t),
         "results_file": check_results_file,
+        "tables": lambda t, p: check_tables(t),
     }

@@ -101,6 +101,7 @@ PLANTED = (
     ("stale count", "The 16 stages of `dvc.yaml` run in order.", "# the 16 stages of dvc.yaml", "stages are"),
     ("wrong path", "See `conf/data/nonesuch.yaml`.", "# see conf/data/nonesuch.yaml", "no such file"),
     ("run note", "It ran at load average 3-5.", "# ran at load average 3-5", "a note about a particular run"),
+    ("broken table", "| a | b |\n|---|---|\n| c |", "# | a | b |\n# |---|---|\n# | c |", "a table row of 1"),
 )
 
 
