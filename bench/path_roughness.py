@@ -2,7 +2,8 @@
 what that makes a lattice of n points a reference cost, plain and warped (``attribution/path_warp.py``).
 
     OMP_NUM_THREADS=1 python bench/path_roughness.py --experiment local [--override KEY=VALUE ...] \
-        [--questions 1] [--refs 4] [--dense 513] [--nodes 16 32 64] [--warp 15 31 63] [--json FILE]
+        [--questions 1] [--refs 4] [--dense 513] [--nodes 16 32 64] [--warp 15 31 63] [--groups 1 4 16] \
+        [--json FILE]
 
 For the first ``--questions`` questions the ``attribute`` stage explains and their first ``--refs`` training
 references: F at ``--dense`` equally spaced α along each straight path (forwards, ``PathProblem.values``),
@@ -10,8 +11,12 @@ each path's total variation against its gap F(X) - F(B_r), and, taking the piece
 points as the integrand, the RMS error over 200 random shifts of one reference's scalar integral by the tent
 lattice with n points (``certified.tent_nodes``), plain and on the warp of each ``--warp`` forwards. From
 the RMS error σ(n) the rule's spread criterion at M references, 1.96 σ / sqrt(M) <= 0.01, gives the points a
-reference needs: ``needed_points`` extrapolates σ(n) by the power law through the two largest n. The seconds
-of one forward and one gradient evaluation on the same question are measured side by side (a warp's
+reference needs: ``needed_points`` extrapolates σ(n) by the power law through the two largest n. With
+``--groups``, on the same integrands, the RMS error over the random shifts of the *averaged* residual,
+mean_r rho_r (App. B.4's R), with shifts shared in groups of G references: in a group one u, reference i of
+it at u + i / (G n), so the group's nodes together form the lattice of G n points (G = 1: the independent
+shifts of ``certify``). Stratifying across references pays where their integrands share their shape. The
+seconds of one forward and one gradient evaluation on the same question are measured side by side (a warp's
 forwards in gradient-evaluation units). Prints one JSON record per question (``--json`` keeps them).
 """
 
@@ -53,18 +58,39 @@ def problem_of(model, q, pool, at, pad_id: int) -> PathProblem:
 def lattice_rms(f: np.ndarray, warp: path_warp.Warp | None, n: int, rng: np.random.Generator) -> np.ndarray:
     """RMS error over random shifts of each reference's n-point lattice integral of the piecewise-linear F
     through f (R, N) (its slopes constant between the dense points): (R,)."""
-    refs, dense = f.shape
-    slopes = np.diff(f, axis=1) * (dense - 1)
-    gap = f[:, -1] - f[:, 0]
-    errors = np.zeros((refs, SHIFTS))
-    for r in range(refs):
+    errors = np.zeros((len(f), SHIFTS))
+    for r in range(len(f)):
         for k, shift in enumerate(rng.uniform(size=SHIFTS)):
-            s = tent_nodes(shift, n)
-            alpha, weight = warp.place(r, s) if warp is not None else (s, np.ones(n))
-            cell = np.clip((alpha * (dense - 1)).astype(int), 0, dense - 2)
-            errors[r, k] = (slopes[r, cell] * weight).mean() - gap[r]
+            errors[r, k] = lattice_error(f, warp, r, shift, n)
     rms: np.ndarray = np.sqrt((errors**2).mean(1))
     return rms
+
+
+def lattice_error(f: np.ndarray, warp: path_warp.Warp | None, ref: int, shift: float, n: int) -> float:
+    """Signed error of reference ``ref``'s n-point lattice integral with ``shift`` of the piecewise-linear F
+    through f (R, N) (its slopes constant between the dense points)."""
+    dense = f.shape[1]
+    s = tent_nodes(shift, n)
+    alpha, weight = warp.place(ref, s) if warp is not None else (s, np.ones(n))
+    cell = np.clip((alpha * (dense - 1)).astype(int), 0, dense - 2)
+    slopes = (f[ref, cell + 1] - f[ref, cell]) * (dense - 1)
+    return float((slopes * weight).mean() - (f[ref, -1] - f[ref, 0]))
+
+
+def averaged_rms(f: np.ndarray, warp: path_warp.Warp | None, n: int, group: int, rng) -> float:
+    """RMS error over random shifts of mean_r rho_r over the R references of f (R, N), the shifts shared in
+    groups of ``group`` (module docstring; the references dealt into groups afresh each draw)."""
+    refs = len(f)
+    if refs % group:
+        raise ValueError(f"--groups {group}: must divide --refs {refs}")
+    errors = np.zeros(SHIFTS)
+    for k in range(SHIFTS):
+        order = rng.permutation(refs).reshape(-1, group)
+        for members, u in zip(order, rng.uniform(size=len(order)), strict=True):
+            errors[k] += sum(
+                lattice_error(f, warp, int(r), (u + i / (group * n)) % 1.0, n) for i, r in enumerate(members)
+            )
+    return float(np.sqrt(((errors / refs) ** 2).mean()))
 
 
 def needed_points(nodes: list[int], rms: list[float], refs: int) -> float:
@@ -114,6 +140,11 @@ def measure(problem: PathProblem, args) -> dict:
         }
         for m in (16, 64, 256):
             record[name][f"needed_points_m{m}"] = round(needed_points(args.nodes, rms, m), 1)
+        if args.groups:
+            record[name]["averaged_rms_by_group"] = {
+                str(n): {str(g): round(averaged_rms(f, warp, n, g, rng), 4) for g in args.groups}
+                for n in args.nodes
+            }
     record["forward_seconds"], record["gradient_seconds"] = seconds_per_evaluation(problem)
     return record
 
@@ -124,6 +155,7 @@ def main() -> None:
     parser.add_argument("--dense", type=int, default=513)
     parser.add_argument("--nodes", type=int, nargs="+", default=[16, 32, 64])
     parser.add_argument("--warp", type=int, nargs="+", default=[15, 31, 63])
+    parser.add_argument("--groups", type=int, nargs="*", default=[], help="shifts shared by G references")
     parser.add_argument("--json", help="append the records here (JSON lines)")
     args = parser.parse_args()
     model, prompts, cfg, pad_id = load(args.experiment, args.override)

@@ -44,3 +44,33 @@ def test_the_points_needed_follow_the_power_law_and_the_references(bench) -> Non
     assert bench.needed_points([16, 32], sigma, 256) < bench.needed_points([16, 32], sigma, 64)
     assert bench.needed_points([16, 32], [0.1, 0.1], 64) == float("inf")
     assert bench.needed_points([16, 32], [0.5, 1e-4], 64) == 32.0  # already within: the points measured
+
+
+def test_identical_references_sharing_a_shift_integrate_as_the_finer_lattice(bench) -> None:
+    """G references with one integrand, at u + i / (G n): their mean is the G n-point lattice's integral, so
+    the averaged residual's RMS is the finer lattice's (second order), far below the independent shifts'
+    σ(n) / sqrt(G)."""
+    grid = np.linspace(0.0, 1.0, 4097)
+    f = np.tile(np.sin(3 * grid), (8, 1))
+    rng = np.random.default_rng(2)
+    finer, coarse = (float(bench.lattice_rms(f[:1], None, n, rng)[0]) for n in (64, 8))
+    shared, independent = (bench.averaged_rms(f, None, 8, g, rng) for g in (8, 1))
+    assert shared == pytest.approx(finer, rel=0.3)
+    assert independent == pytest.approx(coarse / np.sqrt(8), rel=0.3)
+    assert shared * 10 < independent
+
+
+def test_references_with_their_own_swings_gain_nothing_from_shared_shifts(bench) -> None:
+    """Each reference's F swings at its own place: the group's nodes fall on different stretches of the paths,
+    so the averaged residual's RMS stays that of independent shifts."""
+    grid = np.linspace(0.0, 1.0, 2049)
+    f = np.stack([1 / (1 + np.exp(-(grid - c) / 0.02)) for c in np.linspace(0.15, 0.85, 8)])
+    rng = np.random.default_rng(3)
+    shared, independent = (bench.averaged_rms(f, None, 16, g, rng) for g in (8, 1))
+    assert shared == pytest.approx(independent, rel=0.3)
+
+
+def test_groups_that_do_not_divide_the_references_are_refused(bench) -> None:
+    f = np.zeros((4, 5))
+    with pytest.raises(ValueError, match="--groups 3: must divide --refs 4"):
+        bench.averaged_rms(f, None, 4, 3, np.random.default_rng(0))
