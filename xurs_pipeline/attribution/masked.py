@@ -179,10 +179,7 @@ def _run_chunks(
     seq = embeds.shape[0]
     out = torch.empty((len(position_sets), 15), dtype=torch.float64, device=embeds.device)
     for chunk, p in chunks:
-        batch = embeds[p:].unsqueeze(0).repeat(len(chunk), 1, 1)  # (b, seq - p, hidden)
-        for row, i in enumerate(chunk):
-            rows = list(map(int, position_sets[i]))
-            batch[row, [j - p for j in rows]] = fill[rows]
+        batch = _filled(embeds, fill, [position_sets[i] for i in chunk], p)
         mask = question.attention_mask.reshape(1, seq).expand(len(chunk), seq)
         pos = question.position_ids[p:].reshape(1, seq - p).expand(len(chunk), seq - p)
         masses = (
@@ -192,3 +189,14 @@ def _run_chunks(
         )
         out[torch.tensor(chunk, device=out.device)] = masses.double()
     return out
+
+
+def _filled(embeds: torch.Tensor, fill: torch.Tensor, sets: Sequence[Sequence[int]], p: int) -> torch.Tensor:
+    """Copies of the prompt's rows from position ``p`` on, one a set, each set's rows taken from ``fill``:
+    (len(sets), seq - p, hidden), one ``torch.where`` over a boolean mask built in numpy (row-by-row tensor
+    assignment cost seconds for a few thousand sets)."""
+    chosen = np.zeros((len(sets), embeds.shape[0] - p), dtype=bool)
+    for row, positions in enumerate(sets):
+        chosen[row, np.asarray(positions, dtype=np.int64) - p] = True
+    where = torch.from_numpy(chosen).to(embeds.device)[..., None]
+    return torch.where(where, fill[p:], embeds[p:])
