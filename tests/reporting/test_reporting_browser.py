@@ -82,7 +82,7 @@ def test_link_check_catches_a_missing_page_and_a_missing_image(report, chromium,
     assert broken_links(chromium, report / "index.html") == []
     broken = _broken(report, tmp_path, 'href="q2.html"', 'href="q2-gone.html"')
     (broken.parent / "plots" / "advantage.png").unlink()
-    problems = broken_links(chromium, broken / "index.html")
+    problems = broken_links(chromium, report / "index.html", broken / "index.html")  # one tab, in turn
     assert any("q2-gone.html" in p for p in problems)
     assert any("advantage.png" in p for p in problems)
 
