@@ -575,41 +575,13 @@ class DocKind:
     read: Callable[[str], str] = lambda text: text
 
 
-COMMON = (
-    "files",
-    "keys",
-    "cli",
-    "tests",
-    "stages",
-    "counts",
-    "versions",
-    "hashes",
-    "issues",
-    "sections",
-    "tables",
-)
+NAMED = ("files", "keys", "cli", "stages", "counts", "hashes", "issues", "tables")  # every kind of file
+COMMON = (*NAMED, "tests", "versions", "sections")
 DOCS = (
     DocKind("pages", PAGES, (*COMMON, "run_notes", "figures")),
     DocKind("architecture", (ROOT / "ARCHITECTURE.md",), (*COMMON, "run_notes", "figures")),
     DocKind("contributing", (ROOT / "CONTRIBUTING.md",), (*COMMON, "run_notes", "figures")),
-    DocKind(
-        "benchmarks",
-        (ROOT / "BENCHMARKS.md",),
-        (
-            "files",
-            "keys",
-            "cli",
-            "tests",
-            "stages",
-            "counts",
-            "hashes",
-            "issues",
-            "narration",
-            "ledger",
-            "own_figures",
-            "tables",
-        ),
-    ),
+    DocKind("benchmarks", (ROOT / "BENCHMARKS.md",), (*NAMED, "tests", "narration", "ledger", "own_figures")),
     DocKind(
         "conf",
         tuple(sorted((ROOT / "conf").rglob("*.yaml"))),
@@ -617,20 +589,7 @@ DOCS = (
         yaml_comments,
     ),
     DocKind(
-        "results",
-        tuple(sorted((ROOT / "results").rglob("*.md"))),
-        (
-            "files",
-            "keys",
-            "cli",
-            "stages",
-            "counts",
-            "hashes",
-            "issues",
-            "narration",
-            "results_file",
-            "tables",
-        ),
+        "results", tuple(sorted((ROOT / "results").rglob("*.md"))), (*NAMED, "narration", "results_file")
     ),
 )
 
