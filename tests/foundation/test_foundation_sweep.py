@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from smoke_project import BIN, copy_sources, run_any, run_ok
+from terminal import as_under_a_terminal
 
 from xurs_pipeline.cli import main as xurs
 
@@ -206,9 +207,9 @@ def test_ctrl_c_lets_dvc_clean_up_and_ends_with_one_line_per_point(project: Path
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-        # as a terminal would: Ctrl-C unblocked (an earlier test in this worker may have blocked it, and a
-        # child inherits the blocked set, so the sweep never saw it and ran on to the next point)
-        preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}),
+        # as a terminal would (a blocked or ignored Ctrl-C is inherited: the sweep never saw it and ran on
+        # to the next point)
+        preexec_fn=as_under_a_terminal,
     )
     deadline = time.monotonic() + 120
     while not (calls.is_file() and "run " in calls.read_text()) and time.monotonic() < deadline:

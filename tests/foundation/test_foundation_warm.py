@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from terminal import as_under_a_terminal
 
 from stages.__main__ import CHILD_ENV, ENV, STATUS, read_int, run_warm
 from stages.warm import start_server
@@ -51,7 +52,7 @@ def server() -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
     """A warm server of this test module's own (the session's may be off: XURS_TEST_COLD)."""
     directory = Path(tempfile.mkdtemp(prefix="xw-test-"))
     socket_path = directory / "s.sock"
-    process = start_server(socket_path, os.environ)
+    process = start_server(socket_path, os.environ, preexec_fn=as_under_a_terminal)  # its children's Ctrl-C
     deadline = time.monotonic() + 240
     while not socket_path.exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -148,14 +149,13 @@ def test_no_server_on_the_socket_starts_the_stage_cold(project: Path, tmp_path: 
 
 
 def _waiting_stage(cwd: Path, env: dict[str, str], **streams: int) -> subprocess.Popen[str]:
-    """``python -m stages wait`` in ``cwd``, with Ctrl-C unblocked, as under a terminal (a pytest-xdist
-    worker may run with it blocked, and a child inherits the blocked set)."""
+    """``python -m stages wait`` in ``cwd``, with Ctrl-C as under a terminal (tests/terminal.py)."""
     return subprocess.Popen(
         [sys.executable, "-m", "stages", "wait"],
         cwd=cwd,
         env=env,
         text=True,
-        preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}),
+        preexec_fn=as_under_a_terminal,
         **streams,
     )
 
@@ -243,7 +243,8 @@ def _stage_interrupted_before_the_answer(child: subprocess.Popen[bytes] | None) 
 def test_ctrl_c_before_the_childs_pid_arrives_still_reaches_the_child() -> None:
     """A signal that comes after the request and before the child's pid is held and forwarded with the
     pid, not lost (nor a traceback in the stage while the child runs on)."""
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    child = subprocess.Popen(sleeper, preexec_fn=as_under_a_terminal)
     status, err = _stage_interrupted_before_the_answer(child)
     assert child.returncode == -signal.SIGINT  # forwarded to the child (it ended before its status was sent)
     assert status == -signal.SIGINT  # and the stage ends as the child did
