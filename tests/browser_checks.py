@@ -113,7 +113,7 @@ def report_pages(html_dir: Path) -> list[Path]:
 def broken_links(browser: Any, *paths: Path) -> list[str]:
     """Local ``a[href]`` and ``img[src]`` of each of ``paths`` that resolve to no file, or to no ``id`` on the
     page for a fragment. Links to other sites are left alone (the report has none). One tab visits the
-    pages in turn: a new tab a page took about four times as long (BENCHMARKS.md section 16)."""
+    pages in turn: a new tab a page made this one of the suite's slowest checks (BENCHMARKS.md section 16)."""
     page = browser.new_page()
     try:
         return [problem for path in paths for problem in _broken_links_of(page, path)]
