@@ -66,10 +66,10 @@ class _Forwarder:
             self._on_signal(signum, None)
 
     def restore(self) -> None:
-        """No child: the previous handlers back, and the held signals raised again here."""
+        """The previous handlers back; where no child took the held signals, they are raised again here."""
         for sig, handler in self.previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
-        for signum in self.held:
+        for signum in [] if self.pid else self.held:
             os.kill(os.getpid(), signum)
 
 
@@ -97,7 +97,10 @@ def run_warm(argv: list[str]) -> int | None:
         forwarder.restore()
         return None
     forwarder.to(pid)
-    status = read_int(conn)
+    try:
+        status = read_int(conn)
+    finally:  # the child is gone: nothing is left to forward to (its pid may be reused)
+        forwarder.restore()
     if status is None:
         print(f"stages: the warm child {pid} ended without an exit status (killed?)", file=sys.stderr)
         return 1

@@ -22,8 +22,9 @@ What makes the child the stage a cold start would be:
 - torch's thread count is set from the stage's ``OMP_NUM_THREADS`` (torch's default where unset);
 - ``tempfile`` reads the stage's ``TMPDIR`` again;
 - the stage forwards SIGINT, SIGTERM and SIGHUP to the child (from before its request: one that comes
-  before the child's pid is held and forwarded with it), and the child ends itself when the stage
-  process is gone (a killed ``dvc repro`` kills its stages).
+  before the child's pid is held and forwarded with it; its own handlers are back once the child has
+  ended), and the child ends itself when the stage process is gone (a killed ``dvc repro`` kills its
+  stages).
 
 Distributed launches (``torchrun``) always start cold. Without the variable, or when nothing answers on
 the socket, the stage starts cold: the server is an accelerator, never a requirement.

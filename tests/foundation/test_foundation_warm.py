@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from terminal import as_under_a_terminal
 
-from stages.__main__ import CHILD_ENV, ENV, STATUS, read_int, run_warm
+from stages.__main__ import CHILD_ENV, ENV, STATUS, _Forwarder, read_int, run_warm
 from stages.warm import start_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -257,3 +257,22 @@ def test_ctrl_c_before_a_refusal_stops_the_stage_before_it_starts_cold() -> None
     status, err = _stage_interrupted_before_the_answer(None)
     assert status == -signal.SIGINT
     assert "xurs_pipeline" not in err  # the stage runner never started
+
+
+def test_the_forwarding_ends_with_the_child_and_what_it_took_is_not_raised_again() -> None:
+    """Once the child has its signals (and has ended), the previous handlers are back and nothing held is
+    raised here: no later signal goes to a pid that may be reused."""
+    raised: list[int] = []
+    before = signal.signal(signal.SIGHUP, lambda signum, _frame: raised.append(signum))
+    try:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        forwarder = _Forwarder()
+        signal.raise_signal(signal.SIGHUP)  # before the pid: held
+        forwarder.to(child.pid)
+        assert child.wait(timeout=30) == -signal.SIGHUP
+        forwarder.restore()
+        assert raised == []
+        signal.raise_signal(signal.SIGHUP)
+        assert raised == [signal.SIGHUP]  # the previous handler again
+    finally:
+        signal.signal(signal.SIGHUP, before)
