@@ -168,7 +168,7 @@ BUDGET_KEYS = (
 )
 
 
-WARP_FIRST_POINTS = 15  # forwards of a path warp's first grid (16 equal segments; attribution/path_warp.py)
+WARP_MIN_POINTS = 15  # the fewest forwards a path warp takes (16 equal segments; attribution/path_warp.py)
 
 
 def check_certified(
@@ -180,10 +180,10 @@ def check_certified(
         raise ValueError(f"attribution.certified_vector_tolerance={vector_tolerance}: must be in (0, 1]")
     if first_nodes < 2 or first_nodes & (first_nodes - 1):
         raise ValueError(f"attribution.certified_first_nodes={first_nodes}: must be a power of 2, >= 2")
-    if warp_points != 0 and warp_points < WARP_FIRST_POINTS:
+    if warp_points != 0 and warp_points < WARP_MIN_POINTS:
         raise ValueError(
             f"attribution.certified_warp_points={warp_points}: must be 0 (no warp) or >= "
-            f"{WARP_FIRST_POINTS}, the first grid's forwards"
+            f"{WARP_MIN_POINTS} (16 equal segments)"
         )
 
 
@@ -246,7 +246,7 @@ class AttributionConfig:
       ``trapezoid`` (one evaluation a bisection, each interval's error exact from F at its two nodes;
       ``attribution/trapezoid.py``; straight paths only).
     certified_*: the ``certified`` estimator (``attribution/certified.py``): the tolerance of the averaged
-      residual (Eq. 9) and of its 95% spread over the random shifts, the tolerance of the predicted relative
+      residual (Eq. 9) and of its median over other random shifts, the tolerance of the predicted relative
       distance of the averaged vector from a rerun, its gradient-evaluation budget per collection (flagged
       ``budget_exhausted`` when it runs out first), the points a reference gets in the first pass, the
       forwards a reference's path warp takes (``certified_warp_points``, ``attribution/path_warp.py``:

@@ -11,9 +11,11 @@ difference an error estimate), each node at α = P_r^{-1}(s) weighted 1 / p_r(α
 keeps one sign, every node's weighted slope equals the gap and the scalar estimate has no error; each token's
 product (X - B) ⊙ ∇F is weighted alike, so nothing is rescaled: every estimate stays unbiased for any p_r > 0.
 
-p_r is fitted by forwards alone (:func:`fit`): F at 15 interior points (16 equal segments), then rounds
-bisecting the 4 segments with the largest share of the variation, ``points`` forwards a reference in all.
-The cumulative share of Σ_t |ΔF_t| (each target's variation normalised) at the grid's edges is joined by a
+p_r is fitted by forwards alone (:func:`fit`): F at ``points`` equally spaced interior points a reference.
+An equal grid, not one refined by bisection: on ``local``'s trained paths, which swing back and forth at
+many places, bisecting from 15 equal points where F changes most between two forwards refines the swings
+it has seen and misses those between its first points (BENCHMARKS.md section 25 compares the two). The
+cumulative share of Σ_t |ΔF_t| (each target's variation normalised) at the grid's edges is joined by a
 monotone cubic V (PCHIP), and p_r = (1 - ``FLOOR``) V' + ``FLOOR``, tabulated on ``TABLE`` equal cells: the
 floor keeps every α reachable, for tokens whose effects cancel where F is flat. A path along which F does
 not change gets the uniform density (the plain lattice).
@@ -29,12 +31,9 @@ import torch
 from scipy.interpolate import PchipInterpolator  # type: ignore[import-untyped]
 
 from xurs_pipeline.attribution.certified import Evaluate
-from xurs_pipeline.attribution.config import WARP_FIRST_POINTS
 
 FLOOR = 0.4  # the uniform share of every density (0.1, 0.2, 0.4 measured: BENCHMARKS section 25)
-FIRST_SEGMENTS = WARP_FIRST_POINTS + 1  # the first grid's equal segments (4 measured: misses the swings)
 TABLE = 1024  # equal cells the smooth density is tabulated on
-BISECT_PER_ROUND = 4
 
 # values(index (n,), alpha (n,)) -> F_t at those points of those references' paths (n, T), forwards only
 Values = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -85,17 +84,9 @@ def uniform(n_refs: int) -> Warp:
 def fit(values: Values, start: np.ndarray, end: np.ndarray, points: int) -> Warp:
     """The warp of ``points`` forwards a reference (module docstring); start (M, T) F(B_r), end (T,) F(X)."""
     n_refs = len(start)
-    edges = np.tile(np.linspace(0.0, 1.0, FIRST_SEGMENTS + 1), (n_refs, 1))
+    edges = np.tile(np.linspace(0.0, 1.0, points + 2), (n_refs, 1))
     inner = _evaluate(values, edges[:, 1:-1])
     f = np.concatenate([start[:, None], inner, np.broadcast_to(end, start.shape)[:, None]], axis=1)
-    spent = FIRST_SEGMENTS - 1
-    while spent < points:
-        count = min(BISECT_PER_ROUND, points - spent)
-        chosen = np.sort(np.argsort(-_shares(f), axis=1, kind="stable")[:, :count], axis=1)  # (M, count)
-        rows = np.arange(n_refs)[:, None]
-        mids = (edges[rows, chosen] + edges[rows, chosen + 1]) / 2
-        edges, f = _insert(edges, chosen + 1, mids), _insert(f, chosen + 1, _evaluate(values, mids))
-        spent += count
     return Warp(*_smooth_density(edges, f))
 
 
@@ -129,8 +120,3 @@ def _smooth_density(edges: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.nd
     v = np.maximum.accumulate(np.clip(v, 0.0, 1.0), axis=1)  # monotone by construction; rounding only
     density = (1.0 - FLOOR) * np.diff(v, axis=1) / np.diff(table) + FLOOR
     return np.tile(table, (len(f), 1)), density / (density * np.diff(table)).sum(1, keepdims=True)
-
-
-def _insert(a: np.ndarray, at: np.ndarray, new: np.ndarray) -> np.ndarray:
-    """Row-wise insert: a (M, K, ...) with new (M, c, ...) before the sorted positions at (M, c)."""
-    return np.stack([np.insert(row, pos, val, axis=0) for row, pos, val in zip(a, at, new, strict=True)])
