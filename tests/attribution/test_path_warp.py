@@ -165,6 +165,30 @@ def test_certify_on_the_warp_meets_the_rule_in_fewer_evaluations(width: float) -
     assert plain.exhausted or 4 * warped.evals <= 3 * plain.evals
 
 
+def test_the_fit_takes_equally_spaced_forwards_in_one_call_and_finds_every_swing() -> None:
+    """F swinging up and down six times, each swing 0.01 wide (as ``local``'s trained paths go back and
+    forth): the fit evaluates F at its ``points`` equally spaced interior α in one call, and its density
+    peaks at every swing (at least 6 times the floor's level between them), none missed."""
+    centres, width = np.array([0.11, 0.26, 0.41, 0.57, 0.72, 0.87]), 0.01
+
+    def f(a: np.ndarray) -> np.ndarray:
+        return sum((-1) ** k / (1 + np.exp(-(a - m) / width)) for k, m in enumerate(centres))
+
+    calls = []
+
+    def values(index: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+        calls.append(alpha)
+        return f(alpha)[:, None]
+
+    warp = path_warp.fit(values, np.array([[f(np.array(0.0))]]), np.array([f(np.array(1.0))]), 63)
+    assert len(calls) == 1
+    np.testing.assert_allclose(calls[0], np.linspace(0.0, 1.0, 65)[1:-1])
+    cell = np.searchsorted(warp.edges[0], np.concatenate([centres, (centres[:-1] + centres[1:]) / 2])) - 1
+    at_swings, between = warp.density[0, cell[:6]], warp.density[0, cell[6:]]
+    assert between.max() <= path_warp.FLOOR + 0.02  # flat between the swings: the floor alone
+    assert at_swings.min() >= 6 * between.max()
+
+
 def test_a_flat_path_gets_the_uniform_density() -> None:
     flat = path_warp.fit(lambda i, a: np.zeros((len(a), 2)), np.zeros((2, 2)), np.zeros(2), 15)
     np.testing.assert_allclose(flat.density, 1.0)
