@@ -28,7 +28,8 @@ call for all its references' nodes). Stopping rule (``met``), for every explaine
    nested difference). The reported ``spread`` is the 95% half-width 1.96 sigma_R; within the rule it is
    at most 2.9 x ``tolerance`` (0.029 at 0.01), inside App. B.4's largest residual of 0.05. (Until
    2026-11-29 the rule asked the 95% half-width itself within ``tolerance``: every question's R within
-   0.01 over 95% of reruns, about 8.5 times the evaluations of App. B.4's median at n^-1);
+   0.01 over 95% of reruns: sigma_R 2.9 times smaller than App. B.4's median asks, so 2.9 times the
+   points a reference where the error falls as n^-1);
 3. ``vector``: sqrt(Σ_r ||D_r||^2) / (M ||e||) <= ``vector_tolerance``, D_r the nested difference of
    reference r's attribution vector (L, d), e the averaged vector: the predicted relative Euclidean distance
    of the averaged vector from a rerun (App. B.4's vector criteria compare runs at two budgets; an unbiased
