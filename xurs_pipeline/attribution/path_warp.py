@@ -83,11 +83,10 @@ def uniform(n_refs: int) -> Warp:
 
 def fit(values: Values, start: np.ndarray, end: np.ndarray, points: int) -> Warp:
     """The warp of ``points`` forwards a reference (module docstring); start (M, T) F(B_r), end (T,) F(X)."""
-    n_refs = len(start)
-    edges = np.tile(np.linspace(0.0, 1.0, points + 2), (n_refs, 1))
-    inner = _evaluate(values, edges[:, 1:-1])
+    grid = np.linspace(0.0, 1.0, points + 2)  # every reference's path alike
+    inner = _evaluate(values, np.tile(grid[1:-1], (len(start), 1)))
     f = np.concatenate([start[:, None], inner, np.broadcast_to(end, start.shape)[:, None]], axis=1)
-    return Warp(*_smooth_density(edges, f))
+    return Warp(*_smooth_density(grid, f))
 
 
 def _evaluate(values: Values, alphas: np.ndarray) -> np.ndarray:
@@ -109,14 +108,15 @@ def _shares(f: np.ndarray) -> np.ndarray:
     return result
 
 
-def _smooth_density(edges: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The density on a table of ``TABLE`` equal cells (edges (M, TABLE + 1), density (M, TABLE)):
-    (1 - FLOOR) x V' + FLOOR, V the monotone cubic (PCHIP, C1) through the cumulative variation share at
-    the grid's edges, so the density follows |dF/dα| between the forwards and changes continuously (a
-    density with jumps would cost the lattice its second order, as a kinked integrand does)."""
+def _smooth_density(grid: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The density on a table of ``TABLE`` equal cells (edges (M, TABLE + 1), density (M, TABLE)) from F
+    at the grid (K + 1,) of every path, f (M, K + 1, T): (1 - FLOOR) x V' + FLOOR, V the monotone cubic
+    (PCHIP, C1, one interpolator for all M paths) through the cumulative variation share at the grid, so
+    the density follows |dF/dα| between the forwards and changes continuously (a density with jumps would
+    cost the lattice its second order, as a kinked integrand does)."""
     cumulative = np.concatenate([np.zeros((len(f), 1)), np.cumsum(_shares(f), axis=1)], axis=1)
     table = np.linspace(0.0, 1.0, TABLE + 1)
-    v = np.stack([PchipInterpolator(e, c)(table) for e, c in zip(edges, cumulative, strict=True)])
+    v = PchipInterpolator(grid, cumulative, axis=1)(table)  # (M, TABLE + 1)
     v = np.maximum.accumulate(np.clip(v, 0.0, 1.0), axis=1)  # monotone by construction; rounding only
     density = (1.0 - FLOOR) * np.diff(v, axis=1) / np.diff(table) + FLOOR
     return np.tile(table, (len(f), 1)), density / (density * np.diff(table)).sum(1, keepdims=True)
