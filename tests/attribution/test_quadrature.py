@@ -145,7 +145,7 @@ def _sigmoid_steps(steepness: float = 300.0, centres: tuple[float, ...] = (0.37,
 def test_trace_records_every_step_and_ends_at_the_report():
     evaluate, gap = _sigmoid_steps()
     report = integrate(evaluate, gap, KronrodSpec(1e-4, max_evals=20_000))
-    evals, mean_bound, mean_residual, max_residual, seconds = report.trace.T
+    evals, mean_bound, mean_residual, max_residual, read_margin, seconds = report.trace.T
     assert np.all(np.diff(seconds) >= 0)
     assert evals[0] == 3 * NODES_PER_INTERVAL
     np.testing.assert_array_equal(np.diff(evals), 2 * NODES_PER_INTERVAL)  # one bisection a step
@@ -156,6 +156,7 @@ def test_trace_records_every_step_and_ends_at_the_report():
     np.testing.assert_allclose(mean_residual[-1], report.residual.max(axis=1).mean())
     assert np.all(max_residual >= mean_residual)
     assert np.all(mean_bound >= mean_residual)
+    assert np.all(np.isnan(read_margin))  # the bound rule reads no groups
 
 
 def test_residual_rule_meets_app_b4_and_reports_its_bound():
@@ -206,7 +207,7 @@ def test_each_rule_refines_the_reference_that_fails_it():
     evaluate, gap, calls = _exact_but_rough_and_a_step()
     bound_led = integrate(evaluate, gap, KronrodSpec(tol, max_evals=20_000, stop="bound"))
     assert calls[2] == 0  # the bound rule spends its first bisection on the polynomial
-    evals, mean_bound, mean_residual, max_residual, _ = bound_led.trace.T
+    evals, mean_bound, mean_residual, max_residual, _, _ = bound_led.trace.T
     met = KronrodSpec(tol, stop="residual").met(mean_bound, mean_residual, max_residual)
     assert evals[int(np.argmax(met))] > residual_led.evals
 

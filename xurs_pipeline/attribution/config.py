@@ -103,7 +103,7 @@ TARGET_RULES = ("predicted", "correct", "all")
 REFERENCE_ORDERS = ("first", "hash")
 QUADRATURES = ("gausslegendre", "riemann_trapezoid", "riemann_left", "riemann_right", "riemann_middle")
 PRECISIONS = ("float32", "bfloat16", "float16")
-STOP_RULES = ("bound", "residual")  # the kronrod stopping rules, attribution/quadrature.py
+STOP_RULES = ("bound", "residual", "read")  # the kronrod stopping rules, attribution/quadrature.py
 # kronrod's rule on each interval: Gauss-Kronrod 15 points (quadrature.py) or the trapezoid between two
 # nodes, each interval's error exact from F at its ends (trapezoid.py)
 INTERVAL_RULES = ("k15", "trapezoid")
@@ -238,10 +238,12 @@ class AttributionConfig:
     kronrod_*: the ``kronrod`` estimator's target for the mean per-reference error bound (which bounds the
       question's completeness residual, Eq. 9), its gradient-evaluation budget per collection (a question
       that exhausts it is flagged ``budget_exhausted``), the equal intervals each path starts with, and the
-      stopping rule: ``bound`` (the mean error bound within the tolerance) or ``residual`` (App. B.4: the
-      mean per-reference exact residual within it, the largest within 5x; the bound still reported), each
-      bisecting the reference that fails it most; ``kronrod_lead`` ``bound`` or ``residual`` orders the
-      refinement by that rule whatever the stop (``stop``, the default: the stopping rule's own order);
+      stopping rule: ``bound`` (the mean error bound within the tolerance), ``residual`` (App. B.4: the
+      mean per-reference exact residual within it, the largest within 5x; the bound still reported) or
+      ``read`` (the order of the spans a caller reads certain, the largest residual within 5x the
+      tolerance: ``attribution/read_order.py``; k15 only), each bisecting the reference that fails it
+      most; ``kronrod_lead`` ``bound``, ``residual`` or ``read`` orders the refinement by that rule
+      whatever the stop (``stop``, the default: the stopping rule's own order);
       ``kronrod_rule`` the rule on each interval: ``k15`` (Gauss-Kronrod, 30 evaluations a bisection) or
       ``trapezoid`` (one evaluation a bisection, each interval's error exact from F at its two nodes;
       ``attribution/trapezoid.py``; straight paths only).

@@ -16,7 +16,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -34,8 +34,10 @@ from xurs_pipeline.attribution.quadrature import (
     TRACE_COLUMNS,
     KronrodReport,
     KronrodSpec,
+    gauss_over_kronrod,
     integrate,
 )
+from xurs_pipeline.attribution.read_order import ReadGroups, ReadPayload
 from xurs_pipeline.attribution.references import PreparedReferences
 
 
@@ -47,6 +49,7 @@ class PathProblem:
     pieces: a piecewise path (``paths.py``): ``refs`` then holds its J pieces, each from its start to its
       end, and ``pieces.owner`` (J,) names the reference each belongs to; piece_widths: (J, 4) F at each
       piece's end minus F at its start. None: the straight path, one piece per reference (J = M).
+    read: the groups of positions the caller reads (``read_order.py``; kronrod's ``read`` rule), or None.
     """
 
     model: WidthModel
@@ -60,6 +63,7 @@ class PathProblem:
     on_batch: Callable[[int], None] | None = None
     pieces: Pieces | None = None
     piece_widths: torch.Tensor | None = None
+    read: ReadGroups | None = None
 
     @property
     def targets(self) -> list[int]:
@@ -294,7 +298,7 @@ class AdaptiveKronrod(Estimator):
             report, points = self._k15(problem, gap, bad)
         total = problem.zeros()
         for e_r in report.payload:
-            total.add_(e_r, alpha=1.0 / problem.n_paths)
+            total.add_(e_r.vector if isinstance(e_r, ReadPayload) else e_r, alpha=1.0 / problem.n_paths)
         return CollectionResult(
             e=total,
             reference_mean=problem.ref_widths[:, problem.targets].mean(0),
@@ -313,21 +317,27 @@ class AdaptiveKronrod(Estimator):
     def _k15(self, problem: PathProblem, gap: np.ndarray, bad: set[int]) -> tuple[KronrodReport, np.ndarray]:
         """K15 intervals on each piece (``quadrature.py``): the report and the points of each piece (J,)."""
 
-        def evaluate(ref: int, nodes: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, torch.Tensor]:
+        read = problem.read if "read" in (self.spec.stop, self.spec.leading) else None
+
+        def evaluate(ref: int, nodes: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, Any]:
             plan = SamplingPlan(np.full(len(nodes), ref, dtype=np.int64), nodes, weights)
-            sums = problem.run(plan)
+            sums = problem.run(plan, split_samples=read is not None)
             if bool(sums.nonfinite.any()):
                 bad.add(ref)
-            return problem.slopes(sums), problem.objective.group(sums.e)  # (15, T), (T, L, d) K15-weighted
+            k15 = problem.objective.group(sums.e)  # (T, L, d) K15-weighted
+            if read is None or sums.e_per_sample is None:
+                return problem.slopes(sums), k15  # (15, T), (T, L, d)
+            g7 = torch.as_tensor(gauss_over_kronrod(), dtype=sums.e.dtype, device=sums.e.device)
+            per_node = torch.tensordot(g7, sums.e_per_sample, dims=1)  # (K, L, d) G7-weighted
+            return problem.slopes(sums), read.payload(k15, problem.objective.group(per_node))
 
         # the mean over references of their pieces' summed bounds is J / M times the mean over pieces
         spec = replace(self.spec, tolerance=self.spec.tolerance * problem.n_paths / len(gap))
-        if problem.pieces is None:
-            report = integrate(evaluate, gap, spec)
-        else:
+        integrands, remedy = "references", ""
+        if problem.pieces is not None:
             integrands = f"pieces of the block path over {problem.n_paths} references"
             remedy = ": raise it, or attribution.path_block for fewer pieces"
-            report = integrate(evaluate, gap, spec, integrands, remedy)
+        report = integrate(evaluate, gap, spec, integrands, remedy, read, problem.n_paths)
         return report, report.intervals * NODES_PER_INTERVAL
 
     def _trapezoid(self, problem: PathProblem, bad: set[int]) -> tuple[KronrodReport, np.ndarray]:

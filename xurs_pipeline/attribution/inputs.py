@@ -129,8 +129,24 @@ def select_questions(
             mate = _pair(prompts, row)
             paired_id, paired_ids = str(mate["record_id"]), _ids(mate)
             _check_length(paired_id, len(paired_ids), max_positions, "the paired prompt")
-        questions.append(Question(record_id, ids, int(row["answer_idx"]), paired_id, paired_ids))
+        read = _read_groups(row, cfg)
+        questions.append(Question(record_id, ids, int(row["answer_idx"]), paired_id, paired_ids, read))
     return questions
+
+
+def _read_groups(row: pd.Series, cfg: AttributionConfig) -> tuple[tuple[int, ...], ...] | None:
+    """The positions of each cue (the prompts' ``cue_positions``, the swap study's probes) where kronrod's
+    ``read`` rule orders them; None where no rule reads them. A ``read`` rule on a record without cues is
+    refused by name."""
+    if cfg.method != "kronrod" or "read" not in (cfg.kronrod_stop, cfg.kronrod_lead):
+        return None
+    cues = row.get("cue_positions")
+    if cues is None or len(cues) < 2 or any(len(c) == 0 for c in cues):
+        raise AttributionInputError(
+            f"record {row['record_id']}: attribution.kronrod_stop/kronrod_lead='read' orders the prompt's "
+            "cues (prepared cue_positions, data.source=synthetic_swap); this record has none"
+        )
+    return tuple(tuple(int(i) for i in c) for c in cues)
 
 
 def natural_pool(

@@ -19,11 +19,14 @@ names the other (``attribution.kronrod_lead``: a before-and-after of the two ord
 - ``residual``: App. B.4's rule for complete IG integrals, each reference's exact residual checked before
   averaging: their mean within ``tolerance`` and their maximum within ``RESIDUAL_MAX_FACTOR`` x ``tolerance``
   (the paper's 0.01 and 0.05); refines the reference with the largest residual, so no evaluation goes to a
-  reference whose large |K15 - G7| the rule does not ask about. The bound is still computed and reported.
+  reference whose large |K15 - G7| the rule does not ask about. The bound is still computed and reported;
+- ``read``: for a caller that reads only the order of a few spans (the swap study's two cues): the order
+  of the read groups' magnitudes certain under the per-token |K15 - G7| of the averaged vector, and App.
+  B.4's largest residual (``read_order.py``); refines where the deciding pair's error is.
 
 ``trace`` records, after the first pass and after each bisection, the evaluations spent, the mean bound, the
-mean and maximum per-reference residual and the seconds since the start: the cost of every tolerance on the
-way, from one run.
+mean and maximum per-reference residual, the read margin (``read`` only) and the seconds since the start:
+the cost of every tolerance on the way, from one run.
 
 The path's roughness is a by-product: ∫ |g_r| (the total variation of F along the path, K15 on |g|) against
 |gap|. A pure function of an ``evaluate`` callback, so it is tested on analytic integrands
@@ -41,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from xurs_pipeline.attribution.config import INTERVAL_RULES, LEAD_RULES, STOP_RULES
+from xurs_pipeline.attribution.read_order import ReadCheck, ReadGroups
 from xurs_pipeline.errors import XursError
 
 # QUADPACK qk15 on [-1, 1]: Kronrod nodes (the odd-indexed ones are the 7 Gauss-Legendre nodes) and weights.
@@ -74,7 +78,15 @@ _G7_WEIGHTS[1::2] = [
 NODES_PER_INTERVAL = len(_K15_NODES)
 MIN_WIDTH = 2.0**-24  # narrower intervals are not bisected further (float32 α resolution)
 RESIDUAL_MAX_FACTOR = 5.0  # App. B.4: maximum per-reference residual 0.05 beside the mean's 0.01
-TRACE_COLUMNS = ("evals", "mean_bound", "mean_residual", "max_residual", "seconds")
+# read_margin: ``read_order.py``'s margin of the read groups' order (NaN under the other stopping rules)
+TRACE_COLUMNS = ("evals", "mean_bound", "mean_residual", "max_residual", "read_margin", "seconds")
+
+
+def gauss_over_kronrod() -> np.ndarray:
+    """(15,) each node's G7 weight over its K15 weight (0 off the Gauss nodes), the same on every interval:
+    a K15-weighted sample times it is G7-weighted."""
+    ratio: np.ndarray = _G7_WEIGHTS / _K15_WEIGHTS
+    return ratio
 
 
 def kronrod_rule(a: float, b: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -142,20 +154,32 @@ class KronrodSpec:
             )
         if self.rule not in INTERVAL_RULES:
             raise ValueError(f"attribution.kronrod_rule={self.rule!r}: must be one of {list(INTERVAL_RULES)}")
+        if "read" in (self.stop, self.leading) and self.rule != "k15":
+            raise ValueError(
+                f"attribution.kronrod_stop/kronrod_lead='read' compares each interval's K15 with its G7: it "
+                f"needs kronrod_rule='k15' (got {self.rule!r})"
+            )
 
-    def met(self, mean_bound: Any, mean_residual: Any, max_residual: Any) -> Any:
-        """Whether the stopping rule holds, from a step's mean bound and mean and largest per-reference
-        residual (the ``trace`` columns): scalars give a bool, arrays (steps,) a mask over steps."""
+    def met(self, mean_bound: Any, mean_residual: Any, max_residual: Any, read_margin: Any = np.nan) -> Any:
+        """Whether the stopping rule holds, from a step's mean bound, mean and largest per-reference
+        residual and read margin (the ``trace`` columns): scalars give a bool, arrays (steps,) a mask."""
         if self.stop == "bound":
             return np.asarray(mean_bound) <= self.tolerance
-        largest = RESIDUAL_MAX_FACTOR * self.tolerance
-        return (np.asarray(mean_residual) <= self.tolerance) & (np.asarray(max_residual) <= largest)
+        largest = np.asarray(max_residual) <= RESIDUAL_MAX_FACTOR * self.tolerance
+        if self.stop == "read":  # read_order.py: the order certain, App. B.4's largest residual
+            return (np.asarray(read_margin) > 0) & largest
+        return (np.asarray(mean_residual) <= self.tolerance) & largest
+
+    @property
+    def leading(self) -> str:
+        """The rule whose failure orders the refinement (``lead_rule``, or ``stop``'s own)."""
+        return self.stop if self.lead_rule == "stop" else self.lead_rule
 
     def lead(self, bound: np.ndarray, residual: np.ndarray) -> np.ndarray:
         """How far each reference is from the rule (M,), the order in which to refine them: its error bound
-        (``bound``, (M,)) or its largest residual over targets (``residual``, (M,)), as ``lead_rule`` says."""
-        rule = self.stop if self.lead_rule == "stop" else self.lead_rule
-        return bound if rule == "bound" else residual
+        (``bound``, (M,)) or its largest residual over targets (``residual``, (M,)), as ``lead_rule`` says
+        (``read`` is led in :func:`integrate`, which holds the read groups)."""
+        return bound if self.leading == "bound" else residual
 
 
 @dataclass
@@ -199,25 +223,33 @@ def _summary(leaves: list[list[Interval]], gap: np.ndarray) -> tuple[np.ndarray,
     return integral, estimate, residual, bound
 
 
-def _worst(intervals: list[Interval], residual: float) -> int | None:
-    """Index of the leaf to bisect: the largest |K15 - G7|, or the widest when the estimates together fall
-    short of the exact residual (a feature between nodes); None if every leaf is at MIN_WIDTH."""
+IntervalError = Callable[[Interval], float]  # what a leaf's error is judged by
+
+
+def _scalar_error(interval: Interval) -> float:
+    return interval.error
+
+
+def _worst(intervals: list[Interval], residual: float, error: IntervalError = _scalar_error) -> int | None:
+    """Index of the leaf to bisect: the largest ``error`` (|K15 - G7|), or the widest when the estimates
+    together fall short of the exact residual (a feature between nodes); None if every leaf is at
+    MIN_WIDTH."""
     splittable = [k for k, i in enumerate(intervals) if i.b - i.a > 2 * MIN_WIDTH]
     if not splittable:
         return None
     if sum(intervals[k].error for k in splittable) < residual:
         return max(splittable, key=lambda k: (intervals[k].b - intervals[k].a, intervals[k].error))
-    return max(splittable, key=lambda k: intervals[k].error)
+    return max(splittable, key=lambda k: error(intervals[k]))
 
 
 def _next_bisection(
-    leaves: list[list[Interval]], lead: np.ndarray, residual: np.ndarray
+    leaves: list[list[Interval]], lead: np.ndarray, residual: np.ndarray, error: IntervalError = _scalar_error
 ) -> tuple[int, int] | None:
     """(integrand, leaf) to bisect next: in the integrand of the largest ``lead`` (M,) that still has a leaf
     above the resolution limit, its worst leaf (:func:`_worst`, against its residual (M,)); None when none
     is left."""
     for r in np.argsort(-lead, kind="stable"):
-        k = _worst(leaves[r], float(residual[r]))
+        k = _worst(leaves[r], float(residual[r]), error)
         if k is not None:
             return int(r), k
     return None
@@ -264,17 +296,24 @@ Refine = Callable[[np.ndarray, np.ndarray, int], int | None]
 
 
 def refine_until(
-    spec: KronrodSpec, check: Callable[[], tuple[np.ndarray, np.ndarray]], refine: Refine, evals: int
+    spec: KronrodSpec,
+    check: Callable[[], tuple[np.ndarray, np.ndarray]],
+    refine: Refine,
+    evals: int,
+    read_margin: Callable[[], float] | None = None,
 ) -> tuple[int, bool, np.ndarray]:
     """The adaptive loop both interval rules share: ``check`` gives the references' bounds (M,) and
-    residuals (M, T); stop where ``spec``'s rule holds, else ``refine``. Returns (evaluations, exhausted,
-    trace (steps, ``TRACE_COLUMNS``): after the first pass and after each refinement)."""
+    residuals (M, T), ``read_margin`` the read groups' margin (``read`` only); stop where ``spec``'s rule
+    holds, else ``refine``. Returns (evaluations, exhausted, trace (steps, ``TRACE_COLUMNS``): after the
+    first pass and after each refinement)."""
     start, trace = time.perf_counter(), []
     while True:
         bound, residual = check()
         per_ref = residual.max(axis=1)
-        trace.append((evals, bound.mean(), per_ref.mean(), per_ref.max(), time.perf_counter() - start))
-        if spec.met(*trace[-1][1:4]):
+        margin = np.nan if read_margin is None else read_margin()
+        step = (evals, bound.mean(), per_ref.mean(), per_ref.max(), margin, time.perf_counter() - start)
+        trace.append(step)
+        if spec.met(*step[1:5]):
             return evals, False, np.array(trace, dtype=np.float64)
         spent = refine(bound, per_ref, evals)
         if spent is None:
@@ -283,29 +322,60 @@ def refine_until(
 
 
 def integrate(
-    evaluate: Evaluate, gap: np.ndarray, spec: KronrodSpec, integrands: str = "references", remedy: str = ""
+    evaluate: Evaluate,
+    gap: np.ndarray,
+    spec: KronrodSpec,
+    integrands: str = "references",
+    remedy: str = "",
+    read: ReadGroups | None = None,
+    n_paths: int | None = None,
 ) -> KronrodReport:
     """Adaptive G7/K15 quadrature of M integrands on [0, 1] whose exact integrals are ``gap`` (M, T).
 
     A budget below the first pass is a :class:`BudgetError` that names the ``integrands`` (what the M are)
-    and ends with ``remedy``."""
+    and ends with ``remedy``. Under the ``read`` rule (stopping or leading) ``read`` holds the groups and
+    every payload is a ``read_order.ReadPayload``; ``n_paths``: the references the averaged vector divides
+    by (default M: one integrand a reference)."""
     gap = np.asarray(gap, dtype=np.float64).reshape(len(gap), -1)
+    uses_read = "read" in (spec.stop, spec.leading)
+    if uses_read and read is None:
+        raise ValueError("attribution.kronrod_stop/kronrod_lead='read' needs the read groups of the question")
     leaves, first = _first_pass(evaluate, len(gap), spec, integrands, remedy)
+    state: list[ReadCheck] = []  # the last read check
 
     def check() -> tuple[np.ndarray, np.ndarray]:
         _, _, residual, bound = _summary(leaves, gap)
         return bound, residual
 
+    def read_margin() -> float:
+        assert read is not None
+        state[:] = [read.check([_summed_payload(ls) for ls in leaves], n_paths or len(gap))]
+        return state[0].margin
+
+    def order(bound: np.ndarray, per_ref: np.ndarray) -> tuple[np.ndarray, IntervalError]:
+        """The refinement's order (M,) and what a leaf's error is judged by: ``spec.lead``'s; under ``read``
+        the deciding pair's error while the order is not certain, else the residual (what is left)."""
+        if spec.leading != "read":
+            return spec.lead(bound, per_ref), _scalar_error
+        assert read is not None
+        last = state[0]
+        if last.margin > 0:
+            return per_ref, _scalar_error
+        lead = np.array([read.pair_error(_summed_payload(ls), last.pair) for ls in leaves])
+        return lead, lambda i: read.pair_error(i.payload, last.pair)
+
     def refine(bound: np.ndarray, per_ref: np.ndarray, evals: int) -> int | None:
         if evals + 2 * NODES_PER_INTERVAL > spec.max_evals:
             return None
-        choice = _next_bisection(leaves, spec.lead(bound, per_ref), per_ref)
+        lead, error = order(bound, per_ref)
+        choice = _next_bisection(leaves, lead, per_ref, error)
         if choice is None:  # every interval at the resolution limit
             return None
         _bisect(evaluate, leaves, *choice)
         return 2 * NODES_PER_INTERVAL
 
-    evals, exhausted, steps = refine_until(spec, check, refine, first)
+    margin = read_margin if uses_read else None
+    evals, exhausted, steps = refine_until(spec, check, refine, first, margin)
     integral, estimate, residual, bound = _summary(leaves, gap)
     payload = [_summed_payload(ls) for ls in leaves]
     variation = np.stack([sum(i.variation for i in ls) for ls in leaves])

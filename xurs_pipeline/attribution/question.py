@@ -17,6 +17,7 @@ from xurs_pipeline.attribution.endpoints import input_width, natural_widths, pre
 from xurs_pipeline.attribution.estimators import CollectionResult, Estimator, PathProblem
 from xurs_pipeline.attribution.model import Objective, WidthModel, model_device
 from xurs_pipeline.attribution.paths import block_pieces
+from xurs_pipeline.attribution.read_order import ReadGroups
 from xurs_pipeline.attribution.records import NonFiniteReport, Question, QuestionRun, TargetAttribution
 from xurs_pipeline.attribution.references import (
     PreparedReferences,
@@ -189,7 +190,10 @@ def attribute_paths(inputs: QuestionInputs, estimator: Callable[[int], Estimator
         if bad is not None:
             return QuestionResult([], nonfinite_failure(q, targets, bad[0], k, bad[1], cfg))
         spc, on_batch = cfg.samples_per_call, inputs.on_batch
-        problem = PathProblem(model, objective, prompt, refs, prep, w_x, spc, cfg.reuse_prefix, on_batch)
+        read = None if q.read is None else ReadGroups(q.read, cfg.token_reduction)
+        problem = PathProblem(
+            model, objective, prompt, refs, prep, w_x, spc, cfg.reuse_prefix, on_batch, read=read
+        )
         problem, evals = on_path(problem, q.input_ids, cfg)
         forward_evals += evals
         res = estimator(k).attribute(problem)

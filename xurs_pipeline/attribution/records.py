@@ -183,13 +183,15 @@ def provenance(config_hash: str) -> Provenance:
 
 @dataclass(frozen=True)
 class Question:
-    """One prompt to explain; ``paired_*`` is the paired prompt for aligned references."""
+    """One prompt to explain; ``paired_*`` is the paired prompt for aligned references; ``read``: the
+    positions of each span whose order kronrod's ``read`` rule certifies (the swap study's cues), or None."""
 
     record_id: str
     input_ids: tuple[int, ...]
     answer_idx: int
     paired_id: str | None = None
     paired_ids: tuple[int, ...] | None = None
+    read: tuple[tuple[int, ...], ...] | None = None
 
 
 @dataclass(frozen=True)

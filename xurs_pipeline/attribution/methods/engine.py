@@ -25,6 +25,7 @@ from xurs_pipeline.attribution.masked import MassFn
 from xurs_pipeline.attribution.methods.base import Problem, TokenScores
 from xurs_pipeline.attribution.model import Objective, Prompt
 from xurs_pipeline.attribution.question import NonFiniteError, block_path
+from xurs_pipeline.attribution.read_order import ReadGroups
 from xurs_pipeline.attribution.reduction import reduce_tokens
 from xurs_pipeline.attribution.references import PreparedReferences
 
@@ -87,6 +88,16 @@ def collection(problem: Problem) -> tuple[FunctionModel, Prompt, PreparedReferen
     return model, Prompt(x, mask, positions), prepared
 
 
+def read_groups(problem: Problem, reduction: str) -> ReadGroups | None:
+    """The spans a caller reads, as kronrod's ``read`` rule orders them: the problem's spans that lie within
+    its read positions (the swap study's two cues), or None when fewer than two do."""
+    if problem.spans is None or problem.read is None:
+        return None
+    read = set(problem.read)
+    groups = tuple(span for span in problem.spans if span and set(span) <= read)
+    return ReadGroups(groups, reduction) if len(groups) >= 2 else None
+
+
 def path_scores(problem: Problem, estimator: Estimator, settings: Any) -> TokenScores:
     """``estimator`` on ``problem``'s references as one collection: the target's coordinates (L, d), their
     sum over hidden (signed) and ``settings.reduction`` (magnitude), the completeness residual (Eq. 9)
@@ -95,9 +106,9 @@ def path_scores(problem: Problem, estimator: Estimator, settings: Any) -> TokenS
     objective = Objective.build((problem.target,), "direct", problem.target_fn)
     w_x = input_width(model, prompt, problem.target_fn)[0]
     widths = prepared_widths(model, prompt, refs, problem.batch_size, problem.target_fn)
-    path = PathProblem(
-        model, objective, prompt, refs, widths, w_x, settings.samples_per_call, problem.reuse_prefix
-    )
+    spc, reuse = settings.samples_per_call, problem.reuse_prefix
+    read = read_groups(problem, settings.reduction)
+    path = PathProblem(model, objective, prompt, refs, widths, w_x, spc, reuse, read=read)
     forwards = 1 + len(refs)
     if settings.path == "blocks":
         ids = tuple(range(problem.length))
