@@ -110,18 +110,17 @@ def table(path: Path) -> None:
             same = "yes" if len({r["top"] for r in runs.values()}) == 1 else "no"
             agree += same == "yes"
         print(f"| {probe} | {' | '.join(cells)} | {same} |")
+    print("\n| rule | probes | median evaluations | median seconds |\n|---|---|---|---|")
     for rule in rules:
         evals = [runs[rule]["evals"] for runs in by_probe.values() if rule in runs]
         secs = [runs[rule]["seconds"] for runs in by_probe.values() if rule in runs]
-        print(
-            f"{rule}: {len(evals)} probes, median {np.median(evals):.0f} evaluations, {np.median(secs):.0f} s"
-        )
+        print(f"| {rule} | {len(evals)} | {np.median(evals):.0f} | {np.median(secs):.0f} |")
     paired = [runs for runs in by_probe.values() if len(runs) == len(rules) == 2]
     if paired:
         a, b = rules
         ratio = np.median([r[b]["evals"] for r in paired]) / np.median([r[a]["evals"] for r in paired])
-        print(f"{b} / {a} median evaluations, {len(paired)} paired probes: {ratio:.2f}")
-        print(f"the same cue first under both rules on {agree} of {both}")
+        print(f"\n| paired probes | {b} / {a} median evaluations | the same cue first |\n|---|---|---|")
+        print(f"| {len(paired)} | {ratio:.2f} | {agree} of {both} |")
 
 
 def main() -> None:

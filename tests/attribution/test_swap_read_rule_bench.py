@@ -35,6 +35,6 @@ def test_table_pairs_the_rules_and_counts_where_they_rank_alike(bench, tmp_path,
     assert "| p1 | 510, 102, 0.0040, 1 | 60, 12, 0.0040, 1 | yes |" in text
     assert "| p2 | 450, 90, 0.0040, 2 | 600, 120, 0.0040, 1 (exhausted) | no |" in text
     assert "| p3 | 570, 114, 0.0040, 2 | - | - |" in text
-    assert "bound: 3 probes, median 510 evaluations" in text
-    assert "read / bound median evaluations, 2 paired probes: 0.69" in text  # 330 / 480
-    assert "the same cue first under both rules on 1 of 2" in text
+    assert "| bound | 3 | 510 | 102 |" in text
+    assert "| read | 2 | 330 | 66 |" in text
+    assert "| 2 | 0.69 | 1 of 2 |" in text  # 330 / 480

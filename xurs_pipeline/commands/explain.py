@@ -145,7 +145,8 @@ def _budget_arguments(how: argparse._ArgumentGroup) -> None:
     how.add_argument(
         "--stop",
         choices=STOP_RULES,
-        help="kronrod's stopping rule: its error bound, or App. B.4's per-reference residuals",
+        help="kronrod's stopping rule: its error bound, App. B.4's per-reference residuals, or the order of "
+        "the prompt's cues certain (read: swap-study probes only)",
     )
     how.add_argument("--samples-per-call", type=positive_int, help="gradient samples per batch")
     how.add_argument("--precision", choices=["float32", "bfloat16", "float16"])
