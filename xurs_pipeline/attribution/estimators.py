@@ -325,8 +325,9 @@ class AdaptiveKronrod(Estimator):
             if bool(sums.nonfinite.any()):
                 bad.add(ref)
             k15 = problem.objective.group(sums.e)  # (T, L, d) K15-weighted
-            if read is None or sums.e_per_sample is None:
+            if read is None:
                 return problem.slopes(sums), k15  # (15, T), (T, L, d)
+            assert sums.e_per_sample is not None  # split_samples
             g7 = torch.as_tensor(gauss_over_kronrod(), dtype=sums.e.dtype, device=sums.e.device)
             per_node = torch.tensordot(g7, sums.e_per_sample, dims=1)  # (K, L, d) G7-weighted
             return problem.slopes(sums), read.payload(k15, problem.objective.group(per_node))
