@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
@@ -32,12 +33,19 @@ from _trained import experiment_parser, explained_questions, load
 
 from xurs_pipeline.attribution.methods import attribute_question
 from xurs_pipeline.config import train_run_hash
+from xurs_pipeline.evaluation.swap.faithfulness import cue_first
+from xurs_pipeline.evaluation.swap.readings import token_reading
 
 
 def cue_totals(magnitude: list[float], cues: tuple[tuple[int, ...], ...]) -> list[float]:
-    """Each cue's summed token magnitude (the study's cue score)."""
-    a = np.asarray(magnitude, dtype=np.float64)
-    return [float(a[list(c)].sum()) for c in cues]
+    """Each cue's summed token magnitude, the study's cue score, as the study reads it
+    (``evaluation/swap/readings.token_reading``)."""
+    return list(token_reading(magnitude, cues).total)
+
+
+def first_cue(totals: list[float]) -> int:
+    """The cue the study ranks first from those scores (``faithfulness.cue_first``: 0 on a tie)."""
+    return int(cue_first(pd.DataFrame([{"total_1": totals[0], "total_2": totals[1]}])).iloc[0])
 
 
 def measure(model, q, pool, at, rule: str, pad_id: int) -> dict:
@@ -56,7 +64,7 @@ def measure(model, q, pool, at, rule: str, pad_id: int) -> dict:
         "R": float(row.residual),
         "exhausted": bool(row.budget_exhausted),
         "totals": totals,
-        "top": int(np.argmax(totals)) + 1,
+        "top": first_cue(totals),
         "margin": float(trace[-1, 4]),
         "tolerance": cfg.kronrod_tolerance,
         "budget": cfg.kronrod_max_evals,

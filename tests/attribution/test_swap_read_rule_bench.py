@@ -15,6 +15,7 @@ def bench():
 
 def test_cue_totals_sum_each_cue_magnitudes(bench) -> None:
     assert bench.cue_totals([0.1, 0.5, 0.2, 0.4, 0.3], ((1, 3), (4,))) == pytest.approx([0.9, 0.3])
+    assert [bench.first_cue(t) for t in ([0.9, 0.3], [0.2, 0.4], [0.5, 0.5])] == [1, 2, 0]  # the study's rule
 
 
 def _record(question: str, rule: str, evals: int, top: int, exhausted: bool = False) -> dict:

@@ -1,22 +1,24 @@
-"""``bench/train_precision.py``: its training step runs in float32 and under bf16 autocast on the tuned
-blocks of a (tiny) Llama, and moves only those blocks' weights."""
+"""``bench/train_precision.py``: its training step, through the module ``train`` fits under partial tuning,
+runs in float32 and under bf16 autocast on a (tiny) classifier and moves only the tuned blocks' weights."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 from bench_scripts import load_bench_script
+from rs_fixtures import fresh_classifier
 
-from xurs_pipeline.models.tiny import build_tiny_llama
+from xurs_pipeline.models.adapters import apply_adaptation
 
 
 @pytest.mark.parametrize("bf16", [False, True])
-def test_the_step_trains_the_tuned_blocks_only(bf16: bool) -> None:
+def test_the_step_trains_the_tuned_blocks_only(tiny_backbone_dir, bf16: bool) -> None:
     bench = load_bench_script("train_precision")
-    decoder = build_tiny_llama(50, num_layers=3).model
-    tuned, frozen = list(decoder.layers[-2:]), decoder.layers[0]
+    classifier, _ = fresh_classifier(tiny_backbone_dir)
+    apply_adaptation(classifier, "partial", 1)
+    tuned, frozen = classifier.backbone.layers[-1:], classifier.backbone.layers[0]
     before = [p.detach().clone() for b in (*tuned, frozen) for p in b.parameters()]
-    step = bench.step_fn(decoder, tuned, batch=2, tokens=6)
+    step = bench.step_fn(classifier, 1, batch=2, tokens=6)
     step(bf16)
     after = [p.detach() for b in (*tuned, frozen) for p in b.parameters()]
     n_tuned = sum(1 for b in tuned for _ in b.parameters())

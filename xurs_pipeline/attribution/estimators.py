@@ -317,7 +317,7 @@ class AdaptiveKronrod(Estimator):
     def _k15(self, problem: PathProblem, gap: np.ndarray, bad: set[int]) -> tuple[KronrodReport, np.ndarray]:
         """K15 intervals on each piece (``quadrature.py``): the report and the points of each piece (J,)."""
 
-        read = problem.read if "read" in (self.spec.stop, self.spec.leading) else None
+        read = problem.read if self.spec.reads else None
 
         def evaluate(ref: int, nodes: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, Any]:
             plan = SamplingPlan(np.full(len(nodes), ref, dtype=np.int64), nodes, weights)

@@ -154,7 +154,7 @@ class KronrodSpec:
             )
         if self.rule not in INTERVAL_RULES:
             raise ValueError(f"attribution.kronrod_rule={self.rule!r}: must be one of {list(INTERVAL_RULES)}")
-        if "read" in (self.stop, self.leading) and self.rule != "k15":
+        if self.reads and self.rule != "k15":
             raise ValueError(
                 f"attribution.kronrod_stop/kronrod_lead='read' compares each interval's K15 with its G7: it "
                 f"needs kronrod_rule='k15' (got {self.rule!r})"
@@ -174,6 +174,11 @@ class KronrodSpec:
     def leading(self) -> str:
         """The rule whose failure orders the refinement (``lead_rule``, or ``stop``'s own)."""
         return self.stop if self.lead_rule == "stop" else self.lead_rule
+
+    @property
+    def reads(self) -> bool:
+        """Whether the ``read`` rule stops or leads (``read_order.py``: it needs the read groups)."""
+        return "read" in (self.stop, self.leading)
 
     def lead(self, bound: np.ndarray, residual: np.ndarray) -> np.ndarray:
         """How far each reference is from the rule (M,), the order in which to refine them: its error bound
@@ -337,11 +342,10 @@ def integrate(
     every payload is a ``read_order.ReadPayload``; ``n_paths``: the references the averaged vector divides
     by (default M: one integrand a reference)."""
     gap = np.asarray(gap, dtype=np.float64).reshape(len(gap), -1)
-    uses_read = "read" in (spec.stop, spec.leading)
-    if uses_read and read is None:
+    if spec.reads and read is None:
         raise ValueError("attribution.kronrod_stop/kronrod_lead='read' needs the read groups of the question")
     leaves, first = _first_pass(evaluate, len(gap), spec, integrands, remedy)
-    state: list[ReadCheck] = []  # the last read check
+    state: list[tuple[ReadCheck, list[Any]]] = []  # the last read check, and each integrand's summed payload
 
     def check() -> tuple[np.ndarray, np.ndarray]:
         _, _, residual, bound = _summary(leaves, gap)
@@ -349,8 +353,9 @@ def integrate(
 
     def read_margin() -> float:
         assert read is not None
-        state[:] = [read.check([_summed_payload(ls) for ls in leaves], n_paths or len(gap))]
-        return state[0].margin
+        sums = [_summed_payload(ls) for ls in leaves]
+        state[:] = [(read.check(sums, n_paths or len(gap)), sums)]
+        return state[0][0].margin
 
     def order(bound: np.ndarray, per_ref: np.ndarray) -> tuple[np.ndarray, IntervalError]:
         """The refinement's order (M,) and what a leaf's error is judged by: ``spec.lead``'s; under ``read``
@@ -358,10 +363,10 @@ def integrate(
         if spec.leading != "read":
             return spec.lead(bound, per_ref), _scalar_error
         assert read is not None
-        last = state[0]
+        last, sums = state[0]
         if last.margin > 0:
             return per_ref, _scalar_error
-        lead = np.array([read.pair_error(_summed_payload(ls), last.pair) for ls in leaves])
+        lead = np.array([read.pair_error(total, last.pair) for total in sums])
         return lead, lambda i: read.pair_error(i.payload, last.pair)
 
     def refine(bound: np.ndarray, per_ref: np.ndarray, evals: int) -> int | None:
@@ -374,7 +379,7 @@ def integrate(
         _bisect(evaluate, leaves, *choice)
         return 2 * NODES_PER_INTERVAL
 
-    margin = read_margin if uses_read else None
+    margin = read_margin if spec.reads else None
     evals, exhausted, steps = refine_until(spec, check, refine, first, margin)
     integral, estimate, residual, bound = _summary(leaves, gap)
     payload = [_summed_payload(ls) for ls in leaves]
