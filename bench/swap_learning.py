@@ -195,7 +195,7 @@ def report(results: dict[str, dict]) -> None:
     for name, r in results.items():
         print(
             f"model {name}: train {r['train_s']:.0f} s on {r['n_train']} texts, best epoch "
-            f"{r['best_epoch']}/{r['epochs_run']}, dev accuracy {r['dev_accuracy']}"
+            f"{r['best_epoch'] + 1}/{r['epochs_run']} (from 1), dev accuracy {r['dev_accuracy']}"
         )
         if "accuracy_own_cue" in r:
             print(f"  own cue resolves it: {_accuracy_line(r['accuracy_own_cue'])}")

@@ -184,7 +184,7 @@ def test_train_names_the_records_whose_outputs_are_not_finite(reference: Path, t
     hit = _poison_backbone(project, ("train",))
     code, log = run_stage(project, "train", "train.adaptation=partial", "train.partial_layers=1")
     assert code == 2, log[-3000:]  # NonFiniteValuesError, an XursError: one line, exit 2
-    assert "epoch 0, optimizer step " in log
+    assert "epoch 1, optimizer step " in log  # the logs count epochs from 1
     named = log.split("non-finite outputs for records ")[1].split("]")[0]
     assert named.strip("[").split(", ")  # the records of the first batch that holds the token, only those
     assert all(record.strip("'") in hit for record in named.strip("[").split(", "))

@@ -3,6 +3,7 @@ with the best dev-NLL checkpoint restored, and determinism under a seed. Runs on
 
 from __future__ import annotations
 
+import logging
 import math
 
 import pytest
@@ -77,14 +78,17 @@ def test_learning_rate_groups_and_weight_decay() -> None:
         _param_groups({"head": [], "adapter": []}, TrainConfig())
 
 
-def test_early_stopping_restores_the_best_dev_nll_epoch() -> None:
+def test_early_stopping_restores_the_best_dev_nll_epoch(caplog: pytest.LogCaptureFixture) -> None:
     # Labels of the training set are noise: the head overfits, the dev NLL rises, patience runs out.
     train, dev = _features(32, 0, informative=False), _features(32, 1, informative=True)
     settings = TrainConfig(
         max_epochs=40, patience=2, batch_size=8, global_batch=8, lr_head=5e-2, warmup_fraction=0.0
     )
     model = _head()
-    result = _fit(model, train, dev, settings)
+    with caplog.at_level(logging.INFO, logger="xurs_pipeline.train.loop"):
+        result = _fit(model, train, dev, settings)
+    logged = [m.split(":")[0] for m in caplog.messages if m.startswith("epoch ")]
+    assert logged == [f"epoch {k} of 40" for k in range(1, result.epochs_run + 1)]  # the logs count from 1
     nlls = [r.dev_answer_nll for r in result.history]
     assert result.stopped_early
     assert result.epochs_run < 40

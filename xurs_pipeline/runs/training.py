@@ -80,7 +80,10 @@ def fit_into(run: TrainingRun, out: Path) -> dict[str, Any] | None:
     classifier = _new_classifier(backbone, run.model, run.train.seed)
     outcome = _train(run, classifier, backbone, train.data, dev.data)
     best = outcome.fit
-    log.info("train: best epoch %d of %d, dev score %.4f", best.best_epoch, best.epochs_run, best.best_score)
+    # best_epoch is the 0-based index the metrics keep; the log counts epochs from 1 as a reader does
+    log.info(
+        "train: best epoch %d of %d, dev score %.4f", best.best_epoch + 1, best.epochs_run, best.best_score
+    )
     state.wait_for_everyone()  # the main process writes once, after every process has finished
     if not state.is_main_process:
         state.wait_for_everyone()  # a next stage in the same processes reads what the main process wrote

@@ -81,6 +81,9 @@ class EpochRecord:
 
 @dataclass
 class FitResult:
+    """A fit's outcome: ``best_epoch`` the 0-based index of the epoch whose weights it keeps (``history``
+    position), ``epochs_run`` how many ran."""
+
     best_epoch: int
     best_score: float
     epochs_run: int
@@ -107,8 +110,8 @@ def _nonfinite(
     names = data.names(index.tolist()) if "index" in batch else []
     scope = "the batch of records" if rows is None else "records"
     return NonFiniteValuesError(
-        f"epoch {epoch}, optimizer step {step}: {what} for {scope} {names[:16]}; stopped before the weights "
-        "took it (the last saved state is intact). Lower train.lr_head / train.lr_adapter, use "
+        f"epoch {epoch + 1}, optimizer step {step}: {what} for {scope} {names[:16]}; stopped before the "
+        "weights took it (the last saved state is intact). Lower train.lr_head / train.lr_adapter, use "
         "mixed_precision 'no' or model.dtype float32, or check these records."
     )
 
@@ -342,7 +345,7 @@ def _epoch(run: PreparedRun, epoch: int, state: EpochState) -> EpochRecord:
     score = dev_nll if s.select_by == "answer_nll" else dev_loss
     if not math.isfinite(score):
         raise NonFiniteValuesError(
-            f"epoch {epoch}: dev {s.select_by} is {score}; training diverged (lower train.lr_head / "
+            f"epoch {epoch + 1}: dev {s.select_by} is {score}; training diverged (lower train.lr_head / "
             "train.lr_adapter, or use mixed_precision 'no')"
         )
     record = EpochRecord(epoch, train_loss, dev_loss, dev_nll, dev_acc, run.optimizer.param_groups[0]["lr"])
@@ -353,7 +356,14 @@ def _epoch(run: PreparedRun, epoch: int, state: EpochState) -> EpochRecord:
         state.best = trainable_state(run.accelerator.unwrap_model(run.model))
     else:
         state.bad_epochs += 1
-    log.info("epoch %d: train loss %.4f, dev nll %.4f, dev acc %.3f", epoch, train_loss, dev_nll, dev_acc)
+    log.info(  # the logs count epochs from 1, the records keep the 0-based index
+        "epoch %d of %d: train loss %.4f, dev nll %.4f, dev acc %.3f",
+        epoch + 1,
+        s.max_epochs,
+        train_loss,
+        dev_nll,
+        dev_acc,
+    )
     return record
 
 
@@ -363,7 +373,7 @@ def _start(run: PreparedRun, saving: Saving) -> tuple[EpochState, int | None]:
     if not (saving.resume and state_dir is not None and has_state(state_dir)):
         return EpochState(best=trainable_state(run.accelerator.unwrap_model(run.model))), None
     best, progress = load_state(state_dir, run.accelerator, run.model, run.optimizer, run.scheduler)
-    log.info("resumed from %s after epoch %d", state_dir, progress["epoch"])
+    log.info("resumed from %s after epoch %d", state_dir, progress["epoch"] + 1)
     return EpochState.restored(best, progress), progress["epoch"]
 
 
