@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import re
+import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,25 @@ from typing import Any
 from xurs_pipeline.contracts import ARTIFACTS
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def unignored(root: Path, folder: str, suffix: str) -> tuple[Path, ...]:
+    """The files ending in ``suffix`` under ``root / folder`` that git does not ignore (committed, or new and
+    not ignored): a run's own outputs there (``results/tables``, ``results/html``: DVC's ``.gitignore``)
+    are not the project's prose. Outside a git checkout, every such file."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", folder],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        return tuple(sorted((root / folder).rglob(f"*{suffix}")))
+    return tuple(sorted(root / name for name in listed if name.endswith(suffix) and (root / name).is_file()))
+
+
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 EXPERIMENT_TABLE = ROOT / "docs" / "configuration.md"  # the one table of every experiment
 SECTIONS = ("data", "model", "train", "attribution", "evaluation", "paths")
@@ -588,9 +608,7 @@ DOCS = (
         (*COMMON, "run_notes", "figures"),
         yaml_comments,
     ),
-    DocKind(
-        "results", tuple(sorted((ROOT / "results").rglob("*.md"))), (*NAMED, "narration", "results_file")
-    ),
+    DocKind("results", unignored(ROOT, "results", ".md"), (*NAMED, "narration", "results_file")),
 )
 
 

@@ -11,6 +11,7 @@ stale count, wrong path and run note (tests/docs_checks.py, :data:`docs_checks.D
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 import yaml
@@ -43,6 +44,7 @@ from docs_checks import (
     figures,
     prose_words,
     table_experiments,
+    unignored,
     yaml_comments,
 )
 from docs_figures import (
@@ -319,6 +321,22 @@ def test_a_ledger_row_without_command_machine_or_date_is_caught():
     assert check_ledger(LEDGER.replace("| what | command", "| what | how")) == [
         "## 1. Something: no ledger table (| what | command | machine | figure | date |)"
     ]
+
+
+def test_a_runs_own_outputs_under_results_are_not_checked_as_prose(tmp_path):
+    # README command 1 then command 2 in one clone: `dvc repro` writes results/tables/*.md, which DVC's
+    # results/.gitignore ignores; the kept files, and a new one not yet committed, are still checked.
+    results = tmp_path / "results"
+    (results / "tables").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (results / ".gitignore").write_text("/tables\n")
+    for name in ("README.md", "kept.md", "new.md", "tables/accuracy.md"):
+        (results / name).write_text("# T\n")
+    subprocess.run(["git", "-C", str(tmp_path), "add", "results/README.md", "results/kept.md"], check=True)
+    found = unignored(tmp_path, "results", ".md")
+    assert found == tuple(results / n for n in ("README.md", "kept.md", "new.md"))
+    (results / ".gitignore").unlink()  # without the ignore rule the run's table is checked
+    assert results / "tables" / "accuracy.md" in unignored(tmp_path, "results", ".md")
 
 
 def test_a_results_file_without_its_command_or_with_a_stray_figure_is_caught(tmp_path):
