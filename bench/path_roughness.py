@@ -3,7 +3,7 @@ what that makes a lattice of n points a reference cost, plain and warped (``attr
 
     OMP_NUM_THREADS=1 python bench/path_roughness.py --experiment local [--override KEY=VALUE ...] \
         [--questions 1] [--refs 4] [--dense 513] [--nodes 16 32 64] [--warp 15 31 63] [--groups 1 4 16] \
-        [--json FILE]
+        [--segments 32] [--json FILE]
 
 For the first ``--questions`` questions the ``attribute`` stage explains and their first ``--refs`` training
 references: F at ``--dense`` equally spaced α along each straight path (forwards, ``PathProblem.values``),
@@ -15,7 +15,10 @@ reference needs: ``needed_points`` extrapolates σ(n) by the power law through t
 ``--groups``, on the same integrands, the RMS error over the random shifts of the *averaged* residual,
 mean_r rho_r (App. B.4's R), with shifts shared in groups of G references: in a group one u, reference i of
 it at u + i / (G n), so the group's nodes together form the lattice of G n points (G = 1: the independent
-shifts of ``certify``). Stratifying across references pays where their integrands share their shape. The
+shifts of ``certify``). Stratifying across references pays where their integrands share their shape. With
+``--segments S``, where one reference's error sits at the largest n: the RMS over the shifts of each of S
+equal stretches of α's part of the integral against its exact ΔF (``segment_rms``), and how many stretches
+hold 80% of their squared errors; each path's turning points (``sign_changes``) are recorded always. The
 seconds of one forward and one gradient evaluation on the same question are measured side by side (a warp's
 forwards in gradient-evaluation units). Prints one JSON record per question (``--json`` keeps them).
 """
@@ -69,12 +72,49 @@ def lattice_rms(f: np.ndarray, warp: path_warp.Warp | None, n: int, rng: np.rand
 def lattice_error(f: np.ndarray, warp: path_warp.Warp | None, ref: int, shift: float, n: int) -> float:
     """Signed error of reference ``ref``'s n-point lattice integral with ``shift`` of the piecewise-linear F
     through f (R, N) (its slopes constant between the dense points)."""
+    _, weighted = _weighted_slopes(f, warp, ref, shift, n)
+    return float(weighted.mean() - (f[ref, -1] - f[ref, 0]))
+
+
+def _weighted_slopes(
+    f: np.ndarray, warp: path_warp.Warp | None, ref: int, shift: float, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The lattice's nodes on reference ``ref``'s path: (α (n,), slope x weight (n,)), the piecewise-linear
+    F through f (R, N) as the integrand."""
     dense = f.shape[1]
     s = tent_nodes(shift, n)
     alpha, weight = warp.place(ref, s) if warp is not None else (s, np.ones(n))
     cell = np.clip((alpha * (dense - 1)).astype(int), 0, dense - 2)
-    slopes = (f[ref, cell + 1] - f[ref, cell]) * (dense - 1)
-    return float((slopes * weight).mean() - (f[ref, -1] - f[ref, 0]))
+    return alpha, (f[ref, cell + 1] - f[ref, cell]) * (dense - 1) * weight
+
+
+def segment_rms(f: np.ndarray, warp: path_warp.Warp | None, n: int, segments: int, rng) -> np.ndarray:
+    """Where one reference's error sits: the RMS over random shifts of each of ``segments`` equal stretches
+    of α's share of the n-point lattice integral against that stretch's exact ΔF, in quadrature over the
+    references of f (R, N): (segments,). The stretches' errors add up to the integral's."""
+    dense = f.shape[1]
+    edges = np.linspace(0.0, 1.0, segments + 1)
+    squares = np.zeros(segments)
+    for r in range(len(f)):
+        exact = np.diff(np.interp(edges, np.linspace(0.0, 1.0, dense), f[r]))
+        for shift in rng.uniform(size=SHIFTS):
+            alpha, weighted = _weighted_slopes(f, warp, r, shift, n)
+            share = np.bincount(np.minimum((alpha * segments).astype(int), segments - 1), weighted, segments)
+            squares += (share / n - exact) ** 2
+    rms: np.ndarray = np.sqrt(squares / (SHIFTS * len(f)))
+    return rms
+
+
+def holding(rms: np.ndarray, share: float = 0.8) -> int:
+    """How many of the segments hold ``share`` of their summed squared errors (largest first)."""
+    squares = np.sort(rms**2)[::-1]
+    return int(np.searchsorted(np.cumsum(squares) / squares.sum(), share) + 1)
+
+
+def sign_changes(f: np.ndarray) -> list[int]:
+    """How often each path's ΔF between neighbouring dense points changes sign (its turning points)."""
+    steps = np.sign(np.diff(f, axis=1))
+    return [int(((row[1:] * row[:-1]) < 0).sum()) for row in steps]
 
 
 def averaged_rms(f: np.ndarray, warp: path_warp.Warp | None, n: int, group: int, rng) -> float:
@@ -126,6 +166,7 @@ def measure(problem: PathProblem, args) -> dict:
     record: dict = {
         "total_variation": np.abs(np.diff(f, axis=1)).sum(1).round(3).tolist(),
         "gap": (f[:, -1] - f[:, 0]).round(3).tolist(),
+        "sign_changes": sign_changes(f),
     }
 
     def values(i: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -140,6 +181,10 @@ def measure(problem: PathProblem, args) -> dict:
         }
         for m in (16, 64, 256):
             record[name][f"needed_points_m{m}"] = round(needed_points(args.nodes, rms, m), 1)
+        if args.segments:
+            rms = segment_rms(f, warp, args.nodes[-1], args.segments, rng)
+            record[name]["segment_rms"] = np.round(rms, 4).tolist()
+            record[name]["segments_holding_80pct"] = holding(rms)
         if args.groups:
             record[name]["averaged_rms_by_group"] = {
                 str(n): {str(g): round(averaged_rms(f, warp, n, g, rng), 4) for g in args.groups}
@@ -155,6 +200,7 @@ def main() -> None:
     parser.add_argument("--dense", type=int, default=513)
     parser.add_argument("--nodes", type=int, nargs="+", default=[16, 32, 64])
     parser.add_argument("--warp", type=int, nargs="+", default=[15, 31, 63])
+    parser.add_argument("--segments", type=int, default=0, help="where the error sits: S equal stretches of α")
     parser.add_argument("--groups", type=int, nargs="*", default=[], help="shifts shared by G references")
     parser.add_argument("--json", help="append the records here (JSON lines)")
     args = parser.parse_args()

@@ -74,3 +74,30 @@ def test_groups_that_do_not_divide_the_references_are_refused(bench) -> None:
     f = np.zeros((4, 5))
     with pytest.raises(ValueError, match="--groups 3: must divide --refs 4"):
         bench.averaged_rms(f, None, 4, 3, np.random.default_rng(0))
+
+
+def test_the_error_sits_in_the_stretch_where_f_swings(bench) -> None:
+    """One swing at α = 0.7, flat elsewhere: the plain lattice's error sits in the stretch holding it (the
+    other stretches' parts are exact), and one stretch holds 80% of it; a smooth path spreads its error."""
+    grid = np.linspace(0.0, 1.0, 2049)
+    swing = (1 / (1 + np.exp(-(grid - 0.7) / 0.005)))[None, :]
+    rms = bench.segment_rms(swing, None, 16, 8, np.random.default_rng(4))
+    assert int(np.argmax(rms)) == 5  # [0.625, 0.75)
+    assert rms[:4].max() < 1e-6 * rms[5]
+    assert bench.holding(rms) == 1
+    smooth = bench.segment_rms(np.sin(6 * grid)[None, :], None, 16, 8, np.random.default_rng(5))
+    assert bench.holding(smooth) >= 4
+
+
+def test_the_segments_add_up_to_the_integral_error(bench) -> None:
+    """With one segment, its RMS is the whole integral's (``lattice_rms``) on the same shifts."""
+    grid = np.linspace(0.0, 1.0, 513)
+    f = np.stack([np.sin(5 * grid), grid**3])
+    whole = bench.lattice_rms(f, None, 8, np.random.default_rng(6))
+    one = bench.segment_rms(f, None, 8, 1, np.random.default_rng(6))
+    assert one[0] == pytest.approx(float(np.sqrt((whole**2).mean())), rel=1e-9)
+
+
+def test_turning_points_are_counted_per_path(bench) -> None:
+    grid = np.linspace(0.0, 1.0, 1001)
+    assert bench.sign_changes(np.stack([np.sin(2 * np.pi * 2 * grid), grid])) == [4, 0]

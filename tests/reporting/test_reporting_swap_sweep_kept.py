@@ -1,7 +1,8 @@
 """``xurs swap-sweep`` keeps what it pooled (``<stem>.inputs/``, one JSON per study) beside its table, and
 ``--kept`` rebuilds the table from those files alone, byte for byte: the kept example
-(``results/sweeps/swap_example/``, two seeds of the tiny swap study) regenerates exactly, and a changed
-count in a kept study changes the table (the comparison can fail)."""
+(``results/sweeps/swap_example/``, two seeds of the tiny swap study) and the held-out seeds of the analysis
+plan (``results/sweeps/swap_heldout/``) regenerate exactly, and a changed count in a kept study changes the
+table (the comparison can fail)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from xurs_pipeline.cli import main as xurs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "results" / "sweeps" / "swap_example"
+HELD_OUT = ROOT / "results" / "sweeps" / "swap_heldout"
+KEPT = pytest.mark.parametrize("table", [EXAMPLE, HELD_OUT], ids=["example", "held_out"])
 TABLE = ("swap_sweep.md", "swap_sweep.tex", "swap_sweep.csv", "swap_sweep.json")
 
 
@@ -33,12 +36,13 @@ def files(directory: Path) -> dict[str, bytes]:
     }
 
 
-def test_the_kept_example_is_rebuilt_from_its_kept_studies(tmp_path, capsys) -> None:
-    out = rebuilt(EXAMPLE / "swap_sweep.inputs", tmp_path / "out", capsys)
-    assert set(files(EXAMPLE)) == set(files(out))
-    for name, content in files(EXAMPLE).items():
+@KEPT
+def test_a_kept_table_is_rebuilt_from_its_kept_studies(table, tmp_path, capsys) -> None:
+    out = rebuilt(table / "swap_sweep.inputs", tmp_path / "out", capsys)
+    assert set(files(table)) == set(files(out))
+    for name, content in files(table).items():
         assert files(out)[name] == content, f"{name} differs from its rebuild: run `xurs swap-sweep --kept "
-        f"{EXAMPLE.relative_to(ROOT)}/swap_sweep.inputs --out {EXAMPLE.relative_to(ROOT)} --overwrite`"
+        f"{table.relative_to(ROOT)}/swap_sweep.inputs --out {table.relative_to(ROOT)} --overwrite`"
 
 
 def test_a_changed_count_in_a_kept_study_changes_the_table(tmp_path, capsys) -> None:
@@ -53,20 +57,21 @@ def test_a_changed_count_in_a_kept_study_changes_the_table(tmp_path, capsys) -> 
         assert (out / name).read_bytes() != (EXAMPLE / name).read_bytes(), name
 
 
-def test_the_kept_studies_pool_what_the_table_shows(capsys) -> None:
-    """The example's pooled counts are the sums over its kept studies (an independent addition), and its
+@KEPT
+def test_the_kept_studies_pool_what_the_table_shows(table, capsys) -> None:
+    """A kept table's pooled counts are the sums over its kept studies (an independent addition), and its
     verdict column is the pooled study's (as the .json's)."""
-    studies = [json.loads(p.read_text()) for p in sorted((EXAMPLE / "swap_sweep.inputs").glob("*.json"))]
-    table = json.loads((EXAMPLE / "swap_sweep.json").read_text())
-    rows = {r["row"]: r for r in table["rows"]}
+    studies = [json.loads(p.read_text()) for p in sorted((table / "swap_sweep.inputs").glob("*.json"))]
+    pooled = json.loads((table / "swap_sweep.json").read_text())
+    rows = {r["row"]: r for r in pooled["rows"]}
     for method, row in rows.items():
         if method.startswith("model "):
             continue
         k = sum(s["summary"]["methods"][method]["agreement_clear_k"] for s in studies)
         n = sum(s["summary"]["methods"][method]["agreement_clear_n"] for s in studies)
         assert (row["agreement_clear_k"], row["agreement_clear_n"]) == (k, n), method
-        assert row["verdict"] == table["faithfulness"]["methods"][method]["verdict"], method
-    assert [s["column"] for s in studies] == table["faithfulness"]["studies"]
+        assert row["verdict"] == pooled["faithfulness"]["methods"][method]["verdict"], method
+    assert [s["column"] for s in studies] == pooled["faithfulness"]["studies"]
 
 
 def test_a_kept_directory_without_studies_is_refused(tmp_path, capsys) -> None:
@@ -79,12 +84,13 @@ def test_a_kept_directory_without_studies_is_refused(tmp_path, capsys) -> None:
     assert not (tmp_path / "out").exists()
 
 
-def test_the_docs_quote_the_kept_example() -> None:
-    """docs/swap-control.md shows the kept example's table as the file holds it (every row and the footer)."""
+@KEPT
+def test_the_docs_quote_the_kept_table(table) -> None:
+    """docs/swap-control.md shows each kept table as the file holds it (every row and the footer)."""
     doc = (ROOT / "docs" / "swap-control.md").read_text(encoding="utf-8")
     lines = [
         line
-        for line in (EXAMPLE / "swap_sweep.md").read_text().splitlines()
+        for line in (table / "swap_sweep.md").read_text().splitlines()
         if line.startswith(("|", "_experiment"))
     ]
     assert len(lines) > 3
@@ -96,3 +102,16 @@ def test_kept_with_other_sources_is_refused(tmp_path, capsys) -> None:
     assert xurs([*args, "--project", str(tmp_path)]) == 2
     assert "--kept rebuilds a table from its kept studies alone" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_held_out_table_pools_only_held_out_seeds_under_the_current_plan() -> None:
+    """Every study of the held-out table ran on a data seed from the plan's first held-out seed up, each seed
+    once, and was judged under the plan as it stands (its digest): a plan changed after a seed ran, or a
+    design seed pooled with them, fails here."""
+    from xurs_pipeline.evaluation.swap.plan import FIRST_HELD_OUT_SEED, plan_digest
+
+    studies = [json.loads(p.read_text()) for p in sorted((HELD_OUT / "swap_sweep.inputs").glob("*.json"))]
+    seeds = [int(study["params"]["data.seed"]) for study in studies]
+    assert seeds and min(seeds) >= FIRST_HELD_OUT_SEED
+    assert len(set(seeds)) == len(seeds)
+    assert {study["summary"]["faithfulness"]["plan_digest"] for study in studies} == {plan_digest()}
