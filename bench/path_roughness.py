@@ -200,7 +200,7 @@ def main() -> None:
     parser.add_argument("--dense", type=int, default=513)
     parser.add_argument("--nodes", type=int, nargs="+", default=[16, 32, 64])
     parser.add_argument("--warp", type=int, nargs="+", default=[15, 31, 63])
-    parser.add_argument("--segments", type=int, default=0, help="where the error sits: S equal stretches of α")
+    parser.add_argument("--segments", type=int, default=0, help="where the error sits: S stretches of α")
     parser.add_argument("--groups", type=int, nargs="*", default=[], help="shifts shared by G references")
     parser.add_argument("--json", help="append the records here (JSON lines)")
     args = parser.parse_args()

@@ -112,6 +112,7 @@ def test_the_held_out_table_pools_only_held_out_seeds_under_the_current_plan() -
 
     studies = [json.loads(p.read_text()) for p in sorted((HELD_OUT / "swap_sweep.inputs").glob("*.json"))]
     seeds = [int(study["params"]["data.seed"]) for study in studies]
-    assert seeds and min(seeds) >= FIRST_HELD_OUT_SEED
+    assert seeds
+    assert min(seeds) >= FIRST_HELD_OUT_SEED
     assert len(set(seeds)) == len(seeds)
     assert {study["summary"]["faithfulness"]["plan_digest"] for study in studies} == {plan_digest()}
