@@ -108,6 +108,8 @@ def segment_rms(f: np.ndarray, warp: path_warp.Warp | None, n: int, segments: in
 def holding(rms: np.ndarray, share: float = 0.8) -> int:
     """How many of the segments hold ``share`` of their summed squared errors (largest first)."""
     squares = np.sort(rms**2)[::-1]
+    if squares.sum() == 0:
+        return 0  # no error anywhere
     return int(np.searchsorted(np.cumsum(squares) / squares.sum(), share) + 1)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from xurs_pipeline.cli import main as xurs
+from xurs_pipeline.evaluation.swap.plan import FIRST_HELD_OUT_SEED, plan_digest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "results" / "sweeps" / "swap_example"
@@ -25,6 +26,22 @@ def rebuilt(kept: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     assert xurs(["swap-sweep", "--kept", str(kept), "--out", str(out)]) == 0
     capsys.readouterr()
     return out
+
+
+def kept_studies(table: Path) -> list[dict]:
+    """The studies a kept table pooled (``swap_sweep.inputs/*.json``), in their column order."""
+    return [json.loads(p.read_text()) for p in sorted((table / "swap_sweep.inputs").glob("*.json"))]
+
+
+def held_out_faults(studies: list[dict]) -> list[str]:
+    """Why ``studies`` cannot be the plan's held-out seeds: none, a seed below the plan's first held-out seed,
+    a seed twice, or a study judged under another plan digest (empty when they can)."""
+    seeds = [int(study["params"]["data.seed"]) for study in studies]
+    faults = [] if seeds else ["no study"]
+    faults += [f"data.seed={seed} is a design seed" for seed in seeds if seed < FIRST_HELD_OUT_SEED]
+    faults += [f"data.seed={seed} twice" for seed in sorted(set(seeds)) if seeds.count(seed) > 1]
+    digests = {study["summary"]["faithfulness"]["plan_digest"] for study in studies} - {plan_digest()}
+    return faults + [f"judged under {digest}" for digest in sorted(digests)]
 
 
 def files(directory: Path) -> dict[str, bytes]:
@@ -61,7 +78,7 @@ def test_a_changed_count_in_a_kept_study_changes_the_table(tmp_path, capsys) -> 
 def test_the_kept_studies_pool_what_the_table_shows(table, capsys) -> None:
     """A kept table's pooled counts are the sums over its kept studies (an independent addition), and its
     verdict column is the pooled study's (as the .json's)."""
-    studies = [json.loads(p.read_text()) for p in sorted((table / "swap_sweep.inputs").glob("*.json"))]
+    studies = kept_studies(table)
     pooled = json.loads((table / "swap_sweep.json").read_text())
     rows = {r["row"]: r for r in pooled["rows"]}
     for method, row in rows.items():
@@ -106,13 +123,20 @@ def test_kept_with_other_sources_is_refused(tmp_path, capsys) -> None:
 
 def test_the_held_out_table_pools_only_held_out_seeds_under_the_current_plan() -> None:
     """Every study of the held-out table ran on a data seed from the plan's first held-out seed up, each seed
-    once, and was judged under the plan as it stands (its digest): a plan changed after a seed ran, or a
-    design seed pooled with them, fails here."""
-    from xurs_pipeline.evaluation.swap.plan import FIRST_HELD_OUT_SEED, plan_digest
+    once, and was judged under the plan as it stands (its digest)."""
+    assert held_out_faults(kept_studies(HELD_OUT)) == []
 
-    studies = [json.loads(p.read_text()) for p in sorted((HELD_OUT / "swap_sweep.inputs").glob("*.json"))]
-    seeds = [int(study["params"]["data.seed"]) for study in studies]
-    assert seeds
-    assert min(seeds) >= FIRST_HELD_OUT_SEED
-    assert len(set(seeds)) == len(seeds)
-    assert {study["summary"]["faithfulness"]["plan_digest"] for study in studies} == {plan_digest()}
+
+def test_a_design_seed_a_repeated_seed_or_another_plan_is_a_held_out_fault() -> None:
+    study = kept_studies(HELD_OUT)[0]
+
+    def planted(seed: int, digest: str) -> dict:
+        faithfulness = {**study["summary"]["faithfulness"], "plan_digest": digest}
+        summary = {**study["summary"], "faithfulness": faithfulness}
+        return {**study, "params": {**study["params"], "data.seed": seed}, "summary": summary}
+
+    current = plan_digest()
+    assert held_out_faults([planted(7, current)]) == ["data.seed=7 is a design seed"]
+    assert held_out_faults([planted(101, current), planted(101, current)]) == ["data.seed=101 twice"]
+    assert held_out_faults([planted(102, "plan-0")]) == ["judged under plan-0"]
+    assert held_out_faults([]) == ["no study"]
