@@ -13,7 +13,11 @@ from pathlib import Path
 import pytest
 
 from xurs_pipeline.cli import main as xurs
+from xurs_pipeline.config import compose
 from xurs_pipeline.evaluation.swap.plan import FIRST_HELD_OUT_SEED, plan_digest
+from xurs_pipeline.experiments.pooling import changes_a_result
+from xurs_pipeline.experiments.show import flatten
+from xurs_pipeline.io import config_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "results" / "sweeps" / "swap_example"
@@ -33,15 +37,33 @@ def kept_studies(table: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((table / "swap_sweep.inputs").glob("*.json"))]
 
 
-def held_out_faults(studies: list[dict]) -> list[str]:
-    """Why ``studies`` cannot be the plan's held-out seeds: none, a seed below the plan's first held-out seed,
-    a seed twice, or a study judged under another plan digest (empty when they can)."""
+def shipped_design() -> dict:
+    """The shipped swap study's settings (``experiment=controlled_swap`` composed from conf/), dotted keys."""
+    return flatten(compose(["experiment=controlled_swap"], ROOT / "conf"))
+
+
+def design_faults(params: dict, design: dict) -> list[str]:
+    """Each key that can change a result (``pooling.changes_a_result``) where a study's ``params`` differ
+    from ``design``, the data seed aside (a key on one side only differs too)."""
+    keys = sorted(k for k in {*params, *design} if changes_a_result(k) and k != "data.seed")
+    return [
+        f"data.seed={params['data.seed']} ran {k}={params.get(k)!r}, the shipped design {design.get(k)!r}"
+        for k in keys
+        if config_hash(params.get(k)) != config_hash(design.get(k))
+    ]
+
+
+def held_out_faults(studies: list[dict], design: dict) -> list[str]:
+    """Why ``studies`` cannot be the plan's held-out seeds of the shipped ``design``: none, a seed below the
+    plan's first held-out seed, a seed twice, a study judged under another plan digest, or one run with
+    other settings than the design's (empty when they can)."""
     seeds = [int(study["params"]["data.seed"]) for study in studies]
     faults = [] if seeds else ["no study"]
     faults += [f"data.seed={seed} is a design seed" for seed in seeds if seed < FIRST_HELD_OUT_SEED]
     faults += [f"data.seed={seed} twice" for seed in sorted(set(seeds)) if seeds.count(seed) > 1]
     digests = {study["summary"]["faithfulness"]["plan_digest"] for study in studies} - {plan_digest()}
-    return faults + [f"judged under {digest}" for digest in sorted(digests)]
+    faults += [f"judged under {digest}" for digest in sorted(digests)]
+    return faults + [fault for study in studies for fault in design_faults(study["params"], design)]
 
 
 def files(directory: Path) -> dict[str, bytes]:
@@ -121,22 +143,29 @@ def test_kept_with_other_sources_is_refused(tmp_path, capsys) -> None:
     assert not (tmp_path / "out").exists()
 
 
-def test_the_held_out_table_pools_only_held_out_seeds_under_the_current_plan() -> None:
+def test_the_held_out_table_pools_only_held_out_seeds_of_the_shipped_design_under_the_current_plan() -> None:
     """Every study of the held-out table ran on a data seed from the plan's first held-out seed up, each seed
-    once, and was judged under the plan as it stands (its digest)."""
-    assert held_out_faults(kept_studies(HELD_OUT)) == []
+    once, with the shipped `controlled_swap`'s settings (a changed default means rerunning the seeds), and
+    was judged under the plan as it stands (its digest)."""
+    assert held_out_faults(kept_studies(HELD_OUT), shipped_design()) == []
 
 
-def test_a_design_seed_a_repeated_seed_or_another_plan_is_a_held_out_fault() -> None:
-    study = kept_studies(HELD_OUT)[0]
+def test_a_design_seed_a_repeated_seed_another_plan_or_design_is_a_held_out_fault() -> None:
+    study, design = kept_studies(HELD_OUT)[0], shipped_design()
 
-    def planted(seed: int, digest: str) -> dict:
+    def planted(seed: int, digest: str, **changed) -> dict:
         faithfulness = {**study["summary"]["faithfulness"], "plan_digest": digest}
         summary = {**study["summary"], "faithfulness": faithfulness}
-        return {**study, "params": {**study["params"], "data.seed": seed}, "summary": summary}
+        return {**study, "params": {**study["params"], "data.seed": seed, **changed}, "summary": summary}
 
     current = plan_digest()
-    assert held_out_faults([planted(7, current)]) == ["data.seed=7 is a design seed"]
-    assert held_out_faults([planted(101, current), planted(101, current)]) == ["data.seed=101 twice"]
-    assert held_out_faults([planted(102, "plan-0")]) == ["judged under plan-0"]
-    assert held_out_faults([]) == ["no study"]
+    assert held_out_faults([planted(7, current)], design) == ["data.seed=7 is a design seed"]
+    assert held_out_faults([planted(101, current), planted(101, current)], design) == ["data.seed=101 twice"]
+    assert held_out_faults([planted(102, "plan-0")], design) == ["judged under plan-0"]
+    assert held_out_faults([], design) == ["no study"]
+    assert held_out_faults([planted(103, current, **{"model.keep_layers": 12})], design) == [
+        "data.seed=103 ran model.keep_layers=12, the shipped design 20"
+    ]
+    # what changes no result may differ: the randomised sanity runs one seed carries, a progress bar
+    quiet = {"evaluation.swap_randomise": "head", "attribution.progress": False}
+    assert held_out_faults([planted(104, current, **quiet)], design) == []

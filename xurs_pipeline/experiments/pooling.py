@@ -98,7 +98,7 @@ def _refuse_unknown_label(sources: Sequence[Source], key: str) -> None:
 
 
 def _refuse_differing(sources: Sequence[Source], labels: Sequence[str]) -> None:
-    keys = sorted({k for s in sources for k in s.params if _shared(k) and k not in labels})
+    keys = sorted({k for s in sources for k in s.params if changes_a_result(k) and k not in labels})
     for key in keys:
         values = {config_hash(s.params.get(key)): s for s in sources}
         if len(values) > 1:
@@ -109,6 +109,7 @@ def _refuse_differing(sources: Sequence[Source], labels: Sequence[str]) -> None:
             )
 
 
-def _shared(key: str) -> bool:
+def changes_a_result(key: str) -> bool:
+    """Whether a dotted params key is one every pooled source must share (``SAME``, less ``MAY_DIFFER``)."""
     matches = any(key == p or (p.endswith(".") and key.startswith(p)) for p in SAME)
     return matches and key not in MAY_DIFFER
