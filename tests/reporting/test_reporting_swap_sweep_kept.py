@@ -15,9 +15,8 @@ import pytest
 from xurs_pipeline.cli import main as xurs
 from xurs_pipeline.config import compose
 from xurs_pipeline.evaluation.swap.plan import FIRST_HELD_OUT_SEED, plan_digest
-from xurs_pipeline.experiments.pooling import changes_a_result
+from xurs_pipeline.experiments.pooling import differing_keys
 from xurs_pipeline.experiments.show import flatten
-from xurs_pipeline.io import config_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "results" / "sweeps" / "swap_example"
@@ -43,13 +42,11 @@ def shipped_design() -> dict:
 
 
 def design_faults(params: dict, design: dict) -> list[str]:
-    """Each key that can change a result (``pooling.changes_a_result``) where a study's ``params`` differ
-    from ``design``, the data seed aside (a key on one side only differs too)."""
-    keys = sorted(k for k in {*params, *design} if changes_a_result(k) and k != "data.seed")
+    """Each key where a study's ``params`` differ from ``design`` as pooling would refuse them
+    (``pooling.differing_keys``), the data seed aside."""
     return [
         f"data.seed={params['data.seed']} ran {k}={params.get(k)!r}, the shipped design {design.get(k)!r}"
-        for k in keys
-        if config_hash(params.get(k)) != config_hash(design.get(k))
+        for k in differing_keys([params, design], ["data.seed"])
     ]
 
 

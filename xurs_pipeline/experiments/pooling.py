@@ -97,16 +97,22 @@ def _refuse_unknown_label(sources: Sequence[Source], key: str) -> None:
             raise ValueError(f"--label {key}: {source.where} has no such param; {hint}")
 
 
+def differing_keys(params: Sequence[Mapping[str, Any]], labels: Sequence[str] = ()) -> list[str]:
+    """The keys that can change a result (:func:`changes_a_result`), ``labels`` aside, whose values differ
+    among ``params`` (dotted keys; a key missing from one of them differs too), sorted."""
+    keys = sorted({k for p in params for k in p if changes_a_result(k) and k not in labels})
+    return [key for key in keys if len({config_hash(p.get(key)) for p in params}) > 1]
+
+
 def _refuse_differing(sources: Sequence[Source], labels: Sequence[str]) -> None:
-    keys = sorted({k for s in sources for k in s.params if changes_a_result(k) and k not in labels})
-    for key in keys:
-        values = {config_hash(s.params.get(key)): s for s in sources}
-        if len(values) > 1:
-            a, b = list(values.values())[:2]
-            raise ValueError(
-                f"{a.where} has {key}={a.params.get(key)!r}, {b.where} {key}={b.params.get(key)!r}: studies "
-                f"made with other settings are not pooled; compare them with --label {key}"
-            )
+    keys = differing_keys([s.params for s in sources], labels)
+    if keys:
+        key = keys[0]
+        a, b = list({config_hash(s.params.get(key)): s for s in sources}.values())[:2]
+        raise ValueError(
+            f"{a.where} has {key}={a.params.get(key)!r}, {b.where} {key}={b.params.get(key)!r}: studies "
+            f"made with other settings are not pooled; compare them with --label {key}"
+        )
 
 
 def changes_a_result(key: str) -> bool:
