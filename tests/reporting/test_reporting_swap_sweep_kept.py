@@ -1,8 +1,8 @@
 """``xurs swap-sweep`` keeps what it pooled (``<stem>.inputs/``, one JSON per study) beside its table, and
 ``--kept`` rebuilds the table from those files alone, byte for byte: the kept example
-(``results/sweeps/swap_example/``, two seeds of the tiny swap study) and the held-out seeds of the analysis
-plan (``results/sweeps/swap_heldout/``) regenerate exactly, and a changed count in a kept study changes the
-table (the comparison can fail)."""
+(``results/sweeps/swap_example/``, two seeds of the tiny swap study) and the held-out seeds of the swap
+study's first design (``results/sweeps/swap_heldout_design1/``) regenerate exactly, and a changed count in
+a kept study changes the table (the comparison can fail)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,14 @@ from xurs_pipeline.experiments.show import flatten
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "results" / "sweeps" / "swap_example"
-HELD_OUT = ROOT / "results" / "sweeps" / "swap_heldout"
-KEPT = pytest.mark.parametrize("table", [EXAMPLE, HELD_OUT], ids=["example", "held_out"])
+SWEEPS = ROOT / "results" / "sweeps"
+HELD_OUT_DESIGN_1 = SWEEPS / "swap_heldout_design1"
+# The first design's recipe as overrides of the shipped `controlled_swap` (docs/swap-control.md): 240
+# training families for up to 8 epochs. Its held-out seeds 101 and 102 ran under it.
+DESIGN_1 = ("data.families=[240,24,32]", "train.max_epochs=8")
+# Every kept held-out table: the overrides of `controlled_swap` its seeds ran under, its first held-out seed.
+HELD_OUT_TABLES = {HELD_OUT_DESIGN_1: (DESIGN_1, FIRST_HELD_OUT_SEED)}
+KEPT = pytest.mark.parametrize("table", [EXAMPLE, HELD_OUT_DESIGN_1], ids=["example", "held_out_design1"])
 TABLE = ("swap_sweep.md", "swap_sweep.tex", "swap_sweep.csv", "swap_sweep.json")
 
 
@@ -36,27 +42,28 @@ def kept_studies(table: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((table / "swap_sweep.inputs").glob("*.json"))]
 
 
-def shipped_design() -> dict:
-    """The shipped swap study's settings (``experiment=controlled_swap`` composed from conf/), dotted keys."""
-    return flatten(compose(["experiment=controlled_swap"], ROOT / "conf"))
+def design_settings(overrides: tuple[str, ...] = ()) -> dict:
+    """A swap design's settings, dotted keys: ``experiment=controlled_swap`` composed from conf/ with
+    ``overrides`` (none: the shipped design)."""
+    return flatten(compose(["experiment=controlled_swap", *overrides], ROOT / "conf"))
 
 
 def design_faults(params: dict, design: dict) -> list[str]:
     """Each key where a study's ``params`` differ from ``design`` as pooling would refuse them
     (``pooling.differing_keys``), the data seed aside."""
     return [
-        f"data.seed={params['data.seed']} ran {k}={params.get(k)!r}, the shipped design {design.get(k)!r}"
+        f"data.seed={params['data.seed']} ran {k}={params.get(k)!r}, the design {design.get(k)!r}"
         for k in differing_keys([params, design], ["data.seed"])
     ]
 
 
-def held_out_faults(studies: list[dict], design: dict) -> list[str]:
-    """Why ``studies`` cannot be the plan's held-out seeds of the shipped ``design``: none, a seed below the
-    plan's first held-out seed, a seed twice, a study judged under another plan digest, or one run with
+def held_out_faults(studies: list[dict], design: dict, first_seed: int) -> list[str]:
+    """Why ``studies`` cannot be the held-out seeds of ``design`` (its settings, dotted keys): none, a seed
+    below its ``first_seed``, a seed twice, a study judged under another plan digest, or one run with
     other settings than the design's (empty when they can)."""
     seeds = [int(study["params"]["data.seed"]) for study in studies]
     faults = [] if seeds else ["no study"]
-    faults += [f"data.seed={seed} is a design seed" for seed in seeds if seed < FIRST_HELD_OUT_SEED]
+    faults += [f"data.seed={seed} is a design seed" for seed in seeds if seed < first_seed]
     faults += [f"data.seed={seed} twice" for seed in sorted(set(seeds)) if seeds.count(seed) > 1]
     digests = {study["summary"]["faithfulness"]["plan_digest"] for study in studies} - {plan_digest()}
     faults += [f"judged under {digest}" for digest in sorted(digests)]
@@ -140,29 +147,51 @@ def test_kept_with_other_sources_is_refused(tmp_path, capsys) -> None:
     assert not (tmp_path / "out").exists()
 
 
-def test_the_held_out_table_pools_only_held_out_seeds_of_the_shipped_design_under_the_current_plan() -> None:
-    """Every study of the held-out table ran on a data seed from the plan's first held-out seed up, each seed
-    once, with the shipped `controlled_swap`'s settings (a changed default means rerunning the seeds), and
-    was judged under the plan as it stands (its digest)."""
-    assert held_out_faults(kept_studies(HELD_OUT), shipped_design()) == []
+@pytest.mark.parametrize("table", list(HELD_OUT_TABLES), ids=lambda table: table.name)
+def test_a_held_out_table_pools_only_held_out_seeds_of_its_design_under_the_current_plan(table) -> None:
+    """Every study of a kept held-out table ran on a data seed from its design's first held-out seed up, each
+    seed once, with its design's settings (a changed default means a new table and new seeds), and was judged
+    under the plan as it stands (its digest)."""
+    overrides, first_seed = HELD_OUT_TABLES[table]
+    assert held_out_faults(kept_studies(table), design_settings(overrides), first_seed) == []
+
+
+def test_every_held_out_table_is_checked_against_its_design() -> None:
+    """A kept held-out table (``results/sweeps/swap_heldout*``) the design check does not read fails here."""
+    assert sorted(SWEEPS.glob("swap_heldout*")) == sorted(HELD_OUT_TABLES)
+
+
+def test_the_first_design_is_not_the_shipped_one() -> None:
+    """Design 1's overrides change a result-changing setting of today's `controlled_swap` (else its seeds
+    would pool with the shipped design's)."""
+    assert differing_keys([design_settings(DESIGN_1), design_settings()], ["data.seed"])
 
 
 def test_a_design_seed_a_repeated_seed_another_plan_or_design_is_a_held_out_fault() -> None:
-    study, design = kept_studies(HELD_OUT)[0], shipped_design()
+    study, design = kept_studies(HELD_OUT_DESIGN_1)[0], design_settings(DESIGN_1)
 
     def planted(seed: int, digest: str, **changed) -> dict:
         faithfulness = {**study["summary"]["faithfulness"], "plan_digest": digest}
         summary = {**study["summary"], "faithfulness": faithfulness}
         return {**study, "params": {**study["params"], "data.seed": seed, **changed}, "summary": summary}
 
+    def faults(*studies: dict) -> list[str]:
+        return held_out_faults(list(studies), design, FIRST_HELD_OUT_SEED)
+
     current = plan_digest()
-    assert held_out_faults([planted(7, current)], design) == ["data.seed=7 is a design seed"]
-    assert held_out_faults([planted(101, current), planted(101, current)], design) == ["data.seed=101 twice"]
-    assert held_out_faults([planted(102, "plan-0")], design) == ["judged under plan-0"]
-    assert held_out_faults([], design) == ["no study"]
-    assert held_out_faults([planted(103, current, **{"model.keep_layers": 12})], design) == [
-        "data.seed=103 ran model.keep_layers=12, the shipped design 20"
+    assert faults(planted(7, current)) == ["data.seed=7 is a design seed"]
+    assert faults(planted(101, current), planted(101, current)) == ["data.seed=101 twice"]
+    assert faults(planted(102, "plan-0")) == ["judged under plan-0"]
+    assert faults() == ["no study"]
+    assert faults(planted(103, current, **{"model.keep_layers": 12})) == [
+        "data.seed=103 ran model.keep_layers=12, the design 20"
     ]
+    # a study of design 1 beside the shipped design's is a fault in the keys the recipe changed
+    assert held_out_faults([study], design_settings(), 103) == [
+        f"data.seed={study['params']['data.seed']} is a design seed",
+        *design_faults(study["params"], design_settings()),
+    ]
+    assert design_faults(study["params"], design_settings())
     # what changes no result may differ: the randomised sanity runs one seed carries, a progress bar
     quiet = {"evaluation.swap_randomise": "head", "attribution.progress": False}
-    assert held_out_faults([planted(104, current, **quiet)], design) == []
+    assert faults(planted(104, current, **quiet)) == []
