@@ -1,7 +1,8 @@
 """``xurs swap-sweep`` keeps what it pooled (``<stem>.inputs/``, one JSON per study) beside its table, and
 ``--kept`` rebuilds the table from those files alone, byte for byte: the kept example
 (``results/sweeps/swap_example/``, two seeds of the tiny swap study) and the held-out seeds of the swap
-study's first design (``results/sweeps/swap_heldout_design1/``) regenerate exactly, and a changed count in
+study's first design (``results/sweeps/swap_heldout_design1/``) and of the shipped one
+(``results/sweeps/swap_heldout/``) regenerate exactly, and a changed count in
 a kept study changes the table (the comparison can fail)."""
 
 from __future__ import annotations
@@ -22,12 +23,21 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "results" / "sweeps" / "swap_example"
 SWEEPS = ROOT / "results" / "sweeps"
 HELD_OUT_DESIGN_1 = SWEEPS / "swap_heldout_design1"
+HELD_OUT = SWEEPS / "swap_heldout"  # the shipped design's held-out seeds
 # The first design's recipe as overrides of the shipped `controlled_swap` (docs/swap-control.md): 240
 # training families for up to 8 epochs. Its held-out seeds 101 and 102 ran under it.
 DESIGN_1 = ("data.families=[240,24,32]", "train.max_epochs=8")
+# The shipped design was chosen on held-out seed 102 (docs/swap-plan.md, `first_held_out_seed`): its held-out
+# seeds start at 103.
+SHIPPED_FIRST_HELD_OUT_SEED = 103
 # Every kept held-out table: the overrides of `controlled_swap` its seeds ran under, its first held-out seed.
-HELD_OUT_TABLES = {HELD_OUT_DESIGN_1: (DESIGN_1, FIRST_HELD_OUT_SEED)}
-KEPT = pytest.mark.parametrize("table", [EXAMPLE, HELD_OUT_DESIGN_1], ids=["example", "held_out_design1"])
+HELD_OUT_TABLES = {
+    HELD_OUT_DESIGN_1: (DESIGN_1, FIRST_HELD_OUT_SEED),
+    HELD_OUT: ((), SHIPPED_FIRST_HELD_OUT_SEED),
+}
+KEPT = pytest.mark.parametrize(
+    "table", [EXAMPLE, HELD_OUT_DESIGN_1, HELD_OUT], ids=["example", "held_out_design1", "held_out"]
+)
 TABLE = ("swap_sweep.md", "swap_sweep.tex", "swap_sweep.csv", "swap_sweep.json")
 
 
@@ -187,7 +197,7 @@ def test_a_design_seed_a_repeated_seed_another_plan_or_design_is_a_held_out_faul
         "data.seed=103 ran model.keep_layers=12, the design 20"
     ]
     # a study of design 1 checked against the shipped design, from 103: each key its recipe changed is named
-    assert held_out_faults([planted(101, current)], design_settings(), 103) == [
+    assert held_out_faults([planted(101, current)], design_settings(), SHIPPED_FIRST_HELD_OUT_SEED) == [
         "data.seed=101 is a design seed",
         "data.seed=101 ran data.families=[240, 24, 32], the design [480, 24, 32]",
         "data.seed=101 ran train.max_epochs=8, the design 6",
