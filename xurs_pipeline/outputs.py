@@ -47,6 +47,8 @@ HOLDS: dict[str, str] = {
     "swap_model": "the swap control's models B (labels by cue 2) and C (agreeing cues), or a skip note",
     "swap_attributions": "the swap probes explained by models B and C and by the three models re-initialised",
     "swap_study": "the swap control: per-probe cue scores, behaviour under text edits, the methods scored",
+    "swap_methods": "per method: agreement with behaviour per judging yardstick and cell, the plan's verdict "
+    "and comparisons; per model, how often it behaves as trained; per yardstick, whether it judges",
     "tables": "the paper's tables as Markdown, LaTeX and CSV (listed below), and `index.json`",
     "plots": "the report's figures as PNG (listed below), also drawn by `dvc plots show`",
     "html": "the report: `index.html`, one page per table and one per explained question",
@@ -56,11 +58,11 @@ METRIC_HOLDS = "the stage's headline numbers, shown by `dvc metrics show` and `d
 
 
 def _holds(a: Artifact) -> str:
+    if a.name in HOLDS:
+        return HOLDS[a.name]
     if a.kind == "metric":
         return METRIC_HOLDS
-    if a.name not in HOLDS:
-        raise KeyError(f"artifact {a.name!r} ({a.path}) has no entry in xurs_pipeline/outputs.py HOLDS")
-    return HOLDS[a.name]
+    raise KeyError(f"artifact {a.name!r} ({a.path}) has no entry in xurs_pipeline/outputs.py HOLDS")
 
 
 def _rows() -> list[str]:
@@ -92,9 +94,9 @@ HEADER = """# Outputs: what a run writes
 Every file and folder the pipeline writes, the stage that writes it and what it holds. Paths are the
 defaults, `paths.artifacts=data` and `paths.results=results`; each stage writes only its own outputs,
 atomically, and DVC caches them all (`data/` is git-ignored). Kinds: a **DVC metric** is a stage's
-`headline.json` (`dvc metrics show`); **detail metrics** are the full JSON the tables and the report read;
-an **output** is any other file or folder. Stages that do not apply to the data (`train_head` without a
-warm start, the swap stages on other data) write only a skip note.
+`headline.json`, or the swap stage's `methods.json` (`dvc metrics show`); **detail metrics** are the full
+JSON the tables and the report read; an **output** is any other file or folder. Stages that do not apply
+to the data (`train_head` without a warm start, the swap stages on other data) write only a skip note.
 
 | path | written by | kind | holds |
 |---|---|---|---|
@@ -106,7 +108,10 @@ other data than V2) is not written; `index.json` names it with the reason."""
 OUTSIDE = """## Outside `dvc repro`
 
 - `results/explain/<record>.html`: the page `xurs explain` writes for one question.
-- `results/sweeps/gates_sweep.{md,tex,csv}`: the gates of a sweep's experiments (`xurs gates-sweep`).
+- `results/sweeps/gates_sweep.{md,tex,csv}`: the gates of a sweep's experiments (`xurs gates-sweep`; the
+  first free `gates_sweep_<n>.*` where one exists, unless `--overwrite`).
+- `results/sweeps/swap_sweep.{md,tex,csv,json}` and `swap_sweep.inputs/`: the swap control pooled over a
+  sweep's experiments, with the studies it pooled (`xurs swap-sweep`; likewise `swap_sweep_<n>.*`).
 """
 
 
