@@ -167,7 +167,8 @@ def test_a_queued_sweep_runs_with_dvc_queue_start_and_reproduces_the_sweep(clone
 
 
 def test_a_finished_sweep_is_refused_again_unless_resumed(clone: Path) -> None:
-    """Rerunning a sweep whose names exist stops before any point runs; ``--resume`` skips those points."""
+    """Rerunning a sweep whose names exist stops before any point runs; ``--resume`` skips those points, and
+    ``--overwrite`` reruns each with ``dvc exp run -f`` (shown by a dry run)."""
     sweep = [str(BIN / "xurs"), "sweep", "--stage", "predict", "experiment=smoke", "train.seed=7,17"]
     again = run_any(sweep, clone)
     assert again.returncode == 2, again.stdout + again.stderr
@@ -177,6 +178,13 @@ def test_a_finished_sweep_is_refused_again_unless_resumed(clone: Path) -> None:
     assert "  sweep-0: skipped (exists; --resume)" in resumed
     assert "  sweep-1: skipped (exists; --resume)" in resumed
     assert "Running stage" not in resumed
+    forced = run_ok([*sweep, "--overwrite", "--dry-run"], clone).stdout
+    assert [
+        line.split(" exp run ", 1)[1].split(" -n ")[0] for line in forced.splitlines() if " exp run " in line
+    ] == [
+        "predict --temp -f",
+        "predict --temp -f",
+    ]
 
 
 def test_the_sweep_runs_the_config_dir_it_checked(clone: Path) -> None:
