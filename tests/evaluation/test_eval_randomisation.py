@@ -70,8 +70,10 @@ def test_reinitialise_is_seeded_and_refuses_modules_it_cannot_reset():
     assert not torch.equal(a.head.weight, Net().head.weight)
     with pytest.raises(ValueError, match="only 2 blocks"):
         cascade_names(a, "head", 3)
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match="classifier"):
         cascade_names(a, "classifier", 1)
+    with pytest.raises(ValueError, match="'0' has no submodule with reset_parameters"):
+        reinitialise(nn.Sequential(nn.Tanh()), "0", 1)
     with pytest.raises(ValueError, match="empty"):
         randomisation_check(a, grad_times_input, [])
 

@@ -15,9 +15,14 @@ CONF = Path(__file__).resolve().parents[2] / "conf"
 OPTIONS = sorted(p.stem for p in (CONF / "model").glob("*.yaml"))
 
 
-def load_model_option(name: str) -> ModelConfig:
+def composed_option(name: str) -> dict:
+    """conf/model/<name>.yaml as Hydra composes it (its defaults list applied)."""
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        raw = compose(config_name=f"model/{name}").model
+        return OmegaConf.to_container(compose(config_name=f"model/{name}").model)  # type: ignore[return-value]
+
+
+def load_model_option(name: str) -> ModelConfig:
+    raw = composed_option(name)
     return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), raw))  # type: ignore[return-value]
 
 
@@ -27,7 +32,11 @@ def test_the_model_options_exist() -> None:
 
 @pytest.mark.parametrize("name", OPTIONS)
 def test_model_option_validates(name: str) -> None:
-    assert isinstance(load_model_option(name), ModelConfig)
+    """Each option builds (``__post_init__`` refuses a bad value) and keeps every value it composes to."""
+    raw = composed_option(name)
+    config = load_model_option(name)
+    assert raw
+    assert {key: getattr(config, key) for key in raw} == raw
 
 
 def test_model_sources() -> None:

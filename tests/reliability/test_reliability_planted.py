@@ -75,7 +75,8 @@ def test_a_planted_rng_pickle_never_runs(reference: Path, tmp_path: Path) -> Non
     project, state = _project_with_state(reference, tmp_path / "p")
     marker = tmp_path / "executed"
     torch.save({"torch": _Planted(marker)}, state / "rng_0.pt")  # the file the old state format read
-    run_ok(project, "train", RESUME)
+    log = run_ok(project, "train", RESUME)
+    assert "resumed from" in log  # the resume read this state (a fresh start would pass the rest too)
     assert not marker.exists()
     assert_same_training(project / "data" / "train", reference / "data" / "train")
 
