@@ -23,7 +23,7 @@ from xurs_pipeline.evaluation.swap.faithfulness import faithfulness, validity
 from xurs_pipeline.evaluation.swap.yardsticks import YARDSTICKS
 from xurs_pipeline.reporting.swap_metrics import yardstick_metrics
 
-PLANTED = dict.fromkeys(YARDSTICKS, True)
+PLANTED = {y: y == plan.JUDGE for y in YARDSTICKS}  # the hand ledger holds the text edits' rows alone
 PAIRS = SEEDS * 2 * PROBES  # clear (model, probe) pairs of the hand ledger
 
 

@@ -6,7 +6,8 @@ builds it: behaviour judges and the labels never do. Each rule has a case where 
   training rule never does, even where it meets every cell's marks (departures rare);
 - a reading identical to the constant ranker (always cue 1) fails on its comparison with the constant even
   where departures run mostly one way and it meets every cell; the constant is a baseline, never judged;
-- a cell is judged on its clear probes only; every (model, cue order) cell must meet the marks;
+- a cell is judged on its clear probes only; every (model, cue order) cell must meet the marks, and a
+  missing one (a fixed-order study) fails, as does a missing label-ranker comparison;
 - a yardstick that fails its validation gives no verdict, with no fallback to another yardstick or the
   labels.
 """
@@ -136,6 +137,24 @@ def test_a_method_failing_one_model_and_order_cell_fails() -> None:
     assert method["verdict"] == "fails"
     assert len(method["reasons"]) == 1
     assert method["reasons"][0].startswith(f"{plan.JUDGE}, B_order2: {SEEDS * 10}/{SEEDS * 12} (low ")
+
+
+def test_a_fixed_order_study_lacks_half_the_cells_and_fails() -> None:
+    """Every probe states cue 1 first: the order-2 cells are empty, so no method meets every cell."""
+    result = rule_case(ledger().assign(order=1))
+    method = result["methods"]["follows"]
+    assert method["verdict"] == "fails"
+    assert [r.split(" (")[0] for r in method["reasons"]] == [f"{plan.JUDGE}, {m}_order2: 0/0" for m in "AB"]
+    assert method[plan.JUDGE]["cells"]["A_order1"]["meets_marks"]
+
+
+def test_a_missing_label_ranker_comparison_fails_rather_than_passes() -> None:
+    readers = {name: top for name, top in READERS.items() if name != "constant"}
+    method = rule_case(ledger(readers))["methods"]["follows"]
+    assert (method["verdict"], method["reasons"]) == (
+        "fails",
+        [f"{plan.JUDGE}: not above constant (no comparison)"],
+    )
 
 
 def test_a_yardstick_whose_validation_fails_gives_no_verdict() -> None:

@@ -42,14 +42,8 @@ def description(rows: pd.DataFrame, cells: dict[str, Any], confidence: float) ->
         **renamed(cells["all"], "agreement", "agreement"),
         **renamed(cells["all"], "clear", "agreement_clear"),
     }
-    out.update(
-        {
-            k: v
-            for r in ROLES
-            if r in cells
-            for k, v in renamed(cells[r], "agreement", f"agreement_{r}").items()
-        }
-    )
+    for role in (r for r in ROLES if r in cells):
+        out.update(renamed(cells[role], "agreement", f"agreement_{role}"))
     named = rows[rows["role"].isin(CUE_ROLES)]
     as_trained = int((named["top"] == named["role"].map(TRAINING_CUE)).sum())
     out.update(proportion(as_trained, len(named), "swap", confidence))

@@ -135,9 +135,9 @@ def meets_marks(share: dict[str, Any], prefix: str = "clear") -> bool:
 
 def cell_frames(part: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Cell name -> its rows: ``all``, each model, each order (``order1``, ``order2``) and each (model,
-    order) (``A_order1``, ...)."""
+    order) (``A_order1``, ...). Both orders always: a fixed-order study's ``order2`` cells are empty."""
     cells: dict[str, pd.DataFrame] = {"all": part}
-    roles, cue_orders = sorted(set(part["role"])), sorted(set(part["order"]))
+    roles, cue_orders = sorted(set(part["role"])), (1, 2)
     cells.update({role: part[part["role"] == role] for role in roles})
     cells.update({f"order{o}": part[part["order"] == o] for o in cue_orders})
     cells.update(
@@ -287,7 +287,9 @@ def unjudgeable(yardsticks: dict[str, dict[str, Any]], size: dict[str, int]) -> 
 def verdict(
     method: str, by: dict[str, Any], judges: list[str], tests: list[dict[str, Any]], blocked: list[str]
 ) -> tuple[str, list[str]]:
-    """(``passes``/``fails``/``no verdict``/``baseline``, the reasons) by the plan's one rule."""
+    """(``passes``/``fails``/``no verdict``/``baseline``, the reasons) by the plan's one rule: on every
+    judging yardstick every (model, cue order) cell meets the marks (an empty one cannot) and each
+    label-ranker comparison is there and significant."""
     if method in plan.BASELINES:
         return "baseline", ["a baseline is never judged"]
     if blocked:
@@ -301,11 +303,11 @@ def verdict(
     reasons = [
         f"{y}, {name}: {c['clear_k']}/{c['clear_n']} (low {c['clear_low']:.2f})" for y, name, c in below
     ]
-    reasons += [
-        f"{t['yardstick']}: not above {t['against']} (Holm p {t['p_holm']:.3g})"
-        for t in tests
-        if t["method"] == method and t["against"] in plan.LABEL_RANKERS and not t["significant"]
-    ]
+    for y, b in [(y, b) for y in judges for b in plan.LABEL_RANKERS]:
+        t = next((t for t in tests if (t["method"], t["against"], t["yardstick"]) == (method, b, y)), None)
+        if t is None or not t["significant"]:
+            p = f"Holm p {t['p_holm']:.3g}" if t else "no comparison"
+            reasons.append(f"{y}: not above {b} ({p})")
     return ("fails", reasons) if reasons else ("passes", [])
 
 
