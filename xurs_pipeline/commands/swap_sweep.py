@@ -15,21 +15,22 @@ experiment (k/n), and pooled over the experiments the training-rule swap accurac
 decided and on the clear probes with Wilson 95% intervals (descriptions); then how often each model behaves
 as trained. The table, with the hash of what it pooled (each study's params, summary and faithfulness rows),
 goes to <out>/swap_sweep.{md,tex,csv,json} (or the first free swap_sweep_<n>.*; --overwrite replaces it) and
-the Markdown is printed. Beside the table, <out>/swap_sweep.inputs/ keeps what it pooled, one small JSON file
-per study (reporting/swap_sweep_inputs.py): `xurs swap-sweep --kept <out>/swap_sweep.inputs` rebuilds the
-same table from them with no DVC cache (the kept example: results/sweeps/swap_example/swap_sweep.inputs).
-The verdict is the analysis plan's (docs/swap-plan.md) on the pooled ledger (evaluation/swap/pooled.py): per
-method passes, fails or no verdict and its weakest (model, cue order) cell on the judging yardsticks; the
-.json holds that study in full, with every reason. Studies judged under another plan are refused.
-Experiments without a swap study of their own (queued, running or interrupted, failed, stopped before the
-swap stage) are listed on stderr. Every study, whatever its source (an experiment, --project, --kept),
-meets the same checks (swap_sweep_checks.py), each refusal one line naming the file: one study given twice
-(the same directory, or the same counts and faithfulness rows), two kept studies of one column, studies that
-differ in a key that can change a result (experiment_name, data.* with data.swap_order, model.*, train.*,
-attribution.*, evaluation.*; not a progress bar or a device) unless --label names the key, counts that are
-not counts (k > n, negative, text, missing), faithfulness rows missing a column or of another type. --label
-data.seed names each column by that param
-(data.seed=6) instead of the experiment's or directory's name; an unknown key is refused.
+the Markdown is printed; <out>/swap_sweep.png draws each method's pooled agreement on the clear probes with
+its interval beside the plan's marks (reporting/swap_plot.py; not drawn where no study has faithfulness rows).
+Beside the table, <out>/swap_sweep.inputs/ keeps what it pooled, one small JSON file per study
+(reporting/swap_sweep_inputs.py): `xurs swap-sweep --kept <out>/swap_sweep.inputs` rebuilds the same table
+from them with no DVC cache (the kept example: results/sweeps/swap_example/swap_sweep.inputs). The verdict is
+the analysis plan's (docs/swap-plan.md) on the pooled ledger (evaluation/swap/pooled.py): per method passes,
+fails or no verdict and its weakest (model, cue order) cell on the judging yardsticks; the .json holds that
+study in full, with every reason. Studies judged under another plan are refused. Experiments without a swap
+study of their own (queued, running or interrupted, failed, stopped before the swap stage) are listed on
+stderr. Every study, whatever its source (an experiment, --project, --kept), meets the same checks
+(swap_sweep_checks.py), each refusal one line naming the file: one study given twice (the same directory, or
+the same counts and faithfulness rows), two kept studies of one column, studies that differ in a key that can
+change a result (experiment_name, data.* with data.swap_order, model.*, train.*, attribution.*, evaluation.*;
+not a progress bar or a device) unless --label names the key, counts that are not counts (k > n, negative,
+text, missing), faithfulness rows missing a column or of another type. --label data.seed names each column by
+that param (data.seed=6) instead of the experiment's or directory's name; an unknown key is refused.
 """
 
 from __future__ import annotations
@@ -205,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
     from xurs_pipeline.evaluation.swap.pooled import pooled_faithfulness
     from xurs_pipeline.io import write_json
     from xurs_pipeline.reporting.render import write_table
+    from xurs_pipeline.reporting.swap_plot import agreement_plot
     from xurs_pipeline.reporting.swap_sweep import rendered, sweep_spec, sweep_table, with_faithfulness
     from xurs_pipeline.reporting.swap_sweep_inputs import faithfulness_inputs, write_kept
 
@@ -217,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out}: is a file, not a directory")
     spec = sweep_spec(list(studies))
-    suffixes = (".md", ".tex", ".csv", ".json", ".inputs")
+    suffixes = (".md", ".tex", ".csv", ".json", ".inputs", ".png")
     spec = spec if args.overwrite else replace(spec, name=free_stem(out, spec.name, suffixes))
     title = f"swap sweep ({len(studies)} experiments)"
     digest = pooled_hash(
@@ -232,6 +234,7 @@ def run(args: argparse.Namespace) -> int:
     }
     paths.append(write_json(table, out / f"{spec.name}.json"))
     paths.append(write_kept(out / f"{spec.name}.inputs", kept))
+    paths += [p for p in [agreement_plot(faithful, len(studies), out / f"{spec.name}.png")] if p]
     print(paths[0].read_text(), end="")
     print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
     return 0

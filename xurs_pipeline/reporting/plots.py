@@ -59,7 +59,8 @@ def _counts(axis: plt.Axes) -> None:
     axis.set_major_locator(MaxNLocator(integer=True))
 
 
-def _save(fig: plt.Figure, path: str | Path) -> Path:
+def save_figure(fig: plt.Figure, path: str | Path) -> Path:
+    """``fig`` as a PNG at ``path``, written atomically; the figure is closed."""
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)
@@ -81,7 +82,7 @@ def width_by_correctness(width: np.ndarray, correct: np.ndarray, path: str | Pat
     ax.set_ylabel("questions")
     _counts(ax.yaxis)
     ax.legend()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def surviving_total(s: np.ndarray, path: str | Path) -> Path | None:
@@ -101,7 +102,7 @@ def surviving_total(s: np.ndarray, path: str | Path) -> Path | None:
     rescaled = f"{np.mean(s > 1 + 1e-6):.1%}"
     ax.set_title(f"Surviving total of the correction; rescaled (s > 1): {rescaled}")
     ax.legend()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def advantage_per_question(advantage: np.ndarray, ci: Sequence[float], path: str | Path) -> Path:
@@ -122,7 +123,7 @@ def advantage_per_question(advantage: np.ndarray, ci: Sequence[float], path: str
     ax.set_ylabel("advantage A(x)")
     _counts(ax.xaxis)
     ax.legend()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def topk_curve(
@@ -140,7 +141,7 @@ def topk_curve(
     ax.set_xlabel("k (tokens masked)")
     ax.set_ylabel("mean advantage")
     _counts(ax.xaxis)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def residual_vs_evaluations(evaluations: np.ndarray, residual: np.ndarray, path: str | Path) -> Path | None:
@@ -174,4 +175,4 @@ def residual_vs_evaluations(evaluations: np.ndarray, residual: np.ndarray, path:
     _plain_log_ticks(ax.yaxis, min(residual.min(), 0.01), max(residual.max(), 0.05))
     ax.set_ylabel("residual R (Eq. 9)")
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
