@@ -300,9 +300,8 @@ def verdict(
         for name, c in by[y]["cells"].items()
         if "_order" in name and not c["meets_marks"]
     ]
-    reasons = [
-        f"{y}, {name}: {c['clear_k']}/{c['clear_n']} (low {c['clear_low']:.2f})" for y, name, c in below
-    ]
+    short = "{clear_k}/{clear_n} (low {clear_low:.2f})"
+    reasons = [f"{y}, {n}: {short.format(**c) if c['clear_n'] else 'no clear probe'}" for y, n, c in below]
     for y, b in [(y, b) for y in judges for b in plan.LABEL_RANKERS]:
         t = next((t for t in tests if (t["method"], t["against"], t["yardstick"]) == (method, b, y)), None)
         if t is None or not t["significant"]:
