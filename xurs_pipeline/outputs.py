@@ -110,8 +110,9 @@ OUTSIDE = """## Outside `dvc repro`
 - `results/explain/<record>.html`: the page `xurs explain` writes for one question.
 - `results/sweeps/gates_sweep.{md,tex,csv}`: the gates of a sweep's experiments (`xurs gates-sweep`; the
   first free `gates_sweep_<n>.*` where one exists, unless `--overwrite`).
-- `results/sweeps/swap_sweep.{md,tex,csv,json}` and `swap_sweep.inputs/`: the swap control pooled over a
-  sweep's experiments, with the studies it pooled (`xurs swap-sweep`; likewise `swap_sweep_<n>.*`).
+- `results/sweeps/swap_sweep.{md,tex,csv,json,png}` and `swap_sweep.inputs/`: the swap control pooled over
+  a sweep's experiments, its picture, and the studies it pooled (`xurs swap-sweep`; likewise
+  `swap_sweep_<n>.*`).
 """
 
 
