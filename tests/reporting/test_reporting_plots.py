@@ -36,14 +36,14 @@ def test_each_plot_writes_a_png(tmp_path):
 def test_plots_have_titles_labels_integer_counts_and_spread_bins(tmp_path, monkeypatch, n):
     """Issue 19: readable at 32 and at 1,273 questions; no 0.5 questions, no k = 1.5."""
     drawn = {}
-    save = plots._save
+    save = plots.save_figure
 
     def keep(fig, path):
         drawn[Path(path).stem] = fig.axes[0]
         fig.canvas.draw()  # ticks are final only once drawn
         return save(fig, path)
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(plots, "save_figure", keep)
     rng = np.random.default_rng(n)
     width = 0.52 + 0.03 * rng.random(n)  # a narrow cluster, as a head-only model gives
     plots.width_by_correctness(width, rng.random(n) > 0.5, tmp_path / "w.png")
@@ -129,14 +129,14 @@ def test_residual_plot_has_readable_ticks_and_more_than_one_x_value(tmp_path, mo
     """The residual plot's tick labels never overlap and each axis has at least two; with one evaluation
     count (every explanation the same) the x axis is the explanations, not a single column of points."""
     seen = {}
-    save = plots._save
+    save = plots.save_figure
 
     def keep(fig, path):
         seen["labels"] = _labels(fig, fig.axes[0])
         seen["x"] = fig.axes[0].lines[0].get_xdata()
         return save(fig, path)
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(plots, "save_figure", keep)
     evaluations, residual = RESIDUAL_CASES[case]
     plots.residual_vs_evaluations(evaluations, residual, tmp_path / "r.png")
     for axis, labels in seen["labels"].items():
