@@ -21,8 +21,9 @@ def composed_option(name: str) -> dict:
         return OmegaConf.to_container(compose(config_name=f"model/{name}").model)  # type: ignore[return-value]
 
 
-def load_model_option(name: str) -> ModelConfig:
-    raw = composed_option(name)
+def load_model_option(name: str, raw: dict | None = None) -> ModelConfig:
+    """The option as a ``ModelConfig`` (``raw``: its composed form, when the caller has it)."""
+    raw = composed_option(name) if raw is None else raw
     return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), raw))  # type: ignore[return-value]
 
 
@@ -34,7 +35,7 @@ def test_the_model_options_exist() -> None:
 def test_model_option_validates(name: str) -> None:
     """Each option builds (``__post_init__`` refuses a bad value) and keeps every value it composes to."""
     raw = composed_option(name)
-    config = load_model_option(name)
+    config = load_model_option(name, raw)
     assert raw
     assert {key: getattr(config, key) for key in raw} == raw
 

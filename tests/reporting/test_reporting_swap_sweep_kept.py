@@ -93,13 +93,14 @@ def files(directory: Path) -> dict[str, bytes]:
 @KEPT
 def test_a_kept_table_is_rebuilt_from_its_kept_studies(table, tmp_path, capsys) -> None:
     out = rebuilt(table / "swap_sweep.inputs", tmp_path / "out", capsys)
-    assert set(files(table)) == set(files(out))
-    assert "swap_sweep.png" in files(out)
-    for name, content in files(table).items():
+    kept, again = files(table), files(out)
+    assert set(kept) == set(again)
+    assert "swap_sweep.png" in again
+    for name, content in kept.items():
         if name.endswith(".png"):  # drawn anew, its pixels the machine's fonts': it must show something
             assert plt.imread(out / name).std() > 0.05, name
             continue
-        assert files(out)[name] == content, f"{name} differs from its rebuild: run `xurs swap-sweep --kept "
+        assert again[name] == content, f"{name} differs from its rebuild: run `xurs swap-sweep --kept "
         f"{table.relative_to(ROOT)}/swap_sweep.inputs --out {table.relative_to(ROOT)} --overwrite`"
 
 

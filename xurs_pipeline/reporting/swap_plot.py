@@ -8,22 +8,34 @@ drawn hollow and grey: baselines, never judged. ``xurs swap-sweep`` writes it be
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from xurs_pipeline.evaluation.swap import plan
 from xurs_pipeline.reporting.plots import plt, save_figure
 
 
-def agreement_rows(faithful: dict[str, Any]) -> list[tuple[str, float, float, float, int, int, bool]]:
-    """(method, clear agreement, low, high, k, n, is a baseline) per method with clear probes on the judge,
-    lowest agreement first (the best method on top of the picture)."""
+class AgreementRow(NamedTuple):
+    """One method's pooled clear agreement on the judge: share, interval, k of n, and whether a baseline."""
+
+    method: str
+    share: float
+    low: float
+    high: float
+    k: int
+    n: int
+    baseline: bool
+
+
+def agreement_rows(faithful: dict[str, Any]) -> list[AgreementRow]:
+    """One row per method with clear probes on the judge, lowest agreement first (the best method on top of
+    the picture)."""
     rows = []
     for method, by in faithful["methods"].items():
-        cell = by[plan.JUDGE]["cells"]["all"]
-        if cell["clear_n"]:
-            share = (cell["clear"], cell["clear_low"], cell["clear_high"], cell["clear_k"], cell["clear_n"])
-            rows.append((method, *share, method in plan.BASELINES))
-    return sorted(rows, key=lambda row: (row[1], row[0]))
+        c = by[plan.JUDGE]["cells"]["all"]
+        if c["clear_n"]:
+            share = (c["clear"], c["clear_low"], c["clear_high"], c["clear_k"], c["clear_n"])
+            rows.append(AgreementRow(method, *share, method in plan.BASELINES))
+    return sorted(rows, key=lambda row: (row.share, row.method))
 
 
 def agreement_plot(faithful: dict[str, Any] | None, studies: int, path: str | Path) -> Path | None:
@@ -33,18 +45,20 @@ def agreement_plot(faithful: dict[str, Any] | None, studies: int, path: str | Pa
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=(6.4, 0.38 * len(rows) + 1.6))
-    for y, (_, share, low, high, k, n, baseline) in enumerate(rows):
-        colour = "#8c8c8c" if baseline else "#1f4e79"
-        face = "white" if baseline else colour
-        error = [[share - low], [high - share]]
-        ax.errorbar(share, y, xerr=error, fmt="o", color=colour, mfc=face, capsize=3, clip_on=False)
-        ax.annotate(f"{k}/{n}", (1.02, y), xycoords=("axes fraction", "data"), va="center", fontsize=8)
+    for y, row in enumerate(rows):
+        colour = "#8c8c8c" if row.baseline else "#1f4e79"
+        face = "white" if row.baseline else colour
+        error = [[row.share - row.low], [row.high - row.share]]
+        ax.errorbar(row.share, y, xerr=error, fmt="o", color=colour, mfc=face, capsize=3, clip_on=False)
+        ax.annotate(
+            f"{row.k}/{row.n}", (1.02, y), xycoords=("axes fraction", "data"), va="center", fontsize=8
+        )
     for x, style, mark in (
         (plan.AGREEMENT_PASS, "--", "each cell's pass mark"),
         (plan.AGREEMENT_PASS_LOWER, ":", "lower bound's mark"),
     ):
         ax.axvline(x, color="#2d7d46", linestyle=style, label=f"{mark} {x}")
-    ax.set_yticks(range(len(rows)), [row[0] + (" (baseline)" if row[6] else "") for row in rows])
+    ax.set_yticks(range(len(rows)), [row.method + (" (baseline)" if row.baseline else "") for row in rows])
     ax.set_xlim(0.0, 1.0)
     ax.set_xlabel(f"agreement with behaviour on the clear probes ({plan.JUDGE}), clustered 95% interval")
     pooled = f"{studies} {'study' if studies == 1 else 'studies'} pooled"

@@ -29,6 +29,7 @@ docs/swap-plan.md): one ledger of rows, one pass rule.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -302,8 +303,9 @@ def verdict(
     ]
     short = "{clear_k}/{clear_n} (low {clear_low:.2f})"
     reasons = [f"{y}, {n}: {short.format(**c) if c['clear_n'] else 'no clear probe'}" for y, n, c in below]
-    for y, b in [(y, b) for y in judges for b in plan.LABEL_RANKERS]:
-        t = next((t for t in tests if (t["method"], t["against"], t["yardstick"]) == (method, b, y)), None)
+    mine = {(t["yardstick"], t["against"]): t for t in tests if t["method"] == method}
+    for y, b in itertools.product(judges, plan.LABEL_RANKERS):
+        t = mine.get((y, b))
         if t is None or not t["significant"]:
             p = f"Holm p {t['p_holm']:.3g}" if t else "no comparison"
             reasons.append(f"{y}: not above {b} ({p})")
