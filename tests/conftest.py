@@ -55,10 +55,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # Tests that share a session project run on one pytest-xdist worker, in order: the smoke project's tests (they
-# edit its files in turn), each paper-architecture project with its tests, and the reliability tests (one
-# reference project, not one per worker). Keyed by node id, because the
-# scheduler (in the controlling process) sees node ids only; collection checks that every test using such a
-# project is in its group.
+# edit its files in turn), each paper-architecture project with its tests, the reliability tests (one
+# reference project, not one per worker), and the files whose module fixture is slow to start (its own warm
+# server, a fresh clone's sweep, one torchrun launch) once rather than on each worker. Keyed by node id,
+# because the scheduler (in the controlling process) sees node ids only; collection checks that every test
+# using such a project is in its group.
 # A group: node-id patterns (prefix, text inside), any of which admits a test.
 PAPER_TESTS = "tests/paper/test_paper_pipelines.py::"
 SMOKE_FILES = ("browser", "in_process", "readme", "smoke")  # tests/pipeline/test_pipeline_<name>.py
@@ -74,6 +75,8 @@ GROUPS = {
     "swap_sweep": [("tests/pipeline/test_pipeline_swap_methods.py::", "")],
     # the reliability tests' reference project and stage fork server (tests/reliability/conftest.py), once
     "reliability": [("tests/reliability/", "")],
+    # the warm-server tests' own server (its module fixture imports the stages' libraries for seconds)
+    "warm": [("tests/foundation/test_foundation_warm.py::", "")],
 }
 # the groups that take longest start first (they are the suite's critical path)
 LONG_FIRST = (

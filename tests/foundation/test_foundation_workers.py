@@ -26,6 +26,8 @@ spec.loader.exec_module(suite)
         ("tests/paper/test_paper_pipelines.py::test_only_sizes_differ_from_the_paper", None),
         ("tests/credal/test_credal_measures.py::test_width", None),
         ("tests/reliability/test_reliability_kill_train.py::test_train_survives_kills", "reliability"),
+        ("tests/foundation/test_foundation_warm.py::test_a_warm_stage_sees_and_ends_as_a_cold_one", "warm"),
+        ("tests/foundation/test_foundation_warm_other.py::test_x", None),
     ],
 )
 def test_node_ids_map_to_their_groups(nodeid: str, group: str | None) -> None:
@@ -33,8 +35,9 @@ def test_node_ids_map_to_their_groups(nodeid: str, group: str | None) -> None:
 
 
 def test_a_project_test_outside_its_group_stops_the_collection() -> None:
-    inside = SimpleNamespace(nodeid="tests/pipeline/test_pipeline_smoke.py::t",
-                             fixturenames=["smoke_project"])
+    inside = SimpleNamespace(
+        nodeid="tests/pipeline/test_pipeline_smoke.py::t", fixturenames=["smoke_project"]
+    )
     suite._check_group(inside)  # in the smoke group: fine
     for elsewhere in ("tests/evaluation/test_x.py::test_y", "tests/pipeline/test_pipeline_new.py::test_y"):
         outside = SimpleNamespace(nodeid=elsewhere, fixturenames=["smoke_project"])
