@@ -15,16 +15,15 @@ from xurs_pipeline.reporting.swap_plot import agreement_plot, agreement_rows
 HELD_OUT = Path(__file__).resolve().parents[2] / "results" / "sweeps" / "swap_heldout"
 
 
-def pooled() -> tuple[dict, dict]:
-    """(the pooled result the shipped design's kept table holds, that table): the .json ``xurs swap-sweep``
-    wrote, which the kept-table tests rebuild from its studies."""
-    table = json.loads((HELD_OUT / "swap_sweep.json").read_text())
-    return table["faithfulness"], table
+def kept_table() -> dict:
+    """The shipped design's kept table as ``xurs swap-sweep`` wrote it (its pooled result under
+    ``faithfulness``), which the kept-table tests rebuild from its studies."""
+    return json.loads((HELD_OUT / "swap_sweep.json").read_text())
 
 
 def test_each_method_is_drawn_at_the_tables_clear_agreement_best_on_top() -> None:
-    faithful, table = pooled()
-    rows = agreement_rows(faithful)
+    table = kept_table()
+    rows = agreement_rows(table["faithfulness"])
     methods = [r for r in table["rows"] if not r["row"].startswith("model ")]  # not the as-trained rows
     shown = {r["row"]: (r["agreement_clear_k"], r["agreement_clear_n"]) for r in methods}
     assert {method: (k, n) for method, _, _, _, k, n, _ in rows} == shown
@@ -35,7 +34,7 @@ def test_each_method_is_drawn_at_the_tables_clear_agreement_best_on_top() -> Non
 
 
 def test_the_picture_is_drawn_and_nothing_is_drawn_without_clear_probes(tmp_path: Path) -> None:
-    faithful, _ = pooled()
+    faithful = kept_table()["faithfulness"]
     path = agreement_plot(faithful, 1, tmp_path / "swap_sweep.png")
     assert path == tmp_path / "swap_sweep.png"
     pixels = plt.imread(path)

@@ -33,8 +33,8 @@ def agreement_rows(faithful: dict[str, Any]) -> list[AgreementRow]:
     for method, by in faithful["methods"].items():
         c = by[plan.JUDGE]["cells"]["all"]
         if c["clear_n"]:
-            share = (c["clear"], c["clear_low"], c["clear_high"], c["clear_k"], c["clear_n"])
-            rows.append(AgreementRow(method, *share, method in plan.BASELINES))
+            shares = (c["clear"], c["clear_low"], c["clear_high"], c["clear_k"], c["clear_n"])
+            rows.append(AgreementRow(method, *shares, baseline=method in plan.BASELINES))
     return sorted(rows, key=lambda row: (row.share, row.method))
 
 
