@@ -15,14 +15,21 @@ from typing import Any
 
 from smoke_project import BIN, ROOT, run_ok
 
+RUN_RECORD = "dvc.lock"  # what ``dvc repro`` rewrites in a checkout: a record of its runs, not of its code
+
 
 def git_clone(work: Path, source: Path = ROOT) -> Path:
     """``git clone source work``, then the working tree's versions of tracked files ``source`` has changed
-    (committed in the clone), and a git identity for ``dvc exp`` commits. Returns ``work``."""
+    (committed in the clone), and a git identity for ``dvc exp`` commits. Returns ``work``.
+
+    ``dvc.lock`` keeps its committed version: ``dvc repro`` in ``source`` (README command 1 before the tests)
+    rewrites it to name outputs that only ``source``'s DVC cache holds, which the clone's runs would try to
+    check out."""
     run_ok(["git", "clone", "-q", "--no-hardlinks", str(source), str(work)], work.parent)
     changed = subprocess.run(
         ["git", "diff", "--name-only", "HEAD"], cwd=source, capture_output=True, text=True, check=True
     ).stdout.split()
+    changed = [name for name in changed if name != RUN_RECORD]
     for name in changed:
         if (source / name).exists():
             (work / name).parent.mkdir(parents=True, exist_ok=True)
