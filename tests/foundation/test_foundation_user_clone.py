@@ -3,14 +3,15 @@ does not."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
+from smoke_project import run_ok
 from user_clone import RUN_RECORD, git_clone
 
 
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+def _git(cwd: Path, *args: str) -> str:
+    """``git args`` in ``cwd`` through the tests' command runner; its standard output."""
+    return run_ok(["git", *args], cwd).stdout
 
 
 def _source(root: Path) -> Path:
@@ -34,7 +35,5 @@ def test_the_clone_takes_edited_code_and_keeps_the_committed_run_record(tmp_path
     work = git_clone(tmp_path / "work", _source(tmp_path))
     assert (work / "code.py").read_text() == "VALUE = 2\n"
     assert (work / RUN_RECORD).read_text() == "stages: {}\n"
-    status = subprocess.run(
-        ["git", "status", "--short"], cwd=work, capture_output=True, text=True, check=True
-    )
-    assert status.stdout == ""  # the edit is committed in the clone, and nothing else is left changed
+    # the edit is committed in the clone, and nothing else is left changed
+    assert _git(work, "status", "--short") == ""
