@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +25,8 @@ def git_clone(work: Path, source: Path = ROOT) -> Path:
     rewrites it to name outputs that only ``source``'s DVC cache holds, which the clone's runs would try to
     check out."""
     run_ok(["git", "clone", "-q", "--no-hardlinks", str(source), str(work)], work.parent)
-    changed = subprocess.run(
-        ["git", "diff", "--name-only", "HEAD"], cwd=source, capture_output=True, text=True, check=True
-    ).stdout.split()
-    changed = [name for name in changed if name != RUN_RECORD]
+    edited = run_ok(["git", "diff", "--name-only", "HEAD"], source).stdout.split()
+    changed = [name for name in edited if name != RUN_RECORD]
     for name in changed:
         if (source / name).exists():
             (work / name).parent.mkdir(parents=True, exist_ok=True)
