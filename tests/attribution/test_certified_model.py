@@ -148,11 +148,11 @@ def test_the_certified_method_is_registered_and_refuses_block_paths() -> None:
     ],
 )
 def test_the_shipped_config_refuses_each_bad_key_in_one_line(override: str, message: str) -> None:
-    """``attribution=certified`` composes (256 references, 4,096 evaluations, the warp of 63 forwards) and
+    """``attribution=certified`` composes (256 references, 8,192 evaluations, the warp of 63 forwards) and
     each bad value is refused naming its key, in one line."""
     good = validate(compose(["attribution=certified"], conf_dir=CONF)).attribution
     shipped = (good.method, good.refs_per_collection, good.certified_max_evals, good.certified_warp_points)
-    assert shipped == ("certified", 256, 4096, 63)
+    assert shipped == ("certified", 256, 8192, 63)
     with pytest.raises(ConfigError, match=message) as err:
         validate(compose(["attribution=certified", override], conf_dir=CONF))
     assert "\n" not in str(err.value)

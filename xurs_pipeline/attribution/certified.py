@@ -15,8 +15,13 @@ with n_r points: t_j = (u_r + j / n_r) mod 1, α_j = 1 - |2 t_j - 1|, every weig
 
 The first pass evaluates ``first_nodes`` points a reference (in two halves, so each reference has its nested
 difference). Then, until the rule holds, rounds double the references with the largest share of what fails
-per evaluation their doubling costs, each round about an eighth of the evaluations spent so far (one batched
-call for all its references' nodes). Stopping rule (``met``), for every explained target:
+per evaluation their doubling costs, each round about a 32nd of the evaluations spent so far (one batched
+call for all its references' nodes; the rule's overshoot past where it first holds is at most that round).
+What fails decides the share: while the spread (2) fails, each reference's share of Σ rho_r^2 (doubling
+shrinks the largest errors, whatever their sign); once the spread holds and the residual (1) alone fails,
+each reference's share of the push rho_r sign(mean rho) > 0 (doubling a reference whose error has the
+average's sign moves R towards 0 in expectation; one of the other sign would move it away); while (3)
+fails, its share of Σ ||D_r||^2. Stopping rule (``met``), for every explained target:
 
 1. ``residual``: R = |mean_r rho_r| <= ``tolerance`` (Eq. 9 on the averaged attribution: exact arithmetic,
    no estimate, so the row's ``residual`` is the figure App. B.4 reads);
@@ -64,7 +69,7 @@ MEDIAN_ABS = 0.6744897501960817  # the median of |Z|, Z standard normal: a centr
 TRACE_COLUMNS = ("evals", "residual", "spread", "vector", "seconds")
 MAX_NODES = 2**16  # the most points one reference may reach (a reference this rough is flagged)
 
-ROUND_SHARE = 8  # a refinement round spends about 1/8 of the evaluations so far (the rule's overshoot)
+ROUND_SHARE = 32  # a refinement round spends about 1/32 of the evaluations so far (the rule's overshoot)
 
 # evaluate([(ref, alphas (n,)), ...]) -> per pair (slopes (n, T) of dF_t/dα at the nodes, Σ over the nodes of
 # the attribution vectors (X - B) ⊙ ∇F_t, unweighted, (T, ...) float32): one batched call for many references
@@ -193,21 +198,37 @@ class _State:
         return residual, spread, vector
 
 
-def _next_round(state: _State, failing: tuple[bool, bool], left: int, size: int) -> list[int]:
-    """The references to double: by the largest share of the failing sums (squared residuals, squared vector
-    differences) per evaluation their doubling costs, while the round's cost stays within ``size`` (at least
-    one reference) and ``left``, each within ``MAX_NODES``; empty if none fits."""
-    scalar_fails, vector_fails = failing
+@dataclass(frozen=True)
+class Failing:
+    """Which criteria of the rule fail: (1) ``residual`` per target (T,) bool, (2) ``spread`` and (3)
+    ``vector`` over any target."""
+
+    residual: np.ndarray
+    spread: bool
+    vector: bool
+
+
+def _shares(terms: np.ndarray) -> np.ndarray:
+    """Each reference's largest share over targets of the column sums of ``terms`` (M, T) >= 0 (M,)."""
+    return (terms / np.maximum(terms.sum(0), 1e-300)).max(1)
+
+
+def _next_round(state: _State, failing: Failing, left: int, size: int) -> list[int]:
+    """The references to double: by the largest share of what fails (module docstring: squared residuals
+    while the spread fails, else the signed push on the averaged residual while it fails; squared vector
+    differences while the vector fails) per evaluation their doubling costs, while the round's cost stays
+    within ``size`` (at least one reference) and ``left``, each within ``MAX_NODES``; a reference with no
+    share is not doubled; empty if none fits."""
     rho = state.rho()
     score = np.zeros(len(state.n))
-    if scalar_fails:
-        terms = rho**2
-        score += (terms / np.maximum(terms.sum(0), 1e-300)).max(1)
-    if vector_fails:
-        terms = state.diff_norm2
-        score += (terms / np.maximum(terms.sum(0), 1e-300)).max(1)
+    if failing.spread:
+        score += _shares(rho**2)
+    elif failing.residual.any():  # the push of the targets whose residual fails
+        score += _shares(np.maximum(rho * np.sign(rho.mean(0)), 0.0) * failing.residual)
+    if failing.vector:
+        score += _shares(state.diff_norm2)
     score = score / state.n
-    score[(state.n > left) | (2 * state.n > MAX_NODES)] = -np.inf
+    score[(state.n > left) | (2 * state.n > MAX_NODES) | (score <= 0)] = -np.inf
     chosen: list[int] = []
     cost = 0
     for r in np.argsort(-score, kind="stable"):
@@ -240,7 +261,8 @@ def certify(evaluate: Evaluate, gap: np.ndarray, spec: CertifiedSpec, seed: int)
         trace.append((evals, residual, spread, vector, time.perf_counter() - start))
         if spec.met(residual, spread, vector):
             break
-        failing = (residual > spec.tolerance or not spec.spread_met(spread), vector > spec.vector_tolerance)
+        spread_fails, vector_fails = not spec.spread_met(spread), vector > spec.vector_tolerance
+        failing = Failing(measures[0] > spec.tolerance, spread_fails, vector_fails)
         chosen = _next_round(state, failing, spec.max_evals - evals, evals // ROUND_SHARE)
         if not chosen:
             exhausted = True
