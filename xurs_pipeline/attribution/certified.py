@@ -210,7 +210,8 @@ class Failing:
 
 def _shares(terms: np.ndarray) -> np.ndarray:
     """Each reference's largest share over targets of the column sums of ``terms`` (M, T) >= 0 (M,)."""
-    return (terms / np.maximum(terms.sum(0), 1e-300)).max(1)
+    shares: np.ndarray = (terms / np.maximum(terms.sum(0), 1e-300)).max(1)
+    return shares
 
 
 def _next_round(state: _State, failing: Failing, left: int, size: int) -> list[int]:
