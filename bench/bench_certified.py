@@ -2,25 +2,29 @@
 
     nice -n 10 python bench/bench_certified.py --experiment local --override KEY=VALUE ... \
         [--questions 4] [--skip 0] [--refs 16 64 256] [--budgets 512 1024 2048] \
-        [--methods certified kronrod eg] [--out results/bench/certified.jsonl] [--table]
+        [--methods certified kronrod eg] [--out results/bench/certified.jsonl] [--rerun] [--resume] [--table]
 
 For each of the first ``--questions`` questions the ``attribute`` stage explains (against training
 references) and each M in ``--refs`` with the budget at the same place in ``--budgets``, each method runs
 twice through the stage's own ``attribute_question``: at the budget, and as App. B.4's second run at twice
 the budget (``config.repeat_config``: `certified` with other shifts and half the tolerances, `kronrod` from
-three times the intervals, EG with another seed), so the vector criteria compare the two as the ``checks``
-stage does (``evaluation.agreement``: cosine, relative Euclidean distance, Spearman of the token magnitudes,
-top-3 overlap). `kronrod` runs residual-led (``kronrod_stop=residual``, App. B.4's per-reference rule at
-0.01), or with ``--kronrod-bound TOL`` by its bound rule at TOL; ``--override attribution.kronrod_rule=
-trapezoid`` runs it on the trapezoid rule (``attribution/trapezoid.py``; the table names it
-``kronrod+trapezoid``); where its first pass is above the budget it cannot run, and the record says so. From
-`certified`'s trace: the evaluations at which the exact averaged residual alone first held, and at which
-its whole rule held. Each (method, question, M) is one JSON line appended to ``--out`` as it ends, with
-the load average; ``--table`` prints the records as a table (medians per method and M, App. B.4's verdict,
-each question whose budget ran out named with the R it reached, the second run's evaluations and R), and
-``--kept FILE --command CMD`` also writes it to FILE headed by the command that made the records
-(results/certification/). Each `certified`
-record says which references hold the error (``where_references_err``).
+three times the intervals, EG with another seed), or with ``--rerun`` as the ``attribute`` stage's own rerun
+at the same budget and tolerances (``config.rerun_config``: `certified` with other shifts, `kronrod` from
+three times the intervals, EG with another seed; ``dvc metrics show``'s vector figures), so the vector
+criteria compare the two as the ``checks`` stage does (``evaluation.agreement``: cosine, relative Euclidean
+distance, Spearman of the token magnitudes, top-3 overlap). `kronrod` runs residual-led
+(``kronrod_stop=residual``, App. B.4's per-reference rule at 0.01), or with ``--kronrod-bound TOL`` by its
+bound rule at TOL; ``--override attribution.kronrod_rule= trapezoid`` runs it on the trapezoid rule
+(``attribution/trapezoid.py``; the table names it ``kronrod+trapezoid``); where its first pass is above the
+budget it cannot run, and the record says so. From `certified`'s trace: the evaluations at which the exact
+averaged residual alone first held, and at which its whole rule held. Each (method, question, M) is one JSON
+line appended to ``--out`` as it ends, with the load average, the command and the commit that made it;
+``--resume`` leaves out each (method, question, M, budget, second run) already in ``--out``, so a stopped
+run goes on where it stopped; ``--table`` prints the records as a table (medians per method and M, App.
+B.4's verdict, each question whose budget ran out named with the R it reached, the second run's evaluations
+and R), and ``--kept FILE`` also writes it to FILE headed by the commands that made the records
+(results/certification/; ``--command CMD`` for records that do not name theirs). Each `certified` record
+says which references hold the error (``where_references_err``).
 Needs the trained model of ``--experiment`` (`dvc repro train`, or its ``paths.artifacts`` override).
 """
 
@@ -28,6 +32,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -41,7 +47,7 @@ from _trained import experiment_parser, explained_questions, load, method_config
 from xurs_pipeline.attribution.certified import TRACE_COLUMNS, CertifiedSpec
 from xurs_pipeline.attribution.config import kronrod_first_pass
 from xurs_pipeline.attribution.methods import attribute_question
-from xurs_pipeline.config import repeat_config, train_run_hash
+from xurs_pipeline.config import repeat_config, rerun_config, train_run_hash
 from xurs_pipeline.evaluation.agreement import cosine, relative_distance, spearman, topk_overlap
 
 REPEAT_SEED = 1_000_003
@@ -55,9 +61,16 @@ CRITERIA = {
 }
 
 
-def second_run(cfg, budget: int):
-    """App. B.4's run at twice the budget (the ``attribute_repeats`` config, kronrod's budget doubled too)."""
+def second_run(cfg, budget: int, rerun: bool = False):
+    """App. B.4's second run: at twice the budget (the ``attribute_repeats`` config, kronrod's and EG's budget
+    doubled too), or with ``rerun`` the ``attribute`` stage's own rerun at the same budget and tolerances
+    (``rerun_config`` for `certified`; the repeat config, undoubled, for the others)."""
+    at = cfg.attribution
+    if rerun and at.method == "certified":
+        return rerun_config(replace(cfg, attribution=replace(at, certified_rerun=True)))
     again = repeat_config(cfg, REPEAT_SEED)
+    if rerun:
+        return again
     if again.attribution.method == "kronrod":
         again = replace(again, attribution=replace(again.attribution, kronrod_max_evals=2 * budget))
     elif again.attribution.method == "eg":
@@ -81,12 +94,13 @@ def first_held(trace: np.ndarray, tolerance: float, vector_tolerance: float) -> 
     return {name: float(t["evals"][np.argmax(h)]) if h.any() else None for name, h in held.items()}
 
 
-def measure(model, q, pool, cfg, pad_id: int, budget: int) -> dict:
-    """One method, one question: its run at the budget and at twice it, App. B.4's figures."""
+def measure(model, q, pool, cfg, pad_id: int, budget: int, rerun: bool = False) -> dict:
+    """One method, one question: its run at the budget and its second run (``second_run``), App. B.4's
+    figures."""
     start = time.perf_counter()
     main = attribute_question(model, q, pool, cfg.attribution, pad_id)
     seconds = time.perf_counter() - start
-    again = second_run(cfg, budget)
+    again = second_run(cfg, budget, rerun)
     second = attribute_question(model, q, pool, again.attribution, pad_id)
     (a,), (b,) = main.rows, second.rows
     e, e2 = a.coords["e"].numpy(), b.coords["e"].numpy()
@@ -106,6 +120,7 @@ def measure(model, q, pool, cfg, pad_id: int, budget: int) -> dict:
         "spearman": spearman(m1, m2),
         "top3": topk_overlap(m1, m2, 3),
         "width_difference": float(a.width_difference),
+        "second_run": "rerun" if rerun else "twice",
     }
     if cfg.attribution.method == "certified":
         at = cfg.attribution
@@ -146,32 +161,65 @@ def run(args) -> None:
     model, prompts, cfg, pad_id = load(args.experiment, args.override)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    made = {"command": made_by(), "commit": commit()}
     for refs, budget in zip(args.refs, args.budgets, strict=True):
         for method in args.methods:
             at = cfg.attribution
             first_pass = kronrod_first_pass(at.kronrod_rule, at.kronrod_intervals, refs)
             if method == "kronrod" and first_pass > budget:  # its config would refuse the budget
                 note = {"note": f"first pass of {first_pass} evaluations above the budget {budget}"}
-                _write(out, {"method": method, "refs": refs, "budget": budget, **note})
+                _write(out, {"method": method, "refs": refs, "budget": budget, **note, **made})
                 continue
             mcfg = method_config(cfg, method, refs, budget)
             if method == "kronrod" and args.kronrod_bound:
                 bound = {"kronrod_stop": "bound", "kronrod_tolerance": args.kronrod_bound}
                 mcfg = replace(mcfg, attribution=replace(mcfg.attribution, **bound))
             questions, pool = explained_questions(model, prompts, mcfg.attribution, args.questions)
-            questions = questions[args.skip :]
-            for q in questions:
-                record = measure(model, q, pool, mcfg, pad_id, budget)
-                about = {
-                    "experiment": args.experiment,
-                    "model": train_run_hash(cfg)[:12],
-                    "method": label(mcfg.attribution),
-                    "question": q.record_id,
-                    "tokens": len(q.input_ids),
-                    "refs": refs,
-                    "budget": budget,
-                }
-                _write(out, {**about, **record})
+            about = {"experiment": args.experiment, "model": train_run_hash(cfg)[:12]}
+            about |= {"method": label(mcfg.attribution), "refs": refs, "budget": budget}
+            done = finished(out, about, args.rerun) if args.resume else set()
+            for q in questions[args.skip :]:
+                if q.record_id in done:
+                    print(
+                        f"{about['method']} M={refs} {q.record_id}: in {out} already (--resume)", flush=True
+                    )
+                    continue
+                record = measure(model, q, pool, mcfg, pad_id, budget, args.rerun)
+                _write(out, {**about, "question": q.record_id, "tokens": len(q.input_ids), **record, **made})
+
+
+def finished(out: Path, about: dict, rerun: bool) -> set[str]:
+    """The questions ``out`` already holds a record of for this (experiment, model, method, M, budget) and
+    second run."""
+    if not out.exists():
+        return set()
+    kind = "rerun" if rerun else "twice"
+    return {
+        r["question"]
+        for r in read_records(out)
+        if "question" in r and all(r.get(k) == v for k, v in about.items()) and r.get("second_run") == kind
+    }
+
+
+def made_by() -> str:
+    """The command line as run, with the thread settings it ran under."""
+    env = [f"{k}={os.environ[k]}" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ]
+    return shlex.join([*env, "python", *sys.argv])
+
+
+def commit() -> str:
+    """The commit of the code that ran (``-dirty`` with uncommitted changes), or ``unknown`` outside git."""
+    git = ["git", "-C", str(Path(__file__).resolve().parent)]
+    try:
+        head = subprocess.run(
+            [*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True
+        )
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--", "xurs_pipeline", "bench"], capture_output=True, text=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
 def _write(out: Path, record: dict) -> None:
@@ -239,17 +287,20 @@ def read_records(path: Path) -> list[dict]:
 
 
 def kept_table(records: Path, command: str, root: Path = Path()) -> str:
-    """The kept Markdown file: the records' file (relative to ``root``) and the command that made them,
-    then the table."""
+    """The kept Markdown file: the records' file (relative to ``root``) and the commands that made them (each
+    record's own, in the order they first appear; ``command`` for records that name none), then the
+    table."""
+    rows = read_records(root / records)
+    commands = list(dict.fromkeys(r.get("command", command) for r in rows))
     return (
         f"Made by `python bench/bench_certified.py --out {records} --table --kept <this file>` from the "
-        f"records of `{command}`.\n\n" + "\n".join(table(read_records(root / records))) + "\n"
+        f"records of `{'`, then `'.join(commands)}`.\n\n" + "\n".join(table(rows)) + "\n"
     )
 
 
 def command_of(kept: str) -> str:
-    """The command a kept table's first line says made its records."""
-    return kept.splitlines()[0].split("records of `", 1)[1].rsplit("`.", 1)[0]
+    """The command a kept table's first line says made its records (the first, where several did)."""
+    return kept.splitlines()[0].split("records of `", 1)[1].rsplit("`.", 1)[0].split("`, then `")[0]
 
 
 def main() -> None:
@@ -266,9 +317,20 @@ def main() -> None:
         help="kronrod stops by its bound rule at this tolerance (kronrod_stop=bound) instead of App. B.4's "
         "per-reference residual rule",
     )
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="the second run is the attribute stage's own rerun at the same budget and tolerances "
+        "(certified: other shifts), not App. B.4's run at twice the budget",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="leave out each (method, question, M, budget) --out already holds",
+    )
     parser.add_argument("--table", action="store_true")
     parser.add_argument("--kept", help="with --table: write the table here, headed by --command")
-    parser.add_argument("--command", default="", help="with --kept: the command that made the records")
+    parser.add_argument("--command", default="", help="with --kept: the command of records that name none")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
     if args.table:
