@@ -4,6 +4,7 @@ under results/certification/ exactly what the bench makes of their records."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -54,8 +55,9 @@ def test_the_table_gives_medians_the_verdict_and_names_each_exhausted_question_w
     assert cells[4:9] == ["3", "300", "5", "0.0040", "0.0300"]
     assert cells[13] == "holds"
     assert cells[14] == "q3 (0.030)"  # ran out, with the R it reached
-    assert cells[15] == "150 (3 q) / 200 (2 q)"
-    assert cells[16] == "600, 0.0020"  # the second run (twice the budget): its medians
+    assert cells[15] == "none"  # every question's vectors within App. B.4's cosine and distance
+    assert cells[16] == "150 (3 q) / 200 (2 q)"
+    assert cells[17] == "600, 0.0020"  # the second run (twice the budget): its medians
     assert len(cells) == lines[0].count("|") - 1
     (kronrod,) = [line for line in lines if "| kronrod |" in line]
     assert "first pass above" in kronrod
@@ -64,7 +66,11 @@ def test_the_table_gives_medians_the_verdict_and_names_each_exhausted_question_w
     assert warped.split("|")[-3].strip() == "50 (1 q) / 100 (1 q)"  # a warped row reads its trace too
     failing = bench.table([_record("q1", 100, 0.004, False, cosine=0.95)])[2]
     assert "| misses |" in failing  # the median cosine below 0.99: App. B.4 is not met
-    assert "| none |" in failing
+    assert "| none | q1 (0.9500, 0.020) |" in failing  # no budget ran out; q1's vectors are off
+    one_off = [_record("q1", 100, 0.004, False), _record("q2", 100, 0.004, False)]
+    one_off.append({**_record("q3", 100, 0.004, False), "distance": 0.6})
+    row = bench.table(one_off)[2]
+    assert "| holds | none | q3 (0.9990, 0.600) |" in row  # the medians hold, the question is named
 
 
 def test_which_references_hold_the_error(bench) -> None:
@@ -122,3 +128,73 @@ def test_the_label_names_the_interval_rule_and_a_bound_stop(bench) -> None:
     assert bench.label(AttributionConfig(method="kronrod", kronrod_stop="residual")) == "kronrod"
     trapezoid = AttributionConfig(method="kronrod", kronrod_rule="trapezoid", kronrod_tolerance=0.03)
     assert bench.label(trapezoid) == "kronrod+trapezoid@bound0.03"
+
+
+def test_the_second_run_is_twice_the_budget_or_the_stages_own_rerun(bench) -> None:
+    """App. B.4's run at twice the budget (certified at half the tolerances), or with ``--rerun`` the
+    attribute stage's rerun: the same budget and tolerances, other shifts or another seed (a second run that
+    equalled the first could not fail the vector criteria)."""
+    from xurs_pipeline.attribution.config import AttributionConfig
+    from xurs_pipeline.config import RootConfig
+
+    def config(method: str, **keys):
+        return RootConfig(attribution=AttributionConfig(method=method, refs_per_collection=4, **keys))
+
+    certified = config("certified", certified_max_evals=1024)
+    twice, rerun = (bench.second_run(certified, 1024, r).attribution for r in (False, True))
+    assert (twice.certified_max_evals, twice.certified_tolerance) == (2048, 0.005)
+    assert (rerun.certified_max_evals, rerun.certified_tolerance) == (1024, 0.01)
+    assert rerun.seed != certified.attribution.seed
+    assert not rerun.certified_rerun
+    eg = config("eg", n_samples=1024)
+    twice, rerun = (bench.second_run(eg, 1024, r).attribution for r in (False, True))
+    assert (twice.n_samples, rerun.n_samples) == (2048, 1024)
+    assert rerun.seed != eg.attribution.seed
+    kronrod = config("kronrod", kronrod_max_evals=1024)
+    twice, rerun = (bench.second_run(kronrod, 1024, r).attribution for r in (False, True))
+    assert (twice.kronrod_max_evals, rerun.kronrod_max_evals) == (2048, 1024)
+    assert rerun.kronrod_intervals == 3 * kronrod.attribution.kronrod_intervals
+
+
+def test_resume_leaves_out_only_the_questions_of_the_same_cell(bench, tmp_path) -> None:
+    """A record counts as done for its own (experiment, model, method, M, budget) and second run only."""
+    out = tmp_path / "records.jsonl"
+    assert bench.finished(out, {"method": "certified"}, rerun=True) == set()  # no file yet
+    about = {"experiment": "local", "model": "abc", "method": "certified", "refs": 4, "budget": 512}
+    rows = [
+        {**about, "question": "q1", "second_run": "rerun"},
+        {**about, "question": "q2", "second_run": "twice"},
+        {**about, "refs": 16, "question": "q3", "second_run": "rerun"},
+        {**about, "method": "kronrod", "refs": 64, "note": "first pass above"},
+    ]
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert bench.finished(out, about, rerun=True) == {"q1"}
+    assert bench.finished(out, about, rerun=False) == {"q2"}
+    assert bench.finished(out, {**about, "refs": 16}, rerun=True) == {"q3"}
+
+
+def test_a_kept_table_names_each_command_its_records_name(bench, tmp_path) -> None:
+    """Records made by two commands: the kept table's first line names both, in order, and the command
+    given for records that name none is not used; ``command_of`` reads the first back."""
+    rows = [
+        {**_record("q1", 100, 0.004, False), "command": "python bench/bench_certified.py --refs 4"},
+        {
+            **_record("q2", 200, 0.004, False),
+            "refs": 16,
+            "command": "python bench/bench_certified.py --refs 16",
+        },
+        {**_record("q3", 300, 0.004, False), "command": "python bench/bench_certified.py --refs 4"},
+    ]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    kept = bench.kept_table(Path("r.jsonl"), "unused", tmp_path)
+    first = kept.splitlines()[0]
+    assert first.endswith(
+        "records of `python bench/bench_certified.py --refs 4`, then "
+        "`python bench/bench_certified.py --refs 16`."
+    )
+    assert "unused" not in kept
+    assert bench.command_of(kept) == "python bench/bench_certified.py --refs 4"
+    assert sum(line.startswith("| local | certified |") for line in kept.splitlines()) == 2
+    (tmp_path / "old.jsonl").write_text(json.dumps(_record("q1", 100, 0.004, False)) + "\n")
+    old = bench.kept_table(Path("old.jsonl"), "python bench/bench_certified.py --old", tmp_path)
+    assert bench.command_of(old) == "python bench/bench_certified.py --old"  # records naming none
