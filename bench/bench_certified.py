@@ -14,7 +14,7 @@ three times the intervals, EG with another seed; ``dvc metrics show``'s vector f
 criteria compare the two as the ``checks`` stage does (``evaluation.agreement``: cosine, relative Euclidean
 distance, Spearman of the token magnitudes, top-3 overlap). `kronrod` runs residual-led
 (``kronrod_stop=residual``, App. B.4's per-reference rule at 0.01), or with ``--kronrod-bound TOL`` by its
-bound rule at TOL; ``--override attribution.kronrod_rule= trapezoid`` runs it on the trapezoid rule
+bound rule at TOL; ``--override attribution.kronrod_rule=trapezoid`` runs it on the trapezoid rule
 (``attribution/trapezoid.py``; the table names it ``kronrod+trapezoid``); where its first pass is above the
 budget it cannot run, and the record says so. From `certified`'s trace: the evaluations at which the exact
 averaged residual alone first held, and at which its whole rule held. Each (method, question, M) is one JSON
