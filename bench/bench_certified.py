@@ -18,13 +18,14 @@ bound rule at TOL; ``--override attribution.kronrod_rule=trapezoid`` runs it on 
 (``attribution/trapezoid.py``; the table names it ``kronrod+trapezoid``); where its first pass is above the
 budget it cannot run, and the record says so. From `certified`'s trace: the evaluations at which the exact
 averaged residual alone first held, and at which its whole rule held. Each (method, question, M) is one JSON
-line appended to ``--out`` as it ends, with the load average, the command and the commit that made it;
-``--resume`` leaves out each (method, question, M, budget, second run) already in ``--out``, so a stopped
-run goes on where it stopped; ``--table`` prints the records as a table (medians per method and M, App.
-B.4's verdict, each question whose budget ran out named with the R it reached, the second run's evaluations
-and R), and ``--kept FILE`` also writes it to FILE headed by the commands that made the records
-(results/certification/; ``--command CMD`` for records that do not name theirs). Each `certified` record
-says which references hold the error (``where_references_err``).
+line appended to ``--out`` as it ends, with the load average and the command that made it; ``--resume``
+leaves out each question ``--out`` already holds from the same run's content (the attribution fingerprint,
+which holds the classifier's run, and the pipeline's code version) and second run, so a stopped run goes on
+where it stopped and a changed config or code runs again; ``--table`` prints the records as a table (medians
+per method and M, App. B.4's verdict, each question whose budget ran out named with the R it reached, the
+second run's evaluations and R), and ``--kept FILE`` also writes it to FILE headed by the commands that made
+the records (results/certification/; ``--command CMD`` for records that do not name theirs). Each
+`certified` record says which references hold the error (``where_references_err``).
 Needs the trained model of ``--experiment`` (`dvc repro train`, or its ``paths.artifacts`` override).
 """
 
@@ -33,7 +34,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -47,8 +47,9 @@ from _trained import experiment_parser, explained_questions, load, method_config
 from xurs_pipeline.attribution.certified import TRACE_COLUMNS, CertifiedSpec
 from xurs_pipeline.attribution.config import kronrod_first_pass
 from xurs_pipeline.attribution.methods import attribute_question
-from xurs_pipeline.config import repeat_config, rerun_config, train_run_hash
+from xurs_pipeline.config import attribution_fingerprint, repeat_config, rerun_config, train_run_hash
 from xurs_pipeline.evaluation.agreement import cosine, relative_distance, spearman, topk_overlap
+from xurs_pipeline.fingerprint import code_version
 
 REPEAT_SEED = 1_000_003
 CRITERIA = {
@@ -120,7 +121,7 @@ def measure(model, q, pool, cfg, pad_id: int, budget: int, rerun: bool = False) 
         "spearman": spearman(m1, m2),
         "top3": topk_overlap(m1, m2, 3),
         "width_difference": float(a.width_difference),
-        "second_run": "rerun" if rerun else "twice",
+        "second_run": second_kind(rerun),
     }
     if cfg.attribution.method == "certified":
         at = cfg.attribution
@@ -161,7 +162,7 @@ def run(args) -> None:
     model, prompts, cfg, pad_id = load(args.experiment, args.override)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    made = {"command": made_by(), "commit": commit()}
+    made = {"command": made_by()}
     for refs, budget in zip(args.refs, args.budgets, strict=True):
         for method in args.methods:
             at = cfg.attribution
@@ -177,6 +178,7 @@ def run(args) -> None:
             questions, pool = explained_questions(model, prompts, mcfg.attribution, args.questions)
             about = {"experiment": args.experiment, "model": train_run_hash(cfg)[:12]}
             about |= {"method": label(mcfg.attribution), "refs": refs, "budget": budget}
+            about |= {"run": attribution_fingerprint(mcfg, per_question=True)[:16], "code": code_version()}
             done = finished(out, about, args.rerun) if args.resume else set()
             for q in questions[args.skip :]:
                 if q.record_id in done:
@@ -189,37 +191,29 @@ def run(args) -> None:
 
 
 def finished(out: Path, about: dict, rerun: bool) -> set[str]:
-    """The questions ``out`` already holds a record of for this (experiment, model, method, M, budget) and
+    """The questions ``out`` already holds a record of with every field of ``about`` (the run's content: its
+    attribution fingerprint, which holds the classifier's run, and the pipeline's code version) and this
     second run."""
     if not out.exists():
         return set()
-    kind = "rerun" if rerun else "twice"
     return {
         r["question"]
         for r in read_records(out)
-        if "question" in r and all(r.get(k) == v for k, v in about.items()) and r.get("second_run") == kind
+        if "question" in r
+        and all(r.get(k) == v for k, v in about.items())
+        and r.get("second_run") == second_kind(rerun)
     }
+
+
+def second_kind(rerun: bool) -> str:
+    """How a record names its second run."""
+    return "rerun" if rerun else "twice"
 
 
 def made_by() -> str:
     """The command line as run, with the thread settings it ran under."""
     env = [f"{k}={os.environ[k]}" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ]
     return shlex.join([*env, "python", *sys.argv])
-
-
-def commit() -> str:
-    """The commit of the code that ran (``-dirty`` with uncommitted changes), or ``unknown`` outside git."""
-    git = ["git", "-C", str(Path(__file__).resolve().parent)]
-    try:
-        head = subprocess.run(
-            [*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True
-        )
-        dirty = subprocess.run(
-            [*git, "status", "--porcelain", "--", "xurs_pipeline", "bench"], capture_output=True, text=True
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
 def _write(out: Path, record: dict) -> None:
@@ -266,7 +260,7 @@ def _row(exp: str, method: str, refs: int, budget: int, done: list[dict]) -> str
         and all(med[k] >= c[k] for k in ("cosine", "spearman", "top3"))
     )
     ran_out = ", ".join(f"{r['question']} ({r['residual']:.3f})" for r in done if r["budget_exhausted"])
-    off = [r for r in done if r["cosine"] < CRITERIA["cosine"] or r["distance"] > CRITERIA["distance"]]
+    off = [r for r in done if r["cosine"] < c["cosine"] or r["distance"] > c["distance"]]
     vectors_off = ", ".join(f"{r['question']} ({r['cosine']:.4f}, {r['distance']:.3f})" for r in off)
     held = "-"
     if method.startswith("certified"):

@@ -157,12 +157,16 @@ def test_the_second_run_is_twice_the_budget_or_the_stages_own_rerun(bench) -> No
 
 
 def test_resume_leaves_out_only_the_questions_of_the_same_cell(bench, tmp_path) -> None:
-    """A record counts as done for its own (experiment, model, method, M, budget) and second run only."""
+    """A record counts as done for its own run's content (the attribution fingerprint and the code
+    version, beside experiment, model, method, M and budget) and second run only."""
     out = tmp_path / "records.jsonl"
     assert bench.finished(out, {"method": "certified"}, rerun=True) == set()  # no file yet
     about = {"experiment": "local", "model": "abc", "method": "certified", "refs": 4, "budget": 512}
+    about |= {"run": "fingerprint", "code": "version"}
     rows = [
         {**about, "question": "q1", "second_run": "rerun"},
+        {**about, "code": "older", "question": "q4", "second_run": "rerun"},  # other code: runs again
+        {**about, "run": "first8", "question": "q5", "second_run": "rerun"},  # another config: runs again
         {**about, "question": "q2", "second_run": "twice"},
         {**about, "refs": 16, "question": "q3", "second_run": "rerun"},
         {**about, "method": "kronrod", "refs": 64, "note": "first pass above"},
