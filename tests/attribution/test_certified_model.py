@@ -143,16 +143,17 @@ def test_the_certified_method_is_registered_and_refuses_block_paths() -> None:
         (
             "attribution.certified_max_evals=500",
             r"attribution\.certified_max_evals=500: must be >= the first "
-            r"pass, certified_first_nodes x refs_per_collection = 512",
+            r"pass, certified_first_nodes x refs_per_collection = 2048",
         ),
     ],
 )
 def test_the_shipped_config_refuses_each_bad_key_in_one_line(override: str, message: str) -> None:
-    """``attribution=certified`` composes (256 references, 8,192 evaluations, the warp of 63 forwards) and
-    each bad value is refused naming its key, in one line."""
+    """``attribution=certified`` composes (256 references, 8 points each in the first pass, 8,192 evaluations,
+    the warp of 63 forwards) and each bad value is refused naming its key, in one line."""
     good = validate(compose(["attribution=certified"], conf_dir=CONF)).attribution
-    shipped = (good.method, good.refs_per_collection, good.certified_max_evals, good.certified_warp_points)
-    assert shipped == ("certified", 256, 8192, 63)
+    budget = (good.certified_first_nodes, good.certified_max_evals, good.certified_warp_points)
+    shipped = (good.method, good.refs_per_collection, *budget)
+    assert shipped == ("certified", 256, 8, 8192, 63)
     with pytest.raises(ConfigError, match=message) as err:
         validate(compose(["attribution=certified", override], conf_dir=CONF))
     assert "\n" not in str(err.value)
