@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from bench_scripts import load_bench_script
 from safetensors.torch import load_file
 
 from xurs_pipeline.attribution.runner import RunOutput, run_attribution
@@ -39,6 +40,7 @@ from xurs_pipeline.tasks import attribute_repeats as repeats_stage
 from xurs_pipeline.tasks import attribute_targets as targets_stage
 from xurs_pipeline.tasks import checks as checks_stage
 from xurs_pipeline.tasks import mask_eval as mask_stage
+from xurs_pipeline.tasks.runner import run_task
 
 
 def make_cfg(artifacts: Path, **evaluation: object) -> RootConfig:
@@ -321,16 +323,25 @@ def _vectors(folder: Path) -> dict[tuple[str, int], np.ndarray]:
     }
 
 
-@pytest.mark.slow  # two certified runs through the stage: 12-20 s on the loaded 2-core machine
-def test_a_certified_rerun_puts_app_b4_vector_figures_in_the_attribute_metrics(artifacts: Path, tmp_path):
+@pytest.fixture(scope="module")
+def certified_rerun(artifacts: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[RootConfig, dict]:
+    """The attribute stage run once with ``certified`` and its own rerun (attribution.certified_rerun), one
+    question's four answers explained (two certified runs through the stage: 12-20 s on the loaded 2-core
+    machine): its config (``paths.artifacts`` is the folder) and headline."""
+    every = {"max_questions": 1, "target": "all"}  # one estimate explains the four answers
+    root = tmp_path_factory.mktemp("certified_rerun")
+    cfg = _certified(artifacts, root, certified_rerun=True, certified_max_evals=8, **every)
+    return cfg, run_task("attribute", attribute_stage.run, cfg)  # as `dvc repro` runs it: headline.json too
+
+
+@pytest.mark.slow  # the certified_rerun fixture's two runs through the stage
+def test_a_certified_rerun_puts_app_b4_vector_figures_in_the_attribute_metrics(certified_rerun):
     """attribution.certified_rerun: the attribute stage estimates every question again with other shifts;
     per answer the cosine and relative distance of the two written vectors (recomputed here with numpy) go
     to rerun_vectors.parquet, their median and worst to metrics.json and the headline (`dvc metrics show`),
     with the count of questions whose budget ran out."""
-    every = {"max_questions": 1, "target": "all"}  # one estimate explains the four answers
-    cfg = _certified(artifacts, tmp_path, certified_rerun=True, certified_max_evals=8, **every)
-    headline = attribute_stage.run(cfg)
-    main = tmp_path / "attribute"
+    cfg, headline = certified_rerun
+    main = Path(cfg.paths.artifacts) / "attribute"
     rerun_dir = main / "rerun" / f"seed{cfg.attribution.seed + 1}"
     assert set(read_attributions(rerun_dir)["seed"]) == {cfg.attribution.seed + 1}  # other shifts
     ours, theirs = _vectors(main), _vectors(rerun_dir)
@@ -354,6 +365,46 @@ def test_a_certified_rerun_puts_app_b4_vector_figures_in_the_attribute_metrics(a
     table = read_attributions(main)
     flagged = table.loc[table["budget_exhausted"], "record_id"].unique()
     assert headline["exhausted"] == len(flagged) == len(metrics["budget_exhausted"])
+
+
+@pytest.mark.slow  # the certified_rerun fixture's two runs through the stage
+def test_a_kept_attribute_run_holds_the_stage_outputs_as_written(certified_rerun, tmp_path: Path):
+    """bench/keep_attribute_run.py, which writes results/certification/local_m*.json: the stage's metrics and
+    headline as written, the rerun's metrics, each answer's figures from its parquet row (named
+    ``<record id>/<target>``: one question's four answers) and its vector figures; a folder the stage did not
+    write stops it with the file named, and nothing is written."""
+    keep = load_bench_script("keep_attribute_run")
+    cfg, headline = certified_rerun
+    main = Path(cfg.paths.artifacts) / "attribute"
+    about = ["--command", "c", "--from", "f", "--machine", "m", "--wall-clock", "w", "--date", "2026-12-02"]
+    keep.main(["--attribute", str(main), "--out", str(tmp_path / "kept.json"), *about])
+    kept = json.loads((tmp_path / "kept.json").read_text())
+    assert {k: kept[k] for k in ("command", "date", "from", "machine", "wall_clock")} == {
+        "command": "c",
+        "date": "2026-12-02",
+        "from": "f",
+        "machine": "m",
+        "wall_clock": "w",
+    }
+    assert kept["metrics"] == json.loads((main / "metrics.json").read_text())
+    assert kept["headline"] == json.loads((main / "headline.json").read_text()) == headline
+    seed_dir = main / "rerun" / f"seed{cfg.attribution.seed + 1}"
+    assert kept["rerun_metrics"] == json.loads((seed_dir / "metrics.json").read_text())
+    for folder, part in ((main, "run"), (seed_dir, "rerun")):
+        rows = read_attributions(folder)
+        assert len(kept["questions"][part]) == len(rows) == 4  # one question, its four answers
+        for r in rows.itertuples():
+            figures = kept["questions"][part][f"{r.record_id}/{r.target}"]
+            assert (figures["grad_evals"], figures["residual"]) == (r.grad_evals, r.residual)
+            assert figures["budget_exhausted"] == bool(r.budget_exhausted)
+            assert figures["points_a_reference_max"] == max(r.reference_points)
+    vectors = read_parquet(main / "rerun_vectors.parquet")
+    for r in vectors.itertuples():
+        assert kept["questions"]["vectors"][f"{r.record_id}/{r.target}"]["cosine"] == r.cosine
+    nowhere = tmp_path / "never_ran"
+    with pytest.raises(SystemExit, match=r"never_ran/metrics\.json: not found"):
+        keep.main(["--attribute", str(nowhere), "--out", str(tmp_path / "none.json"), *about])
+    assert not (tmp_path / "none.json").exists()
 
 
 def test_without_a_rerun_the_attribute_stage_gives_no_vector_figure(artifacts: Path, tmp_path: Path):
