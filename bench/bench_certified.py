@@ -18,14 +18,15 @@ bound rule at TOL; ``--override attribution.kronrod_rule=trapezoid`` runs it on 
 (``attribution/trapezoid.py``; the table names it ``kronrod+trapezoid``); where its first pass is above the
 budget it cannot run, and the record says so. From `certified`'s trace: the evaluations at which the exact
 averaged residual alone first held, and at which its whole rule held. Each (method, question, M) is one JSON
-line appended to ``--out`` as it ends, with the load average and the command that made it; ``--resume``
-leaves out each question ``--out`` already holds from the same run's content (the attribution fingerprint,
-which holds the classifier's run, and the pipeline's code version) and second run, so a stopped run goes on
-where it stopped and a changed config or code runs again; ``--table`` prints the records as a table (medians
-per method and M, App. B.4's verdict, each question whose budget ran out named with the R it reached, the
-second run's evaluations and R), and ``--kept FILE`` also writes it to FILE headed by the commands that made
-the records (results/certification/; ``--command CMD`` for records that do not name theirs). Each
-`certified` record says which references hold the error (``where_references_err``).
+line appended to ``--out`` as it ends (``seconds`` the run's wall clock, ``seconds_2x`` its second run's),
+with the load average and the command that made it; ``--resume`` leaves out each question ``--out`` already
+holds from the same run's content (the attribution fingerprint, which holds the classifier's run, and the
+pipeline's code version) and second run, so a stopped run goes on where it stopped and a changed config or
+code runs again; ``--table`` prints the records as a table (medians per method and M, App. B.4's verdict, each
+question whose budget ran out named with the R it reached, the second run's evaluations and R), and ``--kept
+FILE`` also writes it to FILE headed by the commands that made the records (results/certification/;
+``--command CMD`` for records that do not name theirs). Each `certified` record says which references hold the
+error (``where_references_err``).
 Needs the trained model of ``--experiment`` (`dvc repro train`, or its ``paths.artifacts`` override).
 """
 
@@ -102,7 +103,9 @@ def measure(model, q, pool, cfg, pad_id: int, budget: int, rerun: bool = False) 
     main = attribute_question(model, q, pool, cfg.attribution, pad_id)
     seconds = time.perf_counter() - start
     again = second_run(cfg, budget, rerun)
+    start = time.perf_counter()
     second = attribute_question(model, q, pool, again.attribution, pad_id)
+    seconds_2x = time.perf_counter() - start
     (a,), (b,) = main.rows, second.rows
     e, e2 = a.coords["e"].numpy(), b.coords["e"].numpy()
     m1, m2 = np.asarray(a.token_magnitude), np.asarray(b.token_magnitude)
@@ -110,6 +113,7 @@ def measure(model, q, pool, cfg, pad_id: int, budget: int, rerun: bool = False) 
         "grad_evals": int(a.grad_evals),
         "grad_evals_2x": int(b.grad_evals),
         "seconds": seconds,
+        "seconds_2x": seconds_2x,
         "residual": float(a.residual),
         "residual_2x": float(b.residual),
         "error_bound": float(a.error_bound),

@@ -202,3 +202,44 @@ def test_a_kept_table_names_each_command_its_records_name(bench, tmp_path) -> No
     (tmp_path / "old.jsonl").write_text(json.dumps(_record("q1", 100, 0.004, False)) + "\n")
     old = bench.kept_table(Path("old.jsonl"), "python bench/bench_certified.py --old", tmp_path)
     assert bench.command_of(old) == "python bench/bench_certified.py --old"  # records naming none
+
+
+def test_a_measured_record_holds_both_runs_and_their_vector_figures(bench) -> None:
+    """``measure`` on a tiny model (tests/attribution/helpers.py): `certified` at M = 3 and its rerun (other
+    shifts, ``rerun_config``) recomputed here through the attribution interface; the record's evaluations,
+    residuals and App. B.4 vector figures are those two runs', and each run's wall clock is kept."""
+    from dataclasses import replace
+
+    import torch
+    from helpers import PAD_ID, TinyBeliefClassifier, prompts_frame
+
+    from xurs_pipeline.attribution.config import AttributionConfig
+    from xurs_pipeline.attribution.endpoints import natural_widths
+    from xurs_pipeline.attribution.inputs import reference_pool, select_questions
+    from xurs_pipeline.attribution.methods import attribute_question
+    from xurs_pipeline.attribution.question import ReferencePool
+    from xurs_pipeline.config import RootConfig, rerun_config
+    from xurs_pipeline.evaluation.agreement import cosine, relative_distance
+
+    model = TinyBeliefClassifier(vocab=40).requires_grad_(False)
+    frame = prompts_frame(n_test=1, n_train=3)
+    at = AttributionConfig(progress=False, method="certified", refs_per_collection=3, certified_max_evals=64)
+    cfg = RootConfig(attribution=at)
+    pool = ReferencePool(*reference_pool(frame, at, 64))
+    pool.natural = [natural_widths(model, ids, 4, torch.device("cpu")) for ids in pool.token_ids]
+    (q,) = select_questions(frame, at, 64)
+    record = bench.measure(model, q, pool, cfg, PAD_ID, budget=64, rerun=True)
+    again = rerun_config(replace(cfg, attribution=replace(at, certified_rerun=True))).attribution
+    (first,) = attribute_question(model, q, pool, at, PAD_ID).rows
+    (second,) = attribute_question(model, q, pool, again, PAD_ID).rows
+    assert again.seed != at.seed  # other shifts: two estimates, not one run twice
+    assert (record["grad_evals"], record["grad_evals_2x"]) == (first.grad_evals, second.grad_evals)
+    assert record["residual"] == pytest.approx(float(first.residual), rel=1e-12)
+    assert record["residual_2x"] == pytest.approx(float(second.residual), rel=1e-12)
+    e, e2 = first.coords["e"].numpy(), second.coords["e"].numpy()
+    assert record["cosine"] == pytest.approx(cosine(e, e2), rel=1e-12)
+    assert record["distance"] == pytest.approx(relative_distance(e, e2), rel=1e-12)
+    assert record["distance"] > 0
+    assert record["seconds"] > 0
+    assert record["seconds_2x"] > 0
+    assert record["second_run"] == "rerun"
