@@ -14,7 +14,8 @@ and the points each got); with the stage's own rerun (``attribution.certified_re
 names it) the rerun's metrics and rows too, and each answer's App. B.4 vector figures
 (``rerun_vectors.parquet``: cosine, relative distance).
 An answer is named by its record id, or ``<record id>/<target>`` where the run explains more than one answer
-of a question. A missing output stops it with the file named, and nothing is written.
+of a question. Read through the project's readers (a missing or broken output stops it with the file named,
+nothing written) and written atomically.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from xurs_pipeline.contracts import RERUN_VECTOR_COLUMNS
+from xurs_pipeline.evaluation.artifacts import read_attributions
+from xurs_pipeline.io import ArtifactError, atomic_path, read_json, read_parquet
+
 ROW_FIELDS = (
     "grad_evals",
     "forward_evals",
@@ -35,17 +40,6 @@ ROW_FIELDS = (
     "budget_exhausted",
     "width_difference",
 )
-
-
-def _existing(path: Path) -> Path:
-    """``path``, or a stop naming it where the stage did not write it."""
-    if not path.is_file():
-        raise SystemExit(f"{path}: not found (has `dvc repro attribute` run here?)")
-    return path
-
-
-def _read_json(path: Path) -> dict:
-    return json.loads(_existing(path).read_text())
 
 
 def answer_names(rows: pd.DataFrame) -> list[str]:
@@ -72,14 +66,14 @@ def answer_figures(row: pd.Series) -> dict:
 
 def answers(folder: Path) -> dict[str, dict]:
     """Per explained answer of the attribute-format ``folder``, ``answer_figures``."""
-    rows = pd.read_parquet(_existing(folder / "attributions.parquet"))
+    rows = read_attributions(folder)
     named = zip(answer_names(rows), rows.iterrows(), strict=True)
     return {name: answer_figures(row) for name, (_, row) in named}
 
 
 def rerun_folder(attribute: Path) -> Path | None:
     """The stage's own rerun folder (``rerun/seed<s>/``) ``rerun/index.json`` names, or None."""
-    named = _read_json(attribute / "rerun" / "index.json")["rerun"]
+    named = read_json(attribute / "rerun" / "index.json")["rerun"]
     if not named:
         return None
     (folder,) = named  # the stage runs one rerun, named by its folder (seed<s>)
@@ -88,7 +82,7 @@ def rerun_folder(attribute: Path) -> Path | None:
 
 def vector_figures(attribute: Path) -> dict[str, dict[str, float]]:
     """Per explained answer, App. B.4's vector figures against the rerun (rerun_vectors.parquet)."""
-    rows = pd.read_parquet(_existing(attribute / "rerun_vectors.parquet"))
+    rows = read_parquet(attribute / "rerun_vectors.parquet", required_columns=RERUN_VECTOR_COLUMNS)
     return {
         name: {"cosine": float(c), "relative_distance": float(d)}
         for name, c, d in zip(answer_names(rows), rows["cosine"], rows["relative_distance"], strict=True)
@@ -100,15 +94,14 @@ def kept_run(attribute: Path, about: dict[str, str]) -> dict:
     headline of the stage whose folder is ``attribute``, the rerun's metrics where there is one, and per
     answer its figures."""
     kept = dict(about)
-    kept["metrics"] = _read_json(attribute / "metrics.json")
-    kept["headline"] = _read_json(attribute / "headline.json")
+    kept["metrics"] = read_json(attribute / "metrics.json")
+    kept["headline"] = read_json(attribute / "headline.json")
+    questions = {"run": answers(attribute)}
     rerun = rerun_folder(attribute)
     if rerun is not None:
-        kept["rerun_metrics"] = _read_json(rerun / "metrics.json")
-    kept["questions"] = {"run": answers(attribute)}
-    if rerun is not None:
-        kept["questions"]["rerun"] = answers(rerun)
-        kept["questions"]["vectors"] = vector_figures(attribute)
+        kept["rerun_metrics"] = read_json(rerun / "metrics.json")
+        questions |= {"rerun": answers(rerun), "vectors": vector_figures(attribute)}
+    kept["questions"] = questions
     return kept
 
 
@@ -128,9 +121,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     about = {"command": args.command, "date": args.date, "from": args.origin}
     about |= {"machine": args.machine, "wall_clock": args.wall_clock}
-    kept = kept_run(args.attribute, about)  # reads everything before anything is written
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(kept, indent=2) + "\n")
+    try:
+        kept = kept_run(args.attribute, about)  # reads everything before anything is written
+    except ArtifactError as err:
+        raise SystemExit(str(err)) from err
+    with atomic_path(args.out) as tmp:
+        tmp.write_text(json.dumps(kept, indent=2) + "\n")
     print(f"{args.out}: {len(kept['questions']['run'])} answers kept")
 
 

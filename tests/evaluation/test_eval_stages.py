@@ -402,7 +402,7 @@ def test_a_kept_attribute_run_holds_the_stage_outputs_as_written(certified_rerun
     for r in vectors.itertuples():
         assert kept["questions"]["vectors"][f"{r.record_id}/{r.target}"]["cosine"] == r.cosine
     nowhere = tmp_path / "never_ran"
-    with pytest.raises(SystemExit, match=r"never_ran/metrics\.json: not found"):
+    with pytest.raises(SystemExit, match=r"never_ran/metrics\.json: missing artifact"):
         keep.main(["--attribute", str(nowhere), "--out", str(tmp_path / "none.json"), *about])
     assert not (tmp_path / "none.json").exists()
 
