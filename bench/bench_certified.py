@@ -2,7 +2,8 @@
 
     nice -n 10 python bench/bench_certified.py --experiment local --override KEY=VALUE ... \
         [--questions 4] [--skip 0] [--refs 16 64 256] [--budgets 512 1024 2048] \
-        [--methods certified kronrod eg] [--out results/bench/certified.jsonl] [--rerun] [--resume] [--table]
+        [--methods certified kronrod eg] [--out results/bench/certified.jsonl] [--rerun | --once] [--resume] \
+        [--table]
 
 For each of the first ``--questions`` questions the ``attribute`` stage explains (against training
 references) and each M in ``--refs`` with the budget at the same place in ``--budgets``, each method runs
@@ -12,7 +13,9 @@ three times the intervals, EG with another seed), or with ``--rerun`` as the ``a
 at the same budget and tolerances (``config.rerun_config``: `certified` with other shifts, `kronrod` from
 three times the intervals, EG with another seed; ``dvc metrics show``'s vector figures), so the vector
 criteria compare the two as the ``checks`` stage does (``evaluation.agreement``: cosine, relative Euclidean
-distance, Spearman of the token magnitudes, top-3 overlap). `kronrod` runs residual-led
+distance, Spearman of the token magnitudes, top-3 overlap). With ``--once`` the first run alone, for cells
+whose second run the time does not allow: its evaluations and App. B.4's residual criteria, no vector
+figures (the table says "residual only"). `kronrod` runs residual-led
 (``kronrod_stop=residual``, App. B.4's per-reference rule at 0.01), or with ``--kronrod-bound TOL`` by its
 bound rule at TOL; ``--override attribution.kronrod_rule=trapezoid`` runs it on the trapezoid rule
 (``attribution/trapezoid.py``; the table names it ``kronrod+trapezoid``); where its first pass is above the
@@ -53,6 +56,7 @@ from xurs_pipeline.evaluation.agreement import cosine, relative_distance, spearm
 from xurs_pipeline.fingerprint import code_version
 
 REPEAT_SEED = 1_000_003
+ONCE = "none"  # a record's ``second_run`` where the first run ran alone (``--once``)
 CRITERIA = {
     "residual_median": 0.01,
     "residual_max": 0.05,
@@ -96,43 +100,49 @@ def first_held(trace: np.ndarray, tolerance: float, vector_tolerance: float) -> 
     return {name: float(t["evals"][np.argmax(h)]) if h.any() else None for name, h in held.items()}
 
 
-def measure(model, q, pool, cfg, pad_id: int, budget: int, rerun: bool = False) -> dict:
-    """One method, one question: its run at the budget and its second run (``second_run``), App. B.4's
-    figures."""
+def measure(model, q, pool, cfg, pad_id: int, budget: int, second: str = "twice") -> dict:
+    """One method, one question: its run at the budget and its second run (``second_run``; ``second`` is
+    ``twice``, ``rerun`` or ``none``: the first run alone), App. B.4's figures."""
     start = time.perf_counter()
     main = attribute_question(model, q, pool, cfg.attribution, pad_id)
-    seconds = time.perf_counter() - start
-    again = second_run(cfg, budget, rerun)
-    start = time.perf_counter()
-    second = attribute_question(model, q, pool, again.attribution, pad_id)
-    seconds_2x = time.perf_counter() - start
-    (a,), (b,) = main.rows, second.rows
-    e, e2 = a.coords["e"].numpy(), b.coords["e"].numpy()
-    m1, m2 = np.asarray(a.token_magnitude), np.asarray(b.token_magnitude)
+    (a,) = main.rows
     record = {
         "grad_evals": int(a.grad_evals),
-        "grad_evals_2x": int(b.grad_evals),
-        "seconds": seconds,
-        "seconds_2x": seconds_2x,
+        "seconds": time.perf_counter() - start,
         "residual": float(a.residual),
-        "residual_2x": float(b.residual),
         "error_bound": float(a.error_bound),
-        "error_bound_2x": float(b.error_bound),
         "budget_exhausted": bool(a.budget_exhausted),
         "forwards": int(a.forward_evals),
-        "cosine": cosine(e, e2),
-        "distance": relative_distance(e, e2),
-        "spearman": spearman(m1, m2),
-        "top3": topk_overlap(m1, m2, 3),
         "width_difference": float(a.width_difference),
-        "second_run": second_kind(rerun),
+        "second_run": second,
     }
+    if second != ONCE:
+        record.update(against_second_run(model, q, pool, cfg, pad_id, budget, second == "rerun", a))
     if cfg.attribution.method == "certified":
         at = cfg.attribution
         record.update(first_held(main.traces[0], at.certified_tolerance, at.certified_vector_tolerance))
         record["final_measures"] = main.traces[0][-1, 1:4].tolist()
         record.update(where_references_err(a.reference_residual, a.reference_points))
     return record
+
+
+def against_second_run(model, q, pool, cfg, pad_id: int, budget: int, rerun: bool, a) -> dict:
+    """The second run's figures and App. B.4's vector criteria between it and the first run's row ``a``."""
+    start = time.perf_counter()
+    (b,) = attribute_question(model, q, pool, second_run(cfg, budget, rerun).attribution, pad_id).rows
+    seconds_2x = time.perf_counter() - start
+    e, e2 = a.coords["e"].numpy(), b.coords["e"].numpy()
+    m1, m2 = np.asarray(a.token_magnitude), np.asarray(b.token_magnitude)
+    return {
+        "grad_evals_2x": int(b.grad_evals),
+        "seconds_2x": seconds_2x,
+        "residual_2x": float(b.residual),
+        "error_bound_2x": float(b.error_bound),
+        "cosine": cosine(e, e2),
+        "distance": relative_distance(e, e2),
+        "spearman": spearman(m1, m2),
+        "top3": topk_overlap(m1, m2, 3),
+    }
 
 
 def label(at) -> str:
@@ -183,35 +193,28 @@ def run(args) -> None:
             about = {"experiment": args.experiment, "model": train_run_hash(cfg)[:12]}
             about |= {"method": label(mcfg.attribution), "refs": refs, "budget": budget}
             about |= {"run": attribution_fingerprint(mcfg, per_question=True)[:16], "code": code_version()}
-            done = finished(out, about, args.rerun) if args.resume else set()
+            done = finished(out, about, args.second) if args.resume else set()
             for q in questions[args.skip :]:
                 if q.record_id in done:
                     print(
                         f"{about['method']} M={refs} {q.record_id}: in {out} already (--resume)", flush=True
                     )
                     continue
-                record = measure(model, q, pool, mcfg, pad_id, budget, args.rerun)
+                record = measure(model, q, pool, mcfg, pad_id, budget, args.second)
                 _write(out, {**about, "question": q.record_id, "tokens": len(q.input_ids), **record, **made})
 
 
-def finished(out: Path, about: dict, rerun: bool) -> set[str]:
+def finished(out: Path, about: dict, second: str) -> set[str]:
     """The questions ``out`` already holds a record of with every field of ``about`` (the run's content: its
     attribution fingerprint, which holds the classifier's run, and the pipeline's code version) and this
-    second run."""
+    second run (``twice``, ``rerun`` or ``none``)."""
     if not out.exists():
         return set()
     return {
         r["question"]
         for r in read_records(out)
-        if "question" in r
-        and all(r.get(k) == v for k, v in about.items())
-        and r.get("second_run") == second_kind(rerun)
+        if "question" in r and all(r.get(k) == v for k, v in about.items()) and r.get("second_run") == second
     }
-
-
-def second_kind(rerun: bool) -> str:
-    """How a record names its second run."""
-    return "rerun" if rerun else "twice"
 
 
 def made_by() -> str:
@@ -241,31 +244,32 @@ def table(rows: list[dict]) -> list[str]:
     B.4's cosine or distance against its second run (the verdict reads the medians)."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault((r.get("experiment", "-"), r["method"], r["refs"], r["budget"]), []).append(r)
+        once = r.get("second_run") == ONCE
+        groups.setdefault((r.get("experiment", "-"), r["method"], r["refs"], r["budget"], once), []).append(r)
     lines = [HEADER, "|---" * (HEADER.count("|") - 1) + "|"]
-    for (exp, method, refs, budget), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], *kv[0][2:])):
+    for (exp, method, refs, budget, once), rs in sorted(
+        groups.items(), key=lambda kv: (kv[0][0], *kv[0][2:])
+    ):
         done = [r for r in rs if "residual" in r]
         note = f"| {exp} | {method} | {refs} | {budget} | 0 | {rs[0].get('note', '-')} |"
         note += "|" * (HEADER.count("|") - note.count("|"))  # the row's empty cells
-        lines.append(_row(exp, method, refs, budget, done) if done else note)
+        lines.append(_row(exp, method, refs, budget, done, once) if done else note)
     return lines
 
 
-def _row(exp: str, method: str, refs: int, budget: int, done: list[dict]) -> str:
-    """One group's table row."""
-    keys = ("grad_evals", "forwards", "residual", "cosine", "distance", "spearman", "top3")
-    med = {k: float(np.median([r[k] for r in done])) for k in keys}
+def _row(exp: str, method: str, refs: int, budget: int, done: list[dict], once: bool = False) -> str:
+    """One group's table row; ``once``: the first runs ran alone (``--once``), App. B.4's residual criteria
+    only."""
+    med = {k: float(np.median([r[k] for r in done])) for k in ("grad_evals", "forwards", "residual")}
     rmax = max(r["residual"] for r in done)
-    c = CRITERIA
-    ok = (
-        med["residual"] <= c["residual_median"]
-        and rmax <= c["residual_max"]
-        and med["distance"] <= c["distance"]
-        and all(med[k] >= c[k] for k in ("cosine", "spearman", "top3"))
-    )
+    ok = med["residual"] <= CRITERIA["residual_median"] and rmax <= CRITERIA["residual_max"]
     ran_out = ", ".join(f"{r['question']} ({r['residual']:.3f})" for r in done if r["budget_exhausted"])
-    off = [r for r in done if r["cosine"] < c["cosine"] or r["distance"] > c["distance"]]
-    vectors_off = ", ".join(f"{r['question']} ({r['cosine']:.4f}, {r['distance']:.3f})" for r in off)
+    if once:
+        vectors, verdict = "- | - | - | -", "residual only: " + ("holds" if ok else "misses")
+        off, second = "-", "none (first run alone)"
+    else:
+        vectors, vectors_ok, off, second = _vector_cells(done)
+        verdict = "holds" if ok and vectors_ok else "misses"
     held = "-"
     if method.startswith("certified"):
         alone = [r["evals_residual_only"] for r in done if r.get("evals_residual_only") is not None]
@@ -273,15 +277,24 @@ def _row(exp: str, method: str, refs: int, budget: int, done: list[dict]) -> str
         held = (f"{np.median(alone):.0f} ({len(alone)} q) / " if alone else "never / ") + (
             f"{np.median(rule):.0f} ({len(rule)} q)" if rule else "never"
         )
-    evals_2x, residual_2x = (np.median([r[k] for r in done]) for k in ("grad_evals_2x", "residual_2x"))
-    second = f"{evals_2x:.0f}, {residual_2x:.4f}"
     return (
         f"| {exp} | {method} | {refs} | {budget} | {len(done)} | {med['grad_evals']:.0f} | "
-        f"{med['forwards']:.0f} | {med['residual']:.4f} | {rmax:.4f} | {med['cosine']:.4f} | "
-        f"{med['distance']:.3f} | "
-        f"{med['spearman']:.3f} | {med['top3']:.2f} | {'holds' if ok else 'misses'} | "
-        f"{ran_out or 'none'} | {vectors_off or 'none'} | {held} | {second} |"
+        f"{med['forwards']:.0f} | {med['residual']:.4f} | {rmax:.4f} | {vectors} | {verdict} | "
+        f"{ran_out or 'none'} | {off} | {held} | {second} |"
     )
+
+
+def _vector_cells(done: list[dict]) -> tuple[str, bool, str, str]:
+    """App. B.4's vector criteria against the second runs: the medians' cells (cosine, distance, Spearman,
+    top-3), whether they hold, the questions whose own cosine or distance misses, the second runs' medians."""
+    c = CRITERIA
+    med = {k: float(np.median([r[k] for r in done])) for k in ("cosine", "distance", "spearman", "top3")}
+    ok = med["distance"] <= c["distance"] and all(med[k] >= c[k] for k in ("cosine", "spearman", "top3"))
+    off = [r for r in done if r["cosine"] < c["cosine"] or r["distance"] > c["distance"]]
+    named = ", ".join(f"{r['question']} ({r['cosine']:.4f}, {r['distance']:.3f})" for r in off)
+    evals_2x, residual_2x = (np.median([r[k] for r in done]) for k in ("grad_evals_2x", "residual_2x"))
+    cells = f"{med['cosine']:.4f} | {med['distance']:.3f} | {med['spearman']:.3f} | {med['top3']:.2f}"
+    return cells, ok, named or "none", f"{evals_2x:.0f}, {residual_2x:.4f}"
 
 
 def read_records(path: Path) -> list[dict]:
@@ -320,11 +333,18 @@ def main() -> None:
         help="kronrod stops by its bound rule at this tolerance (kronrod_stop=bound) instead of App. B.4's "
         "per-reference residual rule",
     )
-    parser.add_argument(
+    second = parser.add_mutually_exclusive_group()
+    second.add_argument(
         "--rerun",
         action="store_true",
         help="the second run is the attribute stage's own rerun at the same budget and tolerances "
         "(certified: other shifts), not App. B.4's run at twice the budget",
+    )
+    second.add_argument(
+        "--once",
+        action="store_true",
+        help="the first run alone: its evaluations and App. B.4's residual criteria, no vector figures "
+        "(for cells whose second run the time does not allow)",
     )
     parser.add_argument(
         "--resume",
@@ -335,6 +355,7 @@ def main() -> None:
     parser.add_argument("--kept", help="with --table: write the table here, headed by --command")
     parser.add_argument("--command", default="", help="with --kept: the command of records that name none")
     args = parser.parse_args()
+    args.second = "rerun" if args.rerun else ONCE if args.once else "twice"
     print(f"load average at start: {os.getloadavg()}", flush=True)
     if args.table:
         print("\n".join(table(read_records(Path(args.out)))))

@@ -73,6 +73,30 @@ def test_the_table_gives_medians_the_verdict_and_names_each_exhausted_question_w
     assert "| holds | none | q3 (0.9990, 0.600) |" in row  # the medians hold, the question is named
 
 
+def test_a_first_run_alone_is_judged_on_the_residual_only_and_kept_apart(bench) -> None:
+    """``--once`` records (no second run, so no vector figures): their own row beside the same cell's paired
+    records, App. B.4's residual criteria its verdict, the vector cells empty; a largest R above 0.05
+    fails it."""
+    once = {"second_run": "none"}
+    vectors = ("cosine", "distance", "spearman", "top3", "grad_evals_2x", "residual_2x")
+    alone = [
+        {k: v for k, v in _record(q, e, r, False).items() if k not in vectors} | once
+        for q, e, r in (("q1", 900, 0.004), ("q2", 1500, 0.008))
+    ]
+    lines = bench.table([*alone, _record("q1", 100, 0.004, False)])
+    paired, first = lines[2:]
+    assert "| holds |" in paired
+    assert "residual only" not in paired
+    cells = [c.strip() for c in first.strip("|").split("|")]
+    assert len(cells) == lines[0].count("|") - 1
+    assert cells[4:9] == ["2", "1200", "5", "0.0060", "0.0080"]
+    assert cells[9:13] == ["-"] * 4
+    assert cells[13] == "residual only: holds"
+    assert cells[17] == "none (first run alone)"
+    alone.append({**alone[0], "question": "q3", "residual": 0.06})
+    assert "residual only: misses" in bench.table(alone)[2]  # R max 0.06 > App. B.4's 0.05
+
+
 def test_which_references_hold_the_error(bench) -> None:
     """One reference of eight holding all of it, against eight sharing it evenly."""
     alone = bench.where_references_err([0.0] * 7 + [0.5], [2] * 7 + [64])
@@ -160,7 +184,7 @@ def test_resume_leaves_out_only_the_questions_of_the_same_cell(bench, tmp_path) 
     """A record counts as done for its own run's content (the attribution fingerprint and the code
     version, beside experiment, model, method, M and budget) and second run only."""
     out = tmp_path / "records.jsonl"
-    assert bench.finished(out, {"method": "certified"}, rerun=True) == set()  # no file yet
+    assert bench.finished(out, {"method": "certified"}, "rerun") == set()  # no file yet
     about = {"experiment": "local", "model": "abc", "method": "certified", "refs": 4, "budget": 512}
     about |= {"run": "fingerprint", "code": "version"}
     rows = [
@@ -168,13 +192,15 @@ def test_resume_leaves_out_only_the_questions_of_the_same_cell(bench, tmp_path) 
         {**about, "code": "older", "question": "q4", "second_run": "rerun"},  # other code: runs again
         {**about, "run": "first8", "question": "q5", "second_run": "rerun"},  # another config: runs again
         {**about, "question": "q2", "second_run": "twice"},
+        {**about, "question": "q6", "second_run": "none"},  # the first run alone (--once)
         {**about, "refs": 16, "question": "q3", "second_run": "rerun"},
         {**about, "method": "kronrod", "refs": 64, "note": "first pass above"},
     ]
     out.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert bench.finished(out, about, rerun=True) == {"q1"}
-    assert bench.finished(out, about, rerun=False) == {"q2"}
-    assert bench.finished(out, {**about, "refs": 16}, rerun=True) == {"q3"}
+    assert bench.finished(out, about, "rerun") == {"q1"}
+    assert bench.finished(out, about, "twice") == {"q2"}
+    assert bench.finished(out, about, "none") == {"q6"}
+    assert bench.finished(out, {**about, "refs": 16}, "rerun") == {"q3"}
 
 
 def test_a_kept_table_names_each_command_its_records_name(bench, tmp_path) -> None:
@@ -228,7 +254,7 @@ def test_a_measured_record_holds_both_runs_and_their_vector_figures(bench) -> No
     pool = ReferencePool(*reference_pool(frame, at, 64))
     pool.natural = [natural_widths(model, ids, 4, torch.device("cpu")) for ids in pool.token_ids]
     (q,) = select_questions(frame, at, 64)
-    record = bench.measure(model, q, pool, cfg, PAD_ID, budget=64, rerun=True)
+    record = bench.measure(model, q, pool, cfg, PAD_ID, budget=64, second="rerun")
     again = rerun_config(replace(cfg, attribution=replace(at, certified_rerun=True))).attribution
     (first,) = attribute_question(model, q, pool, at, PAD_ID).rows
     (second,) = attribute_question(model, q, pool, again, PAD_ID).rows
@@ -243,3 +269,7 @@ def test_a_measured_record_holds_both_runs_and_their_vector_figures(bench) -> No
     assert record["seconds"] > 0
     assert record["seconds_2x"] > 0
     assert record["second_run"] == "rerun"
+    alone = bench.measure(model, q, pool, cfg, PAD_ID, budget=64, second="none")
+    assert (alone["grad_evals"], alone["residual"]) == (record["grad_evals"], record["residual"])
+    assert "cosine" not in alone
+    assert "grad_evals_2x" not in alone
