@@ -241,7 +241,8 @@ HEADER = (
 def table(rows: list[dict]) -> list[str]:
     """Markdown lines: medians per (experiment, method, M, budget) over the questions, App. B.4's verdict,
     each question whose budget ran out named with the R it reached, and each whose own vectors miss App.
-    B.4's cosine or distance against its second run (the verdict reads the medians)."""
+    B.4's cosine or distance against its second run (the verdict reads the medians); first runs alone
+    (``--once``) a row of their own, judged on the residual criteria."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         once = r.get("second_run") == ONCE
