@@ -56,7 +56,9 @@ from xurs_pipeline.evaluation.agreement import cosine, relative_distance, spearm
 from xurs_pipeline.fingerprint import code_version
 
 REPEAT_SEED = 1_000_003
-ONCE = "none"  # a record's ``second_run`` where the first run ran alone (``--once``)
+# a record's ``second_run``: App. B.4's run at twice the budget, the stage's rerun (``--rerun``), or none,
+# the first run alone (``--once``)
+TWICE, RERUN, ONCE = "twice", "rerun", "none"
 CRITERIA = {
     "residual_median": 0.01,
     "residual_max": 0.05,
@@ -67,10 +69,11 @@ CRITERIA = {
 }
 
 
-def second_run(cfg, budget: int, rerun: bool = False):
-    """App. B.4's second run: at twice the budget (the ``attribute_repeats`` config, kronrod's and EG's budget
-    doubled too), or with ``rerun`` the ``attribute`` stage's own rerun at the same budget and tolerances
-    (``rerun_config`` for `certified`; the repeat config, undoubled, for the others)."""
+def second_run(cfg, budget: int, second: str = TWICE):
+    """App. B.4's second run: at twice the budget (``TWICE``: the ``attribute_repeats`` config, kronrod's and
+    EG's budget doubled too), or the ``attribute`` stage's own rerun at the same budget and tolerances
+    (``RERUN``: ``rerun_config`` for `certified`; the repeat config, undoubled, for the others)."""
+    rerun = second == RERUN
     at = cfg.attribution
     if rerun and at.method == "certified":
         return rerun_config(replace(cfg, attribution=replace(at, certified_rerun=True)))
@@ -100,9 +103,9 @@ def first_held(trace: np.ndarray, tolerance: float, vector_tolerance: float) -> 
     return {name: float(t["evals"][np.argmax(h)]) if h.any() else None for name, h in held.items()}
 
 
-def measure(model, q, pool, cfg, pad_id: int, budget: int, second: str = "twice") -> dict:
+def measure(model, q, pool, cfg, pad_id: int, budget: int, second: str = TWICE) -> dict:
     """One method, one question: its run at the budget and its second run (``second_run``; ``second`` is
-    ``twice``, ``rerun`` or ``none``: the first run alone), App. B.4's figures."""
+    ``TWICE``, ``RERUN`` or ``ONCE``: the first run alone), App. B.4's figures."""
     start = time.perf_counter()
     main = attribute_question(model, q, pool, cfg.attribution, pad_id)
     (a,) = main.rows
@@ -117,7 +120,7 @@ def measure(model, q, pool, cfg, pad_id: int, budget: int, second: str = "twice"
         "second_run": second,
     }
     if second != ONCE:
-        record.update(against_second_run(model, q, pool, cfg, pad_id, budget, second == "rerun", a))
+        record.update(against_second_run(model, q, pool, cfg, pad_id, budget, second, a))
     if cfg.attribution.method == "certified":
         at = cfg.attribution
         record.update(first_held(main.traces[0], at.certified_tolerance, at.certified_vector_tolerance))
@@ -126,10 +129,10 @@ def measure(model, q, pool, cfg, pad_id: int, budget: int, second: str = "twice"
     return record
 
 
-def against_second_run(model, q, pool, cfg, pad_id: int, budget: int, rerun: bool, a) -> dict:
+def against_second_run(model, q, pool, cfg, pad_id: int, budget: int, second: str, a) -> dict:
     """The second run's figures and App. B.4's vector criteria between it and the first run's row ``a``."""
     start = time.perf_counter()
-    (b,) = attribute_question(model, q, pool, second_run(cfg, budget, rerun).attribution, pad_id).rows
+    (b,) = attribute_question(model, q, pool, second_run(cfg, budget, second).attribution, pad_id).rows
     seconds_2x = time.perf_counter() - start
     e, e2 = a.coords["e"].numpy(), b.coords["e"].numpy()
     m1, m2 = np.asarray(a.token_magnitude), np.asarray(b.token_magnitude)
@@ -207,7 +210,7 @@ def run(args) -> None:
 def finished(out: Path, about: dict, second: str) -> set[str]:
     """The questions ``out`` already holds a record of with every field of ``about`` (the run's content: its
     attribution fingerprint, which holds the classifier's run, and the pipeline's code version) and this
-    second run (``twice``, ``rerun`` or ``none``)."""
+    second run (``TWICE``, ``RERUN`` or ``ONCE``)."""
     if not out.exists():
         return set()
     return {
@@ -356,7 +359,7 @@ def main() -> None:
     parser.add_argument("--kept", help="with --table: write the table here, headed by --command")
     parser.add_argument("--command", default="", help="with --kept: the command of records that name none")
     args = parser.parse_args()
-    args.second = "rerun" if args.rerun else ONCE if args.once else "twice"
+    args.second = RERUN if args.rerun else ONCE if args.once else TWICE
     print(f"load average at start: {os.getloadavg()}", flush=True)
     if args.table:
         print("\n".join(table(read_records(Path(args.out)))))
