@@ -273,3 +273,31 @@ def test_a_measured_record_holds_both_runs_and_their_vector_figures(bench) -> No
     assert (alone["grad_evals"], alone["residual"]) == (record["grad_evals"], record["residual"])
     assert "cosine" not in alone
     assert "grad_evals_2x" not in alone
+
+
+@pytest.mark.parametrize(("skip", "questions"), [(2, 1), (3, 3), (-1, 4)])
+def test_a_skip_that_leaves_no_question_is_refused_before_the_model_loads(
+    bench, monkeypatch, capsys, skip: int, questions: int
+) -> None:
+    def never(*_args, **_kwargs):
+        raise AssertionError("the bench loaded a model for a run that measures nothing")
+
+    monkeypatch.setattr(bench, "run", never)
+    argv = ["bench_certified.py", "--questions", str(questions), "--skip", str(skip), "--out", "unused.jsonl"]
+    monkeypatch.setattr("sys.argv", argv)
+    with pytest.raises(SystemExit) as exit_:
+        bench.main()
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert f"--skip {skip} is not from 0 to --questions - 1 ({questions - 1})" in error
+    assert "--questions 3 --skip 2" in error
+
+
+def test_a_skip_within_the_questions_runs(bench, monkeypatch) -> None:
+    ran = []
+    monkeypatch.setattr(bench, "run", ran.append)
+    monkeypatch.setattr(
+        "sys.argv", ["bench_certified.py", "--questions", "3", "--skip", "2", "--out", "x.jsonl"]
+    )
+    bench.main()
+    assert [(args.questions, args.skip) for args in ran] == [(3, 2)]
