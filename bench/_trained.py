@@ -25,6 +25,27 @@ def experiment_parser(doc: str, experiment: str, questions: int) -> argparse.Arg
     return parser
 
 
+def add_skip(parser: argparse.ArgumentParser) -> None:
+    """``--skip``: leave out the first SKIP of the first ``--questions`` questions (so the third question
+    alone is ``--questions 3 --skip 2``, as the kept records' commands say). Checked by ``check_skip``."""
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="leave out the first SKIP of the first --questions questions "
+        "(the third alone: --questions 3 --skip 2)",
+    )
+
+
+def check_skip(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse, before anything loads, a ``--skip`` that leaves no question or counts from the end."""
+    if not 0 <= args.skip < args.questions:
+        parser.error(
+            f"--skip {args.skip} is not from 0 to --questions - 1 ({args.questions - 1}): it leaves out "
+            "the first SKIP of the first --questions questions (the third alone: --questions 3 --skip 2)"
+        )
+
+
 def load(experiment: str, overrides: list[str] = ()):
     """(classifier, prompts, cfg, pad id) of the trained ``experiment`` with Hydra ``overrides`` (the ones its
     ``xurs params`` had; its train stage must have run)."""

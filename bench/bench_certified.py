@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _trained import experiment_parser, explained_questions, load, method_config
+from _trained import add_skip, check_skip, experiment_parser, explained_questions, load, method_config
 
 from xurs_pipeline.attribution.certified import TRACE_COLUMNS, CertifiedSpec
 from xurs_pipeline.attribution.config import kronrod_first_pass
@@ -329,13 +329,7 @@ def main() -> None:
     parser.add_argument("--budgets", type=int, nargs="+", default=[512, 1024, 2048])
     parser.add_argument("--methods", nargs="+", default=["certified", "kronrod", "eg"])
     parser.add_argument("--out", default="results/bench/certified.jsonl")
-    parser.add_argument(
-        "--skip",
-        type=int,
-        default=0,
-        help="leave out the first SKIP of the first --questions questions "
-        "(the third alone: --questions 3 --skip 2)",
-    )
+    add_skip(parser)
     parser.add_argument(
         "--kronrod-bound",
         type=float,
@@ -366,11 +360,8 @@ def main() -> None:
     parser.add_argument("--command", default="", help="with --kept: the command of records that name none")
     args = parser.parse_args()
     args.second = RERUN if args.rerun else ONCE if args.once else TWICE
-    if not args.table and not 0 <= args.skip < args.questions:
-        parser.error(  # a run that would measure nothing (or count from the end) is refused before it loads
-            f"--skip {args.skip} is not from 0 to --questions - 1 ({args.questions - 1}): it leaves out "
-            "the first SKIP of the first --questions questions (the third alone: --questions 3 --skip 2)"
-        )
+    if not args.table:
+        check_skip(parser, args)
     print(f"load average at start: {os.getloadavg()}", flush=True)
     if args.table:
         print("\n".join(table(read_records(Path(args.out)))))

@@ -52,7 +52,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
-from _trained import experiment_parser, explained_questions, load
+from _trained import add_skip, check_skip, experiment_parser, explained_questions, load
 
 from xurs_pipeline.attribution.config import STOP_RULES
 from xurs_pipeline.attribution.endpoints import input_width, prompt_of
@@ -440,7 +440,7 @@ def main() -> None:
         help="kronrod (under each --lead) and/or adaptive IG, each a run of every question, back to back",
     )
     parser.add_argument("--ig-max-points", type=int, default=1024, help="adaptive IG's last level (points)")
-    parser.add_argument("--skip", type=int, default=0, help="leave out the first N of the --questions")
+    add_skip(parser)
     parser.add_argument(
         "--eg-samples", type=int, default=64, help="EG's draws a question, for its projection (>= 1)"
     )
@@ -451,6 +451,8 @@ def main() -> None:
     if args.eg_samples < 1:
         parser.error(f"--eg-samples={args.eg_samples}: must be >= 1 (every record projects EG's draws)")
     args.lead = args.lead or [args.stop]
+    if not args.table:
+        check_skip(parser, args)
     C.print_header("Evaluations to App. B.4 against training references", " ".join(sys.argv))
     table(args) if args.table else run(args)
     print(f"load average at end: {C.load_average()}")

@@ -275,15 +275,17 @@ def test_a_measured_record_holds_both_runs_and_their_vector_figures(bench) -> No
     assert "grad_evals_2x" not in alone
 
 
+@pytest.mark.parametrize("name", ["bench_certified", "kronrod_references"])
 @pytest.mark.parametrize(("skip", "questions"), [(2, 1), (3, 3), (-1, 4)])
 def test_a_skip_that_leaves_no_question_is_refused_before_the_model_loads(
-    bench, monkeypatch, capsys, skip: int, questions: int
+    name: str, monkeypatch, capsys, skip: int, questions: int
 ) -> None:
     def never(*_args, **_kwargs):
         raise AssertionError("the bench loaded a model for a run that measures nothing")
 
+    bench = load_bench_script(name)
     monkeypatch.setattr(bench, "run", never)
-    argv = ["bench_certified.py", "--questions", str(questions), "--skip", str(skip), "--out", "unused.jsonl"]
+    argv = [f"{name}.py", "--questions", str(questions), "--skip", str(skip), "--out", "unused.jsonl"]
     monkeypatch.setattr("sys.argv", argv)
     with pytest.raises(SystemExit) as exit_:
         bench.main()
@@ -293,11 +295,12 @@ def test_a_skip_that_leaves_no_question_is_refused_before_the_model_loads(
     assert "--questions 3 --skip 2" in error
 
 
-def test_a_skip_within_the_questions_runs(bench, monkeypatch) -> None:
+@pytest.mark.parametrize("name", ["bench_certified", "kronrod_references"])
+def test_a_skip_within_the_questions_runs(name: str, monkeypatch) -> None:
+    bench = load_bench_script(name)
     ran = []
     monkeypatch.setattr(bench, "run", ran.append)
-    monkeypatch.setattr(
-        "sys.argv", ["bench_certified.py", "--questions", "3", "--skip", "2", "--out", "x.jsonl"]
-    )
+    argv = [f"{name}.py", "--questions", "3", "--skip", "2", "--out", "x.jsonl"]
+    monkeypatch.setattr("sys.argv", argv)
     bench.main()
     assert [(args.questions, args.skip) for args in ran] == [(3, 2)]
