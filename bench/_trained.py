@@ -38,7 +38,10 @@ def add_skip(parser: argparse.ArgumentParser) -> None:
 
 
 def check_skip(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse, before anything loads, a ``--skip`` that leaves no question or counts from the end."""
+    """Refuse, before anything loads, ``--questions`` below 1 or a ``--skip`` that leaves no question or
+    counts from the end."""
+    if args.questions < 1:
+        parser.error(f"--questions {args.questions}: at least 1 (the first N questions the stage explains)")
     if not 0 <= args.skip < args.questions:
         parser.error(
             f"--skip {args.skip} is not from 0 to --questions - 1 ({args.questions - 1}): it leaves out "

@@ -296,6 +296,16 @@ def test_a_skip_that_leaves_no_question_is_refused_before_the_model_loads(
 
 
 @pytest.mark.parametrize("name", ["bench_certified", "kronrod_references"])
+def test_no_question_to_measure_is_refused(name: str, monkeypatch, capsys) -> None:
+    bench = load_bench_script(name)
+    monkeypatch.setattr(bench, "run", lambda *_: pytest.fail("the bench ran with no question to measure"))
+    monkeypatch.setattr("sys.argv", [f"{name}.py", "--questions", "0", "--out", "unused.jsonl"])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "--questions 0: at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["bench_certified", "kronrod_references"])
 def test_a_skip_within_the_questions_runs(name: str, monkeypatch) -> None:
     bench = load_bench_script(name)
     ran = []
