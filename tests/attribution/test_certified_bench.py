@@ -165,17 +165,17 @@ def test_the_second_run_is_twice_the_budget_or_the_stages_own_rerun(bench) -> No
         return RootConfig(attribution=AttributionConfig(method=method, refs_per_collection=4, **keys))
 
     certified = config("certified", certified_max_evals=1024)
-    twice, rerun = (bench.second_run(certified, 1024, r).attribution for r in ("twice", "rerun"))
+    twice, rerun = (bench.second_run(certified, 1024, r).attribution for r in (bench.TWICE, bench.RERUN))
     assert (twice.certified_max_evals, twice.certified_tolerance) == (2048, 0.005)
     assert (rerun.certified_max_evals, rerun.certified_tolerance) == (1024, 0.01)
     assert rerun.seed != certified.attribution.seed
     assert not rerun.certified_rerun
     eg = config("eg", n_samples=1024)
-    twice, rerun = (bench.second_run(eg, 1024, r).attribution for r in ("twice", "rerun"))
+    twice, rerun = (bench.second_run(eg, 1024, r).attribution for r in (bench.TWICE, bench.RERUN))
     assert (twice.n_samples, rerun.n_samples) == (2048, 1024)
     assert rerun.seed != eg.attribution.seed
     kronrod = config("kronrod", kronrod_max_evals=1024)
-    twice, rerun = (bench.second_run(kronrod, 1024, r).attribution for r in ("twice", "rerun"))
+    twice, rerun = (bench.second_run(kronrod, 1024, r).attribution for r in (bench.TWICE, bench.RERUN))
     assert (twice.kronrod_max_evals, rerun.kronrod_max_evals) == (2048, 1024)
     assert rerun.kronrod_intervals == 3 * kronrod.attribution.kronrod_intervals
 
